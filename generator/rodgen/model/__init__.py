@@ -1,0 +1,8 @@
+"""Model stage: the vocabulary of rod/link mechanisms, model files, validation (no SymPy here)."""
+from .core import (Coordinate, Input, Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring,
+                   check_name, telescopic)
+from .expr import Expression, ExpressionError, parse
+from .loader import load, load_dict
+
+__all__ = ["Coordinate", "Input", "Joint", "Link", "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment",
+           "Spring", "check_name", "telescopic", "Expression", "ExpressionError", "parse", "load", "load_dict"]

@@ -1,0 +1,391 @@
+"""The model vocabulary: links, segments, masses, joints, parameters.
+
+A :class:`Model` is a tree of :class:`Link` objects. Each link hangs off the
+ground (or the floating base) at a support point, or off a point of its parent
+link. A link is a straight sequence of :class:`Segment` objects along its
+axis; a segment is *rigid* (fixed length) or *variable* (its length is a
+generalized coordinate driven by a longitudinal force). Segments carry point
+masses (:class:`PointMass`) and rigid rods (:class:`Rod`).
+
+Positions along a segment are given by ``fraction`` (of the segment's current
+length) plus ``offset`` (a constant distance from the segment's proximal end)
+and ``lateral`` (a constant distance to the left of the link axis). On a
+variable segment a mass at ``fraction=0.5`` therefore slides as the segment
+changes length, while one at ``offset=0.1`` stays put.
+
+Every numeric field accepts a number, a parameter name, or an arithmetic
+expression of parameters (see :mod:`rodgen.model.expr`). Call
+:meth:`Model.validate` (``rodgen.load`` does) to check the model; it fills in
+default names and turns every numeric field into an
+:class:`~rodgen.model.expr.Expression`.
+
+This module uses no SymPy.
+"""
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+from ..errors import ModelError
+from .expr import CONSTANTS, FUNCTIONS, Expression, ExpressionError, Value, as_expression
+
+ANGLE_CONVENTIONS = ("absolute", "relative")
+BASES = ("fixed", "floating")
+
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
+    "_Bool _Complex _Imaginary NULL main".split())
+_CYTHON_KEYWORDS = frozenset("cdef cpdef cimport ctypedef DEF IF ELIF ELSE include gil nogil public readonly "
+                             "extern api inline object".split())
+#: Names the generated code uses itself; no model name may take them.
+RESERVED = frozenset({"q", "qd", "qdd", "u", "p", "y", "dy", "t", "M", "h", "out", "n", "i", "j", "k",
+                      "self", "np", "math"} | set(FUNCTIONS) | set(CONSTANTS))
+
+
+def check_name(name: object, what: str, where: str | None = None, source: str | None = None) -> str:
+    """Return ``name`` if it is a safe identifier for C, Cython and Python, else raise ModelError."""
+    if not isinstance(name, str):
+        raise ModelError(f"{what} must be a string, got {type(name).__name__} {name!r}", source=source, where=where)
+    if not _IDENT.match(name):
+        raise ModelError(
+            f"{what} {name!r} is not a valid name: use letters, digits and underscores, starting with a letter",
+            source=source, where=where)
+    if len(name) > 64:
+        raise ModelError(f"{what} {name!r} is longer than 64 characters", source=source, where=where)
+    if keyword.iskeyword(name) or name in _C_KEYWORDS or name in _CYTHON_KEYWORDS:
+        raise ModelError(f"{what} {name!r} is a keyword of C, Cython or Python; choose another name",
+                         source=source, where=where)
+    if name in RESERVED:
+        raise ModelError(f"{what} {name!r} is reserved by rodgen; choose another name", source=source, where=where)
+    return name
+
+
+@dataclass
+class Parameter:
+    """A named model parameter with its default value."""
+
+    name: str
+    value: float
+    unit: str = ""
+    doc: str = ""
+
+
+@dataclass
+class Spring:
+    """A linear spring: generalized force ``-stiffness*(x - rest)`` on a joint angle or a length."""
+
+    stiffness: Value
+    rest: Value = 0.0
+
+
+@dataclass
+class PointMass:
+    """A point mass on a segment, at ``fraction*length + offset`` from its proximal end."""
+
+    mass: Value
+    fraction: Value = 0.0
+    offset: Value = 0.0
+    lateral: Value = 0.0
+    name: Optional[str] = None
+
+
+@dataclass
+class Rod:
+    """A rigid weighty body lying along the link axis.
+
+    Its centre of mass sits at ``fraction*length + offset`` of the segment
+    (default: the middle of the segment); ``inertia`` is the central moment
+    of inertia about the axis normal to the plane (default
+    ``mass*length**2/12``, a uniform thin rod of the given ``length``, which
+    itself defaults to the segment's length for a rigid segment).
+    """
+
+    mass: Value
+    length: Optional[Value] = None
+    inertia: Optional[Value] = None
+    fraction: Value = 0.5
+    offset: Value = 0.0
+    lateral: Value = 0.0
+    name: Optional[str] = None
+
+
+@dataclass
+class Segment:
+    """A straight piece of a link.
+
+    ``variable=False``: a rigid segment of fixed ``length``.
+    ``variable=True``: ``length`` is the nominal (initial) value of the length
+    coordinate ``coordinate`` (default ``l_<name>``), driven by the input
+    ``force`` (default ``F_<name>``) unless ``actuated=False``, with an
+    optional ``spring`` and ``damping`` along it.
+    """
+
+    name: str
+    length: Value
+    variable: bool = False
+    masses: list[PointMass] = field(default_factory=list)
+    rods: list[Rod] = field(default_factory=list)
+    coordinate: Optional[str] = None
+    force: Optional[str] = None
+    actuated: bool = True
+    spring: Optional[Spring] = None
+    damping: Optional[Value] = None
+    kind: str = "rigid"
+
+    def __post_init__(self) -> None:
+        if self.variable and self.kind == "rigid":
+            self.kind = "variable"
+
+
+def telescopic(name: str, *, length: Value, outer_length: Value, outer_mass: Value,
+               inner_length: Value, inner_mass: Value, **options: object) -> Segment:
+    """A telescopic segment: two uniform rigid sections sliding inside each other.
+
+    Definition used by rodgen: the segment's length ``l`` (a coordinate) runs
+    from its proximal end to its distal end. The *outer* section (a uniform
+    rod of ``outer_length`` and ``outer_mass``) is fixed to the proximal end,
+    its centre at ``outer_length/2``. The *inner* section (a uniform rod of
+    ``inner_length`` and ``inner_mass``) is fixed to the distal end, its
+    centre at ``l - inner_length/2``: it slides out with the extension, so
+    the segment's centre of mass and central inertia depend on ``l``. Each
+    section has the central inertia ``m*L**2/12`` of a thin uniform rod.
+    """
+    outer = Rod(mass=outer_mass, length=outer_length, fraction=0.0,
+                offset=_half(outer_length), name=f"{name}_outer")
+    inner = Rod(mass=inner_mass, length=inner_length, fraction=1.0,
+                offset=_neg_half(inner_length), name=f"{name}_inner")
+    seg = Segment(name=name, length=length, variable=True, rods=[outer, inner], kind="telescopic",
+                  **options)  # type: ignore[arg-type]
+    return seg
+
+
+def _half(v: Value) -> Value:
+    return v / 2 if isinstance(v, (int, float)) else f"({v})/2"
+
+
+def _neg_half(v: Value) -> Value:
+    return -v / 2 if isinstance(v, (int, float)) else f"-({v})/2"
+
+
+@dataclass
+class Joint:
+    """The joint at a link's proximal end (a revolute hinge in the plane)."""
+
+    torque: Optional[str] = None
+    actuated: bool = True
+    spring: Optional[Spring] = None
+    damping: Optional[Value] = None
+
+
+@dataclass
+class Marker:
+    """A named point on a link, for plots, animation and attaching children.
+
+    ``segment=None`` measures from the link's proximal joint along the whole
+    link (``fraction`` then refers to nothing and must be 0).
+    """
+
+    name: str
+    segment: Optional[str] = None
+    fraction: Value = 0.0
+    offset: Value = 0.0
+    lateral: Value = 0.0
+
+
+@dataclass
+class Link:
+    """A link: a chain of segments along one axis, hinged at its proximal end.
+
+    Parameters
+    ----------
+    parent : name of the parent link, or None for a link hinged to the ground
+        (or to the floating base) at ``origin``.
+    at : where on the parent the hinge is: ``"end"`` (distal end, default),
+        ``"start"`` (the parent's own hinge), the name of a parent segment
+        (its distal end) or of a parent marker.
+    angle : ``"absolute"`` (measured from the +x axis, counter-clockwise, as in
+        Borisov's thesis) or ``"relative"`` (from the parent's axis).
+    coordinate : name of the angle coordinate (default ``phi_<name>`` for
+        absolute, ``th_<name>`` for relative angles).
+    offset : a constant added to the angle (relative links: the angle between
+        the axes at coordinate 0).
+    initial : initial value of the angle coordinate (default state).
+    """
+
+    name: str
+    segments: list[Segment] = field(default_factory=list)
+    parent: Optional[str] = None
+    at: str = "end"
+    origin: tuple[Value, Value] = (0.0, 0.0)
+    angle: str = "absolute"
+    coordinate: Optional[str] = None
+    offset: Value = 0.0
+    initial: Value = 0.0
+    joint: Joint = field(default_factory=Joint)
+    markers: list[Marker] = field(default_factory=list)
+
+    # -- builder helpers -------------------------------------------------
+    def rigid(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
+              rod: Rod | None = None, rods: Sequence[Rod] = ()) -> Segment:
+        """Append a rigid segment and return it."""
+        seg = Segment(name=name, length=length, variable=False, masses=list(masses),
+                      rods=list(rods) + ([rod] if rod is not None else []))
+        self.segments.append(seg)
+        return seg
+
+    def variable(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
+                 rods: Sequence[Rod] = (), coordinate: str | None = None, force: str | None = None,
+                 actuated: bool = True, spring: Spring | None = None, damping: Value | None = None) -> Segment:
+        """Append a variable-length segment (``length`` is its initial value) and return it."""
+        seg = Segment(name=name, length=length, variable=True, masses=list(masses), rods=list(rods),
+                      coordinate=coordinate, force=force, actuated=actuated, spring=spring, damping=damping)
+        self.segments.append(seg)
+        return seg
+
+    def telescopic(self, name: str, **kw: object) -> Segment:
+        """Append a telescopic segment (see :func:`rodgen.model.telescopic`) and return it."""
+        seg = telescopic(name, **kw)  # type: ignore[arg-type]
+        self.segments.append(seg)
+        return seg
+
+    def marker(self, name: str, segment: str | None = None, fraction: Value = 0.0, offset: Value = 0.0,
+               lateral: Value = 0.0) -> Marker:
+        mk = Marker(name, segment, fraction, offset, lateral)
+        self.markers.append(mk)
+        return mk
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """A generalized coordinate: ``kind`` is ``"angle"``, ``"length"`` or ``"base"``."""
+
+    name: str
+    kind: str
+    link: Optional[str]
+    segment: Optional[str]
+    initial: Expression
+
+
+@dataclass(frozen=True)
+class Input:
+    """An input: ``kind`` is ``"torque"`` (joint of ``link``) or ``"force"`` (along ``segment``)."""
+
+    name: str
+    kind: str
+    link: str
+    segment: Optional[str]
+
+
+@dataclass
+class Model:
+    """A planar rod/link mechanism.
+
+    ``base="fixed"``: root links are hinged to the ground at their ``origin``
+    (single support). ``base="floating"``: the base point has two extra
+    coordinates (``base_coordinates``, default ``x``, ``y``), placed first in
+    q, and root links are hinged at base + ``origin`` (flight phase).
+    """
+
+    name: str
+    links: list[Link] = field(default_factory=list)
+    parameters: list[Parameter] = field(default_factory=list)
+    gravity: tuple[Value, Value] = (0.0, -9.81)
+    base: str = "fixed"
+    base_coordinates: tuple[str, str] = ("x", "y")
+    doc: str = ""
+    source: Optional[str] = None
+    _validated: bool = field(default=False, repr=False, compare=False)
+
+    # -- builder API -----------------------------------------------------
+    def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
+        """Declare a parameter and return its name (for use in expressions)."""
+        self.parameters.append(Parameter(name, value, unit, doc))
+        self._validated = False
+        return name
+
+    def link(self, name: str, *, parent: str | None = None, at: str = "end", angle: str = "absolute",
+             origin: tuple[Value, Value] = (0.0, 0.0), coordinate: str | None = None, offset: Value = 0.0,
+             initial: Value = 0.0, joint: Joint | None = None) -> Link:
+        """Add a link and return it; add segments with its ``rigid``/``variable``/``telescopic`` methods."""
+        lk = Link(name=name, parent=parent, at=at, angle=angle, origin=origin, coordinate=coordinate,
+                  offset=offset, initial=initial, joint=joint or Joint())
+        self.links.append(lk)
+        self._validated = False
+        return lk
+
+    # -- queries (valid after validate()) ----------------------------------
+    def link_named(self, name: str) -> Link:
+        for lk in self.links:
+            if lk.name == name:
+                return lk
+        raise KeyError(name)
+
+    def children(self, name: str | None) -> list[Link]:
+        return [lk for lk in self.links if lk.parent == name]
+
+    def coordinates(self) -> list[Coordinate]:
+        """Generalized coordinates in order: base (x, y) if floating; then per link (tree order) its
+        angle followed by the lengths of its variable segments."""
+        self.validate()
+        out: list[Coordinate] = []
+        if self.base == "floating":
+            for nm in self.base_coordinates:
+                out.append(Coordinate(nm, "base", None, None, as_expression(0.0)))
+        for lk in self.links:
+            assert lk.coordinate is not None
+            out.append(Coordinate(lk.coordinate, "angle", lk.name, None, as_expression(lk.initial)))
+            for sg in lk.segments:
+                if sg.variable:
+                    assert sg.coordinate is not None
+                    out.append(Coordinate(sg.coordinate, "length", lk.name, sg.name, as_expression(sg.length)))
+        return out
+
+    def inputs(self) -> list[Input]:
+        """Inputs in order: per link, its joint torque then the forces of its variable segments."""
+        self.validate()
+        out: list[Input] = []
+        for lk in self.links:
+            if lk.joint.actuated:
+                assert lk.joint.torque is not None
+                out.append(Input(lk.joint.torque, "torque", lk.name, None))
+            for sg in lk.segments:
+                if sg.variable and sg.actuated:
+                    assert sg.force is not None
+                    out.append(Input(sg.force, "force", lk.name, sg.name))
+        return out
+
+    def parameter_values(self) -> dict[str, float]:
+        return {p.name: float(p.value) for p in self.parameters}
+
+    def value(self, v: Value) -> float:
+        """Numeric value of a field with the default parameter values."""
+        return as_expression(v).evaluate(self.parameter_values())
+
+    def iter_segments(self) -> Iterator[tuple[Link, Segment]]:
+        for lk in self.links:
+            for sg in lk.segments:
+                yield lk, sg
+
+    # -- validation --------------------------------------------------------
+    def validate(self) -> "Model":
+        """Check the model; fill in default names; return self. Raises ModelError naming the place."""
+        if self._validated:
+            return self
+        from .validate import validate_model
+        validate_model(self)
+        self._validated = True
+        return self
+
+
+def is_finite_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+__all__ = ["Parameter", "Spring", "PointMass", "Rod", "Segment", "Joint", "Marker", "Link", "Model",
+           "Coordinate", "Input", "telescopic", "check_name", "Value", "Expression", "ExpressionError",
+           "ANGLE_CONVENTIONS", "BASES", "RESERVED"]

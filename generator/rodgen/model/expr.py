@@ -1,0 +1,157 @@
+"""Arithmetic expressions in model files, parsed without ``eval``.
+
+A numeric field of a model may be a number, the name of a parameter, or an
+arithmetic expression of parameters: ``"m_thigh + 0.5*m_knee"``,
+``"l0/2"``, ``"sqrt(I/m)"``, ``"pi/2"``. The text is parsed with :mod:`ast`
+and only the following is accepted: numbers, names, ``+ - * / **``, unary
+``+ -``, parentheses and calls of the functions in :data:`FUNCTIONS`.
+Anything else (attribute access, subscripts, strings, lambdas, comparisons,
+keyword arguments...) is refused with :class:`ExpressionError`.
+
+This module does not use SymPy (the model stage never does); the symbolic
+stage turns the checked tree into a SymPy expression.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+#: Functions allowed in expressions, with their number of arguments.
+FUNCTIONS: dict[str, int] = {
+    "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1,
+    "asin": 1, "acos": 1, "atan": 1, "atan2": 2, "abs": 1,
+}
+#: Names with a fixed meaning that need no definition.
+CONSTANTS: dict[str, float] = {"pi": math.pi}
+
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_UNARY = (ast.UAdd, ast.USub)
+MAX_LENGTH = 500
+
+
+class ExpressionError(ValueError):
+    """An expression is not arithmetic of known names."""
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A checked arithmetic expression.
+
+    Attributes
+    ----------
+    text : str
+        The source text, stripped.
+    names : tuple of str
+        The free names it uses (parameters), sorted, constants excluded.
+    """
+
+    text: str
+    names: tuple[str, ...] = field(default=())
+    tree: ast.expr | None = field(default=None, compare=False, repr=False)
+
+    def evaluate(self, values: Mapping[str, float]) -> float:
+        """Numeric value with the given parameter values."""
+        assert self.tree is not None
+        return float(_evaluate(self.tree, values))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Value = Union[float, int, str, Expression]
+
+
+def parse(text: str) -> Expression:
+    """Parse and check ``text``; raise :class:`ExpressionError` if it is not plain arithmetic."""
+    if not isinstance(text, str):
+        raise ExpressionError(f"expected a number or an expression, got {type(text).__name__}")
+    src = text.strip()
+    if not src:
+        raise ExpressionError("empty expression")
+    if len(src) > MAX_LENGTH:
+        raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(src, mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {src!r}: {exc.msg}") from None
+    names: set[str] = set()
+    _check(tree, src, names, depth=0)
+    return Expression(src, tuple(sorted(names)), tree)
+
+
+def _check(node: ast.AST, src: str, names: set[str], depth: int) -> None:
+    if depth > 60:
+        raise ExpressionError(f"expression {src!r} is nested too deeply")
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise ExpressionError(f"{node.value!r} in {src!r} is not a number")
+        return
+    if isinstance(node, ast.Name):
+        if node.id not in CONSTANTS:
+            names.add(node.id)
+        return
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _BINOPS):
+        _check(node.left, src, names, depth + 1)
+        _check(node.right, src, names, depth + 1)
+        return
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _UNARY):
+        _check(node.operand, src, names, depth + 1)
+        return
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            what = node.func.id if isinstance(node.func, ast.Name) else ast.dump(node.func)[:40]
+            raise ExpressionError(
+                f"function {what!r} in {src!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
+        if node.keywords or len(node.args) != FUNCTIONS[node.func.id]:
+            raise ExpressionError(
+                f"{node.func.id}() in {src!r} takes {FUNCTIONS[node.func.id]} positional argument(s)")
+        for arg in node.args:
+            _check(arg, src, names, depth + 1)
+        return
+    raise ExpressionError(f"{src!r} is not plain arithmetic (found {type(node).__name__})")
+
+
+def _evaluate(node: ast.AST, values: Mapping[str, float]) -> float:
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
+        return float(values[node.id])
+    if isinstance(node, ast.BinOp):
+        a, b = _evaluate(node.left, values), _evaluate(node.right, values)
+        op = node.op
+        if isinstance(op, ast.Add):
+            return a + b
+        if isinstance(op, ast.Sub):
+            return a - b
+        if isinstance(op, ast.Mult):
+            return a * b
+        if isinstance(op, ast.Div):
+            return a / b
+        return float(a ** b)
+    if isinstance(node, ast.UnaryOp):
+        v = _evaluate(node.operand, values)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        args = [_evaluate(a, values) for a in node.args]
+        fn = {"abs": abs, "atan2": math.atan2}.get(node.func.id) or getattr(math, node.func.id)
+        return float(fn(*args))
+    raise AssertionError("unchecked expression node")
+
+
+def as_expression(value: Value) -> Expression:
+    """Turn a number or a text into an :class:`Expression` (numbers become constants)."""
+    if isinstance(value, Expression):
+        return value
+    if isinstance(value, bool):
+        raise ExpressionError("expected a number or an expression, got a boolean")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ExpressionError(f"{value!r} is not a finite number")
+        text = repr(float(value)) if isinstance(value, float) else str(value)
+        return Expression(text, (), ast.Constant(value=value))
+    return parse(value)

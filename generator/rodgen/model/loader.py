@@ -1,0 +1,258 @@
+"""Model files (YAML) -> Model.
+
+The schema is documented in README.md ("The model format"). Loading is
+strict: unknown keys, wrong types, duplicate keys and invalid values raise
+:class:`ModelError` naming the file, the link, the segment and the field.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional, Union
+
+import yaml
+
+from ..errors import ModelError
+from .core import Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring, telescopic
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "gravity", "parameters", "links"}
+_LINK_KEYS = {"name", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint", "segments",
+              "markers"}
+_SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "force", "actuated", "spring",
+             "damping"}
+_TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force", "actuated", "spring", "damping",
+              "masses"}
+_JOINT_KEYS = {"torque", "actuated", "spring", "damping"}
+_MASS_KEYS = {"mass", "fraction", "offset", "lateral", "name"}
+_ROD_KEYS = {"mass", "length", "inertia", "fraction", "offset", "lateral", "name"}
+_MARKER_KEYS = {"name", "segment", "fraction", "offset", "lateral"}
+_SPRING_KEYS = {"stiffness", "rest"}
+_PARAM_KEYS = {"value", "unit", "doc"}
+SEGMENT_TYPES = ("rigid", "variable", "telescopic")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    mapping: dict = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        mapping[key] = loader.construct_object(value_node, deep=deep)
+    return mapping
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load(path: PathLike) -> Model:
+    """Load and validate a model file (YAML). Raises ModelError naming the file and place."""
+    src = os.fspath(path)
+    try:
+        with open(src, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ModelError(f"cannot read the model file: {exc.strerror}", source=src) from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ModelError(f"not valid YAML: {problem}", source=src, where=where) from None
+    return load_dict(data, source=src)
+
+
+def load_dict(data: Any, *, source: Optional[str] = None) -> Model:
+    """Build and validate a Model from a mapping with the model-file schema."""
+    b = _Reader(source)
+    model = b.model(data)
+    model.validate()
+    return model
+
+
+class _Reader:
+    def __init__(self, source: Optional[str]) -> None:
+        self.src = source
+
+    def err(self, msg: str, where: str) -> ModelError:
+        return ModelError(msg, source=self.src, where=where)
+
+    def mapping(self, obj: Any, where: str, keys: set[str], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
+        if not isinstance(obj, dict):
+            raise self.err(f"expected a mapping, got {type(obj).__name__}", where)
+        extra = [k for k in obj if k not in keys]
+        if extra:
+            raise self.err(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(keys))})", where)
+        for k in required:
+            if k not in obj:
+                raise self.err(f"missing field {k!r}", where)
+        return obj
+
+    def seq(self, obj: Any, where: str) -> list:
+        if obj is None:
+            return []
+        if not isinstance(obj, list):
+            raise self.err(f"expected a list, got {type(obj).__name__}", where)
+        return obj
+
+    def string(self, obj: Any, where: str) -> str:
+        if not isinstance(obj, str):
+            raise self.err(f"expected a name (string), got {type(obj).__name__} {obj!r}", where)
+        return obj
+
+    def boolean(self, obj: Any, where: str) -> bool:
+        if not isinstance(obj, bool):
+            raise self.err(f"expected true or false, got {obj!r}", where)
+        return obj
+
+    def model(self, data: Any) -> Model:
+        d = self.mapping(data, "model", _MODEL_KEYS, ("name", "links"))
+        model = Model(name=self.string(d["name"], "name"), source=self.src)
+        model.doc = str(d.get("doc", "") or "")
+        if "base" in d:
+            model.base = self.string(d["base"], "base")
+        if "base_coordinates" in d:
+            bc = self.seq(d["base_coordinates"], "base_coordinates")
+            model.base_coordinates = tuple(self.string(x, "base_coordinates") for x in bc)  # type: ignore
+        if "gravity" in d:
+            g = self.seq(d["gravity"], "gravity")
+            if len(g) != 2:
+                raise self.err(f"gravity must be [gx, gy], got {len(g)} components", "gravity")
+            model.gravity = (g[0], g[1])
+        params = d.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise self.err("expected a mapping name: value", "parameters")
+        for name, spec in params.items():
+            where = f"parameters.{name}"
+            if isinstance(spec, dict):
+                s = self.mapping(spec, where, _PARAM_KEYS, ("value",))
+                value, unit, doc = s["value"], str(s.get("unit", "")), str(s.get("doc", ""))
+            else:
+                value, unit, doc = spec, "", ""
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.err(f"a parameter's value must be a number, got {value!r}", where)
+            model.parameters.append(Parameter(name, float(value), unit, doc))
+        links = self.seq(d["links"], "links")
+        for i, ld in enumerate(links):
+            model.links.append(self.link(ld, i))
+        return model
+
+    def link(self, ld: Any, i: int) -> Link:
+        name = ld.get("name") if isinstance(ld, dict) else None
+        lw = f"link {name!r}" if isinstance(name, str) else f"links[{i}]"
+        d = self.mapping(ld, lw, _LINK_KEYS, ("name", "segments"))
+        lk = Link(name=self.string(d["name"], f"{lw}.name"))
+        if d.get("parent") is not None:
+            lk.parent = self.string(d["parent"], f"{lw}.parent")
+        if "at" in d:
+            lk.at = self.string(d["at"], f"{lw}.at")
+        if "origin" in d:
+            o = self.seq(d["origin"], f"{lw}.origin")
+            if len(o) != 2:
+                raise self.err("origin must be [x, y]", f"{lw}.origin")
+            lk.origin = (o[0], o[1])
+        if "angle" in d:
+            lk.angle = self.string(d["angle"], f"{lw}.angle")
+        if "coordinate" in d:
+            lk.coordinate = self.string(d["coordinate"], f"{lw}.coordinate")
+        for fld in ("offset", "initial"):
+            if fld in d:
+                setattr(lk, fld, d[fld])
+        if "joint" in d:
+            jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
+            jt = Joint()
+            if "torque" in jd:
+                jt.torque = self.string(jd["torque"], f"{lw}.joint.torque")
+            if "actuated" in jd:
+                jt.actuated = self.boolean(jd["actuated"], f"{lw}.joint.actuated")
+            jt.spring = self.spring(jd.get("spring"), f"{lw}.joint.spring")
+            jt.damping = jd.get("damping")
+            lk.joint = jt
+        segs = self.seq(d["segments"], f"{lw}.segments")
+        for j, sd in enumerate(segs):
+            lk.segments.append(self.segment(sd, lw, j))
+        for k, md in enumerate(self.seq(d.get("markers"), f"{lw}.markers")):
+            mw = f"{lw}.markers[{k}]"
+            m = self.mapping(md, mw, _MARKER_KEYS, ("name",))
+            lk.markers.append(Marker(name=self.string(m["name"], f"{mw}.name"),
+                                     segment=None if m.get("segment") is None else
+                                     self.string(m["segment"], f"{mw}.segment"),
+                                     fraction=m.get("fraction", 0.0), offset=m.get("offset", 0.0),
+                                     lateral=m.get("lateral", 0.0)))
+        return lk
+
+    def spring(self, sd: Any, where: str) -> Optional[Spring]:
+        if sd is None:
+            return None
+        s = self.mapping(sd, where, _SPRING_KEYS, ("stiffness",))
+        return Spring(stiffness=s["stiffness"], rest=s.get("rest", 0.0))
+
+    def segment(self, sd: Any, lw: str, j: int) -> Segment:
+        name = sd.get("name") if isinstance(sd, dict) else None
+        sw = f"{lw}, segment {name!r}" if isinstance(name, str) else f"{lw}.segments[{j}]"
+        if not isinstance(sd, dict):
+            raise self.err(f"expected a mapping, got {type(sd).__name__}", sw)
+        kind = sd.get("type", "rigid")
+        if kind not in SEGMENT_TYPES:
+            raise self.err(f"type must be one of {', '.join(SEGMENT_TYPES)}, got {kind!r}", f"{sw}.type")
+        common: dict[str, Any] = {}
+        if kind == "telescopic":
+            d = self.mapping(sd, sw, _TELE_KEYS, ("name", "length", "outer", "inner"))
+            o = self.mapping(d["outer"], f"{sw}.outer", {"length", "mass"}, ("length", "mass"))
+            n = self.mapping(d["inner"], f"{sw}.inner", {"length", "mass"}, ("length", "mass"))
+            self._variable_options(d, sw, common)
+            seg = telescopic(self.string(d["name"], f"{sw}.name"), length=d["length"],
+                             outer_length=o["length"], outer_mass=o["mass"],
+                             inner_length=n["length"], inner_mass=n["mass"], **common)
+            self._masses(d, sw, seg)
+            return seg
+        d = self.mapping(sd, sw, _SEG_KEYS, ("name", "length"))
+        seg = Segment(name=self.string(d["name"], f"{sw}.name"), length=d["length"], variable=(kind == "variable"))
+        if kind == "variable":
+            self._variable_options(d, sw, common)
+            for k, v in common.items():
+                setattr(seg, k, v)
+        else:
+            for fld in ("coordinate", "force", "actuated", "spring", "damping"):
+                if fld in d:
+                    raise self.err(f"{fld!r} applies to variable segments only (add 'type: variable')",
+                                   f"{sw}.{fld}")
+        self._masses(d, sw, seg)
+        rods = self.seq(d.get("rods"), f"{sw}.rods")
+        if "rod" in d:
+            rods = [d["rod"]] + rods
+        for k, rdd in enumerate(rods):
+            rw = f"{sw}.rods[{k}]"
+            r = self.mapping(rdd, rw, _ROD_KEYS, ("mass",))
+            seg.rods.append(Rod(mass=r["mass"], length=r.get("length"), inertia=r.get("inertia"),
+                                fraction=r.get("fraction", 0.5), offset=r.get("offset", 0.0),
+                                lateral=r.get("lateral", 0.0),
+                                name=None if r.get("name") is None else self.string(r["name"], f"{rw}.name")))
+        return seg
+
+    def _masses(self, d: Mapping[str, Any], sw: str, seg: Segment) -> None:
+        for k, md in enumerate(self.seq(d.get("masses"), f"{sw}.masses")):
+            mw = f"{sw}.masses[{k}]"
+            m = self.mapping(md, mw, _MASS_KEYS, ("mass",))
+            seg.masses.append(PointMass(mass=m["mass"], fraction=m.get("fraction", 0.0),
+                                        offset=m.get("offset", 0.0), lateral=m.get("lateral", 0.0),
+                                        name=None if m.get("name") is None else
+                                        self.string(m["name"], f"{mw}.name")))
+
+    def _variable_options(self, d: Mapping[str, Any], sw: str, out: dict[str, Any]) -> None:
+        if "coordinate" in d:
+            out["coordinate"] = self.string(d["coordinate"], f"{sw}.coordinate")
+        if "force" in d:
+            out["force"] = self.string(d["force"], f"{sw}.force")
+        if "actuated" in d:
+            out["actuated"] = self.boolean(d["actuated"], f"{sw}.actuated")
+        if "spring" in d:
+            out["spring"] = self.spring(d["spring"], f"{sw}.spring")
+        if "damping" in d:
+            out["damping"] = d["damping"]

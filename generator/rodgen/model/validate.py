@@ -1,0 +1,237 @@
+"""Validation of a Model: names, topology, expressions, values.
+
+Called by :meth:`Model.validate`. Every error is a :class:`ModelError` that
+names the source file (if any), the place (link, segment, field) and what
+was expected.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import ModelError
+from .core import (ANGLE_CONVENTIONS, BASES, Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment,
+                   Spring, check_name, is_finite_number)
+from .expr import Expression, ExpressionError, Value, as_expression
+
+
+class _Ctx:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.src = model.source
+        self.params: dict[str, float] = {}
+
+    def err(self, msg: str, where: Optional[str]) -> ModelError:
+        return ModelError(msg, source=self.src, where=where)
+
+    def expr(self, value: object, where: str, *, positive: bool = False, nonneg: bool = False) -> Expression:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str, Expression)):
+            raise self.err(f"expected a number or an arithmetic expression, got {type(value).__name__} "
+                           f"{value!r}", where)
+        try:
+            ex = as_expression(value)  # type: ignore[arg-type]
+        except ExpressionError as exc:
+            raise self.err(str(exc), where) from None
+        unknown = [n for n in ex.names if n not in self.params]
+        if unknown:
+            raise self.err(f"parameter {unknown[0]!r} is used but never defined"
+                           + (f" (defined: {', '.join(self.params)})" if self.params else
+                              " (the model defines no parameters)"), where)
+        try:
+            val = ex.evaluate(self.params)
+        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+            raise self.err(f"{ex.text!r} cannot be evaluated with the default parameters ({exc})", where) \
+                from None
+        if val != val or val in (float("inf"), float("-inf")):
+            raise self.err(f"{ex.text!r} is not finite with the default parameters", where)
+        if positive and not val > 0:
+            raise self.err(f"must be positive, got {ex.text} = {val:g}", where)
+        if nonneg and not val >= 0:
+            raise self.err(f"must not be negative, got {ex.text} = {val:g}", where)
+        return ex
+
+
+def _typed(ctx: _Ctx, obj: object, cls: type, where: str) -> None:
+    if not isinstance(obj, cls):
+        raise ctx.err(f"expected a {cls.__name__}, got {type(obj).__name__}", where)
+
+
+def validate_model(model: Model) -> None:
+    ctx = _Ctx(model)
+    check_name(model.name, "model name", "name", model.source)
+    if model.base not in BASES:
+        raise ctx.err(f"base must be one of {', '.join(BASES)}, got {model.base!r}", "base")
+
+    # parameters first: expressions refer to them
+    seen: dict[str, str] = {}
+
+    def claim(name: str, what: str, where: str) -> None:
+        check_name(name, what, where, model.source)
+        if name in seen:
+            raise ctx.err(f"{what} {name!r} has the same name as {seen[name]}", where)
+        seen[name] = f"{what} ({where})"
+
+    for i, par in enumerate(model.parameters):
+        where = f"parameters[{i}]"
+        _typed(ctx, par, Parameter, where)
+        claim(par.name, "parameter", f"parameters.{par.name}")
+        if not is_finite_number(par.value):
+            raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
+        ctx.params[par.name] = float(par.value)
+
+    if len(model.gravity) != 2:
+        raise ctx.err("gravity must have two components [gx, gy]", "gravity")
+    model.gravity = (ctx.expr(model.gravity[0], "gravity[0]"), ctx.expr(model.gravity[1], "gravity[1]"))
+
+    if model.base == "floating":
+        if len(model.base_coordinates) != 2:
+            raise ctx.err("base_coordinates must name two coordinates", "base_coordinates")
+        for nm in model.base_coordinates:
+            claim(nm, "base coordinate", "base_coordinates")
+
+    if not model.links:
+        raise ctx.err("the model has no links", "links")
+
+    names: dict[str, Link] = {}
+    for i, lk in enumerate(model.links):
+        _typed(ctx, lk, Link, f"links[{i}]")
+        check_name(lk.name, "link name", f"links[{i}]", model.source)
+        if lk.name in names:
+            raise ctx.err(f"duplicate link name {lk.name!r}", f"link {lk.name!r}")
+        names[lk.name] = lk
+
+    # topology: parents exist, no cycles; order parents before children (stable)
+    for lk in model.links:
+        if lk.parent is not None and lk.parent not in names:
+            raise ctx.err(f"unknown parent {lk.parent!r} (links: {', '.join(names)})", f"link {lk.name!r}.parent")
+    for lk in model.links:
+        path = [lk.name]
+        cur = lk
+        while cur.parent is not None:
+            if cur.parent in path:
+                cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
+                raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
+            path.append(cur.parent)
+            cur = names[cur.parent]
+    ordered: list[Link] = []
+    placed: set[Optional[str]] = {None}
+    pending = list(model.links)
+    while pending:
+        for lk in pending:
+            if lk.parent in placed:
+                ordered.append(lk)
+                placed.add(lk.name)
+                pending.remove(lk)
+                break
+    model.links = ordered
+
+    seg_names: dict[str, str] = {}
+    for lk in model.links:
+        lw = f"link {lk.name!r}"
+        if lk.angle not in ANGLE_CONVENTIONS:
+            raise ctx.err(f"angle must be 'absolute' or 'relative', got {lk.angle!r}", f"{lw}.angle")
+        if lk.coordinate is None:
+            lk.coordinate = ("phi_" if lk.angle == "absolute" else "th_") + lk.name
+        claim(lk.coordinate, "coordinate", f"{lw}.coordinate")
+        lk.offset = ctx.expr(lk.offset, f"{lw}.offset")
+        lk.initial = ctx.expr(lk.initial, f"{lw}.initial")
+        if not isinstance(lk.origin, (tuple, list)) or len(lk.origin) != 2:
+            raise ctx.err("origin must be [x, y]", f"{lw}.origin")
+        if lk.parent is not None and tuple(lk.origin) != (0.0, 0.0) and list(lk.origin) != [0, 0]:
+            raise ctx.err("origin applies to links on the ground or base only; use 'at' for a child link",
+                          f"{lw}.origin")
+        lk.origin = (ctx.expr(lk.origin[0], f"{lw}.origin[0]"), ctx.expr(lk.origin[1], f"{lw}.origin[1]"))
+        _typed(ctx, lk.joint, Joint, f"{lw}.joint")
+        jt = lk.joint
+        if jt.actuated:
+            if jt.torque is None:
+                jt.torque = "tau_" + lk.name
+            claim(jt.torque, "input", f"{lw}.joint.torque")
+        _spring_damper(ctx, jt, f"{lw}.joint")
+        if not isinstance(lk.segments, list) or not lk.segments:
+            raise ctx.err("a link needs at least one segment", f"{lw}.segments")
+        for j, sg in enumerate(lk.segments):
+            _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
+            check_name(sg.name, "segment name", f"{lw}.segments[{j}]", model.source)
+            if sg.name in seg_names:
+                raise ctx.err(f"duplicate segment name {sg.name!r} (also in link {seg_names[sg.name]!r})",
+                              f"{lw}.segments[{j}]")
+            seg_names[sg.name] = lk.name
+            sw = f"{lw}, segment {sg.name!r}"
+            sg.length = ctx.expr(sg.length, f"{sw}.length", positive=True)
+            if sg.variable:
+                if sg.coordinate is None:
+                    sg.coordinate = "l_" + sg.name
+                claim(sg.coordinate, "coordinate", f"{sw}.coordinate")
+                if sg.actuated:
+                    if sg.force is None:
+                        sg.force = "F_" + sg.name
+                    claim(sg.force, "input", f"{sw}.force")
+                _spring_damper(ctx, sg, sw)
+            else:
+                for fld in ("spring", "damping"):
+                    if getattr(sg, fld) is not None:
+                        raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
+            for k, pm in enumerate(sg.masses):
+                mw = f"{sw}.masses[{k}]"
+                _typed(ctx, pm, PointMass, mw)
+                pm.mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
+                _station(ctx, pm, mw)
+                if pm.name is not None:
+                    claim(pm.name, "point name", f"{mw}.name")
+            for k, rd in enumerate(sg.rods):
+                rw = f"{sw}.rods[{k}]"
+                _typed(ctx, rd, Rod, rw)
+                rd.mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
+                if rd.length is None:
+                    if sg.variable and rd.inertia is None:
+                        raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
+                    rd.length = sg.length
+                rd.length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
+                if rd.inertia is None:
+                    rd.inertia = as_expression(f"({rd.mass.text})*({rd.length.text})**2/12")
+                rd.inertia = ctx.expr(rd.inertia, f"{rw}.inertia", nonneg=True)
+                _station(ctx, rd, rw)
+                if rd.name is not None:
+                    claim(rd.name, "point name", f"{rw}.name")
+        seg_of = {sg.name for sg in lk.segments}
+        for k, mk in enumerate(lk.markers):
+            mw = f"{lw}.markers[{k}]"
+            _typed(ctx, mk, Marker, mw)
+            claim(mk.name, "marker", mw)
+            if mk.segment is not None and mk.segment not in seg_of:
+                raise ctx.err(f"unknown segment {mk.segment!r} (segments of {lk.name!r}: {', '.join(seg_of)})",
+                              f"{mw}.segment")
+            _station(ctx, mk, mw)
+            if mk.segment is None and model.value(mk.fraction) != 0:
+                raise ctx.err("fraction needs a segment; give offset along the link instead", f"{mw}.fraction")
+
+    # attachment points of children
+    for lk in model.links:
+        if lk.parent is None:
+            continue
+        par = names[lk.parent]
+        valid = {"end", "start"} | {s.name for s in par.segments} | {m.name for m in par.markers}
+        if not isinstance(lk.at, str) or lk.at not in valid:
+            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {par.name!r} "
+                          f"(use 'end', 'start', a segment or a marker of {par.name!r}: "
+                          f"{', '.join(sorted(valid))})", f"link {lk.name!r}.at")
+
+
+def _station(ctx: _Ctx, obj: PointMass | Rod | Marker, where: str) -> None:
+    obj.fraction = ctx.expr(obj.fraction, f"{where}.fraction")
+    obj.offset = ctx.expr(obj.offset, f"{where}.offset")
+    obj.lateral = ctx.expr(obj.lateral, f"{where}.lateral")
+
+
+def _spring_damper(ctx: _Ctx, obj: Joint | Segment, where: str) -> None:
+    if obj.spring is not None:
+        _typed(ctx, obj.spring, Spring, f"{where}.spring")
+        obj.spring.stiffness = ctx.expr(obj.spring.stiffness, f"{where}.spring.stiffness", nonneg=True)
+        obj.spring.rest = ctx.expr(obj.spring.rest, f"{where}.spring.rest")
+    if obj.damping is not None:
+        obj.damping = ctx.expr(obj.damping, f"{where}.damping", nonneg=True)
+
+
+def value_of(v: Value) -> Expression:
+    """The Expression of a validated field."""
+    return as_expression(v)

@@ -1,0 +1,75 @@
+"""Symbolic stage: equations of motion of a Model, by several methods."""
+from __future__ import annotations
+
+import enum
+from typing import Union
+
+import sympy as sp
+
+from ..errors import DerivationError, ModelError
+from ..model.core import Model
+from .equations import Equations
+
+
+class Method(str, enum.Enum):
+    """Derivation methods. ``lagrange`` is the reference; ``matrix`` the closed-form matrix method;
+    ``recursive`` a link-by-link recursion emitted as small assignments (fast for long chains)."""
+
+    LAGRANGE = "lagrange"
+    MATRIX = "matrix"
+    RECURSIVE = "recursive"
+
+
+def available_methods() -> list[str]:
+    out = ["lagrange", "matrix"]
+    try:
+        from . import recursive  # noqa: F401
+        out.append("recursive")
+    except ImportError:
+        pass
+    return out
+
+
+def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
+    """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
+
+    Parameters
+    ----------
+    model : a :class:`rodgen.Model` (validated on the way in).
+    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"derive() takes a rodgen.Model, got {type(model).__name__}")
+    try:
+        m = Method(method)
+    except ValueError:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(available_methods())}") from None
+    model.validate()
+    if m is Method.LAGRANGE:
+        from .lagrange import derive_lagrange
+        eqs = derive_lagrange(model)
+    elif m is Method.MATRIX:
+        from .matrix import derive_matrix
+        eqs = derive_matrix(model)
+    else:
+        try:
+            from .recursive import derive_recursive
+        except ImportError:
+            raise DerivationError("the recursive method is not available in this version") from None
+        eqs = derive_recursive(model)
+    _check_inertia(eqs)
+    return eqs
+
+
+def _check_inertia(eqs: Equations) -> None:
+    """Refuse a model in which a coordinate carries no inertia (M would be singular everywhere)."""
+    for i, c in enumerate(eqs.coordinates):
+        if eqs.M[i, i] == 0:
+            what = {"angle": f"the angle of link {c.link!r}", "length": f"the length of segment {c.segment!r}",
+                    "base": "the base position"}[c.kind]
+            raise ModelError(f"coordinate {c.name!r} ({what}) moves no mass: the mass matrix is singular; "
+                             f"put a mass or rod where it moves, or make the segment rigid",
+                             source=eqs.model.source, where=f"link {c.link!r}" if c.link else "base")
+
+
+__all__ = ["derive", "Equations", "Method", "available_methods"]

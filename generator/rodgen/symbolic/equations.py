@@ -1,0 +1,96 @@
+"""The result of the symbolic stage: equations of motion in matrix form.
+
+    M(q, p) qdd + h(q, qd, p) + G(q, p) + K(q, p) + D(qd, p) = B(q, p) u
+
+``h`` holds the velocity (centrifugal and Coriolis) terms, ``G`` gravity,
+``K`` the springs, ``D`` the dampers, ``B`` maps the inputs ``u`` (joint
+torques, longitudinal forces) onto the generalized coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import sympy as sp
+
+from ..model.core import Coordinate, Input, Model
+
+
+@dataclass
+class Equations:
+    """Equations of motion of a model, as SymPy matrices.
+
+    Attributes
+    ----------
+    model : the validated Model they were derived from.
+    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``.
+    q, qd, qdd : lists of Symbols: coordinates, their rates and accelerations, in
+        the order of ``model.coordinates()``.
+    u : list of Symbols, the inputs in the order of ``model.inputs()``.
+    params : list of Symbols, the parameters in declaration order.
+    param_values : dict Symbol -> default value.
+    M : (n, n) symmetric mass matrix. h, G, K, D : (n, 1) columns. B : (n, m) input map.
+    T, V : kinetic and potential (gravity + springs) energy.
+    points : dict name -> (2, 1) position of every named marker point (joints,
+        segment ends, masses, user markers), in declaration order.
+    assignments : intermediate definitions ``(symbol, expression)`` in order of
+        evaluation; the matrices above may refer to these symbols (the
+        recursive method emits them; empty for the others). ``expanded()``
+        substitutes them.
+    """
+
+    model: Model
+    method: str
+    q: list[sp.Symbol]
+    qd: list[sp.Symbol]
+    qdd: list[sp.Symbol]
+    u: list[sp.Symbol]
+    params: list[sp.Symbol]
+    param_values: dict[sp.Symbol, float]
+    M: sp.Matrix
+    h: sp.Matrix
+    G: sp.Matrix
+    K: sp.Matrix
+    D: sp.Matrix
+    B: sp.Matrix
+    T: sp.Expr
+    V: sp.Expr
+    points: dict[str, sp.Matrix]
+    assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
+    coordinates: list[Coordinate] = field(default_factory=list)
+    inputs: list[Input] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        """Number of generalized coordinates."""
+        return len(self.q)
+
+    @property
+    def bias(self) -> sp.Matrix:
+        """h + G + K + D: everything but the inertia and input terms."""
+        return self.h + self.G + self.K + self.D
+
+    def expanded(self) -> "Equations":
+        """A copy with the intermediate ``assignments`` substituted (may be large)."""
+        if not self.assignments:
+            return self
+        subs: dict[sp.Symbol, sp.Expr] = {}
+        for sym, ex in self.assignments:
+            subs[sym] = ex.xreplace(subs)
+
+        def x(m: sp.Matrix) -> sp.Matrix:
+            return m.xreplace(subs)
+
+        return Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
+                         self.param_values, x(self.M), x(self.h), x(self.G), x(self.K), x(self.D), x(self.B),
+                         self.T.xreplace(subs), self.V.xreplace(subs),
+                         {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs)
+
+    def residual(self) -> sp.Matrix:
+        """M qdd + h + G + K + D - B u (zero along solutions)."""
+        return self.M * sp.Matrix(self.qdd) + self.bias - self.B * sp.Matrix(self.u)
+
+    def latex(self, *, blocks: bool = False, simplify: Optional[bool] = None) -> str:
+        """The equations in LaTeX; see :func:`rodgen.symbolic.latex.equations_latex`."""
+        from .latex import equations_latex
+        return equations_latex(self, blocks=blocks, simplify=simplify)
