@@ -42,9 +42,9 @@ _C_KEYWORDS = frozenset(
     "_Bool _Complex _Imaginary NULL main".split())
 _CYTHON_KEYWORDS = frozenset("cdef cpdef cimport ctypedef DEF IF ELIF ELSE include gil nogil public readonly "
                              "extern api inline object".split())
-#: Names the generated code uses itself; no model name may take them.
-RESERVED = frozenset({"q", "qd", "qdd", "u", "p", "y", "dy", "t", "M", "h", "out", "n", "i", "j", "k",
-                      "self", "np", "math"} | set(FUNCTIONS) | set(CONSTANTS))
+#: Names with a meaning in expressions; no model name may take them. (User names never reach
+#: generated code as identifiers: inputs are array slots and names appear in comments only.)
+RESERVED = frozenset(set(FUNCTIONS) | set(CONSTANTS))
 
 
 def check_name(name: object, what: str, where: str | None = None, source: str | None = None) -> str:

@@ -1,0 +1,75 @@
+"""Numeric evaluation of symbolic Equations for tests (sympy.lambdify, independent of the code stage)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+
+
+@dataclass
+class NumericEquations:
+    eqs: object
+    M: Callable
+    h: Callable
+    G: Callable
+    K: Callable
+    D: Callable
+    B: Callable
+    T: Callable
+    V: Callable
+    p0: np.ndarray
+
+    def bias(self, q, qd, p=None):
+        p = self.p0 if p is None else p
+        return (self.h(q, qd, p) + self.G(q, qd, p) + self.K(q, qd, p) + self.D(q, qd, p)).ravel()
+
+    def mass(self, q, p=None):
+        p = self.p0 if p is None else p
+        return np.asarray(self.M(q, q * 0, p), dtype=float)
+
+    def qdd(self, q, qd, u, p=None):
+        p = self.p0 if p is None else p
+        rhs = self.B(q, qd, p) @ u - self.bias(q, qd, p)
+        return np.linalg.solve(self.mass(q, p), rhs)
+
+    def energy(self, q, qd, p=None):
+        p = self.p0 if p is None else p
+        return float(self.T(q, qd, p)), float(self.V(q, qd, p))
+
+
+def numeric(eqs) -> NumericEquations:
+    e = eqs.expanded()
+    qs, qds, ps = sp.Matrix(e.q), sp.Matrix(e.qd), sp.Matrix(e.params) if e.params else sp.Matrix([sp.Dummy()])
+    args = [list(qs), list(qds), list(ps)]
+
+    def lam(expr):
+        f = sp.lambdify(args, expr, modules="numpy", cse=True)
+        shape = expr.shape if hasattr(expr, "shape") else None
+
+        def call(q, qd, p):
+            out = f(list(q), list(qd), list(p))
+            return np.asarray(out, dtype=float).reshape(shape) if shape else float(out)
+        return call
+
+    p0 = np.array([e.param_values[s] for s in e.params]) if e.params else np.zeros(1)
+    return NumericEquations(eqs, lam(e.M), lam(e.h), lam(e.G), lam(e.K), lam(e.D), lam(e.B), lam(e.T), lam(e.V),
+                            p0)
+
+
+def random_state(eqs, rng: np.random.Generator):
+    """A random state near the model's initial state (lengths kept positive)."""
+    n = len(eqs.q)
+    q = rng.uniform(-np.pi, np.pi, n)
+    for i, c in enumerate(eqs.coordinates):
+        if c.kind == "length":
+            q[i] = rng.uniform(0.3, 1.5)
+    qd = rng.normal(size=n)
+    return q, qd
+
+
+def rel_err(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    scale = max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0), 1e-300)
+    return float(np.abs(a - b).max(initial=0.0) / scale)

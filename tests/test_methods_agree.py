@@ -1,0 +1,54 @@
+"""The matrix method and Lagrange's equations (independent reference) give the same equations."""
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import rodgen
+from _num import numeric, random_state, rel_err
+
+EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.yaml")))
+#: both sides evaluate different but exact expressions in double precision
+RTOL_METHODS = 1e-10
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: os.path.basename(p))
+def test_matrix_equals_lagrange_on_examples(path: str) -> None:
+    model = rodgen.load(path)
+    a = numeric(rodgen.derive(model, method="matrix"))
+    b = numeric(rodgen.derive(rodgen.load(path), method="lagrange"))
+    seed = 1234
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        q, qd = random_state(a.eqs, rng)
+        p = a.p0
+        for name, fa, fb in (("M", a.M, b.M), ("h", a.h, b.h), ("G", a.G, b.G), ("K", a.K, b.K),
+                             ("D", a.D, b.D), ("B", a.B, b.B)):
+            err = rel_err(fa(q, qd, p), fb(q, qd, p))
+            assert err < RTOL_METHODS, f"{name} differs by {err:.2e} (seed {seed}, q={q}, qd={qd})"
+        ea, eb = a.energy(q, qd), b.energy(q, qd)
+        assert rel_err(ea, eb) < RTOL_METHODS
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: os.path.basename(p))
+def test_mass_matrix_symmetric_positive_definite(path: str) -> None:
+    a = numeric(rodgen.derive(rodgen.load(path), method="matrix"))
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q, qd = random_state(a.eqs, rng)
+        M = a.mass(q)
+        np.testing.assert_allclose(M, M.T, rtol=0, atol=1e-14 * np.abs(M).max())
+        assert np.linalg.eigvalsh(M).min() > 0
+
+
+def test_kinetic_energy_is_quadratic_form_of_mass_matrix() -> None:
+    """T = qd' M qd / 2 (definition of M), checked on the exoskeleton."""
+    a = numeric(rodgen.derive(rodgen.load(EXAMPLES[[os.path.basename(p) for p in EXAMPLES].index("exo5.yaml")]),
+                              method="matrix"))
+    rng = np.random.default_rng(3)
+    q, qd = random_state(a.eqs, rng)
+    T, _ = a.energy(q, qd)
+    assert abs(T - 0.5 * qd @ a.mass(q) @ qd) < 1e-12 * abs(T)

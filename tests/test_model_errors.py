@@ -1,0 +1,154 @@
+"""Bad input gives a ModelError that names the file, the place and the problem."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import rodgen
+from rodgen import ModelError
+from rodgen.model.expr import ExpressionError, parse
+
+GOOD = """\
+name: arm
+parameters:
+  m: 1.0
+  L: 0.5
+links:
+  - name: upper
+    segments:
+      - {name: upper_rod, length: L, rod: {mass: m}}
+  - name: fore
+    parent: upper
+    segments:
+      - {name: fore_var, type: variable, length: L, masses: [{mass: m, fraction: 1}]}
+"""
+
+
+def _load(tmp_path: Path, text: str) -> rodgen.Model:
+    f = tmp_path / "arm.yaml"
+    f.write_text(textwrap.dedent(text))
+    return rodgen.load(f)
+
+
+def _expect(tmp_path: Path, text: str, *fragments: str) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        _load(tmp_path, text)
+    msg = str(info.value)
+    assert "arm.yaml" in msg, msg
+    for frag in fragments:
+        assert frag in msg, f"{frag!r} not in {msg!r}"
+    return info.value
+
+
+def test_good_model_loads(tmp_path: Path) -> None:
+    m = _load(tmp_path, GOOD)
+    assert [c.name for c in m.coordinates()] == ["phi_upper", "phi_fore", "l_fore_var"]
+    assert [i.name for i in m.inputs()] == ["tau_upper", "tau_fore", "F_fore_var"]
+
+
+def test_unknown_parent(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("parent: upper", "parent: uper"), "link 'fore'.parent", "unknown parent 'uper'")
+
+
+def test_cycle(tmp_path: Path) -> None:
+    text = GOOD.replace("  - name: upper\n", "  - name: upper\n    parent: fore\n")
+    _expect(tmp_path, text, "cycle", "upper")
+
+
+def test_duplicate_link(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("name: fore\n", "name: upper\n"), "duplicate link name 'upper'")
+
+
+def test_duplicate_yaml_key(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("  L: 0.5\n", "  L: 0.5\n  L: 0.6\n"), "duplicate key 'L'", "line 5")
+
+
+def test_nonpositive_mass(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("rod: {mass: m}", "rod: {mass: -m}"),
+            "link 'upper', segment 'upper_rod'.rods[0].mass", "must be positive")
+
+
+def test_nonpositive_length(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("length: L, rod", "length: L - 1, rod"),
+            "segment 'upper_rod'.length", "must be positive", "-0.5")
+
+
+def test_undefined_parameter(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("fraction: 1", "fraction: alpha"), "masses[0].fraction",
+            "parameter 'alpha' is used but never defined")
+
+
+def test_expression_not_arithmetic(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("length: L, rod", "length: \"__import__('os').getcwd()\", rod"),
+            "segment 'upper_rod'.length", "not allowed")
+    _expect(tmp_path, GOOD.replace("length: L, rod", "length: L.real, rod"), "not plain arithmetic")
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("length: L, rod", "length: [1, 2], rod"), "upper_rod'.length",
+            "expected a number or an arithmetic expression, got list")
+    _expect(tmp_path, GOOD.replace("  m: 1.0", "  m: heavy"), "parameters.m", "must be a number")
+
+
+def test_unknown_field(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("type: variable,", "type: variable, lenght: 2,"), "segment 'fore_var'",
+            "unknown field 'lenght'")
+
+
+def test_bad_names(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("name: arm", "name: \"arm; rm -rf\""), "model name", "not a valid name")
+    _expect(tmp_path, GOOD.replace("name: upper\n", "name: int\n").replace("parent: upper", "parent: int"),
+            "keyword")
+    _expect(tmp_path, GOOD.replace("name: fore\n", "name: 2fore\n"), "not a valid name")
+    _expect(tmp_path, GOOD.replace("  m: 1.0", "  \"m */\": 1.0"), "not a valid name")
+
+
+def test_name_clash_between_kinds(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("  L: 0.5", "  L: 0.5\n  phi_upper: 1.0"), "coordinate 'phi_upper'",
+            "same name")
+
+
+def test_unknown_attachment(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD.replace("parent: upper", "parent: upper\n    at: elbow"),
+            "link 'fore'.at", "unknown attachment point 'elbow'")
+
+
+def test_invalid_yaml(tmp_path: Path) -> None:
+    _expect(tmp_path, GOOD + "  - [unclosed\n", "not valid YAML", "line")
+
+
+def test_massless_coordinate(tmp_path: Path) -> None:
+    text = GOOD.replace("masses: [{mass: m, fraction: 1}]", "masses: []")
+    model = _load(tmp_path, text)
+    with pytest.raises(ModelError) as info:
+        rodgen.derive(model)
+    msg = str(info.value)
+    assert "arm.yaml" in msg and "link 'fore'" in msg and "'phi_fore'" in msg and "moves no mass" in msg
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ModelError, match="no_such.yaml: cannot read"):
+        rodgen.load("no_such.yaml")
+
+
+def test_builder_api_errors() -> None:
+    m = rodgen.Model("b")
+    lk = m.link("a", angle="sideways")
+    lk.rigid("s", 1.0, masses=[rodgen.PointMass(1.0, fraction=1)])
+    with pytest.raises(ModelError, match=r"link 'a'.angle: angle must be 'absolute' or 'relative'"):
+        m.validate()
+
+
+@pytest.mark.parametrize("text", ["a.b", "a[0]", "lambda: 1", "'s'", "a if b else c", "f(x)", "sqrt(x, y)",
+                                  "a < b", "(1).__class__", "sin(x=1)", ""])
+def test_expression_parser_refuses(text: str) -> None:
+    with pytest.raises(ExpressionError):
+        parse(text)
+
+
+def test_expression_parser_accepts_arithmetic() -> None:
+    ex = parse("sqrt(I/m) + 2**-1*pi - l0/2")
+    assert ex.names == ("I", "l0", "m")
+    assert abs(ex.evaluate({"I": 4.0, "m": 1.0, "l0": 1.0}) - (2.0 + 0.5 * 3.141592653589793 - 0.5)) < 1e-15
