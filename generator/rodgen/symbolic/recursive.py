@@ -1,0 +1,410 @@
+"""The recursive method: composite-body and Newton–Euler recursions over an expanded rigid tree.
+
+Borisov's recursive construction (SEEDS §1.6) builds the (n+1)-link matrices
+from the n-link ones; done as an algorithm over the tree it is the
+composite-rigid-body algorithm for the mass matrix and the recursive
+Newton–Euler algorithm for the velocity and gravity terms. Every step is
+emitted as a new intermediate Symbol bound to a small expression
+(``Equations.assignments``); nothing is expanded, so the number of
+assignments grows like n (velocity and gravity terms) and n·depth (the mass
+matrix), never like n⁴.
+
+The expanded tree
+-----------------
+The model is rewritten as a tree of *nodes*, each a body frame moved by one
+joint relative to its parent frame (or to the ground):
+
+* the angle of every link is a **revolute** node at the link's proximal
+  hinge, rotated by ``beta + s`` where ``s`` is the tree coordinate (the
+  angle relative to the parent link) and ``beta`` a constant offset;
+* every variable segment is a **prismatic** node along the link axis, its
+  tree coordinate the segment length;
+* a point on a variable segment at an intermediate fraction ``a`` (a mass,
+  a rod's centre, a marker that carries a child link) sits on a *virtual*
+  prismatic node with tree coordinate ``a*l``;
+* a floating base is two prismatic nodes along x and y.
+
+Rigid segments and constant offsets are fixed translations inside a node
+frame. Masses and rods are rigid bodies (mass, first moment, inertia about
+the node origin) attached to a node. The tree coordinates are a constant
+linear map of the model's coordinates, ``s = T q`` (absolute angles become
+differences, virtual coordinates fractions of lengths), so by virtual work
+
+    M = Tᵀ M_tree T,   h = Tᵀ h_tree,   G = Tᵀ G_tree.
+
+Planar spatial algebra: a motion vector is ``(w, vx, vy)`` (angular rate and
+velocity of the body point at the frame origin), a force ``(n, fx, fy)``
+(moment about the frame origin and force), a rigid-body inertia
+``(m, hx, hy, I)`` (mass, first moment ``m c``, moment of inertia about the
+origin), all in node coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import sympy as sp
+
+from ..errors import DerivationError
+from ..model.core import Link, Model
+from ..model.expr import Expression
+from .common import damper_forces, input_map, spring_energy, spring_forces
+from .convert import to_sympy
+from .equations import Equations
+from .kinematics import Kinematics, build_kinematics
+
+_0 = sp.Integer(0)
+_1 = sp.Integer(1)
+
+
+@dataclass
+class Node:
+    """One joint + body frame of the expanded tree."""
+
+    name: str
+    parent: int                      # index of the parent node, -1 for the ground
+    revolute: bool                   # else prismatic
+    p0: tuple[sp.Expr, sp.Expr]      # fixed translation in the parent frame
+    coord: sp.Expr                   # tree coordinate, linear in q
+    beta: sp.Expr = _0               # revolute: constant angle offset
+    axis: tuple[sp.Expr, sp.Expr] = (_1, _0)   # prismatic: unit direction in the parent (= own) frame
+    bodies: list[tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]] = field(default_factory=list)  # (m, cx, cy, Icm)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A point fixed in a node frame (node -1 is the ground frame)."""
+
+    node: int
+    x: sp.Expr = _0
+    y: sp.Expr = _0
+
+    def shifted(self, dx: sp.Expr, dy: sp.Expr = _0) -> "Ref":
+        return Ref(self.node, self.x + dx, self.y + dy)
+
+
+class _Emitter:
+    """Collects ``(Symbol, expression)`` assignments; trivial expressions stay inline."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.assignments: list[tuple[sp.Symbol, sp.Expr]] = []
+        self._names: set[str] = set()
+
+    def __call__(self, expr: sp.Expr, name: str) -> sp.Expr:
+        if expr.is_Atom or (expr.is_Mul and len(expr.args) == 2 and expr.args[0] == -1 and expr.args[1].is_Atom):
+            return expr
+        assert name not in self._names, f"intermediate {name!r} emitted twice"
+        self._names.add(name)
+        sym = sp.Symbol(f"{self.prefix}{name}", real=True)
+        self.assignments.append((sym, expr))
+        return sym
+
+
+class _TreeBuilder:
+    """Turns a validated Model into the expanded tree (see module docstring)."""
+
+    def __init__(self, model: Model, k: Kinematics) -> None:
+        self.model = model
+        self.k = k
+        self.pmap = {p.name: s for p, s in zip(model.parameters, k.params)}
+        self.qmap = {str(s): s for s in k.q}
+        self.nodes: list[Node] = []
+        self.link_frame: dict[str, Ref] = {}
+        self.seg_start: dict[str, list[Ref]] = {}
+        self.seg_end: dict[str, list[Ref]] = {}
+        self._virtual: dict[tuple[str, int, sp.Expr], int] = {}
+
+    def X(self, v: object) -> sp.Expr:
+        assert isinstance(v, Expression), v
+        return to_sympy(v, self.pmap)
+
+    def add(self, node: Node) -> int:
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def build(self) -> list[Node]:
+        model, k = self.model, self.k
+        base = Ref(-1)
+        if model.base == "floating":
+            bx, by = (self.qmap[nm] for nm in model.base_coordinates)
+            ix = self.add(Node("base_x", -1, False, (_0, _0), bx, axis=(_1, _0)))
+            iy = self.add(Node("base_y", ix, False, (_0, _0), by, axis=(_0, _1)))
+            base = Ref(iy)
+        done: set[str] = set()
+        pending = list(model.links)
+        while pending:                       # parents before children, whatever the declaration order
+            progressed = False
+            for lk in list(pending):
+                if lk.parent is None or lk.parent in done:
+                    self._link(lk, base)
+                    done.add(lk.name)
+                    pending.remove(lk)
+                    progressed = True
+            if not progressed:
+                raise DerivationError(f"links {[lk.name for lk in pending]} do not hang from the ground")
+        return self.nodes
+
+    def _link(self, lk: Link, base: Ref) -> None:
+        k = self.k
+        if lk.parent is None:
+            hinge = base.shifted(self.X(lk.origin[0]), self.X(lk.origin[1]))
+            parent_theta: sp.Expr = _0
+        else:
+            parent = self.model.link_named(lk.parent)
+            hinge = self._attachment(parent, lk.at)
+            parent_theta = k.theta[parent.name]
+        rot = sp.expand(k.theta[lk.name] - parent_theta)
+        lin = sp.Add(*[sp.diff(rot, qi) * qi for qi in k.q])
+        beta = sp.simplify(rot - lin)
+        if any(s in beta.free_symbols for s in k.q):
+            raise DerivationError(f"the angle of link {lk.name!r} is not linear in the coordinates")
+        rev = self.add(Node(lk.name, hinge.node, True, (hinge.x, hinge.y), lin, beta=beta))
+        frame = Ref(rev)
+        self.link_frame[lk.name] = frame
+        starts: list[Ref] = []
+        ends: list[Ref] = []
+        for sg in lk.segments:
+            starts.append(frame)
+            if sg.variable:
+                lvar = k.lengths[sg.name]
+                frame = Ref(self.add(Node(sg.name, frame.node, False, (frame.x, frame.y), lvar)))
+            else:
+                frame = frame.shifted(self.X(sg.length))
+            ends.append(frame)
+        self.seg_start[lk.name], self.seg_end[lk.name] = starts, ends
+        for i, sg in enumerate(lk.segments):
+            for pm in sg.masses:
+                at = self._station(lk, i, pm.fraction, pm.offset, pm.lateral)
+                self.nodes[at.node].bodies.append((self.X(pm.mass), at.x, at.y, _0))
+            for rd in sg.rods:
+                at = self._station(lk, i, rd.fraction, rd.offset, rd.lateral)
+                self.nodes[at.node].bodies.append((self.X(rd.mass), at.x, at.y, self.X(rd.inertia)))
+
+    def _station(self, lk: Link, i: Optional[int], fraction: object, offset: object, lateral: object) -> Ref:
+        """The point ``fraction*length + offset`` (+ ``lateral`` to the left) of segment i of a link."""
+        off, lat = self.X(offset), self.X(lateral)
+        if i is None:
+            return self.link_frame[lk.name].shifted(off, lat)
+        sg = lk.segments[i]
+        a = self.X(fraction)
+        start, end = self.seg_start[lk.name][i], self.seg_end[lk.name][i]
+        if a == 0:
+            return start.shifted(off, lat)
+        if a == 1:
+            return end.shifted(off, lat)
+        if not sg.variable:
+            return start.shifted(a * self.X(sg.length) + off, lat)
+        key = (sg.name, start.node, a)
+        if key not in self._virtual:   # a virtual prismatic joint with coordinate a*l
+            self._virtual[key] = self.add(Node(f"{sg.name}_at", start.node, False, (start.x, start.y),
+                                               a * self.k.lengths[sg.name]))
+        return Ref(self._virtual[key], off, lat)
+
+    def _attachment(self, parent: Link, at: str) -> Ref:
+        names = [s.name for s in parent.segments]
+        if at == "start":
+            return self.link_frame[parent.name]
+        if at == "end":
+            return self.seg_end[parent.name][-1] if names else self.link_frame[parent.name]
+        if at in names:
+            return self.seg_end[parent.name][names.index(at)]
+        mk = next(m for m in parent.markers if m.name == at)
+        idx = None if mk.segment is None else names.index(mk.segment)
+        return self._station(parent, idx, mk.fraction, mk.offset, mk.lateral)
+
+
+def _prefix(k: Kinematics) -> str:
+    """A name prefix no model symbol starts with (model names start with a letter)."""
+    taken = [str(s) for s in [*k.q, *k.qd, *k.qdd, *k.u, *k.params]]
+    prefix = "r_"
+    while any(t.startswith(prefix) for t in taken):
+        prefix += "_"
+    return prefix
+
+
+def derive_recursive(model: Model) -> Equations:
+    """Equations of motion by the composite-body (M) and Newton–Euler (h, G) recursions."""
+    k = build_kinematics(model)
+    nodes = _TreeBuilder(model, k).build()
+    e = _Emitter(_prefix(k))
+    N = len(nodes)
+    n = len(k.q)
+
+    # T: tree coordinate rates are T qd (T constant, sparse)
+    Tmap: list[list[tuple[int, sp.Expr]]] = []
+    for nd in nodes:
+        row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q)]
+        row = [(j, c) for j, c in row if c != 0]
+        if any(qj in c.free_symbols for _, c in row for qj in k.q):
+            raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
+        Tmap.append(row)
+
+    # joint transforms: rotation (c, s) and origin (px, py) of node i in its parent frame
+    c: list[sp.Expr] = []
+    s: list[sp.Expr] = []
+    px: list[sp.Expr] = []
+    py: list[sp.Expr] = []
+    S: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []       # motion subspace (w, vx, vy) in node coordinates
+    sd: list[sp.Expr] = []                               # tree coordinate rate
+    for i, nd in enumerate(nodes):
+        sd.append(e(sp.Add(*[cf * k.qd[j] for j, cf in Tmap[i]]), f"{i}_sd"))
+        if nd.revolute:
+            ang = nd.beta + nd.coord
+            c.append(e(sp.cos(ang), f"{i}_c"))
+            s.append(e(sp.sin(ang), f"{i}_s"))
+            px.append(e(nd.p0[0], f"{i}_px"))
+            py.append(e(nd.p0[1], f"{i}_py"))
+            S.append((_1, _0, _0))
+        else:
+            c.append(_1)
+            s.append(_0)
+            px.append(e(nd.p0[0] + nd.coord * nd.axis[0], f"{i}_px"))
+            py.append(e(nd.p0[1] + nd.coord * nd.axis[1], f"{i}_py"))
+            S.append((_0, nd.axis[0], nd.axis[1]))
+
+    def motion_in(i: int, v: tuple[sp.Expr, sp.Expr, sp.Expr], tag: str) -> tuple[sp.Expr, ...]:
+        """Motion vector of the parent frame, expressed in node i's frame."""
+        w, vx, vy = v
+        ux, uy = vx - w * py[i], vy + w * px[i]
+        return (w, e(c[i] * ux + s[i] * uy, f"{i}_{tag}x"), e(-s[i] * ux + c[i] * uy, f"{i}_{tag}y"))
+
+    def force_out(i: int, f: tuple[sp.Expr, sp.Expr, sp.Expr], tag: str) -> tuple[sp.Expr, ...]:
+        """Force in node i's frame, expressed in its parent's frame (moment about the parent origin)."""
+        nn, fx, fy = f
+        Fx = e(c[i] * fx - s[i] * fy, f"{tag}x")
+        Fy = e(s[i] * fx + c[i] * fy, f"{tag}y")
+        return (e(nn + px[i] * Fy - py[i] * Fx, f"{tag}n"), Fx, Fy)
+
+    # rigid-body inertia of the bodies on each node, about the node origin
+    body: list[tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]] = []
+    for i, nd in enumerate(nodes):
+        m = sp.Add(*[b[0] for b in nd.bodies])
+        hx = sp.Add(*[b[0] * b[1] for b in nd.bodies])
+        hy = sp.Add(*[b[0] * b[2] for b in nd.bodies])
+        inertia = sp.Add(*[b[3] + b[0] * (b[1] ** 2 + b[2] ** 2) for b in nd.bodies])
+        body.append((e(m, f"{i}_m"), e(hx, f"{i}_hx"), e(hy, f"{i}_hy"), e(inertia, f"{i}_I")))
+
+    # --- composite-rigid-body algorithm: composite inertias, then M_tree ---------------------------
+    acc: list[list[list[sp.Expr]]] = [[[b] for b in body[i]] for i in range(N)]
+    world: list[list[sp.Expr]] = [[], [], []]            # composite (m, hx, hy) of everything, ground frame
+    comp: list[tuple[sp.Expr, ...]] = [()] * N
+    for i in reversed(range(N)):
+        m, hx, hy, inertia = (e(sp.Add(*t), f"{i}_C{nm}") for t, nm in zip(acc[i], ("m", "hx", "hy", "I")))
+        comp[i] = (m, hx, hy, inertia)
+        rhx = e(c[i] * hx - s[i] * hy, f"{i}_Rhx")
+        rhy = e(s[i] * hx + c[i] * hy, f"{i}_Rhy")
+        moved = (m, m * px[i] + rhx, m * py[i] + rhy,
+                 inertia + m * (px[i] ** 2 + py[i] ** 2) + 2 * (px[i] * rhx + py[i] * rhy))
+        p = nodes[i].parent
+        if p >= 0:
+            for slot, val in zip(acc[p], moved):
+                slot.append(val)
+        else:
+            for slot, val in zip(world, moved[:3]):
+                slot.append(val)
+
+    Mt: dict[tuple[int, int], sp.Expr] = {}
+    for i in range(N):
+        m, hx, hy, inertia = comp[i]
+        w, sx, sy = S[i]
+        # F = I^c S
+        F: tuple[sp.Expr, ...] = (inertia * w + hx * sy - hy * sx, m * sx - w * hy, m * sy + w * hx)
+        F = tuple(e(fv, f"{i}_F{nm}") for fv, nm in zip(F, "nxy"))
+        Mt[i, i] = e(w * F[0] + sx * F[1] + sy * F[2], f"M{i}_{i}")
+        j = i
+        while nodes[j].parent >= 0:
+            F = force_out(j, F, f"{i}_F{j}")
+            j = nodes[j].parent
+            wj, sxj, syj = S[j]
+            Mt[i, j] = e(wj * F[0] + sxj * F[1] + syj * F[2], f"M{i}_{j}")
+
+    # --- recursive Newton-Euler with qdd = 0 and no gravity: velocity terms ----------------------
+    zero3 = (_0, _0, _0)
+    vel: list[tuple[sp.Expr, ...]] = []
+    acl: list[tuple[sp.Expr, ...]] = []
+    frc: list[list[list[sp.Expr]]] = []
+    for i, nd in enumerate(nodes):
+        vp = vel[nd.parent] if nd.parent >= 0 else zero3
+        ap = acl[nd.parent] if nd.parent >= 0 else zero3
+        vin = motion_in(i, vp, "vp") if nd.parent >= 0 else zero3
+        ain = motion_in(i, ap, "ap") if nd.parent >= 0 else zero3
+        Sq = tuple(sv * sd[i] for sv in S[i])
+        v = (e(vin[0] + Sq[0], f"{i}_w"), e(vin[1] + Sq[1], f"{i}_vx"), e(vin[2] + Sq[2], f"{i}_vy"))
+        w, vx, vy = v
+        # a = X a_p + v x S sd   (motion cross product)
+        a = (ain[0], e(ain[1] - w * Sq[2] + vy * Sq[0], f"{i}_ax"), e(ain[2] + w * Sq[1] - vx * Sq[0], f"{i}_ay"))
+        vel.append(v)
+        acl.append(a)
+        m, hx, hy, inertia = body[i]
+        # f = I a + v x* (I v)
+        Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
+        Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
+        f = (inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1],
+             m * a[1] - a[0] * hy - w * Iv[2],
+             m * a[2] + a[0] * hx + w * Iv[1])
+        frc.append([[x] for x in f])
+    tau: list[sp.Expr] = [_0] * N
+    for i in reversed(range(N)):
+        f = tuple(e(sp.Add(*t), f"{i}_f{nm}") for t, nm in zip(frc[i], "nxy"))
+        w, sx, sy = S[i]
+        tau[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_tau")
+        p = nodes[i].parent
+        if p >= 0:
+            for slot, val in zip(frc[p], force_out(i, f, f"{i}_fp")):
+                slot.append(val)
+
+    # --- gravity: the composite of each subtree in the gravity field -----------------------------
+    gx0, gy0 = k.gravity
+    grav: list[tuple[sp.Expr, sp.Expr]] = []
+    Gt: list[sp.Expr] = []
+    for i, nd in enumerate(nodes):
+        gpx, gpy = grav[nd.parent] if nd.parent >= 0 else (gx0, gy0)
+        g = (e(c[i] * gpx + s[i] * gpy, f"{i}_gx"), e(-s[i] * gpx + c[i] * gpy, f"{i}_gy"))
+        grav.append(g)
+        m, hx, hy, _ = comp[i]
+        w, sx, sy = S[i]
+        Gt.append(e(-(w * (hx * g[1] - hy * g[0]) + m * (sx * g[0] + sy * g[1])), f"{i}_G"))
+
+    # --- back to the model's coordinates: M = T' M_tree T, h = T' h_tree, G = T' G_tree ----------
+    M = sp.zeros(n, n)
+    h = sp.zeros(n, 1)
+    G = sp.zeros(n, 1)
+    for (i, j), val in Mt.items():
+        if val == 0:
+            continue
+        for a_, ca in Tmap[i]:
+            for b_, cb in Tmap[j]:
+                M[a_, b_] += ca * cb * val
+                if i != j:
+                    M[b_, a_] += ca * cb * val
+    for i in range(N):
+        for a_, ca in Tmap[i]:
+            h[a_] += ca * tau[i]
+            G[a_] += ca * Gt[i]
+    for a_ in range(n):
+        for b_ in range(a_, n):
+            if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
+                M[a_, b_] = e(M[a_, b_], f"M_{a_}_{b_}")
+            M[b_, a_] = M[a_, b_]
+        h[a_] = e(h[a_], f"h_{a_}") if h[a_].is_Add else h[a_]
+        G[a_] = e(G[a_], f"G_{a_}") if G[a_].is_Add else G[a_]
+
+    # --- energies: T from the node velocities, V from the composite first moment -----------------
+    Tkin = []
+    for i in range(N):
+        m, hx, hy, inertia = body[i]
+        w, vx, vy = vel[i]
+        if m == 0 and inertia == 0:
+            continue
+        Tkin.append(m * (vx ** 2 + vy ** 2) / 2 + w * (hx * vy - hy * vx) + inertia * w ** 2 / 2)
+    T = e(sp.Add(*Tkin), "T")
+    V = e(-(gx0 * sp.Add(*world[1]) + gy0 * sp.Add(*world[2])), "Vg") + spring_energy(k)
+
+    return Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u, params=k.params,
+                     param_values=k.param_values, M=M, h=h, G=G, K=spring_forces(k), D=damper_forces(k),
+                     B=input_map(k), T=T, V=V, points={nm: v.cartesian() for nm, v in k.points.items()},
+                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
+
+
+__all__ = ["derive_recursive", "Node", "Ref"]
