@@ -289,6 +289,11 @@ class Model:
     (single support). ``base="floating"``: the base point has two extra
     coordinates (``base_coordinates``, default ``x``, ``y``), placed first in
     q, and root links are hinged at base + ``origin`` (flight phase).
+
+    ``couplings`` maps a *dependent* coordinate to an expression of the
+    independent coordinates and the parameters (a kinematic coupling such as a
+    cable or gear transmission: ``{"th2": "-2*th1"}``). The symbolic stage
+    eliminates the dependent coordinates; see :meth:`couple`.
     """
 
     name: str
@@ -298,6 +303,7 @@ class Model:
     base: str = "fixed"
     base_coordinates: tuple[str, str] = ("x", "y")
     doc: str = ""
+    couplings: dict[str, Value] = field(default_factory=dict)
     source: Optional[str] = None
     _validated: bool = field(default=False, repr=False, compare=False)
 
@@ -317,6 +323,20 @@ class Model:
         self.links.append(lk)
         self._validated = False
         return lk
+
+    def couple(self, coordinate: str, expression: Value) -> str:
+        """Make ``coordinate`` a function of the other coordinates and return its name.
+
+        ``expression`` may use coordinates that are not themselves coupled,
+        parameters, numbers and the functions of :mod:`rodgen.model.expr`,
+        e.g. ``model.couple("th2", "-2*th1")``. The equations are then
+        written in the remaining (independent) coordinates only: the mass
+        matrix and all forces are projected with the Jacobian of the
+        coupling (virtual work), and the inputs keep their names.
+        """
+        self.couplings[coordinate] = expression
+        self._validated = False
+        return coordinate
 
     # -- queries (valid after validate()) ----------------------------------
     def link_named(self, name: str) -> Link:
@@ -344,6 +364,10 @@ class Model:
                     assert sg.coordinate is not None
                     out.append(Coordinate(sg.coordinate, "length", lk.name, sg.name, as_expression(sg.length)))
         return out
+
+    def independent_coordinates(self) -> list[Coordinate]:
+        """The coordinates that are not coupled (all of them if the model declares no couplings)."""
+        return [c for c in self.coordinates() if c.name not in self.couplings]
 
     def inputs(self) -> list[Input]:
         """Inputs in order: per link, its joint torque then the forces of its variable segments."""

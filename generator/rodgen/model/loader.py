@@ -16,7 +16,7 @@ from .core import Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "gravity", "parameters", "links"}
+_MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "gravity", "parameters", "links", "couplings"}
 _LINK_KEYS = {"name", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint", "segments",
               "markers"}
 _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "force", "actuated", "spring",
@@ -141,6 +141,11 @@ class _Reader:
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
             model.links.append(self.link(ld, i))
+        couplings = d.get("couplings") or {}
+        if not isinstance(couplings, dict):
+            raise self.err("expected a mapping coordinate: expression", "couplings")
+        for name, expr in couplings.items():
+            model.couplings[self.string(name, "couplings")] = expr
         return model
 
     def link(self, ld: Any, i: int) -> Link:

@@ -136,7 +136,8 @@ def validate_model(model: Model) -> None:
         lk.initial = ctx.expr(lk.initial, f"{lw}.initial")
         if not isinstance(lk.origin, (tuple, list)) or len(lk.origin) != 2:
             raise ctx.err("origin must be [x, y]", f"{lw}.origin")
-        if lk.parent is not None and tuple(lk.origin) != (0.0, 0.0) and list(lk.origin) != [0, 0]:
+        if lk.parent is not None and any(ctx.expr(c, f"{lw}.origin").evaluate(ctx.params) != 0
+                                         for c in lk.origin):
             raise ctx.err("origin applies to links on the ground or base only; use 'at' for a child link",
                           f"{lw}.origin")
         lk.origin = (ctx.expr(lk.origin[0], f"{lw}.origin[0]"), ctx.expr(lk.origin[1], f"{lw}.origin[1]"))
@@ -215,6 +216,60 @@ def validate_model(model: Model) -> None:
             raise ctx.err(f"unknown attachment point {lk.at!r} on parent {par.name!r} "
                           f"(use 'end', 'start', a segment or a marker of {par.name!r}: "
                           f"{', '.join(sorted(valid))})", f"link {lk.name!r}.at")
+
+    _couplings(ctx, model)
+
+
+def _couplings(ctx: _Ctx, model: Model) -> None:
+    """Couplings: each target is a coordinate; expressions use independent coordinates and parameters."""
+    if not isinstance(model.couplings, dict):
+        raise ctx.err(f"expected a mapping coordinate: expression, got {type(model.couplings).__name__}",
+                      "couplings")
+    if not model.couplings:
+        return
+    initial: dict[str, float] = {}
+    if model.base == "floating":
+        initial.update({nm: 0.0 for nm in model.base_coordinates})
+    for lk in model.links:
+        assert lk.coordinate is not None
+        initial[lk.coordinate] = value_of(lk.initial).evaluate(ctx.params)
+        for sg in lk.segments:
+            if sg.variable:
+                assert sg.coordinate is not None
+                initial[sg.coordinate] = value_of(sg.length).evaluate(ctx.params)
+    coords = list(initial)
+    for target in model.couplings:
+        if not isinstance(target, str) or target not in initial:
+            raise ctx.err(f"{target!r} is not a coordinate of the model (coordinates: {', '.join(coords)})",
+                          f"couplings.{target}")
+    if len(model.couplings) >= len(coords):
+        raise ctx.err("every coordinate is coupled; at least one must stay independent", "couplings")
+    checked: dict[str, Value] = {}
+    for target, value in model.couplings.items():
+        where = f"couplings.{target}"
+        if isinstance(value, bool) or not isinstance(value, (int, float, str, Expression)):
+            raise ctx.err(f"expected a number or an expression of coordinates and parameters, got "
+                          f"{type(value).__name__} {value!r}", where)
+        try:
+            ex = as_expression(value)  # type: ignore[arg-type]
+        except ExpressionError as exc:
+            raise ctx.err(str(exc), where) from None
+        for nm in ex.names:
+            if nm in model.couplings:
+                how = "itself" if nm == target else f"{nm!r}, which is itself coupled"
+                raise ctx.err(f"{target!r} is coupled to {how}; write it in terms of independent "
+                              f"coordinates only (chains and cycles of couplings are not allowed)", where)
+            if nm not in initial and nm not in ctx.params:
+                raise ctx.err(f"{nm!r} is neither a coordinate nor a parameter (coordinates: "
+                              f"{', '.join(coords)}; parameters: {', '.join(ctx.params) or 'none'})", where)
+        try:
+            val = ex.evaluate({**ctx.params, **initial})
+        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+            raise ctx.err(f"{ex.text!r} cannot be evaluated at the initial coordinates ({exc})", where) from None
+        if val != val or val in (float("inf"), float("-inf")):
+            raise ctx.err(f"{ex.text!r} is not finite at the initial coordinates", where)
+        checked[target] = ex
+    model.couplings = checked
 
 
 def _station(ctx: _Ctx, obj: PointMass | Rod | Marker, where: str) -> None:

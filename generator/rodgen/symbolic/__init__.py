@@ -33,6 +33,9 @@ def available_methods() -> list[str]:
 def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
     """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
 
+    A model with ``couplings`` gets equations in its independent coordinates
+    only (see :mod:`rodgen.symbolic.coupling`).
+
     Parameters
     ----------
     model : a :class:`rodgen.Model` (validated on the way in).
@@ -57,6 +60,9 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
         except ImportError:
             raise DerivationError("the recursive method is not available in this version") from None
         eqs = derive_recursive(model)
+    if model.couplings:
+        from .coupling import reduce_couplings
+        eqs = reduce_couplings(eqs)
     _check_inertia(eqs)
     return eqs
 

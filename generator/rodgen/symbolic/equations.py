@@ -33,6 +33,10 @@ class Equations:
     T, V : kinetic and potential (gravity + springs) energy.
     points : dict name -> (2, 1) position of every named marker point (joints,
         segment ends, masses, user markers), in declaration order.
+    couplings : for a model with coupled coordinates, dependent coordinate
+        Symbol -> its expression of the independent coordinates ``q`` and the
+        parameters (``q`` then lists only the independent ones; see
+        :mod:`rodgen.symbolic.coupling`). Empty otherwise.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -59,6 +63,7 @@ class Equations:
     assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
     coordinates: list[Coordinate] = field(default_factory=list)
     inputs: list[Input] = field(default_factory=list)
+    couplings: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -84,7 +89,8 @@ class Equations:
         return Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
                          self.param_values, x(self.M), x(self.h), x(self.G), x(self.K), x(self.D), x(self.B),
                          self.T.xreplace(subs), self.V.xreplace(subs),
-                         {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs)
+                         {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs,
+                         {k: v.xreplace(subs) for k, v in self.couplings.items()})
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - B u (zero along solutions)."""
