@@ -1,0 +1,180 @@
+"""Numerical evaluation of :class:`Equations` through ``sympy.lambdify``.
+
+:func:`lambdify_equations` returns a :class:`NumericModel` with the same
+batched interface as a compiled model (``mass_matrix``, ``bias``,
+``forward_dynamics``, ``inverse_dynamics``, ``rhs``, ``ode``, ``energy``,
+``points``), evaluated by NumPy. It needs no C compiler and serves as the
+independent reference the compiled code is checked against, and as the
+evaluator for small models in scripts and tests. It is much slower than the
+compiled model; use :func:`rodgen.build` for long simulations.
+
+Shapes: a single state is ``q: (nq,)``; a batch is ``q: (N, nq)`` and
+every result gets the same leading ``N``. ``y = [q0..q{nq-1}, qd0..qd{nq-1}]``.
+``p`` is ``None`` (the model's default parameter values), a sequence in the
+order of ``parameters``, or a mapping name -> value overriding defaults.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import sympy as sp
+
+from .equations import Equations
+
+ParamsLike = Union[None, Sequence[float], np.ndarray, Mapping[str, float]]
+
+
+class NumericModel:
+    """Batched numerical evaluation of equations of motion (see module docstring)."""
+
+    def __init__(self, eqs: Equations) -> None:
+        eqs = eqs.expanded()
+        self.equations = eqs
+        self.name = eqs.model.name
+        self.nq = len(eqs.q)
+        self.nu = len(eqs.u)
+        self.coordinates = [str(s) for s in eqs.q]
+        self.inputs = [str(s) for s in eqs.u]
+        self.parameters = {str(s): float(eqs.param_values[s]) for s in eqs.params}
+        self.dependent_coordinates = [str(s) for s in eqs.couplings]
+        q, qd, p = list(eqs.q), list(eqs.qd), list(eqs.params)
+
+        def lam(args: Sequence[Sequence[sp.Symbol]], exprs: Sequence[sp.Expr]) -> Callable[..., Any]:
+            return sp.lambdify(args, list(exprs), modules="numpy", dummify=True, cse=True)
+
+        self._M = lam((q, p), list(eqs.M))
+        self._bias = lam((q, qd, p), list(eqs.bias))
+        self._B = lam((q, p), list(eqs.B)) if self.nu else None
+        self._TV = lam((q, qd, p), [eqs.T, eqs.V])
+        self._point_names = list(eqs.points)
+        self._points = lam((q, p), [c for nm in self._point_names for c in eqs.points[nm]])
+        self._full = lam((q, p), list(eqs.couplings.values())) if eqs.couplings else None
+        full_order = [c.name for c in eqs.model.coordinates()]
+        self.full_coordinate_names = full_order if eqs.couplings else list(self.coordinates)
+
+    # -- helpers -------------------------------------------------------------
+    def params(self, p: ParamsLike = None) -> np.ndarray:
+        """The parameter vector: defaults, a full vector, or defaults overridden by a mapping."""
+        base = np.array(list(self.parameters.values()), dtype=float)
+        if p is None:
+            return base
+        if isinstance(p, Mapping):
+            unknown = [k for k in p if k not in self.parameters]
+            if unknown:
+                raise ValueError(f"unknown parameter {unknown[0]!r}; the model {self.name!r} has "
+                                 f"{', '.join(self.parameters) or 'no parameters'}")
+            names = list(self.parameters)
+            for k, v in p.items():
+                base[names.index(k)] = float(v)
+            return base
+        arr = np.asarray(p, dtype=float)
+        if arr.shape != base.shape:
+            raise ValueError(f"Input 'p' has length {arr.size}; the model {self.name!r} expects "
+                             f"{base.size} parameters ({', '.join(self.parameters)})")
+        return arr
+
+    def _vec(self, x: Any, n: int, what: str) -> tuple[np.ndarray, bool]:
+        a = np.asarray(x, dtype=float)
+        single = a.ndim == 1
+        a2 = np.atleast_2d(a)
+        if a2.ndim != 2 or a2.shape[1] != n:
+            raise ValueError(f"Input {what!r} has shape {a.shape}; expected ({n},) or (N, {n})")
+        return a2, single
+
+    @staticmethod
+    def _stack(vals: Sequence[Any], N: int, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.empty((N, len(vals)))
+        for k, v in enumerate(vals):
+            out[:, k] = np.broadcast_to(np.asarray(v, dtype=float), (N,))
+        return out.reshape((N,) + shape)
+
+    # -- the compiled-model interface ----------------------------------------
+    def mass_matrix(self, q: Any, p: ParamsLike = None) -> np.ndarray:
+        """M(q): (nq, nq), or (N, nq, nq) for q: (N, nq)."""
+        Q, single = self._vec(q, self.nq, "q")
+        out = self._stack(self._M(Q.T, self.params(p)), len(Q), (self.nq, self.nq))
+        return out[0] if single else out
+
+    def bias(self, q: Any, qd: Any, p: ParamsLike = None) -> np.ndarray:
+        """h + G + K + D, as in M qdd + bias = B u: (nq,) or (N, nq)."""
+        Q, single = self._vec(q, self.nq, "q")
+        QD, _ = self._vec(qd, self.nq, "qd")
+        out = self._stack(self._bias(Q.T, QD.T, self.params(p)), len(Q), (self.nq,))
+        return out[0] if single else out
+
+    def input_map(self, q: Any, p: ParamsLike = None) -> np.ndarray:
+        """B(q): (nq, nu) or (N, nq, nu)."""
+        Q, single = self._vec(q, self.nq, "q")
+        if self._B is None:
+            out = np.zeros((len(Q), self.nq, 0))
+        else:
+            out = self._stack(self._B(Q.T, self.params(p)), len(Q), (self.nq, self.nu))
+        return out[0] if single else out
+
+    def forward_dynamics(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
+        """qdd = M^-1 (B u - bias): (nq,) or (N, nq). ``u=None`` means no input."""
+        Q, single = self._vec(q, self.nq, "q")
+        rhs = -self.bias(Q, qd, p)
+        if u is not None and self.nu:
+            U, _ = self._vec(u, self.nu, "u")
+            rhs = rhs + np.einsum("nij,nj->ni", self.input_map(Q, p), np.broadcast_to(U, (len(Q), self.nu)))
+        out = np.linalg.solve(self.mass_matrix(Q, p), rhs[..., None])[..., 0]
+        return out[0] if single else out
+
+    def inverse_dynamics(self, q: Any, qd: Any, qdd: Any, p: ParamsLike = None) -> np.ndarray:
+        """Generalized forces Q = M qdd + bias that produce qdd: (nq,) or (N, nq)."""
+        Q, single = self._vec(q, self.nq, "q")
+        A, _ = self._vec(qdd, self.nq, "qdd")
+        out = np.einsum("nij,nj->ni", self.mass_matrix(Q, p), np.broadcast_to(A, Q.shape)) + self.bias(Q, qd, p)
+        return out[0] if single else out
+
+    def rhs(self, t: float, y: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
+        """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq)."""
+        Y = np.asarray(y, dtype=float)
+        n = self.nq
+        qdd = self.forward_dynamics(Y[..., :n], Y[..., n:], u, p)
+        return np.concatenate([Y[..., n:], qdd], axis=-1)
+
+    def ode(self, u: Any = None, p: ParamsLike = None) -> Callable[[float, np.ndarray], np.ndarray]:
+        """f(t, y) for scipy.integrate.solve_ivp; ``u`` is None, an array, or a callable u(t, y)."""
+        pv = self.params(p)
+
+        def f(t: float, y: np.ndarray) -> np.ndarray:
+            uu = u(t, y) if callable(u) else u
+            return self.rhs(t, y, uu, pv)
+        return f
+
+    def energy(self, q: Any, qd: Any, p: ParamsLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """(kinetic, potential): floats, or (N,) arrays for a batch."""
+        Q, single = self._vec(q, self.nq, "q")
+        QD, _ = self._vec(qd, self.nq, "qd")
+        out = self._stack(self._TV(Q.T, QD.T, self.params(p)), len(Q), (2,))
+        if single:
+            return float(out[0, 0]), float(out[0, 1])  # type: ignore[return-value]
+        return out[:, 0], out[:, 1]
+
+    def points(self, q: Any, p: ParamsLike = None) -> dict[str, np.ndarray]:
+        """Marker positions: name -> (2,) or (N, 2)."""
+        Q, single = self._vec(q, self.nq, "q")
+        flat = self._stack(self._points(Q.T, self.params(p)), len(Q), (len(self._point_names), 2))
+        return {nm: (flat[0, k] if single else flat[:, k]) for k, nm in enumerate(self._point_names)}
+
+    def full_coordinates(self, q: Any, p: ParamsLike = None) -> np.ndarray:
+        """All coordinates of the model (dependent ones recovered from the couplings), in model order."""
+        Q, single = self._vec(q, self.nq, "q")
+        if self._full is None:
+            return Q[0] if single else Q
+        dep = self._stack(self._full(Q.T, self.params(p)), len(Q), (len(self.dependent_coordinates),))
+        cols = {nm: Q[:, k] for k, nm in enumerate(self.coordinates)}
+        cols.update({nm: dep[:, k] for k, nm in enumerate(self.dependent_coordinates)})
+        out = np.stack([cols[nm] for nm in self.full_coordinate_names], axis=-1)
+        return out[0] if single else out
+
+
+def lambdify_equations(eqs: Equations) -> NumericModel:
+    """A :class:`NumericModel` evaluating ``eqs`` with NumPy."""
+    return NumericModel(eqs)
+
+
+__all__ = ["NumericModel", "lambdify_equations"]
