@@ -55,31 +55,51 @@ class DVec:
             y += a * sp.sin(th) + b * sp.cos(th)
         return sp.Matrix([x, y])
 
+    def pruned(self) -> "DVec":
+        """The same vector without zero terms."""
+        return DVec(self.c, {a: (x, y) for a, (x, y) in self.terms.items() if x != 0 or y != 0})
+
     def dot(self, other: "DVec") -> sp.Expr:
-        acc: list[sp.Expr] = [self.c[0] * other.c[0], self.c[1] * other.c[1]]
+        acc: list[sp.Expr] = []
+        if self.c[0] != 0 and other.c[0] != 0:
+            acc.append(self.c[0] * other.c[0])
+        if self.c[1] != 0 and other.c[1] != 0:
+            acc.append(self.c[1] * other.c[1])
         for (u, v) in ((self, other), (other, self)):
             cx, cy = u.c
             if cx == 0 and cy == 0:
                 continue
             for th, (a, b) in v.terms.items():
                 # c.e = cx cos + cy sin ; c.n = -cx sin + cy cos
-                acc.append(a * (cx * sp.cos(th) + cy * sp.sin(th)))
-                acc.append(b * (-cx * sp.sin(th) + cy * sp.cos(th)))
+                if a != 0:
+                    acc.append(a * (cx * sp.cos(th) + cy * sp.sin(th)))
+                if b != 0:
+                    acc.append(b * (-cx * sp.sin(th) + cy * sp.cos(th)))
         for ta, (a1, b1) in self.terms.items():
+            if a1 == 0 and b1 == 0:
+                continue
             for tb, (a2, b2) in other.terms.items():
-                d = ta - tb
-                cs, sn = sp.cos(d), sp.sin(d)
+                if a2 == 0 and b2 == 0:
+                    continue
                 # e.e = n.n = cos(a-b); e(a).n(b) = sin(a-b); n(a).e(b) = -sin(a-b)
-                acc.append((a1 * a2 + b1 * b2) * cs + (a1 * b2 - b1 * a2) * sn)
+                cs_coef = _mul_add(a1, a2, b1, b2, +1)
+                sn_coef = _mul_add(a1, b2, b1, a2, -1)
+                if cs_coef != 0:
+                    acc.append(cs_coef * _cos_diff(ta, tb))
+                if sn_coef != 0:
+                    acc.append(sn_coef * _sin_diff(ta, tb))
         return sp.Add(*acc)
 
     def time_derivative(self, q: list[sp.Symbol], qd: list[sp.Symbol],
                         qdd: Optional[list[sp.Symbol]] = None) -> "DVec":
         """d/dt, with the angles linear in q. ``qdd=None`` drops the acceleration terms."""
         def dt(expr: sp.Expr) -> sp.Expr:
-            out = [sp.diff(expr, qi) * qdi for qi, qdi in zip(q, qd)]
+            fs = expr.free_symbols
+            if not fs:
+                return sp.Integer(0)
+            out = [sp.diff(expr, qi) * qdi for qi, qdi in zip(q, qd) if qi in fs]
             if qdd is not None:
-                out += [sp.diff(expr, qdi) * qddi for qdi, qddi in zip(qd, qdd)]
+                out += [sp.diff(expr, qdi) * qddi for qdi, qddi in zip(qd, qdd) if qdi in fs]
             return sp.Add(*out)
 
         terms: dict[sp.Expr, tuple[sp.Expr, sp.Expr]] = {}
@@ -90,7 +110,31 @@ class DVec:
 
     def diff(self, s: sp.Symbol) -> "DVec":
         """Coefficient-wise partial derivative (valid for symbols the angles do not contain, e.g. rates)."""
-        return self.map(lambda e: sp.diff(e, s))
+        return self.map(lambda e: sp.diff(e, s) if s in e.free_symbols else sp.Integer(0))
+
+
+def _mul_add(a: sp.Expr, b: sp.Expr, c: sp.Expr, d: sp.Expr, sign: int) -> sp.Expr:
+    """a*b + sign*c*d, skipping zero products."""
+    x = a * b if (a != 0 and b != 0) else sp.Integer(0)
+    y = c * d if (c != 0 and d != 0) else sp.Integer(0)
+    return x + y if sign > 0 else x - y
+
+
+_TRIG_CACHE: dict[tuple[str, sp.Expr, sp.Expr], sp.Expr] = {}
+
+
+def _cos_diff(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    key = ("c", a, b)
+    if key not in _TRIG_CACHE:
+        _TRIG_CACHE[key] = sp.cos(a - b)
+    return _TRIG_CACHE[key]
+
+
+def _sin_diff(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    key = ("s", a, b)
+    if key not in _TRIG_CACHE:
+        _TRIG_CACHE[key] = sp.sin(a - b)
+    return _TRIG_CACHE[key]
 
 
 @dataclass

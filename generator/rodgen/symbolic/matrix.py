@@ -22,37 +22,42 @@ from ..model.core import Model
 def derive_matrix(model: Model) -> Equations:
     k = build_kinematics(model)
     n = len(k.q)
-    M = sp.zeros(n, n)
-    h = sp.zeros(n, 1)
-    G = sp.zeros(n, 1)
-    T_terms: list[sp.Expr] = []
+    # collect the terms of every entry, add once at the end (repeated += re-flattens sums)
+    Mt: list[list[list[sp.Expr]]] = [[[] for _ in range(n)] for _ in range(n)]
+    ht: list[list[sp.Expr]] = [[] for _ in range(n)]
+    Gt: list[list[sp.Expr]] = [[] for _ in range(n)]
     V_terms: list[sp.Expr] = []
     gvec = DVec(k.gravity)
     for el in k.elements:
-        vel = el.position.time_derivative(k.q, k.qd)
-        J = [vel.diff(s) for s in k.qd]
-        avel = vel.time_derivative(k.q, k.qd)          # velocity part of the acceleration (qdd = 0)
+        vel = el.position.time_derivative(k.q, k.qd).pruned()
+        J = [vel.diff(s).pruned() for s in k.qd]
+        avel = vel.time_derivative(k.q, k.qd).pruned()  # velocity part of the acceleration (qdd = 0)
         nz = [i for i in range(n) if _nonzero(J[i])]
         for a in nz:
             for b in nz:
                 if b < a:
                     continue
-                val = el.mass * J[a].dot(J[b])
-                M[a, b] += val
-                if a != b:
-                    M[b, a] += val
-            h[a] += el.mass * J[a].dot(avel)
-            G[a] -= el.mass * J[a].dot(gvec)
+                val = J[a].dot(J[b])
+                if val != 0:
+                    Mt[a][b].append(el.mass * val)
+            ht[a].append(el.mass * J[a].dot(avel))
+            Gt[a].append(-el.mass * J[a].dot(gvec))
         V_terms.append(-el.mass * el.position.dot(gvec))
-        T_terms.append(el.mass * vel.dot(vel) / 2)
         if el.inertia != 0:
             w = [sp.diff(el.theta, s) for s in k.q]
-            wd = sp.Add(*[wi * qdi for wi, qdi in zip(w, k.qd)])
             for a in range(n):
-                for b in range(n):
+                for b in range(a, n):
                     if w[a] != 0 and w[b] != 0:
-                        M[a, b] += el.inertia * w[a] * w[b]
-            T_terms.append(el.inertia * wd ** 2 / 2)
+                        Mt[a][b].append(el.inertia * w[a] * w[b])
+    M = sp.zeros(n, n)
+    for a in range(n):
+        for b in range(a, n):
+            M[a, b] = M[b, a] = sp.Add(*Mt[a][b])
+    h = sp.Matrix([sp.Add(*t) for t in ht])
+    G = sp.Matrix([sp.Add(*t) for t in Gt])
+    # T = qd' M qd / 2 (M is by construction the Hessian of T in qd)
+    T_terms = [M[a, a] * k.qd[a] ** 2 / 2 for a in range(n) if M[a, a] != 0]
+    T_terms += [M[a, b] * k.qd[a] * k.qd[b] for a in range(n) for b in range(a + 1, n) if M[a, b] != 0]
     return _assemble(k, "matrix", M, h, G, sp.Add(*T_terms), sp.Add(*V_terms) + spring_energy(k))
 
 
