@@ -391,14 +391,13 @@ def derive_recursive(model: Model) -> Equations:
         G[a_] = e(G[a_], f"G_{a_}") if G[a_].is_Add else G[a_]
 
     # --- energies: T from the node velocities, V from the composite first moment -----------------
-    Tkin = []
-    for i in range(N):
+    T: sp.Expr = _0
+    for i in range(N):                   # a running sum, one small assignment per body
         m, hx, hy, inertia = body[i]
         w, vx, vy = vel[i]
         if m == 0 and inertia == 0:
             continue
-        Tkin.append(m * (vx ** 2 + vy ** 2) / 2 + w * (hx * vy - hy * vx) + inertia * w ** 2 / 2)
-    T = e(sp.Add(*Tkin), "T")
+        T = e(T + m * (vx ** 2 + vy ** 2) / 2 + w * (hx * vy - hy * vx) + inertia * w ** 2 / 2, f"{i}_T")
     V = e(-(gx0 * sp.Add(*world[1]) + gy0 * sp.Add(*world[2])), "Vg") + spring_energy(k)
 
     return Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u, params=k.params,
