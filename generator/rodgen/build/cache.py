@@ -1,0 +1,139 @@
+"""The content-addressed build cache: ``<build_dir>/<model>-<hash12>/``.
+
+A build folder appears only complete: the files are written and compiled in
+a temporary sibling (``.tmp-<model>-<hash12>-*``) that is renamed into place
+at the end. A lock file per model and hash (``.locks/<model>-<hash12>.lock``,
+``fcntl.flock``) makes concurrent builds of the same model from several
+processes compile once; the others wait and reuse the result.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Iterator, Union
+
+from ..errors import BuildError
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no inter-process lock
+    fcntl = None  # type: ignore[assignment]
+
+MANIFEST = "rodgen-build.json"
+
+
+def build_hash(parts: dict[str, str]) -> str:
+    """SHA-256 (hex) over named text parts, in name order."""
+    h = hashlib.sha256()
+    for key in sorted(parts):
+        h.update(key.encode() + b"\0" + parts[key].encode() + b"\0")
+    return h.hexdigest()
+
+
+def default_build_dir() -> Path:
+    """``./build`` relative to the current working directory."""
+    return Path.cwd() / "build"
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def locked(build_dir: Path, key: str) -> Iterator[None]:
+    """Hold the lock of one build (between processes with flock, between threads with a Lock)."""
+    with _thread_locks_guard:
+        tlock = _thread_locks.setdefault(f"{build_dir.resolve()}/{key}", threading.Lock())
+    with tlock:
+        if fcntl is None:
+            yield
+            return
+        locks = build_dir / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{key}.lock", "a+") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def complete(folder: Path, module_file: str) -> bool:
+    """Whether ``folder`` holds a finished build (its manifest and module)."""
+    return (folder / MANIFEST).is_file() and (folder / module_file).is_file()
+
+
+def new_temp_folder(build_dir: Path, key: str) -> Path:
+    """A fresh temporary folder next to the final one (same file system: rename is atomic)."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=build_dir))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)
+    return tmp
+
+
+def clear_stale(build_dir: Path, key: str) -> None:
+    """Remove temporary folders of ``key`` left by interrupted builds (call with the lock held)."""
+    for d in build_dir.glob(f".tmp-{key}-*"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def publish(tmp: Path, final: Path, manifest: dict[str, object]) -> None:
+    """Write the manifest into ``tmp`` and rename it to ``final`` (call with the lock held)."""
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if final.exists():  # an incomplete folder (e.g. a module deleted by hand): move it out of the way
+        stale = final.with_name(f".stale-{final.name}")
+        shutil.rmtree(stale, ignore_errors=True)
+        os.rename(final, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    os.rename(tmp, final)
+
+
+def keep_failed(tmp: Path, build_dir: Path, key: str) -> Path:
+    """Move the folder of a failed build to ``.failed-<key>`` for inspection; return its path."""
+    failed = build_dir / f".failed-{key}"
+    shutil.rmtree(failed, ignore_errors=True)
+    try:
+        os.rename(tmp, failed)
+    except OSError:
+        return tmp
+    return failed
+
+
+_loaded: dict[str, ModuleType] = {}
+_loaded_guard = threading.Lock()
+
+
+def import_module_file(path: Union[str, Path], name: str) -> ModuleType:
+    """Import an extension module from its file, without touching ``sys.path`` or ``sys.modules``.
+
+    The same file is imported once per process; later calls return the same module.
+    """
+    path = Path(path).resolve()
+    key = str(path)
+    with _loaded_guard:
+        if key in _loaded:
+            return _loaded[key]
+        loader = importlib.machinery.ExtensionFileLoader(name, key)
+        spec = importlib.util.spec_from_file_location(name, key, loader=loader)
+        if spec is None:
+            raise BuildError(f"cannot import {path}: no module spec", folder=str(path.parent))
+        try:
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+        except ImportError as exc:
+            raise BuildError(f"importing the compiled module {path.name} failed: {exc} "
+                             f"(Python {sys.version.split()[0]})", folder=str(path.parent)) from exc
+        _loaded[key] = module
+        return module

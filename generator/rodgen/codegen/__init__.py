@@ -1,0 +1,60 @@
+"""Code stage: Equations -> routine spec -> C header, C source and Cython module.
+
+    spec = lower(equations)            # straight-line code per routine, no names from the model
+    files = render(spec)               # GeneratedFiles: {"exo5.h": ..., "exo5.c": ..., "_exo5.pyx": ...}
+    files.write("out/")
+
+or in one step ``generate(model_or_equations, out_dir)``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+from ..errors import CodegenError
+from ..model.core import Model
+from ..symbolic.equations import Equations
+from .lower import CodegenOptions, lower, prefix_of, straight_line
+from .printer import SlotPrinter, c_double
+from .render import GeneratedFiles, environment, render, template_digest, template_root
+from .spec import Argument, Kernel, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
+
+
+def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = None, *,
+             method: Optional[str] = None, options: Optional[CodegenOptions] = None) -> GeneratedFiles:
+    """Generate the C header, C source and Cython module of a model.
+
+    Parameters
+    ----------
+    source : a Model (derived here with ``method``) or its Equations.
+    out_dir : if given, the files are written there.
+    method : derivation method when ``source`` is a Model (default: ``rodgen.derive``'s).
+    options : CodegenOptions.
+
+    Returns
+    -------
+    GeneratedFiles : file name -> text, and the spec.
+    """
+    eqs = equations_of(source, method=method)
+    files = render(lower(eqs, options=options))
+    if out_dir is not None:
+        files.write(out_dir)
+    return files
+
+
+def equations_of(source: Union[Model, Equations], *, method: Optional[str] = None) -> Equations:
+    """The Equations of a Model (derived) or the Equations themselves."""
+    if isinstance(source, Equations):
+        if method is not None and str(getattr(method, "value", method)) != str(source.method):
+            raise CodegenError(f"method={method!r} was given with Equations derived by {source.method!r}; "
+                               f"pass the Model to derive it again")
+        return source
+    if isinstance(source, Model):
+        from ..symbolic import derive
+        return derive(source) if method is None else derive(source, method=method)
+    raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
+
+
+__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "GeneratedFiles", "ModelSpec",
+           "Routine", "Part", "Section", "Statement", "Argument", "Slot", "Kernel", "SlotPrinter", "c_double",
+           "comment_text", "prefix_of", "straight_line", "environment", "template_digest", "template_root"]

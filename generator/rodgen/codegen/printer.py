@@ -1,0 +1,128 @@
+"""The C99 expression printer of the code stage.
+
+Every symbol is printed through a lookup table (``q[2]``, ``p[5]``, ``t17``),
+so no name from a model reaches an expression. Numbers are printed exactly
+(``repr`` of the double, which round-trips), constants such as pi as numbers
+(``M_PI`` is not C99), and small integer powers as products.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from ..errors import CodegenError
+
+
+def c_double(value: float) -> str:
+    """A C double literal that round-trips exactly, e.g. ``0.1``, ``1e-05``, ``3.0``."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise CodegenError(f"cannot print the non-finite number {x!r} into C")
+    text = repr(x)
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text
+
+
+class SlotPrinter(C99CodePrinter):
+    """C99 printer that maps symbols to array slots and prints numbers exactly.
+
+    Parameters
+    ----------
+    slots : mapping Symbol -> C text (``"q[0]"``, ``"t3"``, ``"w[7]"``).
+    routine : the name of the routine being printed, for error messages.
+    groups : names of the argument groups the routine takes, for error messages.
+    """
+
+    printmethod = "_rodgen_ccode"
+
+    def __init__(self, slots: Mapping[sp.Basic, str], *, routine: str = "", groups: str = "") -> None:
+        super().__init__({"strict": True})
+        self.slots = slots
+        self.routine = routine
+        self.groups = groups
+
+    def _print(self, expr: Any, **kwargs: Any) -> str:
+        if isinstance(expr, sp.Basic):
+            found = self.slots.get(expr)
+            if found is not None:
+                return found
+        return super()._print(expr, **kwargs)
+
+    # -- symbols -------------------------------------------------------------
+    def _print_Symbol(self, expr: sp.Symbol) -> str:
+        where = f" of routine '{self.routine}'" if self.routine else ""
+        raise CodegenError(f"Symbol '{expr}' appears in the equations{where} but in none of the argument "
+                           f"groups ({self.groups or 'q, qd, u, p'}).")
+
+    _print_Dummy = _print_Symbol
+
+    def _print_AppliedUndef(self, expr: sp.Basic) -> str:
+        raise CodegenError(f"the function '{expr}' in the equations is not a coordinate, input or parameter")
+
+    # -- numbers -------------------------------------------------------------
+    def _print_Float(self, expr: sp.Float) -> str:
+        return c_double(float(expr))
+
+    def _print_Rational(self, expr: sp.Rational) -> str:
+        return f"{c_double(int(expr.p))}/{c_double(int(expr.q))}"
+
+    def _print_Integer(self, expr: sp.Integer) -> str:
+        return str(int(expr))
+
+    def _print_NumberSymbol(self, expr: sp.Basic) -> str:
+        return c_double(float(expr))
+
+    _print_Pi = _print_NumberSymbol
+    _print_Exp1 = _print_NumberSymbol
+    _print_EulerGamma = _print_NumberSymbol
+    _print_GoldenRatio = _print_NumberSymbol
+    _print_Catalan = _print_NumberSymbol
+
+    def _print_Infinity(self, expr: sp.Basic) -> str:
+        raise CodegenError("the equations contain an infinite value (division by zero in the model?)")
+
+    _print_NegativeInfinity = _print_Infinity
+    _print_ComplexInfinity = _print_Infinity
+
+    def _print_NaN(self, expr: sp.Basic) -> str:
+        raise CodegenError("the equations contain NaN (an undefined expression in the model?)")
+
+    # -- powers --------------------------------------------------------------
+    def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:  # noqa: ARG002
+        base, e = expr.base, expr.exp
+        simple = base.is_Atom or base in self.slots
+        b = self._print(base) if simple else f"({self._print(base)})"
+        if e.is_Integer:
+            k = int(e)
+            if simple and 2 <= abs(k) <= 4:
+                prod = "*".join([b] * abs(k))
+                return prod if k > 0 else f"1.0/({prod})"
+            if k == -1:
+                return f"1.0/{b}"
+        if e == sp.S.Half:
+            return f"sqrt({self._print(base)})"
+        if e == -sp.S.Half:
+            return f"1.0/sqrt({self._print(base)})"
+        if e == sp.Rational(3, 2) and simple:
+            return f"{b}*sqrt({b})"
+        if e == sp.Rational(1, 3):
+            return f"cbrt({self._print(base)})"
+        exp_text = self._print(e) if e.is_Integer else c_double(float(e)) if e.is_Number else self._print(e)
+        return f"pow({self._print(base)}, {exp_text})"
+
+
+def count_ops(expr: sp.Basic) -> int:
+    """A cheap count of floating-point operations (adds, multiplies, calls) in an expression."""
+    n = 0
+    for node in sp.preorder_traversal(expr):
+        if node.is_Add or node.is_Mul:
+            n += len(node.args) - 1
+        elif node.is_Pow:
+            n += 1
+        elif node.is_Function:
+            n += 1
+    return n

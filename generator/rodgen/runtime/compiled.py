@@ -1,0 +1,326 @@
+"""CompiledModel: the Python face of a compiled model.
+
+Every array function takes one state (1-D arrays) or a stacked batch (2-D
+arrays of N rows), which the Cython kernels loop over in C without the GIL.
+Inputs given as one row are used for every row of a batch (the parameters
+``p``, say, or a constant ``u``). Arguments are checked here, once, with
+messages that name the model and the expected size; the C code itself does
+not check anything.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..errors import RodgenError
+
+ArrayLike = Union[np.ndarray, Sequence[float], float]
+Params = Union[ArrayLike, Mapping[str, float], None]
+
+#: Status codes of forward_dynamics and rhs in the generated C (``<MODEL>_OK``, ``<MODEL>_ERR_...``).
+STATUS_MESSAGES = {
+    1: "the state, the inputs or the parameters hold inf or NaN",
+    2: "the mass matrix is not positive definite",
+    3: "the accelerations are not finite",
+}
+
+
+class DynamicsError(RodgenError, ArithmeticError):
+    """Forward dynamics failed at a state (non-finite input, singular mass matrix, overflow).
+
+    Attributes: ``status`` (the C status code) and ``row`` (index in a batch, or None).
+    """
+
+    def __init__(self, message: str, *, status: int, row: Optional[int]) -> None:
+        self.status = status
+        self.row = row
+        super().__init__(message)
+
+
+class CompiledModel:
+    """A compiled model (returned by :func:`rodgen.build`).
+
+    Attributes
+    ----------
+    name : model name.
+    nq, nu, np, npoints : numbers of coordinates, inputs, parameters and marker points.
+    coordinates, inputs : names, in the order of q and u.
+    parameters : dict name -> default value, in the order of p.
+    point_names : names of the marker points, in the order of ``points``.
+    path : the module file; ``folder`` the build folder with the C sources.
+
+    The state vector is y = [q0..q(nq-1), qd0..qd(nq-1)].
+    """
+
+    def __init__(self, module: ModuleType, path: Union[str, Path, None] = None) -> None:
+        self._m = module
+        self.name: str = module.NAME
+        self.prefix: str = module.PREFIX
+        self.nq: int = int(module.NQ)
+        self.nu: int = int(module.NU)
+        self.np: int = int(module.NP)
+        self.npoints: int = int(module.NPOINTS)
+        self.coordinates: list[str] = list(module.COORDINATES)
+        self.inputs: list[str] = list(module.INPUTS)
+        self.parameters: dict[str, float] = dict(zip(module.PARAMETERS, module.PARAMETER_VALUES))
+        self.point_names: list[str] = list(module.POINTS)
+        self.content_hash: str = module.CONTENT_HASH
+        self.version: str = module.VERSION
+        self.method: str = module.METHOD
+        self.path = Path(path) if path is not None else Path(getattr(module, "__file__", "") or ".")
+        self.folder = self.path.parent
+        self._p0 = np.array(module.PARAMETER_VALUES, dtype=float).reshape(1, self.np)
+        self._p0.setflags(write=False)
+        self._q0 = np.array(module.INITIAL_Q, dtype=float)
+        self._p_index = {nm: i for i, nm in enumerate(module.PARAMETERS)}
+        self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nq, "coordinate rates"),
+                       "qdd": (self.nq, "coordinate accelerations"), "u": (self.nu, "inputs"),
+                       "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
+
+    def __repr__(self) -> str:
+        return (f"<CompiledModel {self.name!r}: nq={self.nq}, nu={self.nu}, np={self.np}, "
+                f"npoints={self.npoints}, {self.path}>")
+
+    @property
+    def header(self) -> Path:
+        """The generated C header (slot tables of q, u, p, points)."""
+        return self.folder / f"{self.prefix}.h"
+
+    @property
+    def source(self) -> Path:
+        """The generated C source."""
+        return self.folder / f"{self.prefix}.c"
+
+    # -- helpers ---------------------------------------------------------------
+    def parameter_vector(self, values: Optional[Mapping[str, float]] = None, /, **overrides: float) -> np.ndarray:
+        """The default parameter vector (np,), with some entries replaced by name."""
+        p = self._p0[0].copy()
+        for nm, v in {**(values or {}), **overrides}.items():
+            if nm not in self._p_index:
+                known = ", ".join(self._p_index) or "none"
+                raise KeyError(f"the model {self.name!r} has no parameter {nm!r} (parameters: {known})")
+            p[self._p_index[nm]] = float(v)
+        return p
+
+    def initial_state(self) -> np.ndarray:
+        """y0 = [q0, 0]: the initial coordinates of the model file, at rest."""
+        return np.concatenate([self._q0, np.zeros(self.nq)])
+
+    def _rows(self, x: ArrayLike, name: str) -> tuple[np.ndarray, int]:
+        """(2-D C-contiguous float64 array, number of rows or -1 for a single 1-D state)."""
+        width, what = self._sizes[name]
+        a = np.asarray(x, dtype=float)
+        if a.ndim == 1:
+            if a.shape[0] != width:
+                raise ValueError(f"Input {name!r} has length {a.shape[0]}; the model {self.name!r} expects "
+                                 f"{width} {what} (see {self.prefix}.h for the order).")
+            return np.ascontiguousarray(a).reshape(1, width), -1
+        if a.ndim == 2:
+            if a.shape[1] != width:
+                raise ValueError(f"Input {name!r} has shape {a.shape}; the model {self.name!r} expects rows of "
+                                 f"{width} {what}, shape (N, {width}) (see {self.prefix}.h for the order).")
+            return np.ascontiguousarray(a), a.shape[0]
+        if a.ndim == 0 and width == 1:
+            return a.reshape(1, 1), -1
+        raise ValueError(f"Input {name!r} has {a.ndim} dimensions; the model {self.name!r} expects a vector of "
+                         f"{width} {what} or a stack of them, shape (N, {width}).")
+
+    def _params(self, p: Params) -> tuple[np.ndarray, int]:
+        if p is None:
+            return self._p0, -1
+        if isinstance(p, Mapping):
+            return self.parameter_vector(p).reshape(1, self.np), -1
+        return self._rows(p, "p")
+
+    def _inputs(self, u: Optional[ArrayLike]) -> tuple[np.ndarray, int]:
+        if u is None:
+            return np.zeros((1, self.nu)), -1
+        return self._rows(u, "u")
+
+    def _batch(self, **arrays: tuple[np.ndarray, int]) -> tuple[int, bool]:
+        """Number of rows of a call and whether it is batched; all stacked inputs must agree."""
+        stacked = {k: n for k, (_, n) in arrays.items() if n >= 0}
+        sizes = sorted(set(stacked.values()))
+        if len(sizes) > 1:
+            desc = ", ".join(f"{k!r} has {n}" for k, n in stacked.items())
+            raise ValueError(f"Stacked inputs must have the same number of rows: {desc}.")
+        if sizes:
+            return sizes[0], True
+        return 1, False
+
+    def _out(self, out: Optional[np.ndarray], shape: tuple[int, ...], name: str = "out") -> np.ndarray:
+        if out is None:
+            return np.empty(shape)
+        if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float64 \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            got = (f"{type(out).__name__}" if not isinstance(out, np.ndarray) else
+                   f"shape {out.shape}, dtype {out.dtype}, "
+                   f"{'C-contiguous' if out.flags.c_contiguous else 'not C-contiguous'}"
+                   f"{'' if out.flags.writeable else ', read-only'}")
+            raise ValueError(f"Output {name!r} must be a writable C-contiguous float64 array of shape {shape}; "
+                             f"got {got}.")
+        return out
+
+    def _check_status(self, status: np.ndarray, what: str, batched: bool) -> None:
+        bad = np.flatnonzero(status)
+        if bad.size:
+            row = int(bad[0])
+            code = int(status[row])
+            where = f" at row {row} of {status.size}" if batched else ""
+            raise DynamicsError(f"{what} of the model {self.name!r} failed{where}: "
+                                f"{STATUS_MESSAGES.get(code, f'status {code}')}.", status=code,
+                                row=row if batched else None)
+
+    # -- the compiled functions ------------------------------------------------
+    def mass_matrix(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Mass matrix M(q): (nq, nq), or (N, nq, nq) for q of shape (N, nq)."""
+        q2, nq_ = self._rows(q, "q")
+        p2, np_ = self._params(p)
+        n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
+        res = self._out(out, (n, self.nq, self.nq) if batched else (self.nq, self.nq))
+        self._m.mass_matrix(n, q2, p2, res)
+        return res
+
+    def bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None, *,
+             out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Bias forces h + G + K + D (velocity terms, gravity, springs, dampers), as in M qdd + bias = B u."""
+        return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nq)
+
+    def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Gravity forces G(q) (part of the bias)."""
+        return self._vec("gravity", (q, "q"), p=p, out=out, width=self.nq)
+
+    def input_map(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Input map B(q): (nq, nu) or (N, nq, nu); the generalized forces of the inputs are B u."""
+        q2, nq_ = self._rows(q, "q")
+        p2, np_ = self._params(p)
+        n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
+        res = self._out(out, (n, self.nq, self.nu) if batched else (self.nq, self.nu))
+        self._m.input_map(n, q2, p2, res)
+        return res
+
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
+                         out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
+        """Accelerations qdd = M^-1 (B u - bias): (nq,) or (N, nq). ``u`` defaults to zero.
+
+        Raises DynamicsError where the state is not finite or M is not positive
+        definite; with ``check=False`` those rows hold NaN instead.
+        """
+        q2, a = self._rows(q, "q")
+        qd2, b = self._rows(qd, "qd")
+        u2, c = self._inputs(u)
+        p2, d = self._params(p)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        res = self._out(out, (n, self.nq) if batched else (self.nq,))
+        status = np.zeros(n, dtype=np.intc)
+        self._m.forward_dynamics(n, q2, qd2, u2, p2, res, status)
+        if check:
+            self._check_status(status, "forward_dynamics", batched)
+        return res
+
+    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, p: Params = None, *,
+                         out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Generalized forces Q = M qdd + bias that produce ``qdd``: (nq,) or (N, nq).
+
+        Q equals B(q) u for the inputs u that produce qdd (for a fully
+        actuated model with square B, u = solve(B, Q)).
+        """
+        return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nq)
+
+    def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
+            out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
+        """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq). ``u`` defaults to zero; ``t`` is not used by the model."""
+        y2, a = self._rows(y, "y")
+        u2, c = self._inputs(u)
+        p2, d = self._params(p)
+        t2 = np.ascontiguousarray(np.asarray(t, dtype=float).reshape(-1))
+        tn = t2.shape[0] if t2.shape[0] != 1 else -1
+        n, batched = self._batch(y=(y2, a), u=(u2, c), p=(p2, d), t=(t2, tn))
+        res = self._out(out, (n, 2 * self.nq) if batched else (2 * self.nq,))
+        status = np.zeros(n, dtype=np.intc)
+        self._m.rhs(n, t2, y2, u2, p2, res, status)
+        if check:
+            self._check_status(status, "rhs", batched)
+        return res
+
+    def ode(self, u: Union[ArrayLike, Callable[[float, np.ndarray], ArrayLike], None] = None,
+            p: Params = None) -> Callable[[float, np.ndarray], np.ndarray]:
+        """f(t, y) for ``scipy.integrate.solve_ivp``; ``u`` is constant or a function ``u(t, y)``.
+
+        Parameters and a constant ``u`` are checked once, here; ``y`` must be
+        a (2 nq,) state (solve_ivp's ``vectorized=True`` is not supported).
+        """
+        p2, d = self._params(p)
+        if d > 1:
+            raise ValueError(f"ode() takes one parameter vector; got {d} rows")
+        p2 = p2.copy()
+        kernel = self._m.rhs
+        ny = 2 * self.nq
+        zero_t = np.zeros(1)
+
+        def status_error(st: np.ndarray, t: float) -> None:
+            code = int(st[0])
+            raise DynamicsError(f"rhs of the model {self.name!r} failed at t = {t!r}: "
+                                f"{STATUS_MESSAGES.get(code, f'status {code}')}.", status=code, row=None)
+
+        if callable(u):
+            ufun = u
+            name = self.name
+
+            def f(t: float, y: np.ndarray) -> np.ndarray:
+                y1 = np.ascontiguousarray(y, dtype=float)
+                if y1.shape != (ny,):
+                    raise ValueError(f"Input 'y' has shape {y1.shape}; the model {name!r} expects ({ny},)")
+                u1, _ = self._rows(ufun(t, y1), "u")
+                dy = np.empty(ny)
+                st = np.zeros(1, dtype=np.intc)
+                kernel(1, zero_t, y1, u1, p2, dy, st)
+                if st[0]:
+                    status_error(st, t)
+                return dy
+            return f
+
+        u2, c = self._inputs(u)
+        if c > 1:
+            raise ValueError(f"ode() takes one input vector or a function u(t, y); got {c} rows")
+        u2 = u2.copy()
+
+        def f_const(t: float, y: np.ndarray) -> np.ndarray:
+            y1 = np.ascontiguousarray(y, dtype=float)
+            if y1.shape != (ny,):
+                raise ValueError(f"Input 'y' has shape {y1.shape}; the model {self.name!r} expects ({ny},)")
+            dy = np.empty(ny)
+            st = np.zeros(1, dtype=np.intc)
+            kernel(1, zero_t, y1, u2, p2, dy, st)
+            if st[0]:
+                status_error(st, t)
+            return dy
+        return f_const
+
+    def energy(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> tuple:
+        """(kinetic, potential) energy: two floats, or two (N,) arrays for a batch."""
+        e = self._vec("energy", (q, "q"), (qd, "qd"), p=p, out=None, width=2)
+        if e.ndim == 1:
+            return float(e[0]), float(e[1])
+        return e[:, 0].copy(), e[:, 1].copy()
+
+    def points(self, q: ArrayLike, p: Params = None) -> dict[str, np.ndarray]:
+        """Marker positions: name -> (2,) array [x, y], or (N, 2) for a batch."""
+        r = self._vec("points", (q, "q"), p=p, out=None, width=2 * self.npoints)
+        if r.ndim == 1:
+            r = r.reshape(self.npoints, 2)
+            return {nm: r[i].copy() for i, nm in enumerate(self.point_names)}
+        r = r.reshape(r.shape[0], self.npoints, 2)
+        return {nm: r[:, i, :].copy() for i, nm in enumerate(self.point_names)}
+
+    def _vec(self, kernel: str, *args: tuple[ArrayLike, str], p: Params, out: Optional[np.ndarray],
+             width: int) -> np.ndarray:
+        rows = {name: self._rows(x, name) for x, name in args}
+        p2, d = self._params(p)
+        n, batched = self._batch(**rows, p=(p2, d))
+        res = self._out(out, (n, width) if batched else (width,))
+        getattr(self._m, kernel)(n, *[a for a, _ in rows.values()], p2, res)
+        return res

@@ -1,0 +1,224 @@
+"""Seeing results: time plots and stick-figure animations.
+
+Both use matplotlib's object API with the Agg canvas (no pyplot, no global
+state, no display needed); GIFs are written with matplotlib's pillow writer.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .result import SimulationResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _as_result(result: Any) -> SimulationResult:
+    if isinstance(result, SimulationResult):
+        return result
+    if hasattr(result, "to_result"):
+        return result.to_result()  # type: ignore[no-any-return]
+    raise TypeError(f"expected a SimulationResult, got {type(result).__name__}")
+
+
+def plot(result: Any, path: Optional[PathLike] = None, *, title: Optional[str] = None,
+         panels: Sequence[str] = ("q", "qd", "u", "energy"), dpi: int = 100) -> Any:
+    """Plot a result: coordinates, rates, inputs and energy against time.
+
+    Parameters
+    ----------
+    result : a :class:`SimulationResult` (or anything with ``to_result()``,
+        e.g. :class:`~rodgen.runtime.trajectory.PrescribedForces`).
+    path : if given, the figure is saved there (format from the extension).
+    panels : which panels, in order: ``"q"``, ``"qd"``, ``"u"``, ``"energy"``.
+        Panels with nothing to show (no inputs, unknown energy) are skipped.
+
+    Returns
+    -------
+    the matplotlib ``Figure``.
+    """
+    res = _as_result(result)
+    wanted = []
+    for pn in panels:
+        if pn not in ("q", "qd", "u", "energy"):
+            raise ValueError(f"unknown panel {pn!r}; choose from q, qd, u, energy")
+        if pn == "u" and res.u.shape[1] == 0:
+            continue
+        if pn == "energy" and not np.isfinite(res.kinetic).any():
+            continue
+        wanted.append(pn)
+    fig = _figure(9.0, 2.3 * max(1, len(wanted)) + 0.4)
+    axes = fig.subplots(max(1, len(wanted)), 1, sharex=True, squeeze=False)[:, 0]
+    labels = {"q": "coordinates", "qd": "rates", "u": "inputs", "energy": "energy [J]"}
+    for ax, pn in zip(axes, wanted):
+        if pn == "q":
+            for k, nm in enumerate(res.coordinates):
+                ax.plot(res.t, res.q[:, k], label=nm)
+        elif pn == "qd":
+            for k, nm in enumerate(res.coordinates):
+                ax.plot(res.t, res.qd[:, k], label=f"{nm}'")
+        elif pn == "u":
+            for k, nm in enumerate(res.inputs):
+                ax.plot(res.t, res.u[:, k], label=nm)
+        else:
+            ax.plot(res.t, res.kinetic, label="kinetic")
+            ax.plot(res.t, res.potential, label="potential")
+            ax.plot(res.t, res.kinetic + res.potential, "k--", lw=1, label="total")
+        _steady_limits(ax)
+        ax.set_ylabel(labels[pn])
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small", ncol=min(4, max(1, len(ax.lines) // 4 + 1)))
+    axes[-1].set_xlabel("t [s]")
+    head = title if title is not None else (res.model or "")
+    if not res.ok:
+        head += f"  [{res.status.value}: {res.message}]"
+    if head:
+        fig.suptitle(head)
+    if path is not None:
+        fig.savefig(os.fspath(path), dpi=dpi)
+    return fig
+
+
+def _steady_limits(ax: Any) -> None:
+    """Keep an (almost) constant curve from being blown up to rounding noise by autoscaling."""
+    ys = [np.asarray(ln.get_ydata(), dtype=float) for ln in ax.lines]
+    ys = [y[np.isfinite(y)] for y in ys if y.size]
+    if not ys or not any(y.size for y in ys):
+        return
+    allv = np.concatenate(ys)
+    lo, hi = float(allv.min()), float(allv.max())
+    scale = max(1.0, abs(lo), abs(hi))
+    if hi - lo < 1e-9 * scale:
+        mid = (lo + hi) / 2
+        pad = 0.1 * max(abs(mid), 1e-3)
+        ax.set_ylim(mid - pad, mid + pad)
+        ax.yaxis.get_major_formatter().set_useOffset(False)
+
+
+# -- animation ---------------------------------------------------------------------------------
+
+def _model_of(sys: Any) -> Any:
+    for attr in ("model",):
+        m = getattr(sys, attr, None)
+        if m is not None and hasattr(m, "links"):
+            return m
+    eqs = getattr(sys, "equations", None)
+    if eqs is not None and hasattr(eqs, "model"):
+        return eqs.model
+    return None
+
+
+def skeleton(names: Sequence[str], model: Any = None) -> tuple[list[list[str]], dict[str, float]]:
+    """Polylines (lists of point names, one per link) and mass points (name -> mass, 0 if unknown).
+
+    With a :class:`rodgen.Model` the structure is read from it; otherwise from
+    the point names (``<link>.joint`` opens a link, ``<segment>.end`` extends
+    it; other points are drawn as masses).
+    """
+    have = set(names)
+    lines: list[list[str]] = []
+    masses: dict[str, float] = {}
+    if model is not None:
+        for lk in model.links:
+            line = [f"{lk.name}.joint"] + [f"{sg.name}.end" for sg in lk.segments]
+            lines.append([n for n in line if n in have])
+            for sg in lk.segments:
+                for i, pm in enumerate(sg.masses):
+                    masses[pm.name or f"{sg.name}.m{i}"] = model.value(pm.mass)
+                for i, rd in enumerate(sg.rods):
+                    masses[rd.name or f"{sg.name}.rod{i}"] = model.value(rd.mass)
+        return lines, {k: v for k, v in masses.items() if k in have}
+    for nm in names:
+        if nm.endswith(".joint"):
+            lines.append([nm])
+        elif nm.endswith(".end") and lines:
+            lines[-1].append(nm)
+        elif nm != "base":
+            masses[nm] = 0.0
+    return lines, masses
+
+
+def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: float = 1.0,
+            max_frames: int = 250, p: Any = None, model: Any = None, trace: Optional[str] = None,
+            dpi: int = 80, size: float = 5.0) -> int:
+    """Write a GIF of the mechanism as a stick figure with its masses.
+
+    Parameters
+    ----------
+    sys : the model's evaluator: a compiled model, or a
+        :class:`~rodgen.symbolic.numeric.NumericModel` (anything with
+        ``points(q, p)`` returning name -> (N, 2)).
+    result : a :class:`SimulationResult` (or anything with ``to_result()``).
+    path : the output file (``.gif``).
+    fps, speed : frames per second of the GIF, and simulated seconds per
+        second of GIF; at most ``max_frames`` frames are drawn.
+    model : the :class:`rodgen.Model`, to draw links and mass sizes exactly
+        (found on ``sys`` when it carries one).
+    trace : name of a point whose path is drawn.
+
+    Returns
+    -------
+    the number of frames written.
+    """
+    from matplotlib.animation import PillowWriter
+    res = _as_result(result)
+    if len(res.t) == 0:
+        raise ValueError("the result holds no samples")
+    duration = float(res.t[-1] - res.t[0])
+    nframes = max(1, min(max_frames, int(math.floor(duration / speed * fps)) + 1))
+    times = res.t[0] + np.linspace(0.0, duration, nframes)
+    idx = np.clip(np.searchsorted(res.t, times), 0, len(res.t) - 1)
+    pts = sys.points(res.q[idx], p)
+    pts = {k: np.asarray(v, dtype=float).reshape(len(idx), 2) for k, v in pts.items()}
+    lines, masses = skeleton(list(pts), model if model is not None else _model_of(sys))
+    allxy = np.concatenate([v for v in pts.values()], axis=0)
+    lo, hi = allxy.min(axis=0), allxy.max(axis=0)
+    span = float(max(hi - lo)) or 1.0
+    mid = (lo + hi) / 2
+    fig = _figure(size, size)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_aspect("equal")
+    ax.set_xlim(mid[0] - 0.6 * span, mid[0] + 0.6 * span)
+    ax.set_ylim(mid[1] - 0.6 * span, mid[1] + 0.6 * span)
+    ax.grid(True, alpha=0.3)
+    mmax = max(masses.values(), default=0.0) or 1.0
+    link_artists = [ax.plot([], [], "-", lw=3, color="tab:blue", solid_capstyle="round")[0] for _ in lines]
+    joint_artist = ax.plot([], [], "o", color="k", ms=4)[0]
+    mass_names = list(masses)
+    sizes = [30 + 170 * (masses[n] / mmax if masses[n] > 0 else 0.3) for n in mass_names]
+    mass_artist = ax.scatter(np.zeros(len(mass_names)), np.zeros(len(mass_names)), s=sizes, color="tab:red",
+                             zorder=3)
+    trace_artist = ax.plot([], [], "-", lw=1, color="tab:gray")[0] if trace else None
+    if trace and trace not in pts:
+        raise ValueError(f"trace: no point {trace!r} (points: {', '.join(pts)})")
+    label = ax.text(0.02, 0.96, "", transform=ax.transAxes, va="top")
+    ax.set_title(res.model or "")
+    writer = PillowWriter(fps=fps)
+    with writer.saving(fig, os.fspath(path), dpi):
+        for f in range(nframes):
+            for art, line in zip(link_artists, lines):
+                xy = np.array([pts[n][f] for n in line]) if line else np.zeros((0, 2))
+                art.set_data(xy[:, 0], xy[:, 1])
+            jn = [line[0] for line in lines if line]
+            joint_artist.set_data([pts[n][f][0] for n in jn], [pts[n][f][1] for n in jn])
+            if mass_names:
+                mass_artist.set_offsets(np.array([pts[n][f] for n in mass_names]))
+            if trace_artist is not None and trace:
+                trace_artist.set_data(pts[trace][: f + 1, 0], pts[trace][: f + 1, 1])
+            label.set_text(f"t = {times[f]:.2f} s")
+            writer.grab_frame()
+    return nframes
+
+
+__all__ = ["plot", "animate", "skeleton"]

@@ -1,0 +1,132 @@
+"""The result of a simulation (or of a prescribed motion): time series and status.
+
+:class:`SimulationResult` is what the compiled integrators return, what
+:func:`rodgen.runtime.trajectory.prescribed_forces` can be turned into, and
+what :func:`rodgen.plot` and :func:`rodgen.animate` draw.
+"""
+from __future__ import annotations
+
+import csv
+import enum
+import os
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Status(str, enum.Enum):
+    """How a run ended. Anything but ``SUCCESS`` stopped early; the arrays hold what was computed."""
+
+    SUCCESS = "success"
+    NONFINITE = "nonfinite"            # the state or its derivative became NaN or infinite
+    SINGULAR_MASS = "singular_mass"    # the mass matrix could not be factorised
+    STEP_UNDERFLOW = "step_underflow"  # the adaptive step size fell below its minimum
+    INTERRUPTED = "interrupted"        # stopped by the user or a callback
+    FAILED = "failed"                  # any other failure (see ``message``)
+
+
+@dataclass
+class SimulationResult:
+    """Time series of a motion.
+
+    Attributes
+    ----------
+    t : (N,) times.
+    q, qd : (N, nq) coordinates and their rates, in the order of ``coordinates``.
+    u : (N, nu) inputs (joint torques, longitudinal forces) in the order of
+        ``inputs``; zeros for an unforced run.
+    kinetic, potential : (N,) kinetic and potential energy (NaN where unknown).
+    status : a :class:`Status`; ``message`` says when and why a run stopped.
+    coordinates, inputs : names of the columns of q and u.
+    model : the model's name.
+    qdd : (N, nq) accelerations, when known (prescribed motions).
+    forces : (N, nq) generalized forces, when known (prescribed motions).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    u: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    coordinates: list[str]
+    inputs: list[str]
+    status: Status = Status.SUCCESS
+    message: str = ""
+    model: str = ""
+    qdd: Optional[np.ndarray] = None
+    forces: Optional[np.ndarray] = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.t = np.asarray(self.t, dtype=float)
+        n = len(self.t)
+        self.q = np.asarray(self.q, dtype=float).reshape(n, -1)
+        self.qd = np.asarray(self.qd, dtype=float).reshape(n, -1)
+        self.u = np.asarray(self.u, dtype=float).reshape(n, -1) if np.size(self.u) else np.zeros((n, 0))
+        self.kinetic = np.broadcast_to(np.asarray(self.kinetic, dtype=float), (n,)).copy()
+        self.potential = np.broadcast_to(np.asarray(self.potential, dtype=float), (n,)).copy()
+        self.status = Status(self.status)
+        if self.q.shape[1] != len(self.coordinates) or self.qd.shape != self.q.shape:
+            raise ValueError(f"q has shape {self.q.shape} and qd {self.qd.shape}; expected ({n}, "
+                             f"{len(self.coordinates)}) for the coordinates {', '.join(self.coordinates)}")
+        if self.u.shape[1] != len(self.inputs):
+            raise ValueError(f"u has shape {self.u.shape}; expected ({n}, {len(self.inputs)}) for the inputs "
+                             f"{', '.join(self.inputs) or '(none)'}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.SUCCESS
+
+    @property
+    def energy(self) -> tuple[np.ndarray, np.ndarray]:
+        """(kinetic, potential), each (N,)."""
+        return self.kinetic, self.potential
+
+    @property
+    def total_energy(self) -> np.ndarray:
+        return self.kinetic + self.potential
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def csv_columns(self) -> list[str]:
+        """Column names of :meth:`to_csv`."""
+        return (["t"] + list(self.coordinates) + [f"{c}_dot" for c in self.coordinates] + list(self.inputs)
+                + ["kinetic", "potential"])
+
+    def to_csv(self, path: PathLike) -> None:
+        """Write the result as CSV with a header row.
+
+        Columns, in order: ``t``; one per coordinate (its name); one per
+        rate (``<coordinate>_dot``); one per input (its name); ``kinetic``;
+        ``potential``. SI units as in the model; full double precision
+        (``repr`` of each float).
+        """
+        data = np.column_stack([self.t, self.q, self.qd, self.u, self.kinetic, self.potential])
+        with open(os.fspath(path), "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(self.csv_columns())
+            for row in data:
+                w.writerow([repr(float(x)) for x in row])
+
+    @classmethod
+    def from_csv(cls, path: PathLike, *, coordinates: Sequence[str], inputs: Sequence[str] = ()) -> "SimulationResult":
+        """Read a file written by :meth:`to_csv`."""
+        with open(os.fspath(path), newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        header, body = rows[0], np.array(rows[1:], dtype=float).reshape(-1, len(rows[0]))
+        col = {name: k for k, name in enumerate(header)}
+
+        def take(names: Sequence[str]) -> np.ndarray:
+            return body[:, [col[n] for n in names]] if names else np.zeros((len(body), 0))
+
+        return cls(t=body[:, col["t"]], q=take(coordinates), qd=take([f"{c}_dot" for c in coordinates]),
+                   u=take(inputs), kinetic=body[:, col["kinetic"]], potential=body[:, col["potential"]],
+                   coordinates=list(coordinates), inputs=list(inputs))
+
+
+__all__ = ["SimulationResult", "Status"]

@@ -1,0 +1,385 @@
+"""Inverse dynamics along a prescribed motion, and mixed problems.
+
+*Control by prescribed kinematics* (Borisov, ch. 4; Ruchkin's actuator-torque
+problem): the coordinates q(t) are given, and the generalized forces
+
+    Q(t) = M(q) qdd + h(q, qd) + G(q) + K(q) + D(qd)
+
+and the inputs u(t) with B(q) u = Q (joint torques, longitudinal forces) are
+computed. :func:`prescribed_forces` does this for a whole time grid in one
+batched call of the model's ``inverse_dynamics``.
+
+A *mixed problem* (Leontiev's RKM-1; SEEDS.md section 3.2) prescribes some
+coordinates (for instance the suspension point of a chain, a floating base
+moved along x(t), y(t)) and leaves the others free under known inputs.
+:class:`MixedProblem` integrates the free coordinates with
+
+    M_ff qdd_f = B_f u - bias_f - M_fp qdd_p
+
+and reports the compensating forces ``Q_p = M_pf qdd_f + M_pp qdd_p + bias_p``
+that the prescribed coordinates need.
+
+Ways to give a motion (``q``, and optionally ``qd``, ``qdd``):
+
+* sampled: a NumPy array (N, nq) at the times ``t`` (a 1-D array for one
+  coordinate). Rates and accelerations come from a cubic spline through the
+  samples (``scipy.interpolate.CubicSpline``), unless given.
+* per coordinate: a list or tuple of nq items (or a mapping coordinate
+  name -> item), each a number, a 1-D array of samples at ``t``, a SymPy
+  expression of one time symbol, or a callable ``f(t) -> array``. SymPy expressions are differentiated exactly.
+  Callables without given rates are differentiated by 4th-order central
+  differences with step 2e-3 (error ~1e-10 relative for smooth motions with
+  time scales ~1 s; give ``qd``/``qdd`` for exact rates).
+* a single callable ``q(t) -> (N, nq)``.
+
+``model`` is a compiled model (``rodgen.build``), a :class:`rodgen.Equations`,
+a :class:`rodgen.symbolic.numeric.NumericModel`, or a :class:`rodgen.Model`
+(derived with the matrix method and evaluated through lambdify).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .result import SimulationResult, Status
+
+FD_STEP = 2e-3  # central-difference step for callables; see module docstring
+
+MotionSpec = Any  # array | callable | sequence/mapping of (number | sympy.Expr | callable)
+
+
+# -- evaluating models ------------------------------------------------------------------------
+
+def as_evaluator(model: Any) -> Any:
+    """A batched evaluator for ``model`` (see module docstring for what is accepted)."""
+    from ..model.core import Model
+    from ..symbolic.equations import Equations
+    from ..symbolic.numeric import NumericModel, lambdify_equations
+    if isinstance(model, NumericModel):
+        return model
+    if isinstance(model, Model):
+        from ..symbolic import derive
+        return lambdify_equations(derive(model, method="matrix"))
+    if isinstance(model, Equations):
+        return lambdify_equations(model)
+    for attr in ("nq", "coordinates", "mass_matrix", "bias", "inverse_dynamics", "forward_dynamics"):
+        if not hasattr(model, attr):
+            raise TypeError(f"expected a compiled model, Equations or Model; {type(model).__name__} has no "
+                            f"attribute {attr!r}")
+    return model
+
+
+def _names(x: Any) -> list[str]:
+    return [str(n) for n in x]
+
+
+def input_matrix(ev: Any, q: np.ndarray, qd: np.ndarray, p: Any = None) -> np.ndarray:
+    """B(q) for a batch: (N, nq, nu).
+
+    Uses the model's ``input_map`` when it has one; otherwise recovers the
+    columns from forward dynamics, B e_j = M (qdd(u = e_j) - qdd(u = 0)),
+    which is exact up to rounding because the equations are linear in u.
+    """
+    if hasattr(ev, "input_map"):
+        return np.asarray(ev.input_map(q, p), dtype=float).reshape(len(q), ev.nq, -1)
+    nu = len(ev.inputs)
+    N = len(q)
+    M = np.asarray(ev.mass_matrix(q, p), dtype=float).reshape(N, ev.nq, ev.nq)
+    zero = np.zeros((N, nu))
+    base = np.asarray(ev.forward_dynamics(q, qd, zero, p), dtype=float).reshape(N, ev.nq)
+    cols = []
+    for j in range(nu):
+        e = zero.copy()
+        e[:, j] = 1.0
+        cols.append(np.asarray(ev.forward_dynamics(q, qd, e, p), dtype=float).reshape(N, ev.nq) - base)
+    return np.einsum("nij,njk->nik", M, np.stack(cols, axis=-1)) if nu else np.zeros((N, ev.nq, 0))
+
+
+# -- motions -----------------------------------------------------------------------------------
+
+class Motion:
+    """q(t), qd(t), qdd(t) of some coordinates; call ``motion(t)`` with an array of times."""
+
+    def __init__(self, q: MotionSpec, names: Sequence[str], *, t: Optional[np.ndarray] = None,
+                 qd: MotionSpec = None, qdd: MotionSpec = None, bc_type: Any = "not-a-knot") -> None:
+        self.names = list(names)
+        self.k = len(self.names)
+        self._q = self._component(q, t, bc_type, "q")
+        self._qd = None if qd is None else self._component(qd, t, bc_type, "qd")
+        self._qdd = None if qdd is None else self._component(qdd, t, bc_type, "qdd")
+
+    def _component(self, spec: MotionSpec, t: Optional[np.ndarray], bc_type: Any, what: str) -> Any:
+        import sympy as sp
+        from scipy.interpolate import CubicSpline
+        if isinstance(spec, Mapping):
+            missing = [n for n in self.names if n not in spec]
+            unknown = [n for n in spec if n not in self.names]
+            if missing or unknown:
+                raise ValueError(f"{what}: " + (f"no motion for {', '.join(missing)}" if missing else
+                                                f"unknown coordinate {unknown[0]!r} (coordinates: "
+                                                f"{', '.join(self.names)})"))
+            spec = [spec[n] for n in self.names]
+        if isinstance(spec, np.ndarray):
+            if t is None:
+                raise ValueError(f"{what}: sampled values need the sample times t")
+            arr = np.asarray(spec, dtype=float).reshape(len(t), -1) if spec.size == len(t) * self.k else None
+            if arr is None or arr.shape[1] != self.k:
+                raise ValueError(f"{what}: samples have shape {np.shape(spec)}; expected ({len(t)}, {self.k}) "
+                                 f"for {', '.join(self.names)}")
+            return ("spline", CubicSpline(np.asarray(t, dtype=float), arr, axis=0, bc_type=bc_type))
+        if callable(spec) and not isinstance(spec, sp.Basic):
+            return ("callable", spec)
+        if isinstance(spec, sp.MatrixBase):
+            spec = list(spec)
+        if isinstance(spec, (list, tuple)) and len(spec) == self.k:
+            return ("items", [self._item(x, what, n, t, bc_type) for x, n in zip(spec, self.names)])
+        raise ValueError(f"{what}: cannot read a motion of {self.k} coordinate(s) ({', '.join(self.names)}) from "
+                         f"{type(spec).__name__}; give samples (N, {self.k}) with t, a callable, or one item per "
+                         f"coordinate")
+
+    @staticmethod
+    def _item(x: Any, what: str, name: str, t: Optional[np.ndarray], bc_type: Any) -> tuple[str, Any]:
+        import sympy as sp
+        from scipy.interpolate import CubicSpline
+        if isinstance(x, (int, float, np.floating)) and not isinstance(x, bool):
+            return ("const", float(x))
+        if isinstance(x, np.ndarray):
+            if t is None or x.shape != (len(t),):
+                raise ValueError(f"{what} of {name!r}: samples have shape {x.shape}; expected "
+                                 f"({'N' if t is None else len(t)},) at the sample times t")
+            return ("spline", CubicSpline(np.asarray(t, dtype=float), x.astype(float), bc_type=bc_type))
+        if isinstance(x, sp.Basic):
+            free = sorted(x.free_symbols, key=str)
+            if len(free) > 1:
+                raise ValueError(f"{what} of {name!r}: expression {x} has several free symbols "
+                                 f"({', '.join(map(str, free))}); it must depend on time only")
+            if not free:
+                return ("const", float(x))
+            ts = free[0]
+            fs = [sp.lambdify(ts, x, "numpy"), sp.lambdify(ts, sp.diff(x, ts), "numpy"),
+                  sp.lambdify(ts, sp.diff(x, ts, 2), "numpy")]
+            return ("sympy", fs)
+        if callable(x):
+            return ("callable", x)
+        raise ValueError(f"{what} of {name!r}: expected a number, a SymPy expression of time or a callable, "
+                         f"got {type(x).__name__}")
+
+    def _eval(self, comp: Any, t: np.ndarray, order: int) -> np.ndarray:
+        kind, obj = comp
+        N = len(t)
+        if kind == "spline":
+            return obj(t, order)
+        if kind == "callable":
+            return _fd(lambda tt: np.asarray(obj(tt), dtype=float).reshape(len(tt), self.k), t, order)
+        cols = []
+        for ik, io in obj:
+            if ik == "const":
+                cols.append(np.full(N, io if order == 0 else 0.0))
+            elif ik == "sympy":
+                cols.append(np.broadcast_to(np.asarray(io[order](t), dtype=float), (N,)))
+            elif ik == "spline":
+                cols.append(io(t, order))
+            else:
+                cols.append(_fd(lambda tt, f=io: np.broadcast_to(np.asarray(f(tt), dtype=float), (len(tt),))
+                                .reshape(-1, 1), t, order)[:, 0])
+        return np.stack(cols, axis=-1) if cols else np.zeros((N, 0))
+
+    def __call__(self, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, qd, qdd) at the times t: each (N, k)."""
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        q = self._eval(self._q, tt, 0)
+        qd = self._eval(self._qd, tt, 0) if self._qd is not None else self._eval(self._q, tt, 1)
+        if self._qdd is not None:
+            qdd = self._eval(self._qdd, tt, 0)
+        elif self._qd is not None:
+            qdd = self._eval(self._qd, tt, 1)
+        else:
+            qdd = self._eval(self._q, tt, 2)
+        return q, qd, qdd
+
+
+def _fd(f: Callable[[np.ndarray], np.ndarray], t: np.ndarray, order: int) -> np.ndarray:
+    """Value, first or second derivative of f by 4th-order central differences (step FD_STEP)."""
+    if order == 0:
+        return f(t)
+    h = FD_STEP
+    fm2, fm1, fp1, fp2 = f(t - 2 * h), f(t - h), f(t + h), f(t + 2 * h)
+    if order == 1:
+        return (fm2 - 8 * fm1 + 8 * fp1 - fp2) / (12 * h)
+    return (-fm2 + 16 * fm1 - 30 * f(t) + 16 * fp1 - fp2) / (12 * h * h)
+
+
+# -- inverse dynamics ------------------------------------------------------------------------
+
+@dataclass
+class PrescribedForces:
+    """Forces along a prescribed motion.
+
+    t : (N,); q, qd, qdd : (N, nq); forces : (N, nq) generalized forces Q;
+    u : (N, nu) inputs solving B u = Q (least squares if B is not square);
+    residual : (N, nq) = Q - B u, the part of Q the inputs cannot produce
+    (zero for a fully actuated model; for an underactuated one it is the
+    force a prescribed motion would need in addition, so nonzero means the
+    motion is not feasible with these inputs); kinetic, potential : (N,).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    forces: np.ndarray
+    u: np.ndarray
+    residual: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    coordinates: list[str]
+    inputs: list[str]
+    model: str = ""
+
+    def to_result(self) -> SimulationResult:
+        """A :class:`SimulationResult` (for ``rodgen.plot``, ``rodgen.animate``, CSV)."""
+        return SimulationResult(t=self.t, q=self.q, qd=self.qd, u=self.u, kinetic=self.kinetic,
+                                potential=self.potential, coordinates=self.coordinates, inputs=self.inputs,
+                                status=Status.SUCCESS, message="prescribed motion", model=self.model,
+                                qdd=self.qdd, forces=self.forces)
+
+
+def prescribed_forces(model: Any, t: Any, q: MotionSpec, qd: MotionSpec = None, qdd: MotionSpec = None, *,
+                      p: Any = None, bc_type: Any = "not-a-knot") -> PrescribedForces:
+    """Generalized forces and inputs needed to move ``model`` along q(t).
+
+    Parameters
+    ----------
+    model : a compiled model, Equations, NumericModel or Model.
+    t : (N,) times at which to evaluate (and, for sampled q, the sample times).
+    q, qd, qdd : the motion (see the module docstring); ``qd``/``qdd`` are
+        optional.
+    p : parameters (None for the model's defaults).
+    bc_type : spline end conditions for sampled motions (``"periodic"`` for a
+        cycle whose first and last samples coincide).
+
+    Returns
+    -------
+    PrescribedForces, with ``forces`` (N, nq) and ``u`` (N, nu).
+    """
+    ev = as_evaluator(model)
+    tt = np.asarray(t, dtype=float).reshape(-1)
+    coords = _names(ev.coordinates)
+    motion = Motion(q, coords, t=tt, qd=qd, qdd=qdd, bc_type=bc_type)
+    Q_, QD, QDD = motion(tt)
+    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p), dtype=float).reshape(len(tt), ev.nq)
+    B = input_matrix(ev, Q_, QD, p)
+    u = np.einsum("nij,nj->ni", np.linalg.pinv(B), forces) if B.shape[-1] else np.zeros((len(tt), 0))
+    residual = forces - np.einsum("nij,nj->ni", B, u)
+    T, V = ev.energy(Q_, QD, p)
+    return PrescribedForces(tt, Q_, QD, QDD, forces, u, residual, np.asarray(T, float), np.asarray(V, float),
+                            coords, _names(ev.inputs), str(getattr(ev, "name", "")))
+
+
+# -- mixed problems -----------------------------------------------------------------------------
+
+class MixedProblem:
+    """Some coordinates prescribed as functions of time, the others free (see module docstring).
+
+    Parameters
+    ----------
+    model : a compiled model, Equations, NumericModel or Model.
+    prescribed : mapping coordinate name -> motion item (number, SymPy
+        expression of time, callable; see the module docstring).
+    u : inputs acting on the free coordinates: None, an array (nu,), or a
+        callable ``u(t, y_free) -> (nu,)``.
+    p : parameters.
+
+    The free state is ``y = [q_free, qd_free]`` in model order.
+    """
+
+    def __init__(self, model: Any, prescribed: Mapping[str, Any], *, u: Any = None, p: Any = None) -> None:
+        self.ev = as_evaluator(model)
+        self.coordinates = _names(self.ev.coordinates)
+        unknown = [k for k in prescribed if k not in self.coordinates]
+        if unknown:
+            raise ValueError(f"prescribed: unknown coordinate {unknown[0]!r} (coordinates: "
+                             f"{', '.join(self.coordinates)})")
+        self.pres = [i for i, c in enumerate(self.coordinates) if c in prescribed]
+        self.free = [i for i, c in enumerate(self.coordinates) if c not in prescribed]
+        if not self.free:
+            raise ValueError("every coordinate is prescribed; use prescribed_forces() instead")
+        self.motion = Motion({c: prescribed[c] for c in prescribed}, [self.coordinates[i] for i in self.pres])
+        self.u = u
+        self.p = p
+        self.nu = len(_names(self.ev.inputs))
+
+    def _full(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        N = len(t)
+        nf = len(self.free)
+        qp, qdp, qddp = self.motion(t)
+        q = np.empty((N, self.ev.nq))
+        qd = np.empty((N, self.ev.nq))
+        q[:, self.free], qd[:, self.free] = y[:, :nf], y[:, nf:]
+        q[:, self.pres], qd[:, self.pres] = qp, qdp
+        return q, qd, qddp
+
+    def _inputs(self, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if self.u is None:
+            return np.zeros((len(t), self.nu))
+        if callable(self.u):
+            return np.stack([np.asarray(self.u(tk, yk), dtype=float).reshape(self.nu) for tk, yk in zip(t, y)])
+        return np.broadcast_to(np.asarray(self.u, dtype=float).reshape(1, self.nu), (len(t), self.nu))
+
+    def accelerations(self, t: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, qd, qdd) of all coordinates for free states y: (N, 2 nfree) at times t: (N,)."""
+        tt = np.atleast_1d(np.asarray(t, dtype=float))
+        Y = np.asarray(y, dtype=float).reshape(len(tt), -1)
+        q, qd, qddp = self._full(tt, Y)
+        M = np.asarray(self.ev.mass_matrix(q, self.p), dtype=float).reshape(len(tt), self.ev.nq, self.ev.nq)
+        rhs = -np.asarray(self.ev.bias(q, qd, self.p), dtype=float).reshape(len(tt), self.ev.nq)
+        if self.nu:
+            B = input_matrix(self.ev, q, qd, self.p)
+            rhs = rhs + np.einsum("nij,nj->ni", B, self._inputs(tt, Y))
+        f, pr = self.free, self.pres
+        rhs_f = rhs[:, f] - np.einsum("nij,nj->ni", M[:, f][:, :, pr], qddp)
+        qddf = np.linalg.solve(M[:, f][:, :, f], rhs_f[..., None])[..., 0]
+        qdd = np.empty_like(q)
+        qdd[:, f], qdd[:, pr] = qddf, qddp
+        return q, qd, qdd
+
+    def ode(self) -> Callable[[float, np.ndarray], np.ndarray]:
+        """f(t, y_free) for scipy.integrate.solve_ivp."""
+        nf = len(self.free)
+
+        def f(t: float, y: np.ndarray) -> np.ndarray:
+            _, qd, qdd = self.accelerations(np.array([t]), np.asarray(y)[None, :])
+            return np.concatenate([y[nf:], qdd[0, self.free]])
+        return f
+
+    def compensating_forces(self, t: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Q_p, (N, nprescribed): the generalized forces the prescribed coordinates need."""
+        Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p), dtype=float).reshape(len(q), self.ev.nq)
+        return Q[:, self.pres]
+
+    def simulate(self, y0: Any, t_end: float, *, dt: float, method: str = "DOP853", rtol: float = 1e-9,
+                 atol: float = 1e-11) -> SimulationResult:
+        """Integrate the free coordinates with scipy's ``solve_ivp`` and sample every ``dt``.
+
+        ``y0`` = [q_free, qd_free] at t = 0. The result holds all
+        coordinates; ``result.extra["compensating"]`` (N, nprescribed) holds
+        the forces the prescribed coordinates need.
+        """
+        from scipy.integrate import solve_ivp
+        t_eval = np.arange(0.0, t_end + 0.5 * dt, dt)
+        sol = solve_ivp(self.ode(), (0.0, float(t_eval[-1])), np.asarray(y0, dtype=float), method=method,
+                        t_eval=t_eval, rtol=rtol, atol=atol)
+        tt, Y = sol.t, sol.y.T
+        q, qd, qdd = self.accelerations(tt, Y)
+        T, V = self.ev.energy(q, qd, self.p)
+        res = SimulationResult(t=tt, q=q, qd=qd, u=self._inputs(tt, Y), kinetic=T, potential=V,
+                               coordinates=self.coordinates, inputs=_names(self.ev.inputs),
+                               status=Status.SUCCESS if sol.success else Status.FAILED, message=sol.message,
+                               model=str(getattr(self.ev, "name", "")), qdd=qdd)
+        res.extra["compensating"] = self.compensating_forces(tt, q, qd, qdd)
+        return res
+
+
+__all__ = ["prescribed_forces", "PrescribedForces", "MixedProblem", "Motion", "input_matrix", "as_evaluator"]

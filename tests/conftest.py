@@ -1,0 +1,15 @@
+"""Shared fixtures: one build folder per test session, compiled models shared between tests."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A build cache shared by the whole session (models compile once)."""
+    return tmp_path_factory.mktemp("rodgen-build")
