@@ -214,6 +214,16 @@ class _TreeBuilder:
         return self._station(parent, idx, mk.fraction, mk.offset, mk.lateral)
 
 
+def expanded_tree(model: Model) -> tuple[list[Node], Kinematics]:
+    """The expanded rigid tree of a model (see the module docstring) and its kinematics.
+
+    Useful to rebuild the same mechanism in a rigid-body library (Pinocchio, MuJoCo):
+    node ``i`` is a joint whose coordinate is ``nodes[i].coord`` (linear in ``kinematics.q``).
+    """
+    k = build_kinematics(model.validate())
+    return _TreeBuilder(model, k).build(), k
+
+
 def _prefix(k: Kinematics) -> str:
     """A name prefix no model symbol starts with (model names start with a letter)."""
     taken = [str(s) for s in [*k.q, *k.qd, *k.qdd, *k.u, *k.params]]
@@ -406,4 +416,4 @@ def derive_recursive(model: Model) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-__all__ = ["derive_recursive", "Node", "Ref"]
+__all__ = ["derive_recursive", "expanded_tree", "Node", "Ref"]
