@@ -120,7 +120,24 @@ def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     outs = list(reduced[nk:])
     for ex in outs:
         emit_needed(ex)
-    return temps, outs
+    return _drop_aliases(temps, outs)
+
+
+def _drop_aliases(temps: list[tuple[sp.Symbol, sp.Expr]],
+                  outs: list[sp.Expr]) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """Substitute temporaries that are only another symbol or a number (``a = b``)."""
+    alias: dict[sp.Symbol, sp.Expr] = {}
+    kept: list[tuple[sp.Symbol, sp.Expr]] = []
+    for sym, ex in temps:
+        if alias:
+            ex = ex.xreplace(alias)
+        if ex.is_Symbol or ex.is_Number:
+            alias[sym] = ex
+        else:
+            kept.append((sym, ex))
+    if not alias:
+        return kept, outs
+    return kept, [o.xreplace(alias) for o in outs]
 
 
 @dataclass
@@ -250,7 +267,9 @@ def _routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: S
         if not uses_w:
             unused += ("w",)
         parts.append(Part(f"{c_name}_part{j}", sections_of(j), unused))
-    return Routine(name, c_name, summary, tuple(doc), args, static, (), (), tuple(parts), work, len(temps), ops)
+    # at least one slot: C99 has no zero-size arrays
+    return Routine(name, c_name, summary, tuple(doc), args, static, (), (), tuple(parts), max(work, 1), len(temps),
+                   ops)
 
 
 def _section(key: Optional[str], statements: list[Statement], comments: dict[str, str]) -> Section:
@@ -297,11 +316,11 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         c = eqs.coordinates[i] if i < len(eqs.coordinates) else None
         doc = _coordinate_doc(c)
         init = _initial_value(c, pvals)
-        coord_slots.append(Slot(i, comment_text(s), doc, c_double(init)))
+        coord_slots.append(Slot(i, comment_text(s), doc, c_double(init), f"q[{i}]"))
     input_slots = []
     for j, s in enumerate(eqs.u):
         inp = eqs.inputs[j] if j < len(eqs.inputs) else None
-        input_slots.append(Slot(j, comment_text(s), _input_doc(inp)))
+        input_slots.append(Slot(j, comment_text(s), _input_doc(inp), "", f"u[{j}]"))
     param_slots = []
     for k, s in enumerate(eqs.params):
         if s not in eqs.param_values:
@@ -310,8 +329,9 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         unit = f"[{comment_text(par.unit, 20)}]" if par is not None and par.unit else ""
         pdoc = comment_text(par.doc, 60) if par is not None and par.doc else ""
         param_slots.append(Slot(k, comment_text(s), " ".join(x for x in (unit, pdoc) if x),
-                                c_double(eqs.param_values[s])))
-    point_slots = tuple(Slot(i, comment_text(nm, 60)) for i, (nm, _) in enumerate(points))
+                                c_double(eqs.param_values[s]), f"p[{k}]"))
+    point_slots = tuple(Slot(i, comment_text(nm, 60), "", "", f"r[{2 * i}], r[{2 * i + 1}]")
+                        for i, (nm, _) in enumerate(points))
 
     # argument groups
     NQ, NU, NP, NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"

@@ -22,6 +22,7 @@ class Slot:
     name: str
     doc: str = ""
     value: str = ""
+    label: str = ""      # where it lives, e.g. "q[3]" or "r[6], r[7]"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,171 @@
+"""The code stage on its own: printer, straight-line code, sanitising, splitting, the spec."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import rodgen
+from rodgen.codegen import (CodegenOptions, SlotPrinter, c_double, comment_text, generate, lower, prefix_of,
+                            render, straight_line)
+from rodgen.errors import CodegenError, ModelError
+from rodgen.model.core import Model, PointMass
+
+from conftest import EXAMPLES
+
+x, y, z = sp.symbols("x y z")
+
+
+def printer() -> SlotPrinter:
+    return SlotPrinter({x: "q[0]", y: "q[1]", z: "p[0]"}, routine="demo", groups="q, p")
+
+
+def test_numbers_print_exactly() -> None:
+    for v in (0.1, 1 / 3, 9.81, 1e-300, -2.5e17, 6.02214076e23):
+        assert float(c_double(v)) == v
+    assert c_double(3) == "3.0"
+    assert printer().doprint(sp.Float(0.1) * x) == "0.1*q[0]"
+    assert printer().doprint(sp.pi * x) == "3.141592653589793*q[0]"   # M_PI is not C99
+    assert printer().doprint(x / 2) == "(1.0/2.0)*q[0]"
+    with pytest.raises(CodegenError, match="non-finite"):
+        c_double(float("inf"))
+
+
+def test_powers() -> None:
+    p = printer()
+    assert p.doprint(x ** 2) == "q[0]*q[0]"
+    assert p.doprint(x ** 3) == "q[0]*q[0]*q[0]"
+    assert p.doprint(x ** -2) == "1.0/(q[0]*q[0])"
+    assert p.doprint(sp.sqrt(x)) == "sqrt(q[0])"
+    assert p.doprint(1 / sp.sqrt(x)) == "1.0/sqrt(q[0])"
+    assert p.doprint((x + y) ** 7) == "pow(q[0] + q[1], 7)"
+
+
+def test_unknown_symbol_is_refused_with_its_name() -> None:
+    m_thigh = sp.Symbol("m_thigh")
+    with pytest.raises(CodegenError) as err:
+        printer().doprint(x * m_thigh)
+    assert str(err.value) == ("Symbol 'm_thigh' appears in the equations of routine 'demo' but in none of the "
+                              "argument groups (q, p).")
+
+
+def test_straight_line_prunes_and_never_expands_assignments() -> None:
+    a, b, c, unused = sp.symbols("a b c unused")
+    big = sp.Add(*[sp.sin(k * x) for k in range(1, 30)])
+    assignments = [(a, big), (unused, sp.cos(y) ** 5), (b, a * a + y), (c, b * sp.sin(x))]
+    temps, outs = straight_line(assignments, [c + a, c * z])
+    syms = [s for s, _ in temps]
+    assert unused not in syms
+    assert syms.index(a) < syms.index(b) < syms.index(c)
+    # every given assignment stays a temporary of its own: the outputs refer to them
+    assert all(o.free_symbols & {a, b, c} for o in outs)
+    # and the values agree with the expanded expressions
+    subs = {x: 0.3, y: -1.2, z: 2.0}
+    env: dict = {}
+    for s, e in temps:
+        env[s] = float(e.xreplace(env).xreplace(subs))
+    expanded = {a: big}
+    expanded[b] = expanded[a] ** 2 + y
+    expanded[c] = expanded[b] * sp.sin(x)
+    want = [float((expanded[c] + expanded[a]).subs(subs)), float((expanded[c] * z).subs(subs))]
+    got = [float(o.xreplace(env).xreplace(subs)) for o in outs]
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_common_subexpressions_are_found() -> None:
+    e = sp.sin(x + y) * z
+    temps, outs = straight_line([], [e + 1, e * 2])
+    assert len(temps) >= 1
+    assert all(o.count_ops() <= 2 for o in outs)
+
+
+def test_comment_text_cannot_break_out_of_a_comment() -> None:
+    evil = "kg */ int main(void) { return 0; } /* \n#include <stdio.h>\t??/ \\ //x"
+    s = comment_text(evil)
+    assert "*/" not in s and "/*" not in s and "??" not in s and "\n" not in s and "//" not in s
+    assert "\\" not in s and s.isascii()
+    assert len(comment_text("x" * 500)) <= 120
+
+
+def test_prefix_refuses_unsafe_names() -> None:
+    assert prefix_of("Exo5") == "exo5"
+    for bad in ("If", "x y", "a;b", "_hidden", "1abc", "name\"q", "Int"):
+        with pytest.raises(CodegenError):
+            prefix_of(bad)
+
+
+@pytest.mark.parametrize("bad", ["my model", "a;b", "x\"y", "int", "for", "1abc", "a*/b", "m-1"])
+def test_unsafe_names_never_reach_generated_code(bad: str) -> None:
+    """Model, link and parameter names that are not safe identifiers are refused by the model stage."""
+    for where in ("model", "link", "parameter"):
+        m = Model(bad if where == "model" else "safe")
+        par = bad if where == "parameter" else "m1"
+        m.parameter(par, 1.0)
+        lk = m.link(bad if where == "link" else "arm")
+        lk.rigid("rod", 1.0, masses=[PointMass(par if where != "parameter" else 1.0, fraction=1.0)])
+        with pytest.raises(ModelError):
+            generate(m)
+
+
+def test_names_appear_in_comments_only(tmp_path: "pytest.TempPathFactory") -> None:
+    """Every identifier in the C body is an array slot, a temporary or a C/math name."""
+    files = generate(rodgen.load(EXAMPLES / "exo5.yaml"), method="recursive")
+    spec = files.spec
+    body = re.sub(r"/\*.*?\*/", "", files.source, flags=re.S)
+    body = re.sub(r"#.*", "", body)
+    idents = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
+    user = set(spec.meta[0][1]) and {s.name for s in spec.coordinates + spec.inputs + spec.parameters}
+    allowed_prefix = (spec.prefix + "_", spec.macro + "_")
+    c_words = {"const", "double", "void", "int", "static", "return", "for", "if", "sqrt", "sin", "cos", "pow",
+               "fabs", "isfinite", "NAN", "q", "qd", "qdd", "u", "p", "M", "h", "g", "B", "Q", "e", "r", "f", "w",
+               "b", "d", "s", "scale", "n", "i", "j", "k", "x", "y", "dy", "t", "status", "include", "math",
+               "atan2", "exp", "log", "tan", "cbrt"}
+    leftover = {w for w in idents if not w.startswith(allowed_prefix) and w not in c_words
+                and not re.fullmatch(r"t\d+", w)}
+    assert not leftover, leftover
+    assert not (user & idents - c_words), user & idents
+
+
+def test_split_routines_give_the_same_numbers(build_dir: "pytest.TempPathFactory") -> None:
+    """A routine cut into parts (shared temporaries in a work array) computes what the whole one does."""
+    import rodgen.build
+    from test_build_numeric import Reference, close, random_state
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "exo5.yaml"), method="recursive")
+    split = rodgen.build(eqs, build_dir=build_dir, codegen=CodegenOptions(max_statements=25))
+    assert all(r.parts for r in lower(eqs, options=CodegenOptions(max_statements=25)).routines
+               if r.temporaries > 30)
+    ref = Reference(eqs)
+    seed = 11
+    q, qd, u, p = random_state(np.random.default_rng(seed), split)
+    close(split.mass_matrix(q, p), ref.call(ref.M, q, qd, u, p), 1e-12, f"seed={seed}")
+    close(split.bias(q, qd, p), ref.call(ref.bias, q, qd, u, p), 1e-12, f"seed={seed}")
+    M = ref.call(ref.M, q, qd, u, p)
+    want = np.linalg.solve(M, ref.call(ref.B, q, qd, u, p) @ u - ref.call(ref.bias, q, qd, u, p).ravel())
+    close(split.forward_dynamics(q, qd, u, p), want, 1e-12 * np.linalg.cond(M), f"seed={seed}")
+
+
+def test_spec_is_what_the_templates_get() -> None:
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"), method="matrix")
+    spec = lower(eqs)
+    assert (spec.nq, spec.nu, spec.np) == (2, 2, 5)
+    assert [s.name for s in spec.parameters] == ["g", "m1", "m2", "L1", "L2"]
+    assert [r.name for r in spec.routines if not r.static] == [
+        "mass_matrix", "bias", "gravity", "input_map", "inverse_dynamics", "energy", "points"]
+    files = render(spec)
+    assert set(files.files) == {"double_pendulum.h", "double_pendulum.c", "_double_pendulum.pyx"}
+    assert f"content hash {spec.content_hash}" in files.header
+    assert "#define DOUBLE_PENDULUM_NP 5" in files.header
+    assert "#define DOUBLE_PENDULUM_DEFAULT_PARAMETERS { 9.81, 1.0, 0.8, 1.0, 0.7 }" in files.header
+    for text in files.files.values():
+        assert not any(line != line.rstrip() for line in text.splitlines()), "trailing whitespace"
+
+
+def test_changing_a_default_changes_the_content_hash() -> None:
+    m1 = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    m2 = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    m2.parameters[1].value = 1.5
+    h1 = generate(m1).spec.content_hash
+    h2 = generate(m2).spec.content_hash
+    assert h1 != h2
