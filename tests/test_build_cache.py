@@ -1,0 +1,148 @@
+"""The build stage: cache reuse, hashing, failures, interrupted and concurrent builds."""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rodgen
+import rodgen.build
+from rodgen.build import BuildOptions, build_key, compile_count
+from rodgen.codegen import generate
+from rodgen.errors import BuildError
+
+from conftest import EXAMPLES, REPO
+
+compiler_mod = importlib.import_module("rodgen.build.compiler")
+
+
+def model() -> rodgen.Model:
+    return rodgen.load(EXAMPLES / "pendulum_vl.yaml")
+
+
+def test_second_build_does_not_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = rodgen.build(model(), build_dir=tmp_path)
+    before = compile_count()
+
+    def no_compile(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the compiler ran for a cached model")
+
+    monkeypatch.setattr(rodgen.build, "compile_extension", no_compile)
+    second = rodgen.build(model(), build_dir=tmp_path)
+    assert compile_count() == before
+    assert second.path == first.path
+    folders = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1 and folders[0].startswith("pendulum_vl-") and len(folders[0]) == len("pendulum_vl-") + 12
+    assert {"pendulum_vl.h", "pendulum_vl.c", "_pendulum_vl.pyx", "rodgen-build.json", "build.log"} <= \
+        {p.name for p in (tmp_path / folders[0]).iterdir()}
+
+
+def test_hash_covers_model_and_options() -> None:
+    opts = BuildOptions()
+    base = build_key(generate(model()), opts)
+    changed_default = model()
+    changed_default.parameters[-1].value = 0.77
+    assert build_key(generate(changed_default), opts) != base
+    changed_field = model()
+    changed_field.links[0].initial = 0.3
+    assert build_key(generate(changed_field), opts) != base
+    assert build_key(generate(model()), BuildOptions(optimization="O3")) != base
+    assert build_key(generate(model()), BuildOptions(extra_cflags=("-g",))) != base
+    assert build_key(generate(model()), opts) == base
+    assert build_key(generate(model(), method="recursive"), opts) != base
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="optimization 'O9' is not one of O0, O1, O2, O3, Os"):
+        BuildOptions(optimization="O9")
+    assert "-ffast-math" not in BuildOptions().cflags()
+    assert BuildOptions().cflags()[0] == "-O2"
+    assert "-ffast-math" in BuildOptions(fast_math=True).cflags()
+
+
+def test_failed_compile_raises_build_error_with_log(tmp_path: Path) -> None:
+    opts = BuildOptions(extra_cflags=("-include", "no_such_header_rodgen.h"))
+    with pytest.raises(BuildError) as err:
+        rodgen.build(model(), build_dir=tmp_path, options=opts)
+    exc = err.value
+    assert exc.command and exc.returncode not in (None, 0)
+    assert "no_such_header_rodgen.h" in exc.log
+    assert exc.folder and Path(exc.folder).is_dir() and (Path(exc.folder) / "build.log").is_file()
+    assert "building the model 'pendulum_vl' failed" in str(exc)
+    # nothing that a later build would import
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("pendulum_vl-")]
+
+
+def test_missing_compiler_is_a_build_error(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="the C compiler 'no-such-cc-rodgen' was not found"):
+        rodgen.build(model(), build_dir=tmp_path, options=BuildOptions(compiler="no-such-cc-rodgen"))
+
+
+def test_interrupted_build_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build killed half-way leaves only a .tmp folder; the next build ignores it and compiles."""
+
+    def interrupted(folder: Path, **kwargs: object) -> None:
+        (Path(folder) / "partial.o").write_text("")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rodgen.build, "compile_extension", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rodgen.build(model(), build_dir=tmp_path)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("pendulum_vl-")]
+    monkeypatch.undo()
+    before = compile_count()
+    sys_ = rodgen.build(model(), build_dir=tmp_path)
+    assert compile_count() == before + 1
+    assert sys_.nq == 2
+
+
+def test_incomplete_folder_is_rebuilt(tmp_path: Path) -> None:
+    first = rodgen.build(model(), build_dir=tmp_path)
+    first.path.unlink()  # a module deleted by hand
+    before = compile_count()
+    # a new process would import it from the file; the folder is rebuilt first
+    again = rodgen.build(model(), build_dir=tmp_path)
+    assert compile_count() == before + 1
+    assert again.path.is_file()
+
+
+CONCURRENT = """
+import sys, rodgen, rodgen.build
+from rodgen.build import compile_count
+s = rodgen.build(rodgen.load(sys.argv[1]), build_dir=sys.argv[2])
+print(compile_count(), s.path)
+"""
+
+
+def test_concurrent_builds_compile_once(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(EXAMPLES / "two_link_masses.yaml"),
+                               str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+             for _ in range(3)]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+    counts = [int(out.split()[0]) for out, _ in results]
+    paths = {out.split()[1] for out, _ in results}
+    assert sum(counts) == 1, counts
+    assert len(paths) == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_default_build_dir_is_cwd_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cwd = os.getcwd()
+    sys_ = rodgen.build(model())
+    assert sys_.path.parent.parent == tmp_path / "build"
+    assert os.getcwd() == cwd
+
+
+def test_build_touches_no_global_state(tmp_path: Path) -> None:
+    path_before = list(sys.path)
+    modules_before = set(sys.modules)
+    rodgen.build(model(), build_dir=tmp_path)
+    assert sys.path == path_before
+    assert not {m for m in set(sys.modules) - modules_before if m.startswith("_pendulum")}
