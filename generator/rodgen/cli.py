@@ -1,0 +1,102 @@
+"""The ``rodgen`` command line.
+
+    rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and _<model>.pyx into DIR
+    rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
+
+Errors print one line (``rodgen: error: ...``) and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from .errors import BuildError, RodgenError
+
+METHODS = ("lagrange", "matrix", "recursive")
+OPT_LEVELS = ("O0", "O1", "O2", "O3", "Os")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL.yaml", help="the model file")
+    p.add_argument("--method", choices=METHODS, default=None,
+                   help="derivation method (default: rodgen.derive's default)")
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from . import load
+    from .codegen import CodegenOptions, generate
+    model = load(args.model)
+    files = generate(model, args.output, method=args.method,
+                     options=CodegenOptions(max_statements=args.max_statements))
+    out = Path(args.output)
+    for name in sorted(files.files):
+        print(out / name)
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from . import load
+    from .build import BuildOptions, build
+    model = load(args.model)
+    options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
+    sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options)
+    print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
+    print(f"module: {sys_.path}")
+    print(f"C sources: {sys_.header} {sys_.source}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser (subcommands ``generate`` and ``build``)."""
+    from . import __version__
+    ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
+                                                            "compiled to C.")
+    ap.add_argument("--version", action="version", version=f"rodgen {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    g = sub.add_parser("generate", help="write the C header, C source and Cython module of a model")
+    _add_model_args(g)
+    g.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
+    g.add_argument("--max-statements", type=int, default=2000, metavar="N",
+                   help="split generated functions longer than N statements (default 2000)")
+    g.set_defaults(func=_cmd_generate)
+
+    b = sub.add_parser("build", help="generate and compile a model into the build cache")
+    _add_model_args(b)
+    b.add_argument("--build-dir", default=None, metavar="DIR", help="cache folder (default ./build)")
+    b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
+    b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O2", help="optimisation level (default O2)")
+    b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
+    b.set_defaults(func=_cmd_build)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; return the exit status (0, or 2 on an error)."""
+    args = parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except BuildError as exc:
+        where = f" (see {exc.folder}/build.log)" if exc.folder else ""
+        _error(str(exc).splitlines()[0] + where)
+    except RodgenError as exc:
+        _error(" ".join(str(exc).split()))
+    except FileNotFoundError as exc:
+        _error(f"{exc.filename or exc}: no such file")
+    except OSError as exc:
+        _error(f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}")
+    except ValueError as exc:
+        _error(" ".join(str(exc).split()))
+    return 2
+
+
+def _error(message: str) -> None:
+    print(f"rodgen: error: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
