@@ -1,0 +1,130 @@
+"""The example scripts run (short horizons) and their numbers agree with independent results."""
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from types import ModuleType
+
+import numpy as np
+import pytest
+import sympy as sp
+from PIL import Image
+from scipy.integrate import solve_ivp
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples")
+
+
+def script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def image_ok(path: str) -> None:
+    with Image.open(path) as im:
+        im.verify()
+
+
+def test_exo5_gait_power_balance_and_periodicity(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("exo5_gait")
+    out = str(tmp_path)
+    res = mod.main([out, "--cycles", "1", "--dt", "0.01", "--no-compile"])
+    image_ok(os.path.join(out, "exo5_gait.png"))
+    # periodic motion -> periodic forces
+    np.testing.assert_allclose(res.u[0], res.u[-1], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.residual, 0.0, atol=1e-9)
+    # power of the generalized forces = d(T + V)/dt (central difference of the energy, h = 1e-5)
+    from rodgen.runtime.trajectory import Motion, as_evaluator
+    import rodgen
+    ev = as_evaluator(rodgen.load(os.path.join(EXAMPLES, "exo5.yaml")))
+    motion = Motion(mod.gait(1.2), ev.coordinates)
+    h = 1e-5
+    E = [np.sum(ev.energy(*motion(res.t + s)[:2]), axis=0) for s in (-h, h)]
+    power = np.einsum("ni,ni->n", res.forces, res.qd)
+    np.testing.assert_allclose(power, (E[1] - E[0]) / (2 * h), rtol=0, atol=1e-5 * np.abs(power).max())
+
+
+def test_solar_panel_torque_and_link_energies_closed_form(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("solar_panel_deploy")
+    out = str(tmp_path)
+    res, energies = mod.main([out, "--samples", "41", "--no-compile", "--gif"])
+    image_ok(os.path.join(out, "solar_panel_deploy.png"))
+    image_ok(os.path.join(out, "solar_panel_deploy.gif"))
+    m, a, R1, R2 = 0.8143, 1.0, 0.05, 0.046
+    I = m * a**2 / 12 + m * (R1**2 + R2**2) / 4
+    w = math.pi / 2
+    q1 = res.q[:, 0]
+    c = np.cos(2 * q1)
+    np.testing.assert_allclose(res.u[:, 0], -4 * m * a**2 * w**2 * np.sin(2 * q1), rtol=0, atol=1e-9)
+    # hand-derived: CM speeds |v1| = a w/2, |v2|^2 = a^2 w^2 (5/4 + cos 2q1), |v3|^2 = a^2 w^2 (13/4 + 3 cos 2q1)
+    expected = {"link1": 0.5 * (I + m * a**2 / 4) * w**2,
+                "link2": 0.5 * m * a**2 * w**2 * (1.25 + c) + 0.5 * I * w**2,
+                "link3": 0.5 * m * a**2 * w**2 * (3.25 + 3 * c) + 0.5 * I * w**2}
+    # directional differences with step 1e-6: error ~1e-10 relative, rounding ~1e-10
+    for name, T in expected.items():
+        np.testing.assert_allclose(energies[name], np.broadcast_to(T, q1.shape), rtol=1e-8, err_msg=name)
+    np.testing.assert_allclose(sum(energies.values()), res.kinetic, rtol=1e-8)
+
+
+def test_pumped_pendulum_against_hand_written_ode_and_mathieu(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("pumped_pendulum")
+    out = str(tmp_path)
+    eps, theta0, t_end = 0.05, 0.02, 14.0
+    res, info = mod.main([out, "--t-end", str(t_end), "--eps", str(eps), "--theta0", str(theta0), "--no-compile"])
+    image_ok(os.path.join(out, "pumped_pendulum.png"))
+    g, m, l0 = 9.81, 1.0, 1.0
+    w0 = math.sqrt(g / l0)
+
+    def length(t: float) -> tuple[float, float, float]:
+        return (l0 * (1 + eps * math.cos(2 * w0 * t)), -2 * w0 * l0 * eps * math.sin(2 * w0 * t),
+                -4 * w0**2 * l0 * eps * math.cos(2 * w0 * t))
+
+    def f(t: float, y: np.ndarray) -> list[float]:
+        l, ld, _ = length(t)                    # l phi'' + 2 l' phi' + g cos(phi) = 0
+        return [y[1], -(2 * ld * y[1] + g * math.cos(y[0])) / l]
+
+    sol = solve_ivp(f, (0, t_end), [-math.pi / 2 + theta0, 0.0], t_eval=res.t, rtol=1e-11, atol=1e-12,
+                    method="DOP853")
+    # both integrations at rtol ~1e-9..1e-11 over ~7 periods: agreement to ~1e-6 rad
+    np.testing.assert_allclose(res.q[:, 0], sol.y[0], rtol=0, atol=1e-6)
+    L = np.array([length(t) for t in res.t])
+    phi, w = res.q[:, 0], res.qd[:, 0]
+    F = m * (L[:, 2] - L[:, 0] * w**2 + g * np.sin(phi))   # radial equation of the bob
+    np.testing.assert_allclose(res.extra["compensating"][:, 0], F, rtol=0, atol=1e-8)
+    # amplitude grows; the rate matches the first-order Mathieu estimate 3 eps w0 / 4 within O(eps) ~ 10 %
+    assert info["growth"] > 3.0
+    assert abs(info["mu_fit"] - 3 * eps * w0 / 4) < 0.1 * (3 * eps * w0 / 4)
+
+
+def test_suspended_chain_energy_balance_and_statics(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("suspended_chain")
+    out = str(tmp_path)
+    res, info = mod.main([out, "--t-end", "4", "--damping", "0", "--no-compile"])
+    image_ok(os.path.join(out, "suspended_chain.png"))
+    # the suspension's work equals the chain's energy change (no damping)
+    P = np.einsum("ni,ni->n", res.extra["compensating"], res.qd[:, :2])
+    work = np.concatenate([[0.0], np.cumsum((P[1:] + P[:-1]) / 2 * np.diff(res.t))])
+    E = res.kinetic + res.potential
+    # trapezoid rule at dt = 5e-3: error ~ dt^2 |P''| t / 12 ~ 1e-5 J for |P''| ~ 1 W/s^2
+    np.testing.assert_allclose(E - E[0], work, rtol=0, atol=5e-5)
+    # a suspension at rest holds the chain's weight and nothing moves (up to the drift that starts from
+    # cos(-pi/2) = 6e-17 in double: ~1e-11 after 1 s)
+    still, _ = mod.main([out, "--t-end", "1", "--amplitude", "0", "--no-compile"])
+    np.testing.assert_allclose(still.extra["compensating"], np.tile([0.0, 3 * 0.5 * 9.81], (len(still.t), 1)),
+                               rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(still.q[:, 2:], np.tile([-math.pi / 2, 0.0, 0.0], (len(still.t), 1)), atol=1e-9)
+
+
+def test_script_from_the_command_line_with_the_compiled_model(tmp_path: "os.PathLike[str]") -> None:
+    """The way a user runs it: a fresh interpreter, the compiled model (built under the working folder)."""
+    out = os.path.join(str(tmp_path), "figs")
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "solar_panel_deploy.py"), out, "--samples", "21"],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "peak |M_1| = 8.0368 N m" in proc.stdout      # 4 m a^2 (pi/2)^2 = 8.03682
+    image_ok(os.path.join(out, "solar_panel_deploy.png"))
