@@ -1,0 +1,75 @@
+"""The wheel ships the templates: install it into a fresh environment and build a model from elsewhere.
+
+The environment is created with ``--system-site-packages`` and also sees the
+site-packages of the running environment (through a .pth file), so the
+dependencies are found without a network; rodgen itself comes from the wheel.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, REPO
+
+SCRIPT = r"""
+import sys
+from pathlib import Path
+import rodgen, rodgen.build
+from rodgen.codegen import template_root
+venv = Path(sys.prefix).resolve()
+assert Path(rodgen.__file__).resolve().is_relative_to(venv), rodgen.__file__
+assert str(venv) in str(template_root()), template_root()  # not the repository's templates/
+s = rodgen.build(rodgen.load(sys.argv[1]))
+assert s.path.resolve().is_relative_to(Path.cwd().resolve() / "build"), s.path
+print("OK", s.name, s.nq, float(s.mass_matrix(s.initial_state()[: s.nq])[0, 0]))
+"""
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout}\n{res.stderr}"
+    return res.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths")
+def test_wheel_installs_and_builds_from_another_folder(tmp_path: Path) -> None:
+    # a copy of what the wheel is made from, so that setuptools' own build/ stays out of the repository
+    src = tmp_path / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so", "*.o")
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "generator", "templates"):
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        elif path.is_file():
+            shutil.copy2(path, src / name)
+    wheels = tmp_path / "wheels"
+    run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-w", str(wheels),
+         "-q"], cwd=tmp_path)
+    (wheel,) = wheels.glob("rodgen-*.whl")
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path)
+    py = venv / "bin" / "python"
+    purelib = Path(run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                       cwd=tmp_path).strip())
+    # the running environment's packages (sympy, numpy, cython, ...) without its own rodgen
+    deps = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
+    (purelib / "_rodgen_test_deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    out = run([str(py), "-c", SCRIPT, str(EXAMPLES / "double_pendulum.yaml")], cwd=work, env=env)
+    assert out.startswith("OK double_pendulum 2 ")
+    assert (work / "build").is_dir()
+    # the command line of the installed package
+    out = run([str(venv / "bin" / "rodgen"), "generate", str(EXAMPLES / "pendulum_vl.yaml"), "-o", "gen"],
+              cwd=work, env=env)
+    assert (work / "gen" / "pendulum_vl.h").is_file()
