@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 import rodgen
-from rodgen.runtime.plot import _figure
+from rodgen.runtime.plot import new_figure
 from rodgen.runtime.trajectory import PrescribedForces, as_evaluator, prescribed_forces
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,7 +59,7 @@ def run(out_dir: str, *, cycles: float = 2.0, period: float = 1.2, dt: float = 1
     t = np.arange(0.0, cycles * period + 0.5 * dt, dt)
     res = prescribed_forces(ev, t, gait(period))
     os.makedirs(out_dir, exist_ok=True)
-    fig = _figure(10.0, 10.0)
+    fig = new_figure(10.0, 10.0)
     ax = fig.subplots(4, 1, sharex=True)
     angle = [i for i, c in enumerate(res.coordinates) if c.startswith("phi_")]
     length = [i for i, c in enumerate(res.coordinates) if c.startswith("l_")]

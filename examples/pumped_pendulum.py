@@ -27,7 +27,7 @@ import numpy as np
 import sympy as sp
 
 import rodgen
-from rodgen.runtime.plot import _figure
+from rodgen.runtime.plot import new_figure
 from rodgen.runtime.result import SimulationResult
 from rodgen.runtime.trajectory import MixedProblem, as_evaluator
 
@@ -64,7 +64,7 @@ def run(out_dir: str, *, t_end: float = 20.0, eps: float = 0.05, theta0: float =
     mu_fit = float(np.polyfit(tp[late], np.log(ap[late]), 1)[0]) if late.sum() > 2 else float("nan")
     info = {"w0": w0, "mu_theory": 3 * eps * w0 / 4, "mu_fit": mu_fit, "growth": float(ap[-1] / theta0)}
     os.makedirs(out_dir, exist_ok=True)
-    fig = _figure(9.0, 7.0)
+    fig = new_figure(9.0, 7.0)
     ax = fig.subplots(3, 1, sharex=True)
     ax[0].plot(res.t, np.degrees(theta), lw=0.8, label="swing angle")
     env = theta0 * np.exp(info["mu_theory"] * res.t)

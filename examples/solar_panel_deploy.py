@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import rodgen
-from rodgen.runtime.plot import _figure, animate
+from rodgen.runtime.plot import animate, new_figure
 from rodgen.runtime.trajectory import PrescribedForces, as_evaluator, prescribed_forces
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,7 +71,7 @@ def run(out_dir: str, *, rate_deg: float = 90.0, n: int = 201, compile_: bool = 
     res = prescribed_forces(ev, t, w * t)
     energies = link_kinetic_energies(ev, model, res.q, res.qd)
     os.makedirs(out_dir, exist_ok=True)
-    fig = _figure(8.0, 7.0)
+    fig = new_figure(8.0, 7.0)
     ax = fig.subplots(3, 1, sharex=True)
     ax[0].plot(res.t, np.degrees(res.q[:, 0]), label="q1")
     ax[0].plot(res.t, -2 * np.degrees(res.q[:, 0]), label="q2 = -2 q1")

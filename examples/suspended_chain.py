@@ -27,7 +27,7 @@ import sympy as sp
 from scipy.linalg import eigh
 
 import rodgen
-from rodgen.runtime.plot import _figure, animate
+from rodgen.runtime.plot import animate, new_figure
 from rodgen.runtime.result import SimulationResult
 from rodgen.runtime.trajectory import MixedProblem, as_evaluator
 
@@ -83,7 +83,7 @@ def run(out_dir: str, *, t_end: float = 30.0, ratio: float = 0.9, amplitude: flo
     mp = MixedProblem(ev, path, p=p)
     res = mp.simulate([-math.pi / 2, 0.0, 0.0, 0.0, 0.0, 0.0], t_end, dt=dt)
     os.makedirs(out_dir, exist_ok=True)
-    fig = _figure(9.0, 8.0)
+    fig = new_figure(9.0, 8.0)
     ax = fig.subplots(3, 1, sharex=True)
     ax[0].plot(res.t, res.q[:, 0], label="x")
     ax[0].plot(res.t, res.q[:, 1], label="y")

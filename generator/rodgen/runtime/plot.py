@@ -16,7 +16,8 @@ from .result import SimulationResult
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib Figure on the Agg canvas (no pyplot, no display), laid out with constrained layout."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height), layout="constrained")
@@ -58,7 +59,7 @@ def plot(result: Any, path: Optional[PathLike] = None, *, title: Optional[str] =
         if pn == "energy" and not np.isfinite(res.kinetic).any():
             continue
         wanted.append(pn)
-    fig = _figure(9.0, 2.3 * max(1, len(wanted)) + 0.4)
+    fig = new_figure(9.0, 2.3 * max(1, len(wanted)) + 0.4)
     axes = fig.subplots(max(1, len(wanted)), 1, sharex=True, squeeze=False)[:, 0]
     labels = {"q": "coordinates", "qd": "rates", "u": "inputs", "energy": "energy [J]"}
     for ax, pn in zip(axes, wanted):
@@ -186,7 +187,7 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     lo, hi = allxy.min(axis=0), allxy.max(axis=0)
     span = float(max(hi - lo)) or 1.0
     mid = (lo + hi) / 2
-    fig = _figure(size, size)
+    fig = new_figure(size, size)
     ax = fig.add_subplot(1, 1, 1)
     ax.set_aspect("equal")
     ax.set_xlim(mid[0] - 0.6 * span, mid[0] + 0.6 * span)
@@ -221,4 +222,4 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     return nframes
 
 
-__all__ = ["plot", "animate", "skeleton"]
+__all__ = ["plot", "animate", "skeleton", "new_figure"]

@@ -69,7 +69,7 @@ def reduce_couplings(eqs: Equations) -> Equations:
         param_values=eqs.param_values,
         M=_tidy(JT * M * J), h=_tidy(JT * (M * jdqd + x(eqs.h))), G=_tidy(JT * x(eqs.G)),
         K=_tidy(JT * x(eqs.K)), D=_tidy(JT * x(eqs.D)), B=_tidy(JT * x(eqs.B)),
-        T=eqs.T.xreplace(subs), V=eqs.V.xreplace(subs),
+        T=_tidy(sp.Matrix([eqs.T.xreplace(subs)]))[0], V=_tidy(sp.Matrix([eqs.V.xreplace(subs)]))[0],
         points={k: x(v) for k, v in eqs.points.items()},
         assignments=[(s, e.xreplace(subs)) for s, e in eqs.assignments],
         coordinates=[eqs.coordinates[i] for i in ind], inputs=eqs.inputs,

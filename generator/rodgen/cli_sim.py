@@ -1,0 +1,164 @@
+"""The ``simulate`` and ``equations`` subcommands of the ``rodgen`` command line.
+
+    rodgen simulate MODEL.yaml --t-end 10 --dt 1e-3 [--plot out.png] [--animate out.gif] [--csv out.csv]
+    rodgen equations MODEL.yaml [--latex] [--blocks] [--method matrix] [-o FILE]
+
+``simulate`` builds the model (or reuses the cached build), integrates it
+from the model's initial state (or ``--set`` values) with no inputs, prints
+a summary and writes the requested files. The CSV columns are documented in
+:meth:`rodgen.runtime.result.SimulationResult.to_csv`.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import numpy as np
+
+METHODS = ("lagrange", "matrix", "recursive")
+INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        v = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {value!r} is not a number") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{name.strip()}: {value!r} is not finite")
+    return name.strip(), v
+
+
+def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``rodgen simulate`` on an ``argparse`` subparsers object; returns the subparser."""
+    s = subparsers.add_parser("simulate", help="build a model, simulate it and plot, animate or save the result",
+                              description="Simulate a model from its initial state with no inputs.")
+    s.add_argument("model", metavar="MODEL.yaml", help="the model file")
+    s.add_argument("--t-end", type=float, default=10.0, help="simulated time in s (default 10)")
+    s.add_argument("--dt", type=float, default=1e-3, help="output sampling interval in s (default 1e-3)")
+    s.add_argument("--integrator", choices=INTEGRATORS, default="DOP853",
+                   help="SciPy integrator on the compiled rhs (default DOP853)")
+    s.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance (default 1e-8)")
+    s.add_argument("--atol", type=float, default=1e-10, help="absolute tolerance (default 1e-10)")
+    s.add_argument("--set", dest="initial", action="append", type=_assignment, default=[], metavar="NAME=VALUE",
+                   help="initial value of a coordinate, or of a rate as NAME_dot=VALUE (repeatable)")
+    s.add_argument("--param", dest="params", action="append", type=_assignment, default=[],
+                   metavar="NAME=VALUE", help="override a parameter (repeatable)")
+    s.add_argument("--plot", metavar="FILE", help="write a plot of coordinates, rates and energy (PNG, PDF, SVG)")
+    s.add_argument("--animate", metavar="FILE.gif", help="write a stick-figure animation")
+    s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
+    s.add_argument("--method", choices=METHODS, default=None, help="derivation method")
+    s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
+    s.add_argument("--no-compile", action="store_true",
+                   help="evaluate the equations with NumPy instead of compiling (slow; small models only)")
+    s.add_argument("--progress", action="store_true", help="show a progress bar even if stderr is not a terminal")
+    s.set_defaults(func=run_simulate)
+    return s
+
+
+def add_equations_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``rodgen equations`` on an ``argparse`` subparsers object; returns the subparser."""
+    e = subparsers.add_parser("equations", help="print a model's equations of motion",
+                              description="Print M qdd + h + G + K + D = B u of a model.")
+    e.add_argument("model", metavar="MODEL.yaml", help="the model file")
+    e.add_argument("--latex", action="store_true", help="LaTeX instead of plain text")
+    e.add_argument("--blocks", action="store_true", help="LaTeX grouped by angle/length rows, as in the thesis")
+    e.add_argument("--method", choices=METHODS, default="matrix", help="derivation method (default matrix)")
+    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    e.set_defaults(func=run_equations)
+    return e
+
+
+def _evaluator(args: argparse.Namespace, model: Any) -> Any:
+    from .symbolic import derive
+    eqs = derive(model, method=args.method or "matrix")
+    if args.no_compile:
+        from .symbolic.numeric import lambdify_equations
+        return lambdify_equations(eqs)
+    from .build import build
+    return build(eqs, build_dir=args.build_dir)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """``rodgen simulate``: returns the exit status (0 on success, 1 if the run stopped early)."""
+    from .model.loader import load
+    from .runtime.plot import animate, plot
+    from .runtime.solve import solve
+    model = load(args.model)
+    ev = _evaluator(args, model)
+    names = list(ev.parameters)
+    unknown = [k for k, _ in args.params if k not in ev.parameters]
+    if unknown:
+        raise SystemExit(f"rodgen: error: --param {unknown[0]}: the model has no such parameter "
+                         f"(parameters: {', '.join(names) or 'none'})")
+    p = np.array([dict(args.params).get(k, v) for k, v in ev.parameters.items()])
+    nq = ev.nq
+    values = {c.name: c.initial.evaluate(dict(zip(names, p))) for c in model.independent_coordinates()}
+    y0 = np.concatenate([[values[c] for c in ev.coordinates], np.zeros(nq)])
+    for k, v in args.initial:
+        base = k[:-4] if k.endswith("_dot") else k
+        if base not in ev.coordinates:
+            raise SystemExit(f"rodgen: error: --set {k}: not a coordinate (coordinates: "
+                             f"{', '.join(ev.coordinates)})")
+        y0[ev.coordinates.index(base) + (nq if k.endswith("_dot") else 0)] = v
+    res = solve(ev, y0, args.t_end, dt=args.dt, p=p, method=args.integrator, rtol=args.rtol, atol=args.atol,
+                progress=True if args.progress else None)
+    E = res.kinetic + res.potential
+    print(f"{res.model}: {len(res.t)} samples to t = {res.t[-1]:g} s, status {res.status.value} ({res.message})")
+    print(f"energy: start {E[0]:.10g} J, end {E[-1]:.10g} J, drift {E[-1] - E[0]:.3g} J")
+    if args.csv:
+        res.to_csv(args.csv)
+        print(f"wrote {args.csv}")
+    if args.plot:
+        plot(res, args.plot)
+        print(f"wrote {args.plot}")
+    if args.animate:
+        animate(ev, res, args.animate, p=p, model=model)
+        print(f"wrote {args.animate}")
+    return 0 if res.ok else 1
+
+
+def run_equations(args: argparse.Namespace) -> int:
+    """``rodgen equations``: print or write the equations; returns 0."""
+    import sympy as sp
+
+    from .model.loader import load
+    from .symbolic import derive
+    eqs = derive(load(args.model), method=args.method).expanded()
+    if args.latex or args.blocks:
+        text = eqs.latex(blocks=args.blocks)
+    else:
+        lines = [f"model {eqs.model.name} ({eqs.method} method): M qdd + h + G + K + D = B u",
+                 "coordinates q: " + ", ".join(map(str, eqs.q)),
+                 "inputs u: " + (", ".join(map(str, eqs.u)) or "(none)"),
+                 "parameters: " + (", ".join(f"{s} = {eqs.param_values[s]:g}" for s in eqs.params) or "(none)")]
+        if eqs.couplings:
+            lines.append("couplings: " + ", ".join(f"{k} = {v}" for k, v in eqs.couplings.items()))
+        for name in ("M", "h", "G", "K", "D", "B"):
+            mat = getattr(eqs, name)
+            if name != "M" and name != "B" and all(e == 0 for e in mat):
+                lines.append(f"{name} = 0")
+                continue
+            lines.append(f"{name} =")
+            for i in range(mat.rows):
+                for j in range(mat.cols):
+                    if mat[i, j] != 0:
+                        lines.append(f"  [{i},{j}] {sp.sstr(mat[i, j])}" if mat.cols > 1 else
+                                     f"  [{i}] {sp.sstr(mat[i, j])}")
+        lines.append(f"T = {sp.sstr(eqs.T)}")
+        lines.append(f"V = {sp.sstr(eqs.V)}")
+        text = "\n".join(lines)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        print(f"wrote {args.output}")
+    else:
+        print(text)
+    return 0
+
+
+__all__ = ["add_simulate_parser", "add_equations_parser", "run_simulate", "run_equations"]
