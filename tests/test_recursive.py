@@ -17,6 +17,7 @@ import sympy as sp
 
 import rodgen
 from rodgen.examples import LINK_MODELS, chain, vl_chain
+from rodgen.symbolic.recursive import ForwardDynamics
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.yaml")))
 #: both sides evaluate different but exact expressions in double precision
@@ -140,3 +141,66 @@ def test_assignments_stay_small() -> None:
     assert worst <= 40, f"an intermediate has {worst} operations"
     names = [str(s) for s, _ in eqs.assignments]
     assert len(names) == len(set(names))
+
+
+# -- forward dynamics by the articulated-body algorithm --------------------------------------------
+def aba_evaluator(fd: ForwardDynamics) -> Callable[..., np.ndarray]:
+    args = [*fd.q, *fd.qd, *fd.u, *fd.params]
+    safe = {s: sp.Symbol(f"a{i}") for i, s in enumerate(args)}
+    assigns = [(s, e.xreplace(safe)) for s, e in fd.assignments]
+    fn = sp.lambdify([safe[s] for s in args], fd.qdd.xreplace(safe), modules="numpy",
+                     cse=lambda ex: (assigns, ex))
+    return lambda q, qd, u, p: np.asarray(fn(*q, *qd, *u, *p), dtype=float).ravel()
+
+
+ABA_MODELS = [m for m in LINK_MODELS if m not in ("point_masses", "joint_masses")]
+
+
+def assert_aba_solves_equations(model_factory: Callable[[], rodgen.Model], seed: int) -> None:
+    from rodgen.symbolic.recursive import forward_dynamics
+    fd = forward_dynamics(model_factory())
+    eqs = rodgen.derive(model_factory(), method="matrix")
+    f, g = evaluator(eqs), aba_evaluator(fd)
+    p = np.array([eqs.param_values[s] for s in eqs.params])
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, qd = random_state(eqs, rng)
+        u = rng.normal(size=len(eqs.u))
+        v = f(q, qd, p)
+        expected = np.linalg.solve(v["M"], v["B"] @ u - (v["h"] + v["G"] + v["K"] + v["D"]).ravel())
+        err = rel_err(g(q, qd, u, p), expected)
+        assert err < RTOL_METHODS, f"ABA qdd differs from M^-1 (B u - bias) by {err:.2e} (seed {seed}, q={q})"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_articulated_body_forward_dynamics_on_examples(path: str) -> None:
+    from rodgen.symbolic.recursive import forward_dynamics
+    try:
+        forward_dynamics(rodgen.load(path))
+    except rodgen.DerivationError as exc:
+        pytest.skip(f"not a model for the articulated-body algorithm: {exc}")
+    assert_aba_solves_equations(lambda: rodgen.load(path), seed=77)
+
+
+@pytest.mark.parametrize("angle", ["relative", "absolute"])
+@pytest.mark.parametrize("n", [1, 3, 5])
+@pytest.mark.parametrize("link_model", ABA_MODELS)
+def test_articulated_body_forward_dynamics_on_chains(link_model: str, n: int, angle: str) -> None:
+    assert_aba_solves_equations(lambda: chain(n, link_model, angle=angle), seed=300 + n)
+
+
+def test_articulated_body_refuses_dependent_joints() -> None:
+    from rodgen.symbolic.recursive import forward_dynamics
+    with pytest.raises(rodgen.DerivationError, match="one joint per coordinate"):
+        forward_dynamics(chain(2, "point_masses"))
+
+
+def test_articulated_body_operation_count_grows_linearly() -> None:
+    """ABA is O(n): the count roughly doubles from n=10 to n=20 (n^2 would give 4)."""
+    from rodgen.symbolic.recursive import forward_dynamics
+
+    def count(n: int) -> int:
+        fd = forward_dynamics(vl_chain(n))
+        return int(sum(sp.count_ops(e) for _, e in fd.assignments) + sum(sp.count_ops(x) for x in fd.qdd))
+    small, large = count(10), count(20)
+    assert large / small < 2.5, f"ABA operation count grew by {large / small:.2f} from n=10 to n=20"

@@ -72,6 +72,23 @@ def test_symbolic_qdd_matches_pinocchio_aba(n: int) -> None:
         assert rel_err(val["M"], Mp) < RTOL_QDD, f"n={n}: M differs from pin.crba (seed {seed})"
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 12])
+def test_articulated_body_qdd_matches_pinocchio_aba(n: int) -> None:
+    from rodgen.symbolic.recursive import forward_dynamics
+    from test_recursive import aba_evaluator
+    fd = forward_dynamics(vl_chain(n))
+    f = aba_evaluator(fd)
+    p = np.array([fd.param_values[s] for s in fd.params])
+    pm = pinocchio_chain(n)
+    data = pm.createData()
+    seed = 6100 + n
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, qd, u = random_state(n, rng)
+        err = rel_err(f(q, qd, u, p), pin.aba(pm, data, q, qd, u))
+        assert err < RTOL_QDD, f"n={n}: ABA qdd differs from pin.aba by {err:.2e} (seed {seed})"
+
+
 def _compiled(n: int) -> object:
     try:
         import rodgen.build as stage

@@ -233,6 +233,67 @@ def _prefix(k: Kinematics) -> str:
     return prefix
 
 
+class _Joints:
+    """Per-node joint quantities shared by the recursions: the map T, rotations, origins, motion
+    subspaces, rates and body inertias, each emitted once."""
+
+    def __init__(self, nodes: list[Node], k: Kinematics, e: _Emitter) -> None:
+        self.e = e
+        # T: tree coordinate rates are T qd (T constant, sparse)
+        self.Tmap: list[list[tuple[int, sp.Expr]]] = []
+        for nd in nodes:
+            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q)]
+            row = [(j, cf) for j, cf in row if cf != 0]
+            if any(qj in cf.free_symbols for _, cf in row for qj in k.q):
+                raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
+            self.Tmap.append(row)
+        # joint transforms: rotation (c, s) and origin (px, py) of node i in its parent frame
+        self.c: list[sp.Expr] = []
+        self.s: list[sp.Expr] = []
+        self.px: list[sp.Expr] = []
+        self.py: list[sp.Expr] = []
+        self.S: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []   # motion subspace (w, vx, vy), node coordinates
+        self.sd: list[sp.Expr] = []                           # tree coordinate rate
+        for i, nd in enumerate(nodes):
+            self.sd.append(e(sp.Add(*[cf * k.qd[j] for j, cf in self.Tmap[i]]), f"{i}_sd"))
+            if nd.revolute:
+                ang = nd.beta + nd.coord
+                self.c.append(e(sp.cos(ang), f"{i}_c"))
+                self.s.append(e(sp.sin(ang), f"{i}_s"))
+                self.px.append(e(nd.p0[0], f"{i}_px"))
+                self.py.append(e(nd.p0[1], f"{i}_py"))
+                self.S.append((_1, _0, _0))
+            else:
+                self.c.append(_1)
+                self.s.append(_0)
+                self.px.append(e(nd.p0[0] + nd.coord * nd.axis[0], f"{i}_px"))
+                self.py.append(e(nd.p0[1] + nd.coord * nd.axis[1], f"{i}_py"))
+                self.S.append((_0, nd.axis[0], nd.axis[1]))
+        # rigid-body inertia of the bodies on each node, about the node origin
+        self.body: list[tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]] = []
+        for i, nd in enumerate(nodes):
+            m = sp.Add(*[b[0] for b in nd.bodies])
+            hx = sp.Add(*[b[0] * b[1] for b in nd.bodies])
+            hy = sp.Add(*[b[0] * b[2] for b in nd.bodies])
+            inertia = sp.Add(*[b[3] + b[0] * (b[1] ** 2 + b[2] ** 2) for b in nd.bodies])
+            self.body.append((e(m, f"{i}_m"), e(hx, f"{i}_hx"), e(hy, f"{i}_hy"), e(inertia, f"{i}_I")))
+
+    def motion_in(self, i: int, v: tuple[sp.Expr, ...], tag: str) -> tuple[sp.Expr, ...]:
+        """Motion vector of the parent frame, expressed in node i's frame."""
+        c, s, e = self.c[i], self.s[i], self.e
+        w, vx, vy = v
+        ux, uy = vx - w * self.py[i], vy + w * self.px[i]
+        return (w, e(c * ux + s * uy, f"{i}_{tag}x"), e(-s * ux + c * uy, f"{i}_{tag}y"))
+
+    def force_out(self, i: int, f: tuple[sp.Expr, ...], tag: str) -> tuple[sp.Expr, ...]:
+        """Force in node i's frame, expressed in its parent's frame (moment about the parent origin)."""
+        c, s, e = self.c[i], self.s[i], self.e
+        nn, fx, fy = f
+        Fx = e(c * fx - s * fy, f"{tag}x")
+        Fy = e(s * fx + c * fy, f"{tag}y")
+        return (e(nn + self.px[i] * Fy - self.py[i] * Fx, f"{tag}n"), Fx, Fy)
+
+
 def derive_recursive(model: Model) -> Equations:
     """Equations of motion by the composite-body (M) and Newton–Euler (h, G) recursions."""
     k = build_kinematics(model)
@@ -240,60 +301,9 @@ def derive_recursive(model: Model) -> Equations:
     e = _Emitter(_prefix(k))
     N = len(nodes)
     n = len(k.q)
-
-    # T: tree coordinate rates are T qd (T constant, sparse)
-    Tmap: list[list[tuple[int, sp.Expr]]] = []
-    for nd in nodes:
-        row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q)]
-        row = [(j, c) for j, c in row if c != 0]
-        if any(qj in c.free_symbols for _, c in row for qj in k.q):
-            raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
-        Tmap.append(row)
-
-    # joint transforms: rotation (c, s) and origin (px, py) of node i in its parent frame
-    c: list[sp.Expr] = []
-    s: list[sp.Expr] = []
-    px: list[sp.Expr] = []
-    py: list[sp.Expr] = []
-    S: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []       # motion subspace (w, vx, vy) in node coordinates
-    sd: list[sp.Expr] = []                               # tree coordinate rate
-    for i, nd in enumerate(nodes):
-        sd.append(e(sp.Add(*[cf * k.qd[j] for j, cf in Tmap[i]]), f"{i}_sd"))
-        if nd.revolute:
-            ang = nd.beta + nd.coord
-            c.append(e(sp.cos(ang), f"{i}_c"))
-            s.append(e(sp.sin(ang), f"{i}_s"))
-            px.append(e(nd.p0[0], f"{i}_px"))
-            py.append(e(nd.p0[1], f"{i}_py"))
-            S.append((_1, _0, _0))
-        else:
-            c.append(_1)
-            s.append(_0)
-            px.append(e(nd.p0[0] + nd.coord * nd.axis[0], f"{i}_px"))
-            py.append(e(nd.p0[1] + nd.coord * nd.axis[1], f"{i}_py"))
-            S.append((_0, nd.axis[0], nd.axis[1]))
-
-    def motion_in(i: int, v: tuple[sp.Expr, sp.Expr, sp.Expr], tag: str) -> tuple[sp.Expr, ...]:
-        """Motion vector of the parent frame, expressed in node i's frame."""
-        w, vx, vy = v
-        ux, uy = vx - w * py[i], vy + w * px[i]
-        return (w, e(c[i] * ux + s[i] * uy, f"{i}_{tag}x"), e(-s[i] * ux + c[i] * uy, f"{i}_{tag}y"))
-
-    def force_out(i: int, f: tuple[sp.Expr, sp.Expr, sp.Expr], tag: str) -> tuple[sp.Expr, ...]:
-        """Force in node i's frame, expressed in its parent's frame (moment about the parent origin)."""
-        nn, fx, fy = f
-        Fx = e(c[i] * fx - s[i] * fy, f"{tag}x")
-        Fy = e(s[i] * fx + c[i] * fy, f"{tag}y")
-        return (e(nn + px[i] * Fy - py[i] * Fx, f"{tag}n"), Fx, Fy)
-
-    # rigid-body inertia of the bodies on each node, about the node origin
-    body: list[tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr]] = []
-    for i, nd in enumerate(nodes):
-        m = sp.Add(*[b[0] for b in nd.bodies])
-        hx = sp.Add(*[b[0] * b[1] for b in nd.bodies])
-        hy = sp.Add(*[b[0] * b[2] for b in nd.bodies])
-        inertia = sp.Add(*[b[3] + b[0] * (b[1] ** 2 + b[2] ** 2) for b in nd.bodies])
-        body.append((e(m, f"{i}_m"), e(hx, f"{i}_hx"), e(hy, f"{i}_hy"), e(inertia, f"{i}_I")))
+    J = _Joints(nodes, k, e)
+    Tmap, c, s, px, py, S, sd, body = J.Tmap, J.c, J.s, J.px, J.py, J.S, J.sd, J.body
+    motion_in, force_out = J.motion_in, J.force_out
 
     # --- composite-rigid-body algorithm: composite inertias, then M_tree ---------------------------
     acc: list[list[list[sp.Expr]]] = [[[b] for b in body[i]] for i in range(N)]
@@ -416,4 +426,130 @@ def derive_recursive(model: Model) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-__all__ = ["derive_recursive", "expanded_tree", "Node", "Ref"]
+@dataclass
+class ForwardDynamics:
+    """Accelerations ``qdd = f(q, qd, u, p)`` as straight-line code.
+
+    ``qdd`` (n, 1) refers to the symbols of ``assignments`` (in evaluation
+    order) and to ``q``, ``qd``, ``u`` and ``params``, in the order of the
+    model's coordinates; it solves ``M qdd + h + G + K + D = B u``.
+    """
+
+    model: Model
+    q: list[sp.Symbol]
+    qd: list[sp.Symbol]
+    u: list[sp.Symbol]
+    params: list[sp.Symbol]
+    param_values: dict[sp.Symbol, float]
+    assignments: list[tuple[sp.Symbol, sp.Expr]]
+    qdd: sp.Matrix
+
+
+def forward_dynamics(model: Model) -> ForwardDynamics:
+    """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
+
+    Applies when the expanded tree's joints are the model's coordinates up to a
+    constant invertible map (``T`` square): chains and trees of links whose
+    masses sit at the ends of variable segments, at fixed offsets or on rigid
+    segments. A mass at an intermediate fraction of a variable segment couples
+    two joints of the tree; such models raise DerivationError (use the mass
+    matrix and a Cholesky solve instead).
+    """
+    k = build_kinematics(model.validate())
+    if getattr(model, "couplings", None):
+        raise DerivationError(f"model {model.name!r} couples coordinates; the articulated-body algorithm "
+                              f"needs independent joints (use the mass matrix and a Cholesky solve)")
+    nodes = _TreeBuilder(model, k).build()
+    n, N = len(k.q), len(nodes)
+    if N != n:
+        raise DerivationError(f"model {model.name!r}: the articulated-body algorithm needs one joint per "
+                              f"coordinate; masses at intermediate fractions of variable segments add "
+                              f"{N - n} dependent joints")
+    e = _Emitter(_prefix(k))
+    J = _Joints(nodes, k, e)
+    Tm = sp.zeros(n, n)
+    for i, row in enumerate(J.Tmap):
+        for j, cf in row:
+            Tm[i, j] = cf
+    if Tm == sp.eye(n):
+        Tinv = Tm
+    else:
+        if Tm.det() == 0:
+            raise DerivationError(f"model {model.name!r}: the joint coordinates are not independent")
+        Tinv = Tm.inv()
+    # generalized forces in tree coordinates: T^-T (B u - K - D)
+    Q = -spring_forces(k) - damper_forces(k)
+    if k.u:
+        Q += input_map(k) * sp.Matrix(k.u)
+    tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(N)]
+
+    keys = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+
+    def sym3(d: dict[tuple[int, int], sp.Expr]) -> sp.Matrix:
+        return sp.Matrix(3, 3, lambda a, b: d[(min(a, b), max(a, b))])
+
+    # pass 1 (outward): velocities, velocity-product accelerations, rigid inertias and bias forces
+    vel: list[tuple[sp.Expr, ...]] = []
+    cacc: list[tuple[sp.Expr, ...]] = []
+    IA: list[dict[tuple[int, int], list[sp.Expr]]] = []
+    pA: list[list[list[sp.Expr]]] = []
+    for i, nd in enumerate(nodes):
+        vin = J.motion_in(i, vel[nd.parent], "vp") if nd.parent >= 0 else (_0, _0, _0)
+        Sq = tuple(sv * J.sd[i] for sv in J.S[i])
+        v = (e(vin[0] + Sq[0], f"{i}_w"), e(vin[1] + Sq[1], f"{i}_vx"), e(vin[2] + Sq[2], f"{i}_vy"))
+        w, vx, vy = v
+        vel.append(v)
+        cacc.append((_0, e(-w * Sq[2] + vy * Sq[0], f"{i}_cx"), e(w * Sq[1] - vx * Sq[0], f"{i}_cy")))
+        m, hx, hy, inertia = J.body[i]
+        IA.append({(0, 0): [inertia], (0, 1): [-hy], (0, 2): [hx], (1, 1): [m], (1, 2): [], (2, 2): [m]})
+        Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
+        Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
+        pA.append([[vx * Iv[2] - vy * Iv[1]], [-w * Iv[2]], [w * Iv[1]]])
+    # pass 2 (inward): articulated inertias and bias forces
+    U: list[tuple[sp.Expr, ...]] = [()] * N
+    Dinv: list[sp.Expr] = [_0] * N
+    uu: list[sp.Expr] = [_0] * N
+    for i in reversed(range(N)):
+        Ii = {kk: e(sp.Add(*IA[i][kk]), f"{i}_IA{kk[0]}{kk[1]}") for kk in keys}
+        pi = tuple(e(sp.Add(*pA[i][a]), f"{i}_pA{a}") for a in range(3))
+        Sv = sp.Matrix(J.S[i])
+        Ui = sym3(Ii) * Sv
+        U[i] = tuple(e(Ui[a], f"{i}_U{a}") for a in range(3))
+        D = e(sum((J.S[i][a] * U[i][a] for a in range(3)), _0), f"{i}_D")
+        Dinv[i] = e(1 / D, f"{i}_Dinv")
+        uu[i] = e(tau[i] - sum((J.S[i][a] * pi[a] for a in range(3)), _0), f"{i}_u")
+        p = nodes[i].parent
+        if p < 0:
+            continue
+        Ia = {(a, b): e(Ii[(a, b)] - U[i][a] * U[i][b] * Dinv[i], f"{i}_Ia{a}{b}") for a, b in keys}
+        Iam = sym3(Ia)
+        ci = sp.Matrix(cacc[i])
+        Uud = e(uu[i] * Dinv[i], f"{i}_uD")
+        pa = tuple(e(pi[a] + (Iam[a, :] * ci)[0] + U[i][a] * Uud, f"{i}_pa{a}") for a in range(3))
+        # to the parent: X^T Ia X with X = Rt P (Rt = diag(1, R^T), P the shift by the origin)
+        c, s = J.c[i], J.s[i]
+        Rt = sp.Matrix([[1, 0, 0], [0, c, s], [0, -s, c]])
+        P = sp.Matrix([[1, 0, 0], [-J.py[i], 1, 0], [J.px[i], 0, 1]])
+        B1 = Rt.T * Iam * Rt
+        B1 = sym3({kk: e(B1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
+        B2 = P.T * B1 * P
+        for kk in keys:
+            IA[p][kk].append(e(B2[kk], f"{i}_Ip{kk[0]}{kk[1]}"))
+        for a, val in enumerate(J.force_out(i, pa, f"{i}_pp")):
+            pA[p][a].append(val)
+    # pass 3 (outward): accelerations; the ground accelerates against gravity
+    gx, gy = k.gravity
+    acc: list[tuple[sp.Expr, ...]] = []
+    sdd: list[sp.Expr] = []
+    for i, nd in enumerate(nodes):
+        ap = acc[nd.parent] if nd.parent >= 0 else (_0, -gx, -gy)
+        ain = J.motion_in(i, ap, "ap")
+        a1 = tuple(e(ain[a] + cacc[i][a], f"{i}_a1{a}") for a in range(3))
+        qdd_i = e((uu[i] - sum((U[i][a] * a1[a] for a in range(3)), _0)) * Dinv[i], f"{i}_sdd")
+        sdd.append(qdd_i)
+        acc.append(tuple(e(a1[a] + J.S[i][a] * qdd_i, f"{i}_a{a}") for a in range(3)))
+    qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(N) if Tinv[j, i] != 0]) for j in range(n)])
+    return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd)
+
+
+__all__ = ["derive_recursive", "forward_dynamics", "ForwardDynamics", "expanded_tree", "Node", "Ref"]
