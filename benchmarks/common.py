@@ -273,6 +273,13 @@ HARNESS = r"""
 #include <string.h>
 #include <time.h>
 #include "{name}.h"
+void aba_fd(const double *q, const double *qd, const double *u, const double *p, double *qdd);
+static int aba_rhs(double t, const double *y, const double *u, const double *p, double *dy) {{
+    int j; (void)t;
+    for (j = 0; j < {NQ}; ++j) dy[j] = y[{NQ} + j];
+    aba_fd(y, y + {NQ}, u, p, dy + {NQ});
+    return 0;
+}}
 
 static double now(void) {{ struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }}
 
@@ -287,29 +294,33 @@ int main(int argc, char **argv) {{
     int i, j, st = 0;
     double t0, t1, acc = 0.0;
     memcpy(y, y0, sizeof y);
-    if (strcmp(mode, "fd") == 0) {{
+    if (strcmp(mode, "fd") == 0 || strcmp(mode, "abafd") == 0) {{
+        int aba = strcmp(mode, "abafd") == 0;
         t0 = now();
         for (i = 0; i < reps; ++i) {{
             y[0] = y0[0] + 1e-9 * (i & 15);        /* defeat hoisting */
-            st |= {name}_forward_dynamics(y, y + {NQ}, u, p, qdd);
+            if (aba) aba_fd(y, y + {NQ}, u, p, qdd);
+            else st |= {name}_forward_dynamics(y, y + {NQ}, u, p, qdd);
             acc += qdd[0];
         }}
         t1 = now();
         printf("%.9e %d %.17g\n", (t1 - t0) / reps, st, acc);
         return 0;
     }}
-    /* rk4: reps steps of size dt = 1e-3 */
+    /* rk4 / abark4: reps steps of size dt = 1e-3 */
     {{
         const double dt = 1e-3;
+        int (*rhs)(double, const double *, const double *, const double *, double *) =
+            strcmp(mode, "abark4") == 0 ? aba_rhs : {name}_rhs;
         t0 = now();
         for (i = 0; i < reps; ++i) {{
-            st |= {name}_rhs(0.0, y, u, p, k1);
+            st |= rhs(0.0, y, u, p, k1);
             for (j = 0; j < 2 * {NQ}; ++j) tmp[j] = y[j] + 0.5 * dt * k1[j];
-            st |= {name}_rhs(0.0, tmp, u, p, k2);
+            st |= rhs(0.0, tmp, u, p, k2);
             for (j = 0; j < 2 * {NQ}; ++j) tmp[j] = y[j] + 0.5 * dt * k2[j];
-            st |= {name}_rhs(0.0, tmp, u, p, k3);
+            st |= rhs(0.0, tmp, u, p, k3);
             for (j = 0; j < 2 * {NQ}; ++j) tmp[j] = y[j] + dt * k3[j];
-            st |= {name}_rhs(0.0, tmp, u, p, k4);
+            st |= rhs(0.0, tmp, u, p, k4);
             for (j = 0; j < 2 * {NQ}; ++j) y[j] += dt / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
         }}
         t1 = now();
@@ -320,6 +331,27 @@ int main(int argc, char **argv) {{
     return 0;
 }}
 """
+
+
+def aba_c_source(model: rodgen.Model, name: str) -> str:
+    """C of rodgen's articulated-body forward dynamics (rodgen.symbolic.recursive.forward_dynamics),
+    printed with the code stage's CSE and printer: ``void <name>(q, qd, u, p, qdd)``."""
+    from rodgen.codegen.lower import straight_line
+    from rodgen.codegen.printer import SlotPrinter
+    from rodgen.symbolic.recursive import forward_dynamics
+    fd = forward_dynamics(model)
+    temps, outs = straight_line(fd.assignments, list(fd.qdd))
+    slots: dict[sp.Basic, str] = {}
+    for group, syms in (("q", fd.q), ("qd", fd.qd), ("u", fd.u), ("p", fd.params)):
+        slots.update({s_: f"{group}[{i}]" for i, s_ in enumerate(syms)})
+    slots.update({s_: f"t{i}" for i, (s_, _) in enumerate(temps)})
+    pr = SlotPrinter(slots, routine=name)
+    body = [f"    const double t{i} = {pr.doprint(ex)};" for i, (_, ex) in enumerate(temps)]
+    body += [f"    qdd[{i}] = {pr.doprint(ex)};" for i, ex in enumerate(outs)]
+    return ("#include <math.h>\n"
+            f"void {name}(const double *q, const double *qd, const double *u, const double *p, double *qdd);\n"
+            f"void {name}(const double *q, const double *qd, const double *u, const double *p, double *qdd)\n"
+            "{\n    (void)u; (void)p;\n" + "\n".join(body) + "\n}\n")
 
 
 class CHarness:
@@ -339,24 +371,37 @@ class CHarness:
             return "{" + ", ".join(repr(float(x)) for x in v) + "}"
         src = HARNESS.format(name=name, NQ=nq, NU=nu, NP=npar, P=arr(pvals), Y0=arr(y0))
         (self.dir / "harness.c").write_text(src)
+        try:
+            (self.dir / "aba.c").write_text(aba_c_source(eqs.model, "aba_fd"))
+            self.has_aba = True
+        except rodgen.DerivationError:     # masses at fractions of variable segments: no ABA; a stub
+            (self.dir / "aba.c").write_text("void aba_fd(const double *q, const double *qd, const double *u, "
+                                            "const double *p, double *qdd);\nvoid aba_fd(const double *q, "
+                                            "const double *qd, const double *u, const double *p, double *qdd)"
+                                            "\n{ (void)q; (void)qd; (void)u; (void)p; (void)qdd; }\n")
+            self.has_aba = False
         self.exe = self.dir / "harness"
-        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "-lm"]
+        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "aba.c", "-lm"]
         proc = subprocess.run(cmd, cwd=self.dir, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"harness failed to compile: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
         self.c_bytes = sum(len(t) for f, t in files.files.items() if f.endswith(".c"))
 
-    def forward_dynamics_seconds(self, reps: int = 200000, repeat: int = 5) -> float:
+    def forward_dynamics_seconds(self, reps: int = 200000, repeat: int = 5, *, aba: bool = False) -> float:
+        """Seconds per call of the generated forward dynamics (``aba``: of the articulated-body one)."""
         runs = []
         for _ in range(repeat):
-            out = subprocess.run([str(self.exe), "fd", str(reps)], capture_output=True, text=True, check=True)
+            out = subprocess.run([str(self.exe), "abafd" if aba else "fd", str(reps)], capture_output=True,
+                                 text=True, check=True)
             runs.append(float(out.stdout.split()[0]))
         return statistics.median(runs)
 
-    def rk4(self, steps: int, repeat: int = 5) -> tuple[float, np.ndarray]:
+    def rk4(self, steps: int, repeat: int = 5, *, aba: bool = False) -> tuple[float, np.ndarray]:
+        """(seconds, final state) of ``steps`` RK4 steps of 1 ms from y0, all in C."""
         runs, final = [], None
         for _ in range(repeat):
-            out = subprocess.run([str(self.exe), "rk4", str(steps)], capture_output=True, text=True, check=True)
+            out = subprocess.run([str(self.exe), "abark4" if aba else "rk4", str(steps)], capture_output=True,
+                                 text=True, check=True)
             vals = out.stdout.split()
             runs.append(float(vals[0]))
             final = np.array([float(v) for v in vals[2:]])

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import sympy as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,6 +37,8 @@ import rodgen  # noqa: E402
 from rodgen.build import compile_files  # noqa: E402
 from rodgen.build import build as rodgen_build  # noqa: E402
 from rodgen.codegen import lower, render  # noqa: E402
+from rodgen.codegen.lower import straight_line  # noqa: E402
+from rodgen.codegen.printer import count_ops  # noqa: E402
 from rodgen.examples import vl_chain  # noqa: E402
 from rodgen.symbolic.recursive import forward_dynamics  # noqa: E402
 
@@ -129,6 +130,8 @@ def section_forward(ns: list[int], build_dir: str) -> dict[str, Any]:
         row["rodgen_batch_per_state_s"] = autorange(lambda: sysm.forward_dynamics(Q, QD, U, out=out)) / BATCH
         harness = CHarness(eqs, np.concatenate([q, qd]))
         row["rodgen_c_s"] = harness.forward_dynamics_seconds()
+        if harness.has_aba:
+            row["rodgen_c_aba_s"] = harness.forward_dynamics_seconds(aba=True)
         harness.close()
         if have_pin:
             pm = pinocchio_model(tree)
@@ -145,13 +148,15 @@ def section_forward(ns: list[int], build_dir: str) -> dict[str, Any]:
         rows.append(row)
         print(f"forward n={n:2d}: rodgen python {row['rodgen_python_s'] * 1e6:.2f} µs, kernel "
               f"{row['rodgen_kernel_s'] * 1e6:.2f} µs, batch {row['rodgen_batch_per_state_s'] * 1e6:.3f} µs/state, "
-              f"C {row['rodgen_c_s'] * 1e6:.3f} µs"
+              f"C {row['rodgen_c_s'] * 1e6:.3f} µs (ABA {row.get('rodgen_c_aba_s', float('nan')) * 1e6:.3f} µs)"
               + (f"; pinocchio aba {row['pinocchio_aba_python_s'] * 1e6:.2f} µs" if have_pin else "")
               + (f"; PyDy rhs {row['pydy_rhs_python_s'] * 1e6:.2f} µs" if "pydy_rhs_python_s" in row else ""),
               flush=True)
     return {"rows": rows, "batch": BATCH, "pinocchio": missing("pinocchio"),
             "note": "median of 7 runs; python = one state per call through the public API; kernel = the "
-                    "compiled module's function called directly; C = a C main() calling <model>_forward_dynamics"}
+                    "compiled module's function called directly; C = a C main() calling <model>_forward_dynamics "
+                    "(mass matrix + Cholesky); C ABA = the articulated-body forward dynamics "
+                    "(rodgen.symbolic.recursive.forward_dynamics) printed by the code stage's CSE and printer"}
 
 
 # -- simulation ----------------------------------------------------------------------------------
@@ -179,8 +184,12 @@ def section_simulate(build_dir: str, repeat: int) -> dict[str, Any]:
         res: dict[str, Any] = {"nq": tree.n}
         harness = CHarness(eqs, y0)
         t_c, y_c = harness.rk4(steps, repeat=repeat)
-        harness.close()
         res["rodgen_c_rk4_s"] = t_c
+        if harness.has_aba:
+            t_a, y_a = harness.rk4(steps, repeat=repeat, aba=True)
+            res["rodgen_c_aba_rk4_s"] = t_a
+            res["max_state_difference_aba_vs_cholesky"] = float(np.abs(y_a - y_c).max())
+        harness.close()
         s_c = np.concatenate([tree.T @ y_c[:tree.n], tree.T @ y_c[tree.n:]])
         if hasattr(sysm, "simulate"):
             t0 = time.perf_counter()
@@ -277,7 +286,8 @@ def section_opcount(ns: list[int]) -> dict[str, Any]:
                 continue
         d = 2 * n
         fd = forward_dynamics(vl_chain(n))
-        aba = int(sum(sp.count_ops(x) for _, x in fd.assignments) + sum(sp.count_ops(x) for x in fd.qdd))
+        temps, outs = straight_line(fd.assignments, list(fd.qdd))        # the code stage's CSE and count
+        aba = sum(count_ops(x) for _, x in temps) + sum(count_ops(x) for x in outs)
         row = {"n": n, "dof": d, "straight_line_ops": straight, "cholesky_ops": cholesky_ops(d),
                "total_ops": (straight or 0) + cholesky_ops(d), "aba_ops": aba, "seeds_dof": d,
                **seeds_formulas(d)}
@@ -293,8 +303,8 @@ def section_opcount(ns: list[int]) -> dict[str, Any]:
     return {"rows": rows, "growth_exponent_last_two": growth,
             "note": "straight-line = the generated M and B u - bias (count_ops after CSE, as printed in the C); "
                     "the Cholesky factorisation and solves run as loops and are counted analytically; "
-                    "aba = rodgen.symbolic.recursive.forward_dynamics (articulated-body algorithm, sympy "
-                    "count_ops of its assignments)"}
+                    "aba = rodgen.symbolic.recursive.forward_dynamics (articulated-body algorithm) after the "
+                    "same CSE and with the same count"}
 
 
 # -- summary -------------------------------------------------------------------------------------
@@ -334,9 +344,12 @@ def section_summary() -> dict[str, Any]:
         r = sim["models"].get("vl_chain5", {})
         if "mujoco_rollout_s" in r:
             speedup = r["mujoco_rollout_s"] / r["rodgen_c_rk4_s"]
+            extra = (f"; with the articulated-body forward dynamics {r['rodgen_c_aba_rk4_s'] * 1e3:.1f} ms, "
+                     f"{r['mujoco_rollout_s'] / r['rodgen_c_aba_rk4_s']:.1f}× faster"
+                     if r.get("rodgen_c_aba_rk4_s") else "")
             target("10 s at 1 kHz RK4 of vl_chain(5) ≥ 5× faster than MuJoCo's C rollout", round(speedup, 2), 5.0,
                    speedup >= 5.0, f"rodgen {r['rodgen_c_rk4_s'] * 1e3:.1f} ms vs MuJoCo "
-                                   f"{r['mujoco_rollout_s'] * 1e3:.1f} ms: {speedup:.1f}× faster")
+                                   f"{r['mujoco_rollout_s'] * 1e3:.1f} ms: {speedup:.1f}× faster{extra}")
     if ops and ops.get("growth_exponent_last_two"):
         g = ops["growth_exponent_last_two"]
         target("operation count of generated forward dynamics grows ≤ n²", round(g["total_ops"], 2), 2.0,
@@ -369,26 +382,35 @@ def summary_markdown(build: Any, fwd: Any, sim: Any, ops: Any, targets: list[dic
     if fwd:
         lines += ["**Forward dynamics, one state, µs per call**", "",
                   "| n | rodgen from Python | rodgen kernel (no checks) | rodgen batch, per state | rodgen in C | "
-                  "Pinocchio aba (Python) | PyDy rhs (Python) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "rodgen ABA in C | Pinocchio aba (Python) | PyDy rhs (Python) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in fwd["rows"]:
             pin_t = f"{r['pinocchio_aba_python_s'] * 1e6:.2f}" if "pinocchio_aba_python_s" in r else "–"
             pyd = f"{r['pydy_rhs_python_s'] * 1e6:.2f}" if "pydy_rhs_python_s" in r else "–"
             lines.append(f"| {r['n']} | {r['rodgen_python_s'] * 1e6:.2f} | {r['rodgen_kernel_s'] * 1e6:.2f} | "
-                         f"{r['rodgen_batch_per_state_s'] * 1e6:.3f} | {r['rodgen_c_s'] * 1e6:.3f} | {pin_t} | {pyd} |")
+                         f"{r['rodgen_batch_per_state_s'] * 1e6:.3f} | {r['rodgen_c_s'] * 1e6:.3f} | "
+                         f"{r['rodgen_c_aba_s'] * 1e6 if 'rodgen_c_aba_s' in r else float('nan'):.3f} | "
+                         f"{pin_t} | {pyd} |")
         lines.append("")
     if sim:
         lines += [f"**{sim['t_end']:g} s of motion at {1 / sim['dt']:g} Hz, seconds (real-time factor)**", "",
-                  "| model | rodgen C, RK4 | MuJoCo rollout, RK4 | rodgen solve_ivp | Pinocchio solve_ivp | "
-                  "Pinocchio RK4 loop in Python | PyDy solve_ivp |", "|---|---|---|---|---|---|---|"]
+                  "| model | rodgen C, RK4 | rodgen ABA C, RK4 | MuJoCo rollout, RK4 | rodgen solve_ivp | "
+                  "Pinocchio solve_ivp | Pinocchio RK4 loop in Python | PyDy solve_ivp |",
+                  "|---|---|---|---|---|---|---|---|"]
 
         def cell(v: Any) -> str:
             return "–" if v is None else f"{v:.3f} ({sim['t_end'] / v:.0f}×)"
         for name, r in sim["models"].items():
-            lines.append(f"| {name} | {cell(r.get('rodgen_c_rk4_s'))} | {cell(r.get('mujoco_rollout_s'))} | "
+            lines.append(f"| {name} | {cell(r.get('rodgen_c_rk4_s'))} | {cell(r.get('rodgen_c_aba_rk4_s'))} | "
+                         f"{cell(r.get('mujoco_rollout_s'))} | "
                          f"{cell(r.get('rodgen_solve_ivp_s'))} | {cell(r.get('pinocchio_solve_ivp_s'))} | "
                          f"{cell(r.get('pinocchio_python_rk4_s'))} | {cell(r.get('pydy_solve_ivp_s'))} |")
-        lines += ["", "solve_ivp: RK45, rtol 1e-8, atol 1e-10; inputs zero (passive motion).", ""]
+        lines += ["", "rodgen C: the generated `<model>_rhs` (mass matrix + Cholesky) in an RK4 loop in C; "
+                  "rodgen ABA C: the articulated-body forward dynamics in the same loop. "
+                  "solve_ivp: RK45, rtol 1e-8, atol 1e-10. Inputs zero (passive motion). The final states "
+                  "of rodgen and MuJoCo agree to "
+                  + ", ".join(f"{r.get('max_state_difference_rodgen_vs_mujoco', float('nan')):.0e} ({nm})"
+                              for nm, r in sim["models"].items()) + ".", ""]
     if ops:
         lines += ["**Operations of the generated forward dynamics (vl_chain(n), 2n DOF) beside SEEDS §4.3**", "",
                   "| n | DOF | straight-line (M, B u − bias) | + Cholesky & solves | articulated-body | "
@@ -433,6 +455,7 @@ def plot(build: Any, fwd: Any, sim: Any, ops: Any) -> None:
         a = ax[0, 1]
         for key, lab in (("rodgen_python_s", "rodgen, Python call"), ("rodgen_kernel_s", "rodgen kernel"),
                          ("rodgen_batch_per_state_s", "rodgen batch / state"), ("rodgen_c_s", "rodgen in C"),
+                         ("rodgen_c_aba_s", "rodgen ABA in C"),
                          ("pinocchio_aba_python_s", "Pinocchio aba (Python)"), ("pydy_rhs_python_s", "PyDy rhs")):
             pts = [(r["n"], r[key] * 1e6) for r in rs if key in r]
             if pts:
@@ -453,7 +476,7 @@ def plot(build: Any, fwd: Any, sim: Any, ops: Any) -> None:
         a.legend(fontsize=8)
     if sim:
         a = ax[1, 1]
-        keys = [("rodgen_c_rk4_s", "rodgen C"), ("mujoco_rollout_s", "MuJoCo"), ("rodgen_solve_ivp_s", "rodgen ivp"),
+        keys = [("rodgen_c_rk4_s", "rodgen C"), ("rodgen_c_aba_rk4_s", "rodgen ABA C"), ("mujoco_rollout_s", "MuJoCo"), ("rodgen_solve_ivp_s", "rodgen ivp"),
                 ("pinocchio_solve_ivp_s", "Pin ivp"), ("pydy_solve_ivp_s", "PyDy ivp")]
         names = list(sim["models"])
         w = 0.8 / len(keys)
