@@ -114,7 +114,7 @@ def _jacobians(eqs_red: rodgen.Equations, full: rodgen.Equations,
     return qf, Jn @ qd, Jn @ qdd + Jdn @ qd, Jn
 
 
-@pytest.mark.parametrize("method", ["matrix", "lagrange"])
+@pytest.mark.parametrize("method", ["matrix", "lagrange", "recursive"])
 def test_reduced_forces_equal_projected_full_forces(method: str) -> None:
     model = coupled_exo()
     red = rodgen.derive(model, method=method)
