@@ -75,16 +75,25 @@ CASES = [(ex, meth) for ex in EXAMPLE_FILES for meth in FAST_METHODS] + \
 
 
 class Reference:
-    """The Equations of a model as numpy functions (sympy.lambdify of the expanded expressions)."""
+    """The Equations of a model as numpy functions (sympy.lambdify), independent of the code stage.
+
+    Intermediate assignments (recursive method) are evaluated one by one in
+    their order by SymPy itself (``xreplace`` with numbers), then the
+    matrices from them by lambdify; nothing is expanded.
+    """
 
     def __init__(self, eqs: rodgen.Equations) -> None:
-        e = eqs.expanded()
-        args = [e.q, e.qd, e.u, e.params]
+        e = eqs
         self.n, self.m = len(e.q), len(e.u)
+        base = list(e.q) + list(e.qd) + list(e.u) + list(e.params)
+        self.nbase = len(base)
+        syms = base + [s for s, _ in e.assignments]
 
-        def fn(expr: Any, extra: tuple = ()) -> Any:
-            return sp.lambdify(args + list(extra), expr, modules="numpy", cse=False)
+        def fn(expr: Any) -> Any:
+            return sp.lambdify(syms, expr, modules="numpy", cse=False)
 
+        self.assign = list(e.assignments)
+        self.base = base
         self.M = fn(e.M)
         self.bias = fn(e.bias)
         self.G = fn(e.G)
@@ -92,10 +101,14 @@ class Reference:
         self.T = fn(e.T)
         self.V = fn(e.V)
         self.points = {nm: fn(v) for nm, v in e.points.items()}
-        self.p0 = np.array([float(eqs.param_values[s]) for s in eqs.params])
 
     def call(self, f: Any, q: np.ndarray, qd: np.ndarray, u: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return np.array(f(q, qd, u, p), dtype=float)
+        vals = [float(v) for v in (*q, *qd, *u, *p)]
+        env: dict[sp.Basic, sp.Basic] = {s: sp.Float(v, 17) for s, v in zip(self.base, vals)}
+        for sym, ex in self.assign:
+            env[sym] = sp.Float(float(ex.xreplace(env)), 17)
+            vals.append(float(env[sym]))
+        return np.array(f(*vals), dtype=float)
 
 
 @lru_cache(maxsize=None)
