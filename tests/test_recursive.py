@@ -57,14 +57,27 @@ def rel_err(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max(initial=0.0) / scale)
 
 
+_CACHE: dict[tuple[str, str], tuple[rodgen.Equations, Callable[..., dict[str, np.ndarray]]]] = {}
+
+
+def derived(model_factory: Callable[[], rodgen.Model], method: str) -> tuple[rodgen.Equations, Callable[
+        ..., dict[str, np.ndarray]]]:
+    """Equations of a model and their evaluator, derived once per (model name, method) in this session."""
+    model = model_factory()
+    key = (model.name, method)
+    if key not in _CACHE:
+        eqs = rodgen.derive(model, method=method)
+        _CACHE[key] = (eqs, evaluator(eqs))
+    return _CACHE[key]
+
+
 def assert_same_equations(model_factory: Callable[[], rodgen.Model], reference: str, seed: int,
                           states: int = 4) -> None:
-    rec = rodgen.derive(model_factory(), method="recursive")
-    ref = rodgen.derive(model_factory(), method=reference)
+    rec, f_rec = derived(model_factory, "recursive")
+    ref, f_ref = derived(model_factory, reference)
     assert rec.method == "recursive"
     assert [str(s) for s in rec.q] == [str(s) for s in ref.q]
     assert [str(s) for s in rec.u] == [str(s) for s in ref.u]
-    f_rec, f_ref = evaluator(rec), evaluator(ref)
     p = np.array([rec.param_values[s] for s in rec.params])
     rng = np.random.default_rng(seed)
     for _ in range(states):
@@ -106,7 +119,7 @@ def test_floating_base_chain() -> None:
     """A free-flying two-link chain (base coordinates x, y first), recursive against matrix."""
     def model() -> rodgen.Model:
         m = chain(2, "rod_two_variable")
-        m.base = "floating"
+        m.name, m.base = "floating_chain2", "floating"
         m._validated = False
         return m.validate()
     assert_same_equations(model, "matrix", seed=5)
@@ -159,8 +172,8 @@ ABA_MODELS = [m for m in LINK_MODELS if m not in ("point_masses", "joint_masses"
 def assert_aba_solves_equations(model_factory: Callable[[], rodgen.Model], seed: int) -> None:
     from rodgen.symbolic.recursive import forward_dynamics
     fd = forward_dynamics(model_factory())
-    eqs = rodgen.derive(model_factory(), method="matrix")
-    f, g = evaluator(eqs), aba_evaluator(fd)
+    eqs, f = derived(model_factory, "matrix")
+    g = aba_evaluator(fd)
     p = np.array([eqs.param_values[s] for s in eqs.params])
     rng = np.random.default_rng(seed)
     for _ in range(3):
@@ -184,7 +197,7 @@ def test_articulated_body_forward_dynamics_on_examples(path: str) -> None:
 
 @pytest.mark.parametrize("angle", ["relative", "absolute"])
 @pytest.mark.parametrize("n", [1, 3, 5])
-@pytest.mark.parametrize("link_model", ABA_MODELS)
+@pytest.mark.parametrize("link_model", ABA_MODELS)  # the matrix-method reference is shared with the tests above
 def test_articulated_body_forward_dynamics_on_chains(link_model: str, n: int, angle: str) -> None:
     assert_aba_solves_equations(lambda: chain(n, link_model, angle=angle), seed=300 + n)
 

@@ -68,7 +68,7 @@ def chain(n: int, link_model: str, *, angle: str = "relative") -> Model:
         raise ValueError(f"unknown link model {link_model!r}; choose one of {', '.join(LINK_MODELS)}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"chain(n) needs an integer n >= 1, got {n!r}")
-    model = Model(name=f"{link_model}_chain{n}")
+    model = Model(name=f"{link_model}_chain{n}" + ("_absolute" if angle == "absolute" else ""))
     parent = None
     for i in range(1, n + 1):
         m = model.parameter(f"m{i}", 1.0 + 0.25 * i, "kg")
