@@ -5,23 +5,40 @@ Pipeline: model (``load``/``Model``) -> symbolic (``derive``) -> code
 """
 from __future__ import annotations
 
+import importlib
+
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring, load, telescopic
 from .symbolic import Equations, Method, derive
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "derive", "Model", "Link", "Segment", "PointMass", "Rod", "Joint", "Marker", "Parameter",
-           "Spring", "telescopic", "Equations", "Method", "ModelError", "DerivationError", "CodegenError",
-           "BuildError", "RodgenError", "__version__"]
+__all__ = ["load", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint", "Marker",
+           "Parameter", "Spring", "telescopic", "Equations", "Method", "ModelError", "DerivationError",
+           "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
+           "MixedProblem", "SimulationResult", "examples", "__version__"]
+
+# Later stages are imported on first use so that `import rodgen` stays light.
+# `rodgen.build` is both the build-stage package and its entry point: the
+# package module is callable (rodgen.build(model)), so the name works either way.
+_LAZY = {
+    "build": (".build", None),
+    "generate": (".codegen", "generate"),
+    "examples": (".examples", None),
+    "plot": (".runtime.plot", "plot"),
+    "animate": (".runtime.plot", "animate"),
+    "prescribed_forces": (".runtime.trajectory", "prescribed_forces"),
+    "MixedProblem": (".runtime.trajectory", "MixedProblem"),
+    "SimulationResult": (".runtime.result", "SimulationResult"),
+    "DynamicsError": (".runtime", "DynamicsError"),
+}
 
 
 def __getattr__(name: str) -> object:
-    # later stages are imported lazily so that `import rodgen` stays light
-    if name in ("build", "generate"):
-        from . import build as _b
-        return getattr(_b, name)
-    if name == "examples":
-        import importlib
-        return importlib.import_module(".examples", __name__)
-    raise AttributeError(f"module 'rodgen' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rodgen' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    mod = importlib.import_module(module, __name__)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value

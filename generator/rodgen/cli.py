@@ -2,6 +2,8 @@
 
     rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and _<model>.pyx into DIR
     rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
+    rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
+    rodgen equations MODEL.yaml [--latex] print the equations of motion
 
 Errors print one line (``rodgen: error: ...``) and exit with status 2.
 """
@@ -49,7 +51,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``generate`` and ``build``)."""
+    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``)."""
     from . import __version__
     ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
                                                             "compiled to C.")
@@ -71,6 +73,10 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O2", help="optimisation level (default O2)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     b.set_defaults(func=_cmd_build)
+
+    from .cli_sim import add_equations_parser, add_simulate_parser
+    add_simulate_parser(sub)
+    add_equations_parser(sub)
     return ap
 
 
