@@ -359,6 +359,11 @@ def section_summary() -> dict[str, Any]:
                f"articulated-body forward dynamics {g.get('aba_ops', float('nan')):.2f}")
     md = summary_markdown(build, fwd, sim, ops, targets)
     (RESULTS / "summary.md").write_text(md)
+    readme = HERE / "README.md"
+    marker = "<!-- summary -->"
+    if readme.exists() and marker in readme.read_text():
+        head = readme.read_text().split(marker)[0]
+        readme.write_text(f"{head}{marker}\n\n{md}")
     print(md)
     plot(build, fwd, sim, ops)
     return {"targets": targets}
@@ -433,6 +438,7 @@ def plot(build: Any, fwd: Any, sim: Any, ops: Any) -> None:
         print("matplotlib missing: no plot")
         return
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(2, 2, figsize=(11, 8))
@@ -473,6 +479,8 @@ def plot(build: Any, fwd: Any, sim: Any, ops: Any) -> None:
         a.loglog(d, [r["N_M"] for r in rs], "--", label="SEEDS N_M")
         a.loglog(d, [r["N_V"] for r in rs], "--", label="SEEDS N_V")
         a.set(xlabel="degrees of freedom", ylabel="operations", title="forward dynamics operation count")
+        a.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        a.set_xticks(d, [str(x) for x in d])
         a.legend(fontsize=8)
     if sim:
         a = ax[1, 1]

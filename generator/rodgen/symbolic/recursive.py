@@ -32,6 +32,14 @@ differences, virtual coordinates fractions of lengths), so by virtual work
 
     M = Tᵀ M_tree T,   h = Tᵀ h_tree,   G = Tᵀ G_tree.
 
+Forward dynamics
+----------------
+:func:`forward_dynamics` runs the articulated-body algorithm over the same
+tree and returns ``qdd`` as straight-line assignments, O(n) operations
+instead of the O(n³) of a dense factorisation of M. It applies when the tree's
+joints are the model's coordinates up to the constant map ``T`` (no masses at
+intermediate fractions of variable segments, no coupled coordinates).
+
 Planar spatial algebra: a motion vector is ``(w, vx, vy)`` (angular rate and
 velocity of the body point at the frame origin), a force ``(n, fx, fy)``
 (moment about the frame origin and force), a rigid-body inertia
