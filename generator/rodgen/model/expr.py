@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 #: Functions allowed in expressions, with their number of arguments.
 FUNCTIONS: dict[str, int] = {
@@ -113,15 +113,19 @@ def _check(node: ast.AST, src: str, names: set[str], depth: int) -> None:
     raise ExpressionError(f"{src!r} is not plain arithmetic (found {type(node).__name__})")
 
 
-def _evaluate(node: ast.AST, values: Mapping[str, float]) -> float:
+def fold(node: ast.AST, number: Callable[[Union[int, float]], Any], name: Callable[[str], Any],
+         call: Callable[[str, list[Any]], Any]) -> Any:
+    """Evaluate a checked expression tree with the given leaves and functions.
+
+    The arithmetic uses Python's operators, so the same fold gives floats
+    (numbers and math functions) or, in the symbolic stage, SymPy expressions.
+    """
     if isinstance(node, ast.Constant):
-        return float(node.value)
+        return number(node.value)
     if isinstance(node, ast.Name):
-        if node.id in CONSTANTS:
-            return CONSTANTS[node.id]
-        return float(values[node.id])
+        return name(node.id)
     if isinstance(node, ast.BinOp):
-        a, b = _evaluate(node.left, values), _evaluate(node.right, values)
+        a, b = fold(node.left, number, name, call), fold(node.right, number, name, call)
         op = node.op
         if isinstance(op, ast.Add):
             return a + b
@@ -131,16 +135,23 @@ def _evaluate(node: ast.AST, values: Mapping[str, float]) -> float:
             return a * b
         if isinstance(op, ast.Div):
             return a / b
-        return float(a ** b)
+        return a ** b
     if isinstance(node, ast.UnaryOp):
-        v = _evaluate(node.operand, values)
+        v = fold(node.operand, number, name, call)
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        args = [_evaluate(a, values) for a in node.args]
-        fn = {"abs": abs, "atan2": math.atan2}.get(node.func.id) or getattr(math, node.func.id)
-        return float(fn(*args))
-    raise AssertionError("unchecked expression node")
+        return call(node.func.id, [fold(a, number, name, call) for a in node.args])
+    raise AssertionError(f"unchecked expression node {type(node).__name__}")
+
+
+def _math_call(fn: str, args: list[float]) -> float:
+    impl = {"abs": abs, "atan2": math.atan2}.get(fn) or getattr(math, fn)
+    return float(impl(*args))
+
+
+def _evaluate(node: ast.AST, values: Mapping[str, float]) -> float:
+    return float(fold(node, float, lambda n: CONSTANTS[n] if n in CONSTANTS else float(values[n]), _math_call))
 
 
 def as_expression(value: Value) -> Expression:
