@@ -132,6 +132,7 @@ class ModelSpec:
     kernels: tuple[Kernel, ...]
     # plain Python values for the Cython module's metadata (printed with repr)
     meta: tuple[tuple[str, str], ...] = field(default=())
+    jacobian: bool = False         # <prefix>_rhs_jacobian is generated
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:
