@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import RodgenError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import SimulationResult
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
@@ -70,6 +73,7 @@ class CompiledModel:
         self.content_hash: str = module.CONTENT_HASH
         self.version: str = module.VERSION
         self.method: str = module.METHOD
+        self.has_jacobian: bool = bool(getattr(module, "HAS_JACOBIAN", False))
         self.path = Path(path) if path is not None else Path(getattr(module, "__file__", "") or ".")
         self.folder = self.path.parent
         self._p0 = np.array(module.PARAMETER_VALUES, dtype=float).reshape(1, self.np)
@@ -252,6 +256,15 @@ class CompiledModel:
 
         Parameters and a constant ``u`` are checked once, here; ``y`` must be
         a (2 nq,) state (solve_ivp's ``vectorized=True`` is not supported).
+
+        The returned function carries ``f.jac(t, y)``, the exact (2 nq, 2 nq)
+        Jacobian of f (see :meth:`rhs_jacobian`), for the implicit methods::
+
+            f = sys.ode(u=u0)
+            solve_ivp(f, (0, 10), y0, method="Radau", jac=f.jac)
+
+        With a function ``u(t, y)`` the Jacobian holds the inputs fixed at
+        u(t, y): it leaves out du/dy (Newton iterations still converge with it).
         """
         p2, d = self._params(p)
         if d > 1:
@@ -265,6 +278,22 @@ class CompiledModel:
             code = int(st[0])
             raise DynamicsError(f"rhs of the model {self.name!r} failed at t = {t!r}: "
                                 f"{STATUS_MESSAGES.get(code, f'status {code}')}.", status=code, row=None)
+
+        jac_kernel = self._m.rhs_jacobian if self.has_jacobian else None
+        nq = self.nq
+
+        def jacobian_at(t: float, y: np.ndarray, u1: np.ndarray) -> np.ndarray:
+            if jac_kernel is None:
+                raise RodgenError(self._no_jacobian())
+            y1 = np.ascontiguousarray(y, dtype=float).reshape(-1)
+            if y1.shape != (ny,):
+                raise ValueError(f"Input 'y' has shape {y1.shape}; the model {self.name!r} expects ({ny},)")
+            J = np.empty((ny, ny))
+            st = np.zeros(1, dtype=np.intc)
+            jac_kernel(1, y1[:nq], y1[nq:], u1, p2, J, st)
+            if st[0]:
+                status_error(st, t)
+            return J
 
         if callable(u):
             ufun = u
@@ -281,6 +310,12 @@ class CompiledModel:
                 if st[0]:
                     status_error(st, t)
                 return dy
+
+            def jac(t: float, y: np.ndarray) -> np.ndarray:
+                y1 = np.ascontiguousarray(y, dtype=float)
+                u1, _ = self._rows(ufun(t, y1), "u")
+                return jacobian_at(t, y1, u1)
+            f.jac = jac  # type: ignore[attr-defined]
             return f
 
         u2, c = self._inputs(u)
@@ -298,7 +333,58 @@ class CompiledModel:
             if st[0]:
                 status_error(st, t)
             return dy
+
+        def jac_const(t: float, y: np.ndarray) -> np.ndarray:
+            return jacobian_at(t, y, u2)
+        f_const.jac = jac_const  # type: ignore[attr-defined]
         return f_const
+
+    def _no_jacobian(self) -> str:
+        return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (models of more "
+                f"than 12 coordinates skip it by default); rebuild with "
+                f"rodgen.build(model, codegen=CodegenOptions(jacobian=True))")
+
+    def rhs_jacobian(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
+                     out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
+        """Exact Jacobian of the right-hand side at constant u: d[qd, qdd]/d[q, qd].
+
+        Returns (2 nq, 2 nq), or (N, 2 nq, 2 nq) for stacked inputs; rows are
+        the entries of dy = [qd, qdd], columns those of y = [q, qd]. Computed in C
+        from generated derivatives of M, bias and B and the Cholesky factor of M:
+        d qdd/dx = M^-1 (d(B u - bias)/dx - (dM/dx) qdd). Raises DynamicsError
+        where forward dynamics fails (``check=False``: NaN rows instead).
+        """
+        if not self.has_jacobian:
+            raise RodgenError(self._no_jacobian())
+        q2, a = self._rows(q, "q")
+        qd2, b = self._rows(qd, "qd")
+        u2, c = self._inputs(u)
+        p2, d = self._params(p)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        ny = 2 * self.nq
+        res = self._out(out, (n, ny, ny) if batched else (ny, ny))
+        status = np.zeros(n, dtype=np.intc)
+        self._m.rhs_jacobian(n, q2, qd2, u2, p2, res, status)
+        if check:
+            self._check_status(status, "rhs_jacobian", batched)
+        return res
+
+    def simulate(self, y0: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
+                 rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Params = None, controller: Any = None,
+                 store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
+                 h_max: Optional[float] = None, h_min: float = 0.0,
+                 progress: Optional[bool] = None) -> "SimulationResult":
+        """Integrate in C with RK4 (fixed step ``dt``) or DOPRI5 (adaptive, rtol/atol).
+
+        ``u``: None, a constant (nu,), an InputTable or a callable u(t, q, qd)
+        (slow path); ``controller``: PD or ComputedTorque toward a Reference.
+        See :func:`rodgen.runtime.integrate.simulate` for every argument.
+        Returns a SimulationResult (t, q, qd, u, energy, status, message).
+        """
+        from .integrate import simulate
+        return simulate(self, y0, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
+                        controller=controller, store_every=store_every, max_steps=max_steps, t0=t0, h_max=h_max,
+                        h_min=h_min, progress=progress)
 
     def energy(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> tuple:
         """(kinetic, potential) energy: two floats, or two (N,) arrays for a batch."""

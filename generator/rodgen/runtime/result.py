@@ -24,6 +24,8 @@ class Status(str, enum.Enum):
     NONFINITE = "nonfinite"            # the state or its derivative became NaN or infinite
     SINGULAR_MASS = "singular_mass"    # the mass matrix could not be factorised
     STEP_UNDERFLOW = "step_underflow"  # the adaptive step size fell below its minimum
+    MAX_STEPS = "max_steps"            # the integrator took the most steps it was allowed
+    NONFINITE_INPUT = "nonfinite_input"  # the inputs became NaN or infinite
     INTERRUPTED = "interrupted"        # stopped by the user or a callback
     FAILED = "failed"                  # any other failure (see ``message``)
 
