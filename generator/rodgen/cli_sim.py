@@ -1,11 +1,15 @@
 """The ``simulate`` and ``equations`` subcommands of the ``rodgen`` command line.
 
-    rodgen simulate MODEL.yaml --t-end 10 --dt 1e-3 [--plot out.png] [--animate out.gif] [--csv out.csv]
+    rodgen simulate MODEL.yaml --t-end 10 --dt 1e-3 [--integrator rk4|dopri5] [--hold KP,KD]
+                    [--plot out.png] [--animate out.gif] [--csv out.csv]
     rodgen equations MODEL.yaml [--latex] [--blocks] [--method matrix] [-o FILE]
 
 ``simulate`` builds the model (or reuses the cached build), integrates it
-from the model's initial state (or ``--set`` values) with no inputs, prints
-a summary and writes the requested files. The CSV columns are documented in
+from the model's initial state (or ``--set`` values) with the compiled
+integrators (``sys.simulate``; RK4 by default, DOPRI5 on request, SciPy's
+methods as a fallback), with no inputs or, with ``--hold KP,KD``, a PD law
+that holds the initial posture; prints a summary and writes the requested
+files. The CSV columns are documented in
 :meth:`rodgen.runtime.result.SimulationResult.to_csv`.
 """
 from __future__ import annotations
@@ -17,7 +21,19 @@ from typing import Any
 import numpy as np
 
 METHODS = ("lagrange", "matrix", "recursive")
-INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+COMPILED = ("rk4", "dopri5")
+INTEGRATORS = COMPILED + ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+
+
+def _gains(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        kp, kd = (float(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KP,KD (two numbers), got {text!r}") from None
+    if not (math.isfinite(kp) and math.isfinite(kd) and kp >= 0 and kd >= 0):
+        raise argparse.ArgumentTypeError(f"the gains must be finite and non-negative, got {text!r}")
+    return kp, kd
 
 
 def _assignment(text: str) -> tuple[str, float]:
@@ -36,14 +52,22 @@ def _assignment(text: str) -> tuple[str, float]:
 def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``rodgen simulate`` on an ``argparse`` subparsers object; returns the subparser."""
     s = subparsers.add_parser("simulate", help="build a model, simulate it and plot, animate or save the result",
-                              description="Simulate a model from its initial state with no inputs.")
+                              description="Simulate a model from its initial state, with no inputs or holding "
+                                          "its initial posture (--hold).")
     s.add_argument("model", metavar="MODEL.yaml", help="the model file")
     s.add_argument("--t-end", type=float, default=10.0, help="simulated time in s (default 10)")
-    s.add_argument("--dt", type=float, default=1e-3, help="output sampling interval in s (default 1e-3)")
-    s.add_argument("--integrator", choices=INTEGRATORS, default="DOP853",
-                   help="SciPy integrator on the compiled rhs (default DOP853)")
-    s.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance (default 1e-8)")
-    s.add_argument("--atol", type=float, default=1e-10, help="absolute tolerance (default 1e-10)")
+    s.add_argument("--dt", type=float, default=1e-3,
+                   help="output interval in s (default 1e-3); the RK4 step is dt/--substeps, the largest DOPRI5 "
+                        "step is dt")
+    s.add_argument("--integrator", choices=INTEGRATORS, default="rk4",
+                   help="rk4 (fixed step) or dopri5 (adaptive), compiled in the model's C (default rk4); or a "
+                        "SciPy method on the compiled rhs")
+    s.add_argument("--substeps", type=int, default=1, metavar="N", help="RK4 steps per output interval (default 1)")
+    s.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance of adaptive methods (default 1e-8)")
+    s.add_argument("--atol", type=float, default=1e-10, help="absolute tolerance of adaptive methods (default 1e-10)")
+    s.add_argument("--hold", type=_gains, default=None, metavar="KP,KD",
+                   help="hold the initial posture with PD feedback on the inputs: u = KP B^T (q0 - q) - KD B^T qd "
+                        "(see docs/simulation.md)")
     s.add_argument("--set", dest="initial", action="append", type=_assignment, default=[], metavar="NAME=VALUE",
                    help="initial value of a coordinate, or of a rate as NAME_dot=VALUE (repeatable)")
     s.add_argument("--param", dest="params", action="append", type=_assignment, default=[],
@@ -105,8 +129,34 @@ def run_simulate(args: argparse.Namespace) -> int:
             raise SystemExit(f"rodgen: error: --set {k}: not a coordinate (coordinates: "
                              f"{', '.join(ev.coordinates)})")
         y0[ev.coordinates.index(base) + (nq if k.endswith("_dot") else 0)] = v
-    res = solve(ev, y0, args.t_end, dt=args.dt, p=p, method=args.integrator, rtol=args.rtol, atol=args.atol,
-                progress=True if args.progress else None)
+    progress = True if args.progress else None
+    if args.substeps < 1:
+        raise SystemExit(f"rodgen: error: --substeps must be at least 1, got {args.substeps}")
+    controller = None
+    if args.hold is not None:
+        from .runtime.control import PD, Reference
+        if len(ev.inputs) == 0:
+            raise SystemExit("rodgen: error: --hold: the model has no inputs to hold it with")
+        controller = PD(Reference.hold(y0[:nq]), kp=args.hold[0], kd=args.hold[1])
+    integrator = args.integrator
+    if not hasattr(ev, "simulate") and integrator in COMPILED:
+        integrator = "DOP853"      # --no-compile: no compiled integrators
+    if integrator == "rk4":
+        res = ev.simulate(y0, args.t_end, args.dt / args.substeps, method="rk4", p=p, controller=controller,
+                          store_every=args.substeps, progress=progress)
+    elif integrator == "dopri5":
+        res = ev.simulate(y0, args.t_end, method="dopri5", rtol=args.rtol, atol=args.atol, h_max=args.dt, p=p,
+                          controller=controller, progress=progress)
+    else:
+        u_fun = None
+        if controller is not None:
+            q0, (kp, kd) = y0[:nq].copy(), args.hold
+
+            def u_fun(t: float, y: np.ndarray) -> np.ndarray:
+                B = ev.input_map(y[:nq], p)
+                return kp * (B.T @ (q0 - y[:nq])) - kd * (B.T @ y[nq:])
+        res = solve(ev, y0, args.t_end, dt=args.dt, p=p, u=u_fun, method=integrator, rtol=args.rtol,
+                    atol=args.atol, progress=progress)
     E = res.kinetic + res.potential
     print(f"{res.model}: {len(res.t)} samples to t = {res.t[-1]:g} s, status {res.status.value} ({res.message})")
     print(f"energy: start {E[0]:.10g} J, end {E[-1]:.10g} J, drift {E[-1] - E[0]:.3g} J")
