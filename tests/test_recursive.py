@@ -217,3 +217,13 @@ def test_articulated_body_operation_count_grows_linearly() -> None:
         return int(sum(sp.count_ops(e) for _, e in fd.assignments) + sum(sp.count_ops(x) for x in fd.qdd))
     small, large = count(10), count(20)
     assert large / small < 2.5, f"ABA operation count grew by {large / small:.2f} from n=10 to n=20"
+
+
+def test_coordinate_that_moves_no_mass_is_refused_as_by_the_matrix_method() -> None:
+    """The recursion keeps structural zeros exact, so derive() can name the coordinate that moves nothing."""
+    model = rodgen.Model(name="dangling")
+    lk = model.link("a")
+    lk.rigid("r", 1.0, rod=rodgen.Rod(mass=1.0))
+    lk.variable("v", 0.5)
+    with pytest.raises(rodgen.ModelError, match="coordinate 'l_v' .* moves no mass"):
+        rodgen.derive(model, method="recursive")
