@@ -346,13 +346,17 @@ def section_summary() -> dict[str, Any]:
     if sim:
         r = sim["models"].get("vl_chain5", {})
         if "mujoco_rollout_s" in r:
-            speedup = r["mujoco_rollout_s"] / r["rodgen_c_rk4_s"]
-            extra = (f"; with the articulated-body forward dynamics {r['rodgen_c_aba_rk4_s'] * 1e3:.1f} ms, "
-                     f"{r['mujoco_rollout_s'] / r['rodgen_c_aba_rk4_s']:.1f}× faster"
-                     if r.get("rodgen_c_aba_rk4_s") else "")
+            mj = r["mujoco_rollout_s"]
+            # the user's path is the runtime's compiled simulate(); without it, the generated rhs in a C loop
+            main_key = "rodgen_simulate_s" if r.get("rodgen_simulate_s") else "rodgen_c_rk4_s"
+            speedup = mj / r[main_key]
+            parts = [f"MuJoCo {mj * 1e3:.1f} ms"]
+            for key, lab in (("rodgen_simulate_s", "rodgen simulate()"), ("rodgen_c_rk4_s", "generated rhs in a C loop"),
+                             ("rodgen_c_aba_rk4_s", "articulated-body forward dynamics in a C loop")):
+                if r.get(key):
+                    parts.append(f"{lab} {r[key] * 1e3:.1f} ms ({mj / r[key]:.1f}× faster)")
             target("10 s at 1 kHz RK4 of vl_chain(5) ≥ 5× faster than MuJoCo's C rollout", round(speedup, 2), 5.0,
-                   speedup >= 5.0, f"rodgen {r['rodgen_c_rk4_s'] * 1e3:.1f} ms vs MuJoCo "
-                                   f"{r['mujoco_rollout_s'] * 1e3:.1f} ms: {speedup:.1f}× faster{extra}")
+                   speedup >= 5.0, "; ".join(parts))
     if ops and ops.get("growth_exponent_last_two"):
         g = ops["growth_exponent_last_two"]
         target("operation count of generated forward dynamics grows ≤ n²", round(g["total_ops"], 2), 2.0,
