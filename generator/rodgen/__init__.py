@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 __all__ = ["load", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint", "Marker",
            "Parameter", "Spring", "telescopic", "Equations", "Method", "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
-           "MixedProblem", "SimulationResult", "examples", "__version__"]
+           "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
+           "examples", "__version__"]
 
 # Later stages are imported on first use so that `import rodgen` stays light.
 # `rodgen.build` is both the build-stage package and its entry point: the
@@ -31,6 +32,11 @@ _LAZY = {
     "MixedProblem": (".runtime.trajectory", "MixedProblem"),
     "SimulationResult": (".runtime.result", "SimulationResult"),
     "DynamicsError": (".runtime", "DynamicsError"),
+    "PD": (".runtime", "PD"),
+    "ComputedTorque": (".runtime", "ComputedTorque"),
+    "InputTable": (".runtime", "InputTable"),
+    "Reference": (".runtime", "Reference"),
+    "Integrator": (".runtime", "Integrator"),
 }
 
 
