@@ -14,7 +14,7 @@ from typing import Optional, Union
 from ..errors import CodegenError
 from ..model.core import Model
 from ..symbolic.equations import Equations
-from .lower import CodegenOptions, lower, prefix_of, straight_line
+from .lower import CodegenOptions, ForwardAlgorithm, lower, prefix_of, straight_line
 from .printer import SlotPrinter, c_double
 from .render import GeneratedFiles, environment, render, template_digest, template_root
 from .spec import Argument, Kernel, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
@@ -28,7 +28,8 @@ def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = 
     ----------
     source : a Model (derived here with ``method``) or its Equations.
     out_dir : if given, the files are written there.
-    method : derivation method when ``source`` is a Model (default: ``rodgen.derive``'s).
+    method : derivation method when ``source`` is a Model (default: :data:`DEFAULT_METHOD`,
+        the recursive method, whose code grows like n or n^2).
     options : CodegenOptions.
 
     Returns
@@ -42,8 +43,15 @@ def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = 
     return files
 
 
+#: Derivation method of the code stage when none is given: the recursive method emits small
+#: assignments, so generated code grows like n or n^2 ("matrix" stays ``rodgen.derive``'s default,
+#: for readable equations).
+DEFAULT_METHOD = "recursive"
+
+
 def equations_of(source: Union[Model, Equations], *, method: Optional[str] = None) -> Equations:
-    """The Equations of a Model (derived) or the Equations themselves."""
+    """The Equations of a Model (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given) or the
+    Equations themselves."""
     if isinstance(source, Equations):
         if method is not None and str(getattr(method, "value", method)) != str(source.method):
             raise CodegenError(f"method={method!r} was given with Equations derived by {source.method!r}; "
@@ -51,10 +59,10 @@ def equations_of(source: Union[Model, Equations], *, method: Optional[str] = Non
         return source
     if isinstance(source, Model):
         from ..symbolic import derive
-        return derive(source) if method is None else derive(source, method=method)
+        return derive(source, method=DEFAULT_METHOD if method is None else method)
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
 
 
-__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "GeneratedFiles", "ModelSpec",
+__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD", "GeneratedFiles", "ModelSpec",
            "Routine", "Part", "Section", "Statement", "Argument", "Slot", "Kernel", "SlotPrinter", "c_double",
            "comment_text", "prefix_of", "straight_line", "environment", "template_digest", "template_root"]

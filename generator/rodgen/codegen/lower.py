@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields
-from typing import Iterable, Optional, Sequence
+from enum import Enum
+from typing import Iterable, Optional, Sequence, Union
 
 import sympy as sp
 
@@ -30,6 +31,20 @@ from ..symbolic.equations import Equations
 from .derivative import forward_derivatives
 from .printer import SlotPrinter, c_double, count_ops
 from .spec import Argument, Kernel, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
+
+
+class ForwardAlgorithm(str, Enum):
+    """How ``<prefix>_forward_dynamics`` computes the accelerations.
+
+    AUTO : the articulated-body algorithm where it applies, else the mass matrix and Cholesky.
+    ABA : the articulated-body algorithm (O(n) straight-line code); a model it does not apply to
+        (masses at intermediate fractions of variable segments, coupled coordinates) is an error.
+    CHOLESKY : the mass matrix M(q) and B u - bias, then a dense Cholesky solve (O(n^3)).
+    """
+
+    AUTO = "auto"
+    ABA = "aba"
+    CHOLESKY = "cholesky"
 
 
 @dataclass(frozen=True)
@@ -44,13 +59,22 @@ class CodegenOptions:
         it for models of at most :data:`JACOBIAN_AUTO_MAX_NQ` coordinates,
         where it adds a second or less to the generation. Its code grows with
         nq times the code of the inverse dynamics.
+    forward : algorithm of the forward dynamics, a :class:`ForwardAlgorithm` or its value
+        (``"auto"``, ``"aba"``, ``"cholesky"``); ``"auto"`` uses the articulated-body
+        algorithm wherever it applies.
     """
 
     cse: bool = True
     max_statements: int = 2000
     jacobian: Optional[bool] = None
+    forward: Union[ForwardAlgorithm, str] = ForwardAlgorithm.AUTO
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "forward", ForwardAlgorithm(getattr(self.forward, "value", self.forward)))
+        except ValueError:
+            raise CodegenError(f"forward must be one of {[f.value for f in ForwardAlgorithm]}, "
+                               f"got {self.forward!r}") from None
         if not isinstance(self.max_statements, int) or self.max_statements < 10:
             raise CodegenError(f"max_statements must be an integer of at least 10, got {self.max_statements!r}")
         if self.jacobian not in (None, True, False):
@@ -403,12 +427,27 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         (), [g_q, g_p, out("r", f"2*{NPTS}", "point positions")],
         [("r", "marker points x, y", [(f"r[{2 * i + c}]", v[c]) for i, (_, v) in enumerate(points)
                                       for c in range(2)])], [], a, options))
-    r.append(_routine(
-        "mass_force", f"{prefix}_mass_force", "M(q) and f = B u - bias (used by forward_dynamics).", (),
-        [g_q, g_qd, g_u, g_p, out("M", f"{NQ}*{NQ}", "mass matrix"), out("f", NQ, "B u - bias")],
-        [("M", "mass matrix, lower triangle", m_items),
-         ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], a, options, static=True))
     jacobian = options.wants_jacobian(n)
+    forward, forward_note, fd = _forward_choice(eqs, options)
+    if forward == ForwardAlgorithm.CHOLESKY.value or jacobian:
+        r.append(_routine(
+            "mass_force", f"{prefix}_mass_force",
+            "M(q) and f = B u - bias (used by " + ("forward_dynamics" if not fd else "rhs_jacobian") + ").", (),
+            [g_q, g_qd, g_u, g_p, out("M", f"{NQ}*{NQ}", "mass matrix"), out("f", NQ, "B u - bias")],
+            [("M", "mass matrix, lower triangle", m_items),
+             ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], a, options,
+            static=True))
+    if fd is not None:
+        r.append(_routine(
+            "articulated", f"{prefix}_articulated",
+            "Forward dynamics by the articulated-body algorithm (used by forward_dynamics).",
+            ("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
+             "each is positive and finite.",),
+            [g_q, g_qd, g_u, g_p, out("qdd", NQ, "coordinate accelerations"),
+             out("dinv", NQ, "inverse articulated inertias 1/D_i")],
+            [("qdd", "accelerations", [(f"qdd[{i}]", fd.qdd[i]) for i in range(n)]),
+             ("dinv", "inverse articulated inertias", [(f"dinv[{i}]", d) for i, d in enumerate(fd.inverse_pivots)])],
+            [], fd.assignments, options, static=True))
     if jacobian:
         # g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
         # d qdd / d x = -M^-1 dg/dx (the C solves with the Cholesky factor of M).
@@ -435,14 +474,60 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         ("INITIAL_Q", repr(tuple(inits))),
         ("POINTS", repr(tuple(str(nm) for nm, _ in points))),
     )
-    meta = meta + (("HAS_JACOBIAN", repr(jacobian)),)
+    forward_ops = (_find(r, "articulated").ops if fd is not None
+                   else _find(r, "mass_force").ops + cholesky_ops(n))
+    meta = meta + (("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)))
     kernels = _kernels(prefix, macro, jacobian)
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(getattr(model, "doc", "")),
                      "", n, m, npar, npts, tuple(coord_slots), tuple(input_slots), tuple(param_slots),
-                     point_slots, tuple(r), kernels, meta, jacobian)
+                     point_slots, tuple(r), kernels, meta, jacobian, forward, forward_ops,
+                     comment_text(forward_note, 200))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     meta = meta + (("CONTENT_HASH", repr(digest)),)
     return _replace(spec, content_hash=digest, meta=meta)
+
+
+def _find(routines: Sequence[Routine], name: str) -> Routine:
+    return next(r for r in routines if r.name == name)
+
+
+def cholesky_ops(n: int) -> int:
+    """Operations (+, -, *, /, sqrt) of the dense Cholesky factorisation of an n x n matrix and the two
+    triangular solves, as the C loops of ``<prefix>_cholesky`` and ``<prefix>_cholesky_solve`` run them."""
+    factor = sum(2 * k + (n - 1 - k) * (2 * k + 1) + 1 for k in range(n))   # dot products, divisions, sqrt
+    return factor + 2 * n * n
+
+
+def _forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, Optional[object]]:
+    """(algorithm, reason, articulated-body forward dynamics or None) for ``<prefix>_forward_dynamics``."""
+    want = ForwardAlgorithm(options.forward)
+    if want is ForwardAlgorithm.CHOLESKY:
+        return want.value, "chosen by CodegenOptions(forward='cholesky')", None
+    from ..errors import DerivationError
+    from ..symbolic.recursive import forward_dynamics
+    reason = ""
+    fd = None
+    if eqs.couplings:
+        reason = "the model couples coordinates"
+    else:
+        try:
+            fd = forward_dynamics(eqs.model)
+        except DerivationError as exc:
+            reason = str(exc)
+    if fd is not None:
+        same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
+                and set(fd.params) <= set(eqs.params))
+        pivots = [sp.sympify(d) for d in fd.inverse_pivots]
+        if not same:
+            reason, fd = "the equations do not use the symbols of the model's kinematics", None
+        elif len(pivots) != len(eqs.q) or any(d.is_Number and not (d.is_finite and d > 0) for d in pivots):
+            reason, fd = "an articulated inertia of the model is not positive", None
+    if fd is None:
+        if want is ForwardAlgorithm.ABA:
+            raise CodegenError(f"model {eqs.model.name!r}: the articulated-body algorithm does not apply "
+                               f"({reason}); use CodegenOptions(forward='auto') or 'cholesky'")
+        return ForwardAlgorithm.CHOLESKY.value, reason, None
+    return ForwardAlgorithm.ABA.value, "", fd
 
 
 def _kernels(prefix: str, macro: str, jacobian: bool) -> tuple[Kernel, ...]:

@@ -133,6 +133,9 @@ class ModelSpec:
     # plain Python values for the Cython module's metadata (printed with repr)
     meta: tuple[tuple[str, str], ...] = field(default=())
     jacobian: bool = False         # <prefix>_rhs_jacobian is generated
+    forward: str = "cholesky"      # algorithm of <prefix>_forward_dynamics: "aba" or "cholesky"
+    forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
+    forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

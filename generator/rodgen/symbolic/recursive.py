@@ -451,6 +451,9 @@ class ForwardDynamics:
     param_values: dict[sp.Symbol, float]
     assignments: list[tuple[sp.Symbol, sp.Expr]]
     qdd: sp.Matrix
+    #: 1/D_i, the inverse articulated inertias along the joint axes (one per joint); the algorithm is
+    #: valid where every D_i is positive and finite (they are the pivots of an L^T D L factorisation of M)
+    inverse_pivots: list[sp.Expr] = field(default_factory=list)
 
 
 def forward_dynamics(model: Model) -> ForwardDynamics:
@@ -557,7 +560,7 @@ def forward_dynamics(model: Model) -> ForwardDynamics:
         sdd.append(qdd_i)
         acc.append(tuple(e(a1[a] + J.S[i][a] * qdd_i, f"{i}_a{a}") for a in range(3)))
     qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(N) if Tinv[j, i] != 0]) for j in range(n)])
-    return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd)
+    return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd, Dinv)
 
 
 __all__ = ["derive_recursive", "forward_dynamics", "ForwardDynamics", "expanded_tree", "Node", "Ref"]
