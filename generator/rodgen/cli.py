@@ -23,7 +23,7 @@ OPT_LEVELS = ("O0", "O1", "O2", "O3", "Os")
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.yaml", help="the model file")
     p.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: rodgen.derive's default)")
+                   help="derivation method (default: recursive, the code stage's default)")
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:

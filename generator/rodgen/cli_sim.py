@@ -75,7 +75,8 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--plot", metavar="FILE", help="write a plot of coordinates, rates and energy (PNG, PDF, SVG)")
     s.add_argument("--animate", metavar="FILE.gif", help="write a stick-figure animation")
     s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
-    s.add_argument("--method", choices=METHODS, default=None, help="derivation method")
+    s.add_argument("--method", choices=METHODS, default=None,
+                   help="derivation method (default: recursive, the code stage's default)")
     s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
     s.add_argument("--no-compile", action="store_true",
                    help="evaluate the equations with NumPy instead of compiling (slow; small models only)")

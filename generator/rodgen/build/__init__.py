@@ -96,7 +96,7 @@ def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] 
     ----------
     source : a Model, or its Equations.
     build_dir : the cache folder (default ``./build`` relative to the working directory).
-    method : derivation method when ``source`` is a Model.
+    method : derivation method when ``source`` is a Model (default: the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
 
