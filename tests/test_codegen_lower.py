@@ -125,7 +125,7 @@ def test_names_appear_in_comments_only(tmp_path: "pytest.TempPathFactory") -> No
     # the hand-written parts of the source (Cholesky, integrators, input laws) use the words of their templates
     from rodgen.codegen import template_root
     c_words |= {w for name in ("model.c.jinja", "simulate.c.jinja", "jacobian.c.jinja")
-                for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template_root().joinpath("c", name).read_text())}
+                for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template_root().joinpath("c").joinpath(name).read_text())}
     leftover = {w for w in idents if not w.startswith(allowed_prefix) and w not in c_words
                 and not re.fullmatch(r"t\d+", w)}
     assert not leftover, leftover
