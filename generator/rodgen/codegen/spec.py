@@ -110,6 +110,25 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Single:
+    """A one-state method of the Cython module's ``Single`` class around one C function.
+
+    ``args``: the Python arguments, in order; ``inputs``: the array arguments ``(name, length as C
+    text)``, ``u`` and ``p`` may be None (zero inputs, default parameters); ``shape``: the result's
+    shape as Python text; ``call``: the C arguments; ``time``: the first argument is a scalar ``t``.
+    """
+
+    name: str
+    c_name: str
+    args: tuple[str, ...]
+    inputs: tuple[tuple[str, str], ...]
+    shape: str
+    call: tuple[str, ...]
+    status: bool = False
+    time: bool = False
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything the templates need to write ``<prefix>.h``, ``<prefix>.c`` and ``_<prefix>.pyx``."""
 
@@ -136,6 +155,7 @@ class ModelSpec:
     forward: str = "cholesky"      # algorithm of <prefix>_forward_dynamics: "aba" or "cholesky"
     forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
     forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
+    singles: tuple[Single, ...] = ()   # one-state methods of the Cython module (the runtime's fast path)
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

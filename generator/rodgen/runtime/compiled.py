@@ -43,6 +43,25 @@ class DynamicsError(RodgenError, ArithmeticError):
         super().__init__(message)
 
 
+class _NoSingle:
+    """Stands in for the compiled ``Single`` of a module generated before it existed: no fast path."""
+
+    def mass_matrix(self, q: Any, p: Any) -> None:
+        return None
+
+    def bias(self, q: Any, qd: Any, p: Any) -> None:
+        return None
+
+    def forward_dynamics(self, q: Any, qd: Any, u: Any, p: Any) -> None:
+        return None
+
+    def inverse_dynamics(self, q: Any, qd: Any, qdd: Any, p: Any) -> None:
+        return None
+
+    def rhs(self, t: Any, y: Any, u: Any, p: Any) -> None:
+        return None
+
+
 class CompiledModel:
     """A compiled model (returned by :func:`rodgen.build`).
 
@@ -80,6 +99,9 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(module.INITIAL_Q, dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(module.PARAMETERS)}
+        # one state of 1-D float64 arrays: checked and evaluated in the compiled module, no copies;
+        # anything else (or a failed status) returns None and takes the checked path below
+        self._one: Any = module.Single() if hasattr(module, "Single") else _NoSingle()
         self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nq, "coordinate rates"),
                        "qdd": (self.nq, "coordinate accelerations"), "u": (self.nu, "inputs"),
                        "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
@@ -181,6 +203,10 @@ class CompiledModel:
     # -- the compiled functions ------------------------------------------------
     def mass_matrix(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Mass matrix M(q): (nq, nq), or (N, nq, nq) for q of shape (N, nq)."""
+        if out is None:
+            r = self._one.mass_matrix(q, p)
+            if r is not None:
+                return r
         q2, nq_ = self._rows(q, "q")
         p2, np_ = self._params(p)
         n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
@@ -191,6 +217,10 @@ class CompiledModel:
     def bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None, *,
              out: Optional[np.ndarray] = None) -> np.ndarray:
         """Bias forces h + G + K + D (velocity terms, gravity, springs, dampers), as in M qdd + bias = B u."""
+        if out is None:
+            r = self._one.bias(q, qd, p)
+            if r is not None:
+                return r
         return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nq)
 
     def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -213,6 +243,10 @@ class CompiledModel:
         Raises DynamicsError where the state is not finite or M is not positive
         definite; with ``check=False`` those rows hold NaN instead.
         """
+        if out is None:
+            r = self._one.forward_dynamics(q, qd, u, p)
+            if r is not None:
+                return r
         q2, a = self._rows(q, "q")
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
@@ -232,11 +266,19 @@ class CompiledModel:
         Q equals B(q) u for the inputs u that produce qdd (for a fully
         actuated model with square B, u = solve(B, Q)).
         """
+        if out is None:
+            r = self._one.inverse_dynamics(q, qd, qdd, p)
+            if r is not None:
+                return r
         return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nq)
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
         """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq). ``u`` defaults to zero; ``t`` is not used by the model."""
+        if out is None:
+            r = self._one.rhs(t, y, u, p)
+            if r is not None:
+                return r
         y2, a = self._rows(y, "y")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
