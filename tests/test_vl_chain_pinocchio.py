@@ -89,24 +89,41 @@ def test_articulated_body_qdd_matches_pinocchio_aba(n: int) -> None:
         assert err < RTOL_QDD, f"n={n}: ABA qdd differs from pin.aba by {err:.2e} (seed {seed})"
 
 
-def _compiled(n: int) -> object:
+def _compiled(n: int, forward: str = "auto") -> object:
     try:
         import rodgen.build as stage
+        from rodgen.codegen import CodegenOptions
         build = stage.build
     except (ImportError, AttributeError) as exc:
         pytest.skip(f"the build stage is not available ({exc})")
-    return build(vl_chain(n))
+    return build(vl_chain(n), codegen=CodegenOptions(forward=forward))
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 12])
 def test_compiled_forward_dynamics_matches_pinocchio_aba(n: int) -> None:
-    sysm = _compiled(n)
+    """Both generated algorithms (articulated-body, the default here, and mass matrix + Cholesky) against
+    pin.aba, one state at a time (the runtime's one-state path) and as a batch (the batch kernel)."""
+    aba, chol = _compiled(n, "aba"), _compiled(n, "cholesky")
+    assert aba._m.FORWARD == "aba" and chol._m.FORWARD == "cholesky"  # type: ignore[attr-defined]
     pm = pinocchio_chain(n)
     data = pm.createData()
     seed = 5300 + n
     rng = np.random.default_rng(seed)
-    for _ in range(3):
-        q, qd, u = random_state(n, rng)
-        qdd = np.asarray(sysm.forward_dynamics(q, qd, u))  # type: ignore[attr-defined]
-        err = rel_err(qdd, pin.aba(pm, data, q, qd, u))
-        assert err < RTOL_QDD, f"n={n}: compiled qdd differs from pin.aba by {err:.2e} (seed {seed})"
+    states = [random_state(n, rng) for _ in range(3)]
+    expected = np.array([pin.aba(pm, data, q, qd, u) for q, qd, u in states])
+    Q, QD, U = (np.array([s[k] for s in states]) for k in range(3))
+    for sysm in (aba, chol):
+        kind = sysm._m.FORWARD  # type: ignore[attr-defined]
+        for (q, qd, u), want in zip(states, expected):
+            qdd = np.asarray(sysm.forward_dynamics(q, qd, u))  # type: ignore[attr-defined]
+            err = rel_err(qdd, want)
+            assert err < RTOL_QDD, f"n={n} ({kind}): compiled qdd differs from pin.aba by {err:.2e} (seed {seed})"
+            dy = np.asarray(sysm.rhs(0.0, np.concatenate([q, qd]), u))  # type: ignore[attr-defined]
+            assert rel_err(dy[2 * n:], want) < RTOL_QDD, f"n={n} ({kind}): rhs differs from pin.aba (seed {seed})"
+        batch = np.asarray(sysm.forward_dynamics(Q, QD, U))  # type: ignore[attr-defined]
+        err = rel_err(batch, expected)
+        assert err < RTOL_QDD, f"n={n} ({kind}): batch qdd differs from pin.aba by {err:.2e} (seed {seed})"
+    for q, qd, u in states:
+        a = aba.forward_dynamics(q, qd, u)  # type: ignore[attr-defined]
+        c = chol.forward_dynamics(q, qd, u)  # type: ignore[attr-defined]
+        assert rel_err(a, c) < RTOL_QDD, f"n={n}: the articulated-body and Cholesky paths differ (seed {seed})"
