@@ -357,9 +357,10 @@ def aba_c_source(model: rodgen.Model, name: str) -> str:
 class CHarness:
     """The generated C of a model compiled with a small timing main() (no Python involved)."""
 
-    def __init__(self, eqs: rodgen.Equations, y0: np.ndarray, *, cflags: Optional[list[str]] = None) -> None:
-        from rodgen.codegen import lower, render
-        files = render(lower(eqs))
+    def __init__(self, eqs: rodgen.Equations, y0: np.ndarray, *, cflags: Optional[list[str]] = None,
+                 forward: str = "cholesky") -> None:
+        from rodgen.codegen import CodegenOptions, lower, render
+        files = render(lower(eqs, options=CodegenOptions(forward=forward)))
         self.dir = Path(tempfile.mkdtemp(prefix="rodgen_harness_"))
         for fname, text in files.files.items():
             (self.dir / fname).write_text(text)
