@@ -2,7 +2,8 @@
 from .core import (Coordinate, Input, Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring,
                    check_name, telescopic)
 from .expr import Expression, ExpressionError, parse
+from .dump import dump, to_dict
 from .loader import load, load_dict
 
 __all__ = ["Coordinate", "Input", "Joint", "Link", "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment",
-           "Spring", "check_name", "telescopic", "Expression", "ExpressionError", "parse", "load", "load_dict"]
+           "Spring", "check_name", "telescopic", "Expression", "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict"]

@@ -1,0 +1,168 @@
+"""Model -> the model-file schema (a dict, or YAML text): the inverse of :mod:`rodgen.model.loader`.
+
+``load_dict(to_dict(model))`` gives a model with the same coordinates,
+inputs, parameters and equations. Fields at their default value are left out.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Union
+
+import yaml
+
+from .core import Joint, Link, Marker, Model, PointMass, Rod, Segment, Spring
+from .expr import Expression
+
+
+def _v(value: object) -> Any:
+    """A field value as the file writes it: numbers stay numbers, expressions become their text."""
+    if isinstance(value, Expression):
+        try:
+            return int(value.text) if value.text.lstrip("-").isdigit() else float(value.text)
+        except ValueError:
+            return value.text
+    return value
+
+
+def _is(value: object, default: float) -> bool:
+    v = _v(value)
+    return isinstance(v, (int, float)) and float(v) == default
+
+
+def _spring(s: Optional[Spring]) -> Optional[dict[str, Any]]:
+    if s is None:
+        return None
+    out = {"stiffness": _v(s.stiffness)}
+    if not _is(s.rest, 0.0):
+        out["rest"] = _v(s.rest)
+    return out
+
+
+def _station(obj: Union[PointMass, Rod, Marker], out: dict[str, Any], fraction_default: float) -> None:
+    if not _is(obj.fraction, fraction_default):
+        out["fraction"] = _v(obj.fraction)
+    if not _is(obj.offset, 0.0):
+        out["offset"] = _v(obj.offset)
+    if not _is(obj.lateral, 0.0):
+        out["lateral"] = _v(obj.lateral)
+
+
+def _segment(sg: Segment) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": sg.name}
+    if sg.variable:
+        out["type"] = "variable"
+    out["length"] = _v(sg.length)
+    if sg.variable:
+        if sg.coordinate is not None and sg.coordinate != "l_" + sg.name:
+            out["coordinate"] = sg.coordinate
+        if not sg.actuated:
+            out["actuated"] = False
+        elif sg.force is not None and sg.force != "F_" + sg.name:
+            out["force"] = sg.force
+        if sg.spring is not None:
+            out["spring"] = _spring(sg.spring)
+        if sg.damping is not None:
+            out["damping"] = _v(sg.damping)
+    if sg.masses:
+        masses = []
+        for pm in sg.masses:
+            d: dict[str, Any] = {"mass": _v(pm.mass)}
+            _station(pm, d, 0.0)
+            if pm.name:
+                d["name"] = pm.name
+            masses.append(d)
+        out["masses"] = masses
+    if sg.rods:
+        rods = []
+        for rd in sg.rods:
+            d = {"mass": _v(rd.mass)}
+            if rd.length is not None:
+                d["length"] = _v(rd.length)
+            if rd.inertia is not None:
+                d["inertia"] = _v(rd.inertia)
+            _station(rd, d, 0.5)
+            if rd.name:
+                d["name"] = rd.name
+            rods.append(d)
+        out["rods"] = rods
+    return out
+
+
+def _link(lk: Link) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": lk.name}
+    if lk.parent is not None:
+        out["parent"] = lk.parent
+        if lk.at != "end":
+            out["at"] = lk.at
+    elif not (_is(lk.origin[0], 0.0) and _is(lk.origin[1], 0.0)):
+        out["origin"] = [_v(lk.origin[0]), _v(lk.origin[1])]
+    out["angle"] = lk.angle
+    default_coord = ("phi_" if lk.angle == "absolute" else "th_") + lk.name
+    if lk.coordinate is not None and lk.coordinate != default_coord:
+        out["coordinate"] = lk.coordinate
+    if not _is(lk.offset, 0.0):
+        out["offset"] = _v(lk.offset)
+    if not _is(lk.initial, 0.0):
+        out["initial"] = _v(lk.initial)
+    jt: Joint = lk.joint
+    joint: dict[str, Any] = {}
+    if not jt.actuated:
+        joint["actuated"] = False
+    elif jt.torque is not None and jt.torque != "tau_" + lk.name:
+        joint["torque"] = jt.torque
+    if jt.spring is not None:
+        joint["spring"] = _spring(jt.spring)
+    if jt.damping is not None:
+        joint["damping"] = _v(jt.damping)
+    if joint:
+        out["joint"] = joint
+    out["segments"] = [_segment(sg) for sg in lk.segments]
+    if lk.markers:
+        markers = []
+        for mk in lk.markers:
+            d: dict[str, Any] = {"name": mk.name}
+            if mk.segment is not None:
+                d["segment"] = mk.segment
+            _station(mk, d, 0.0)
+            markers.append(d)
+        out["markers"] = markers
+    return out
+
+
+def to_dict(model: Model) -> dict[str, Any]:
+    """The model in the model-file schema (validates the model first)."""
+    model.validate()
+    out: dict[str, Any] = {"name": model.name}
+    if model.doc:
+        out["doc"] = model.doc
+    if model.base != "fixed":
+        out["base"] = model.base
+        if tuple(model.base_coordinates) != ("x", "y"):
+            out["base_coordinates"] = list(model.base_coordinates)
+    out["gravity"] = [_v(model.gravity[0]), _v(model.gravity[1])]
+    params: dict[str, Any] = {}
+    for p in model.parameters:
+        if p.unit or p.doc:
+            entry: dict[str, Any] = {"value": p.value}
+            if p.unit:
+                entry["unit"] = p.unit
+            if p.doc:
+                entry["doc"] = p.doc
+            params[p.name] = entry
+        else:
+            params[p.name] = p.value
+    if params:
+        out["parameters"] = params
+    if model.couplings:
+        out["couplings"] = {k: _v(v) for k, v in model.couplings.items()}
+    out["links"] = [_link(lk) for lk in model.links]
+    return out
+
+
+def dump(model: Model, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+    """The model as YAML text; written to ``path`` if given."""
+    text = yaml.safe_dump(to_dict(model), sort_keys=False, default_flow_style=None, width=100)
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text
