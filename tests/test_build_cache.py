@@ -53,7 +53,7 @@ def test_hash_covers_model_and_options() -> None:
     assert build_key(generate(model()), BuildOptions(optimization="O3")) != base
     assert build_key(generate(model()), BuildOptions(extra_cflags=("-g",))) != base
     assert build_key(generate(model()), opts) == base
-    assert build_key(generate(model(), method="recursive"), opts) != base
+    assert build_key(generate(model(), method="matrix"), opts) != base      # the default is recursive
 
 
 def test_options_are_checked() -> None:
