@@ -12,12 +12,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from .errors import BuildError, RodgenError
 
+if TYPE_CHECKING:
+    from .codegen import CodegenOptions
+
 METHODS = ("lagrange", "matrix", "recursive")
 OPT_LEVELS = ("O0", "O1", "O2", "O3", "Os")
+FORWARD = ("auto", "aba", "cholesky")
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -26,12 +30,26 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="derivation method (default: recursive, the code stage's default)")
 
 
+def _add_codegen_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--forward", choices=FORWARD, default="auto",
+                   help="forward-dynamics algorithm: articulated-body (aba) where it applies, else Cholesky "
+                        "(default auto)")
+    p.add_argument("--jacobian", dest="jacobian", action="store_true", default=None,
+                   help="generate the exact RHS Jacobian (default: for models of at most 12 coordinates)")
+    p.add_argument("--no-jacobian", dest="jacobian", action="store_false", help="do not generate it")
+
+
+def _codegen_options(args: argparse.Namespace) -> "CodegenOptions":
+    from .codegen import CodegenOptions
+    return CodegenOptions(max_statements=getattr(args, "max_statements", 2000), forward=args.forward,
+                          jacobian=args.jacobian)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from . import load
-    from .codegen import CodegenOptions, generate
+    from .codegen import generate
     model = load(args.model)
-    files = generate(model, args.output, method=args.method,
-                     options=CodegenOptions(max_statements=args.max_statements))
+    files = generate(model, args.output, method=args.method, options=_codegen_options(args))
     out = Path(args.output)
     for name in sorted(files.files):
         print(out / name)
@@ -43,7 +61,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from .build import BuildOptions, build
     model = load(args.model)
     options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
-    sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options)
+    sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,
+                 codegen=_codegen_options(args))
     print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
     print(f"module: {sys_.path}")
     print(f"C sources: {sys_.header} {sys_.source}")
@@ -64,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
                    help="split generated functions longer than N statements (default 2000)")
+    _add_codegen_args(g)
     g.set_defaults(func=_cmd_generate)
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")
@@ -72,6 +92,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
     b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O2", help="optimisation level (default O2)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
+    _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
 
     from .cli_sim import add_equations_parser, add_simulate_parser
