@@ -22,3 +22,10 @@ def test_forward_aba_refused_where_it_does_not_apply(tmp_path: Path, capsys) -> 
     assert main(["generate", str(EX / "two_link_masses.yaml"), "-o", str(tmp_path), "--forward", "aba"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rodgen: error:") and "two_link_masses" in err and "intermediate fractions" in err
+
+
+def test_build_reports_its_stages_when_asked(tmp_path: Path, capsys) -> None:
+    import rodgen
+    rodgen.build(rodgen.load(EX / "pendulum_vl.yaml"), build_dir=tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "building pendulum_vl" in err and "3" in err

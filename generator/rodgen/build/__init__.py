@@ -89,7 +89,7 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
 
 def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
-          codegen: Optional[CodegenOptions] = None) -> "CompiledModel":
+          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
     """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
 
     Parameters
@@ -99,15 +99,22 @@ def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] 
     method : derivation method when ``source`` is a Model (default: the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
+    progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
 
     Returns
     -------
     CompiledModel : the compiled functions (mass_matrix, forward_dynamics, rhs, ...).
     """
     from ..runtime import CompiledModel
-    eqs = equations_of(source, method=method)
-    files = render(lower(eqs, options=codegen))
-    path = compile_files(files, build_dir=build_dir, options=options)
+    from ..runtime.progress import Progress
+    name = source.model.name if isinstance(source, Equations) else getattr(source, "name", "model")
+    with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
+        eqs = equations_of(source, method=method)
+        bar.update(1)
+        files = render(lower(eqs, options=codegen))
+        bar.update(1)
+        path = compile_files(files, build_dir=build_dir, options=options)
+        bar.update(1)
     module = cache.import_module_file(path, files.spec.module)
     return CompiledModel(module, path)
 
@@ -127,8 +134,9 @@ class _CallableModule(types.ModuleType):
 
     def __call__(self, source: Union[Model, Equations], *, build_dir: Union[str, Path, None] = None,
                  method: Optional[str] = None, options: Optional[BuildOptions] = None,
-                 codegen: Optional[CodegenOptions] = None) -> "CompiledModel":
-        return build(source, build_dir=build_dir, method=method, options=options, codegen=codegen)
+                 codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
+        return build(source, build_dir=build_dir, method=method, options=options, codegen=codegen,
+                     progress=progress)
 
 
 sys.modules[__name__].__class__ = _CallableModule
