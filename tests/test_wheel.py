@@ -62,7 +62,9 @@ def test_wheel_installs_and_builds_from_another_folder(tmp_path: Path) -> None:
     # the running environment's packages (sympy, numpy, cython, ...) without its own rodgen
     deps = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
     (purelib / "_rodgen_test_deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
-    run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], cwd=tmp_path)
+    # --ignore-installed: the .pth also shows a rodgen installed in the running environment (as in CI)
+    run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", str(wheel)],
+        cwd=tmp_path)
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
