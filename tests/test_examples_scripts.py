@@ -9,8 +9,6 @@ import sys
 from types import ModuleType
 
 import numpy as np
-import pytest
-import sympy as sp
 from PIL import Image
 from scipy.integrate import solve_ivp
 

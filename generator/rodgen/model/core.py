@@ -65,6 +65,26 @@ def check_name(name: object, what: str, where: str | None = None, source: str | 
     return name
 
 
+def default_angle_coordinate(link_name: str, angle: str) -> str:
+    """Name of a link's angle coordinate when the model gives none."""
+    return ("phi_" if angle == "absolute" else "th_") + link_name
+
+
+def default_length_coordinate(segment_name: str) -> str:
+    """Name of a variable segment's length coordinate when the model gives none."""
+    return "l_" + segment_name
+
+
+def default_torque(link_name: str) -> str:
+    """Name of a joint's torque input when the model gives none."""
+    return "tau_" + link_name
+
+
+def default_force(segment_name: str) -> str:
+    """Name of a variable segment's force input when the model gives none."""
+    return "F_" + segment_name
+
+
 @dataclass
 class Parameter:
     """A named model parameter with its default value."""

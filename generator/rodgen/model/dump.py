@@ -10,7 +10,8 @@ from typing import Any, Optional, Union
 
 import yaml
 
-from .core import Joint, Link, Marker, Model, PointMass, Rod, Segment, Spring
+from .core import (Joint, Link, Marker, Model, PointMass, Rod, Segment, Spring, default_angle_coordinate,
+                   default_force, default_length_coordinate, default_torque)
 from .expr import Expression
 
 
@@ -47,22 +48,28 @@ def _station(obj: Union[PointMass, Rod, Marker], out: dict[str, Any], fraction_d
         out["lateral"] = _v(obj.lateral)
 
 
+def _actuation(out: dict[str, Any], obj: Union[Joint, Segment], input_key: str, input_name: Optional[str],
+               default_input: str) -> None:
+    """The fields a joint and a variable segment share: actuated / input name, spring, damping."""
+    if not obj.actuated:
+        out["actuated"] = False
+    elif input_name is not None and input_name != default_input:
+        out[input_key] = input_name
+    if obj.spring is not None:
+        out["spring"] = _spring(obj.spring)
+    if obj.damping is not None:
+        out["damping"] = _v(obj.damping)
+
+
 def _segment(sg: Segment) -> dict[str, Any]:
     out: dict[str, Any] = {"name": sg.name}
     if sg.variable:
         out["type"] = "variable"
     out["length"] = _v(sg.length)
     if sg.variable:
-        if sg.coordinate is not None and sg.coordinate != "l_" + sg.name:
+        if sg.coordinate is not None and sg.coordinate != default_length_coordinate(sg.name):
             out["coordinate"] = sg.coordinate
-        if not sg.actuated:
-            out["actuated"] = False
-        elif sg.force is not None and sg.force != "F_" + sg.name:
-            out["force"] = sg.force
-        if sg.spring is not None:
-            out["spring"] = _spring(sg.spring)
-        if sg.damping is not None:
-            out["damping"] = _v(sg.damping)
+        _actuation(out, sg, "force", sg.force, default_force(sg.name))
     if sg.masses:
         masses = []
         for pm in sg.masses:
@@ -97,23 +104,14 @@ def _link(lk: Link) -> dict[str, Any]:
     elif not (_is(lk.origin[0], 0.0) and _is(lk.origin[1], 0.0)):
         out["origin"] = [_v(lk.origin[0]), _v(lk.origin[1])]
     out["angle"] = lk.angle
-    default_coord = ("phi_" if lk.angle == "absolute" else "th_") + lk.name
-    if lk.coordinate is not None and lk.coordinate != default_coord:
+    if lk.coordinate is not None and lk.coordinate != default_angle_coordinate(lk.name, lk.angle):
         out["coordinate"] = lk.coordinate
     if not _is(lk.offset, 0.0):
         out["offset"] = _v(lk.offset)
     if not _is(lk.initial, 0.0):
         out["initial"] = _v(lk.initial)
-    jt: Joint = lk.joint
     joint: dict[str, Any] = {}
-    if not jt.actuated:
-        joint["actuated"] = False
-    elif jt.torque is not None and jt.torque != "tau_" + lk.name:
-        joint["torque"] = jt.torque
-    if jt.spring is not None:
-        joint["spring"] = _spring(jt.spring)
-    if jt.damping is not None:
-        joint["damping"] = _v(jt.damping)
+    _actuation(joint, lk.joint, "torque", lk.joint.torque, default_torque(lk.name))
     if joint:
         out["joint"] = joint
     out["segments"] = [_segment(sg) for sg in lk.segments]

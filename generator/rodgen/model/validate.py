@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import ModelError
-from .core import (ANGLE_CONVENTIONS, BASES, Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment,
+from .core import (ANGLE_CONVENTIONS, BASES, Joint, default_angle_coordinate, default_force,
+                   default_length_coordinate, default_torque, Link, Marker, Model, Parameter, PointMass, Rod, Segment,
                    Spring, check_name, is_finite_number)
 from .expr import Expression, ExpressionError, Value, as_expression
 
@@ -23,14 +24,17 @@ class _Ctx:
     def err(self, msg: str, where: Optional[str]) -> ModelError:
         return ModelError(msg, source=self.src, where=where)
 
-    def expr(self, value: object, where: str, *, positive: bool = False, nonneg: bool = False) -> Expression:
+    def parse(self, value: object, where: str, what: str = "an arithmetic expression") -> Expression:
+        """Type check and parse a field (no name or value checks)."""
         if isinstance(value, bool) or not isinstance(value, (int, float, str, Expression)):
-            raise self.err(f"expected a number or an arithmetic expression, got {type(value).__name__} "
-                           f"{value!r}", where)
+            raise self.err(f"expected a number or {what}, got {type(value).__name__} {value!r}", where)
         try:
-            ex = as_expression(value)  # type: ignore[arg-type]
+            return as_expression(value)  # type: ignore[arg-type]
         except ExpressionError as exc:
             raise self.err(str(exc), where) from None
+
+    def expr(self, value: object, where: str, *, positive: bool = False, nonneg: bool = False) -> Expression:
+        ex = self.parse(value, where)
         unknown = [n for n in ex.names if n not in self.params]
         if unknown:
             raise self.err(f"parameter {unknown[0]!r} is used but never defined"
@@ -130,7 +134,7 @@ def validate_model(model: Model) -> None:
         if lk.angle not in ANGLE_CONVENTIONS:
             raise ctx.err(f"angle must be 'absolute' or 'relative', got {lk.angle!r}", f"{lw}.angle")
         if lk.coordinate is None:
-            lk.coordinate = ("phi_" if lk.angle == "absolute" else "th_") + lk.name
+            lk.coordinate = default_angle_coordinate(lk.name, lk.angle)
         claim(lk.coordinate, "coordinate", f"{lw}.coordinate")
         lk.offset = ctx.expr(lk.offset, f"{lw}.offset")
         lk.initial = ctx.expr(lk.initial, f"{lw}.initial")
@@ -145,7 +149,7 @@ def validate_model(model: Model) -> None:
         jt = lk.joint
         if jt.actuated:
             if jt.torque is None:
-                jt.torque = "tau_" + lk.name
+                jt.torque = default_torque(lk.name)
             claim(jt.torque, "input", f"{lw}.joint.torque")
         _spring_damper(ctx, jt, f"{lw}.joint")
         if not isinstance(lk.segments, list) or not lk.segments:
@@ -161,11 +165,11 @@ def validate_model(model: Model) -> None:
             sg.length = ctx.expr(sg.length, f"{sw}.length", positive=True)
             if sg.variable:
                 if sg.coordinate is None:
-                    sg.coordinate = "l_" + sg.name
+                    sg.coordinate = default_length_coordinate(sg.name)
                 claim(sg.coordinate, "coordinate", f"{sw}.coordinate")
                 if sg.actuated:
                     if sg.force is None:
-                        sg.force = "F_" + sg.name
+                        sg.force = default_force(sg.name)
                     claim(sg.force, "input", f"{sw}.force")
                 _spring_damper(ctx, sg, sw)
             else:
@@ -247,13 +251,7 @@ def _couplings(ctx: _Ctx, model: Model) -> None:
     checked: dict[str, Value] = {}
     for target, value in model.couplings.items():
         where = f"couplings.{target}"
-        if isinstance(value, bool) or not isinstance(value, (int, float, str, Expression)):
-            raise ctx.err(f"expected a number or an expression of coordinates and parameters, got "
-                          f"{type(value).__name__} {value!r}", where)
-        try:
-            ex = as_expression(value)  # type: ignore[arg-type]
-        except ExpressionError as exc:
-            raise ctx.err(str(exc), where) from None
+        ex = ctx.parse(value, where, "an expression of coordinates and parameters")
         for nm in ex.names:
             if nm in model.couplings:
                 how = "itself" if nm == target else f"{nm!r}, which is itself coupled"

@@ -337,49 +337,39 @@ class CompiledModel:
                 status_error(st, t)
             return J
 
+        inputs_at: Callable[[float, np.ndarray], np.ndarray]
         if callable(u):
             ufun = u
-            name = self.name
 
-            def f(t: float, y: np.ndarray) -> np.ndarray:
-                y1 = np.ascontiguousarray(y, dtype=float)
-                if y1.shape != (ny,):
-                    raise ValueError(f"Input 'y' has shape {y1.shape}; the model {name!r} expects ({ny},)")
-                u1, _ = self._rows(ufun(t, y1), "u")
-                dy = np.empty(ny)
-                st = np.zeros(1, dtype=np.intc)
-                kernel(1, zero_t, y1, u1, p2, dy, st)
-                if st[0]:
-                    status_error(st, t)
-                return dy
+            def inputs_at(t: float, y1: np.ndarray) -> np.ndarray:
+                return self._rows(ufun(t, y1), "u")[0]
+        else:
+            u2, c = self._inputs(u)
+            if c > 1:
+                raise ValueError(f"ode() takes one input vector or a function u(t, y); got {c} rows")
+            u2 = u2.copy()
 
-            def jac(t: float, y: np.ndarray) -> np.ndarray:
-                y1 = np.ascontiguousarray(y, dtype=float)
-                u1, _ = self._rows(ufun(t, y1), "u")
-                return jacobian_at(t, y1, u1)
-            f.jac = jac  # type: ignore[attr-defined]
-            return f
+            def inputs_at(t: float, y1: np.ndarray) -> np.ndarray:
+                return u2
 
-        u2, c = self._inputs(u)
-        if c > 1:
-            raise ValueError(f"ode() takes one input vector or a function u(t, y); got {c} rows")
-        u2 = u2.copy()
+        name = self.name
 
-        def f_const(t: float, y: np.ndarray) -> np.ndarray:
+        def f(t: float, y: np.ndarray) -> np.ndarray:
             y1 = np.ascontiguousarray(y, dtype=float)
             if y1.shape != (ny,):
-                raise ValueError(f"Input 'y' has shape {y1.shape}; the model {self.name!r} expects ({ny},)")
+                raise ValueError(f"Input 'y' has shape {y1.shape}; the model {name!r} expects ({ny},)")
             dy = np.empty(ny)
             st = np.zeros(1, dtype=np.intc)
-            kernel(1, zero_t, y1, u2, p2, dy, st)
+            kernel(1, zero_t, y1, inputs_at(t, y1), p2, dy, st)
             if st[0]:
                 status_error(st, t)
             return dy
 
-        def jac_const(t: float, y: np.ndarray) -> np.ndarray:
-            return jacobian_at(t, y, u2)
-        f_const.jac = jac_const  # type: ignore[attr-defined]
-        return f_const
+        def jac(t: float, y: np.ndarray) -> np.ndarray:
+            y1 = np.ascontiguousarray(y, dtype=float)
+            return jacobian_at(t, y1, inputs_at(t, y1))
+        f.jac = jac  # type: ignore[attr-defined]
+        return f
 
     def _no_jacobian(self) -> str:
         return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (models of more "

@@ -39,7 +39,7 @@ a :class:`rodgen.symbolic.numeric.NumericModel`, or a :class:`rodgen.Model`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 import enum
 from typing import Union
 
-import sympy as sp
-
 from ..errors import DerivationError, ModelError
 from ..model.core import Model
 from .equations import Equations

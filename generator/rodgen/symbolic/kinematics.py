@@ -14,11 +14,11 @@ are sums of ``cos(theta_a - theta_b)`` and ``sin(theta_a - theta_b)``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Optional
 
 import sympy as sp
 
-from ..model.core import Link, Model, Segment
+from ..model.core import Link, Model
 from ..model.expr import Expression, as_expression
 from .convert import to_sympy
 
@@ -285,7 +285,3 @@ def build_kinematics(model: Model) -> Kinematics:
 
 _ONE = as_expression(1)
 _ZERO = as_expression(0)
-
-
-def jacobian_of(expr: sp.Expr, q: Iterable[sp.Symbol]) -> list[sp.Expr]:
-    return [sp.diff(expr, s) for s in q]

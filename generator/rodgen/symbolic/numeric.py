@@ -15,7 +15,7 @@ order of ``parameters``, or a mapping name -> value overriding defaults.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 import sympy as sp

@@ -132,7 +132,7 @@ class _TreeBuilder:
         return len(self.nodes) - 1
 
     def build(self) -> list[Node]:
-        model, k = self.model, self.k
+        model = self.model
         base = Ref(-1)
         if model.base == "floating":
             bx, by = (self.qmap[nm] for nm in model.base_coordinates)
