@@ -1,0 +1,78 @@
+/*
+ * rodgen_model.h: the table of a compiled model's functions, the one contract
+ * between the generated code of a model and rodgen's model-independent C
+ * runtime (integrators, constrained dynamics, impacts, hybrid simulation).
+ *
+ * Every generated model defines `const rodgen_model *<prefix>_model(void);`
+ * returning a static table of its sizes and functions. The runtime takes a
+ * `const rodgen_model *` and never names a model. Pure C99; no allocation.
+ *
+ * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
+ * np parameters, npoints marker points, nconstraints constraint blocks with
+ * nrows rows in all.
+ */
+#ifndef RODGEN_MODEL_H
+#define RODGEN_MODEL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds of constraint block. Rows of each block, as the generated
+ * <prefix>_constraint_position returns them:
+ *   CONTACT  2 rows: [0] the point's position along the ground (tangent t),
+ *                    [1] its height above the ground along the normal n (the gap; > 0 above).
+ *            Unilateral: when active, both rows are held (the point sticks at its
+ *            touchdown position); the normal force must stay >= 0 and
+ *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
+ *   LOOP     2 rows: position of marker b minus position of marker a (x, y). Bilateral,
+ *            always active: the loop is closed when both rows are zero.
+ *   LIMIT    1 row: distance of a coordinate from its limit, >= 0 inside the allowed range
+ *            (q - lower, or upper - q). Unilateral, active only while at the limit. */
+#define RODGEN_CONTACT 0
+#define RODGEN_LOOP 1
+#define RODGEN_LIMIT 2
+
+typedef struct {
+    const char *name;   /* the contact's, loop's or limit's name in the model */
+    int kind;           /* RODGEN_CONTACT, RODGEN_LOOP or RODGEN_LIMIT */
+    int row;            /* its first row in the constraint arrays */
+    int nrows;          /* 2, 2 or 1 */
+} rodgen_constraint;
+
+typedef struct rodgen_model {
+    const char *name;
+    int nq, nu, np, npoints;
+    int nconstraints, nrows;
+    const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
+    const double *default_p;                /* [np] default parameter values */
+    const double *initial_q;                /* [nq] initial coordinates */
+
+    /* M(q) qdd + bias(q, qd) = B(q) u */
+    void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */
+    void (*bias)(const double *q, const double *qd, const double *p, double *h);   /* h [nq] */
+    void (*gravity)(const double *q, const double *p, double *g);                  /* g [nq] */
+    void (*input_map)(const double *q, const double *p, double *B);                /* B [nq*nu] */
+    int  (*forward_dynamics)(const double *q, const double *qd, const double *u, const double *p,
+                             double *qdd);                                         /* status */
+    void (*inverse_dynamics)(const double *q, const double *qd, const double *qdd, const double *p,
+                             double *Q);                                           /* Q [nq] */
+    int  (*rhs)(double t, const double *y, const double *u, const double *p, double *dy);
+    void (*energy)(const double *q, const double *qd, const double *p, double *e);  /* e [2]: T, V */
+    void (*points)(const double *q, const double *p, double *r);                   /* r [2*npoints] */
+    int  (*rhs_jacobian)(const double *q, const double *qd, const double *u, const double *p,
+                         double *J);                                               /* NULL if not generated */
+
+    /* Constraints (all NULL when nconstraints == 0). Each fills every row. */
+    void (*constraint_position)(const double *q, const double *p, double *c);      /* c [nrows] */
+    void (*constraint_jacobian)(const double *q, const double *p, double *J);      /* J [nrows*nq] = dc/dq */
+    void (*constraint_bias)(const double *q, const double *qd, const double *p,
+                            double *b);                                            /* b [nrows] = Jdot qd */
+    void (*constraint_friction)(const double *p, double *mu);                      /* mu [nconstraints] */
+} rodgen_model;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RODGEN_MODEL_H */
