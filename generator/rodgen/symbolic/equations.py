@@ -16,6 +16,34 @@ import sympy as sp
 from ..model.core import Coordinate, Input, Model
 
 
+@dataclass(frozen=True)
+class ConstraintEquations:
+    """The rows of one constraint block (a contact, a loop closure or a coordinate limit).
+
+    See docs/ARCHITECTURE.md, "Constraints", for the rows of each kind.
+
+    name : the contact's, loop's or limit's name in the model.
+    kind : ``"contact"`` (2 rows: tangential position along the ground, gap above it),
+        ``"loop"`` (2 rows: marker b minus marker a, x and y) or ``"limit"`` (1 row:
+        ``q - lower`` or ``upper - q``).
+    position : (k, 1) the rows as functions of q and the parameters.
+    jacobian : (k, n) d position / d q.
+    bias : (k, 1) the time derivative of the Jacobian times qd (J̇ q̇).
+    friction : the Coulomb coefficient of a contact (an expression of the parameters); None otherwise.
+    """
+
+    name: str
+    kind: str
+    position: sp.Matrix
+    jacobian: sp.Matrix
+    bias: sp.Matrix
+    friction: Optional[sp.Expr] = None
+
+    @property
+    def nrows(self) -> int:
+        return int(self.position.shape[0])
+
+
 @dataclass
 class Equations:
     """Equations of motion of a model, as SymPy matrices.
@@ -37,6 +65,9 @@ class Equations:
         Symbol -> its expression of the independent coordinates ``q`` and the
         parameters (``q`` then lists only the independent ones; see
         :mod:`rodgen.symbolic.coupling`). Empty otherwise.
+    constraints : the model's contacts, loop closures and coordinate limits, one
+        :class:`ConstraintEquations` per block, in the order contacts, loops, limits
+        (empty for a model without any).
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -64,6 +95,7 @@ class Equations:
     coordinates: list[Coordinate] = field(default_factory=list)
     inputs: list[Input] = field(default_factory=list)
     couplings: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
+    constraints: list[ConstraintEquations] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -90,7 +122,10 @@ class Equations:
                          self.param_values, x(self.M), x(self.h), x(self.G), x(self.K), x(self.D), x(self.B),
                          self.T.xreplace(subs), self.V.xreplace(subs),
                          {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs,
-                         {k: v.xreplace(subs) for k, v in self.couplings.items()})
+                         {k: v.xreplace(subs) for k, v in self.couplings.items()},
+                         [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
+                                              None if c.friction is None else c.friction.xreplace(subs))
+                          for c in self.constraints])
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - B u (zero along solutions)."""
