@@ -34,8 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
-from rodgen.build import compile_files  # noqa: E402
-from rodgen.build import build as rodgen_build  # noqa: E402
+from rodgen.toolchain import compile_files  # noqa: E402
+from rodgen.toolchain import build as rodgen_build  # noqa: E402
 from rodgen.codegen import CodegenOptions, lower, render  # noqa: E402
 from rodgen.codegen.lower import straight_line  # noqa: E402
 from rodgen.codegen.printer import count_ops  # noqa: E402

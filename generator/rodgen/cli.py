@@ -58,7 +58,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import load
-    from .build import BuildOptions, build
+    from .toolchain import BuildOptions, build
     model = load(args.model)
     options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
     sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,

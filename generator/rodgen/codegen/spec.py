@@ -93,44 +93,21 @@ class Routine:
 
 
 @dataclass(frozen=True)
-class Kernel:
-    """A batch loop of the Cython module around one C function.
+class ConstraintBlock:
+    """A block of constraint rows in the model's table (``rodgen_constraint`` in rodgen_model.h).
 
-    ``inputs``/``outputs``: ``(name, row length as C text)``; ``call``: the C
-    arguments, in order; ``status``: the C function returns an int status.
+    kind : ``"contact"``, ``"loop"`` or ``"limit"``; row : its first row; nrows : 2, 2 or 1.
     """
 
     name: str
-    c_name: str
-    inputs: tuple[tuple[str, str], ...]
-    outputs: tuple[tuple[str, str], ...]
-    call: tuple[str, ...]
-    status: bool = False
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class Single:
-    """A one-state method of the Cython module's ``Single`` class around one C function.
-
-    ``args``: the Python arguments, in order; ``inputs``: the array arguments ``(name, length as C
-    text)``, ``u`` and ``p`` may be None (zero inputs, default parameters); ``shape``: the result's
-    shape as Python text; ``call``: the C arguments; ``time``: the first argument is a scalar ``t``.
-    """
-
-    name: str
-    c_name: str
-    args: tuple[str, ...]
-    inputs: tuple[tuple[str, str], ...]
-    shape: str
-    call: tuple[str, ...]
-    status: bool = False
-    time: bool = False
+    kind: str
+    row: int
+    nrows: int
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Everything the templates need to write ``<prefix>.h``, ``<prefix>.c`` and ``_<prefix>.pyx``."""
+    """Everything the templates need to write ``<prefix>.h`` and ``<prefix>.c``."""
 
     name: str                      # model name (a validated identifier), e.g. "exo5"
     prefix: str                    # lower-case function prefix and file stem
@@ -148,14 +125,14 @@ class ModelSpec:
     parameters: tuple[Slot, ...]
     points: tuple[Slot, ...]
     routines: tuple[Routine, ...]
-    kernels: tuple[Kernel, ...]
-    # plain Python values for the Cython module's metadata (printed with repr)
+    # plain Python values describing the model (printed with repr): names, defaults, provenance
     meta: tuple[tuple[str, str], ...] = field(default=())
     jacobian: bool = False         # <prefix>_rhs_jacobian is generated
     forward: str = "cholesky"      # algorithm of <prefix>_forward_dynamics: "aba" or "cholesky"
     forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
     forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
-    singles: tuple[Single, ...] = ()   # one-state methods of the Cython module (the runtime's fast path)
+    # constraint blocks of the table; the routines constraint_position/_jacobian/_bias/_friction fill their rows
+    constraints: tuple[ConstraintBlock, ...] = ()
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:
@@ -172,12 +149,31 @@ class ModelSpec:
         return f"{self.prefix}.c"
 
     @property
-    def pyx(self) -> str:
-        return f"_{self.prefix}.pyx"
+    def library(self) -> str:
+        """Stem of the model's shared library (``lib<prefix>``)."""
+        return f"lib{self.prefix}"
 
     @property
-    def module(self) -> str:
-        return f"_{self.prefix}"
+    def constraint_rows(self) -> int:
+        return sum(b.nrows for b in self.constraints)
+
+    @property
+    def table_routines(self) -> frozenset[str]:
+        """Names of the routines the C defines as ``<prefix>_<name>`` with external linkage: the fields of
+        the model's table (``rodgen_model``) that point at a function; the others are NULL."""
+        names = {r.name for r in self.routines if not r.static}
+        names.update(("forward_dynamics", "rhs"))
+        if self.jacobian:
+            names.add("rhs_jacobian")
+        return frozenset(names)
+
+    def names(self, key: str) -> tuple[str, ...]:
+        """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""
+        import ast
+        for k, v in self.meta:
+            if k == key:
+                return tuple(str(x) for x in ast.literal_eval(v))
+        return ()
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

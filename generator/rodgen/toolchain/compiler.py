@@ -1,9 +1,11 @@
-"""Compiling generated files into an extension module: Cython, then the C compiler.
+"""Calling the C compiler and Cython: a model's shared library, and the runtime's extension module.
 
-The compiler is called directly (no setuptools round trip), which keeps a
-model's build at a second or two: ``cython`` turns ``_<model>.pyx`` into C
-while the compiler already works on ``<model>.c``; then the Cython output is
-compiled and both objects are linked into ``_<model><EXT_SUFFIX>``.
+The compiler is called directly (no setuptools round trip). A model compiles
+into a plain shared library ``lib<model>.so`` (its C and the runtime's
+Cholesky; no Python headers, no Cython), in one compiler call. The runtime's
+Cython wrapper is compiled once per machine (see :mod:`rodgen.toolchain.runtime`):
+``cython`` turns ``_rodgen_runtime.pyx`` into C, which is compiled beside every
+runtime C file, and the objects are linked into ``_rodgen_runtime<EXT_SUFFIX>``.
 Every command runs with an explicit ``cwd=`` and its output goes to
 ``build.log`` in the build folder.
 """
@@ -59,31 +61,17 @@ class BuildOptions:
         object.__setattr__(self, "extra_cflags", tuple(str(f) for f in self.extra_cflags))
 
     def cflags(self) -> list[str]:
-        """Flags of the model's C."""
+        """Flags of the model's C (its shared library exports every function of the model)."""
         opt = self.optimization.value if isinstance(self.optimization, Optimization) else str(self.optimization)
         flags = [f"-{opt}", "-fPIC"]
-        if sys.platform != "win32":
-            flags.append("-fvisibility=hidden")
         if self.fast_math:
             flags.append("-ffast-math")
         return flags + list(self.extra_cflags)
 
-    def wrapper_cflags(self) -> list[str]:
-        """Flags of the Cython wrapper: -O0, or -O1 for an -O3 build.
 
-        The wrapper only checks arguments and loops over the model's C functions,
-        which carry the work and get the full optimisation. Its generated C is
-        large (about 1.7 MB), so optimising it dominated the build: at -O0 a
-        model builds in about two thirds of the time, for about 0.15 us more per
-        one-state call from Python (vl_chain(5): 0.71 us against 0.57 us at -O1;
-        batches unchanged).
-        """
-        flags = self.cflags()
-        if flags[0] in ("-O1", "-O2", "-Os"):
-            flags[0] = "-O0"
-        elif flags[0] == "-O3":
-            flags[0] = "-O1"
-        return flags
+#: Flags of the runtime's C and its Cython wrapper (compiled once, so optimised; the model's options
+#: do not apply: the runtime's integrators call the model's functions, which carry the work).
+RUNTIME_CFLAGS = ("-O2", "-fPIC") + (("-fvisibility=hidden",) if sys.platform != "win32" else ())
 
 
 _compile_count = 0
@@ -143,9 +131,19 @@ def ext_suffix() -> str:
 
 
 def link_flags() -> list[str]:
+    """Flags that link an extension module."""
     if sys.platform == "darwin":
         return ["-bundle", "-undefined", "dynamic_lookup"]
     return ["-shared"]
+
+
+def library_suffix() -> str:
+    """File suffix of a shared library on this platform."""
+    if sys.platform == "darwin":
+        return ".dylib"
+    if sys.platform == "win32":
+        return ".dll"
+    return ".so"
 
 
 class _Log:
@@ -184,47 +182,66 @@ def _finish(proc: subprocess.Popen, cmd: Sequence[str], cwd: Path, log: _Log, wh
                          log=(out or "")[-4000:] or log.tail(), folder=str(cwd))
 
 
-def compile_extension(folder: Union[str, Path], *, source: str, pyx: str, module: str,
-                      options: Optional[BuildOptions] = None) -> Path:
-    """Compile ``pyx`` + ``source`` (files in ``folder``) into the extension ``module``; return its path.
+def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: str,
+                  options: Optional[BuildOptions] = None) -> Path:
+    """Compile C ``sources`` (files in ``folder``) into the shared library ``library``; return its path.
 
-    Raises BuildError (command, exit status, compiler output, folder) if a step fails.
+    One compiler call, C99, the options' flags. Raises BuildError (command, exit status, compiler
+    output, folder) if it fails.
     """
     global _compile_count
     options = options or BuildOptions()
     folder = Path(folder)
     cc = list(find_compiler(options.compiler))
-    flags = options.cflags()
     log = _Log(folder / "build.log")
     start = time.perf_counter()
-    stem = Path(source).stem
+    cmd = cc + ["-std=c99", "-shared"] + options.cflags() + list(sources) + ["-o", library, "-lm"]
+    _finish(_start(cmd, folder), cmd, folder, log, "compiling the model's C")
+    _compile_count += 1
+    log.add(f"# built {library} in {time.perf_counter() - start:.2f} s\n")
+    return folder / library
+
+
+def compile_extension(folder: Union[str, Path], *, pyx: str, sources: Sequence[str], module: str,
+                      compiler: Optional[str] = None, cflags: Sequence[str] = RUNTIME_CFLAGS) -> Path:
+    """Compile ``pyx`` and the C ``sources`` (files in ``folder``) into the extension ``module``.
+
+    Cython runs while the compiler works on the C sources; then Cython's output is compiled and
+    everything is linked into ``<module><EXT_SUFFIX>``. Returns its path; raises BuildError if a
+    step fails.
+    """
+    folder = Path(folder)
+    cc = list(find_compiler(compiler))
+    log = _Log(folder / "build.log")
+    start = time.perf_counter()
     cy_c = f"{module}.c"
     cmd_cython = [sys.executable, "-m", "cython", "-3", "--fast-fail", pyx, "-o", cy_c]
-    cmd_model = cc + ["-c", "-std=c99"] + flags + [source, "-o", f"{stem}.o"]
-    includes = [f"-I{p}" for p in python_include()]
-    cmd_wrap = cc + ["-c"] + options.wrapper_cflags() + includes + [cy_c, "-o", f"{module}.o"]
+    includes = [f"-I{p}" for p in python_include()] + ["-I."]
+    cmd_c = [cc + ["-c", "-std=c99"] + list(cflags) + [src, "-o", f"{Path(src).stem}.o"] for src in sources]
+    cmd_wrap = cc + ["-c"] + list(cflags) + includes + [cy_c, "-o", f"{module}.o"]
     target = f"{module}{ext_suffix()}"
-    cmd_link = cc + link_flags() + [f"{module}.o", f"{stem}.o", "-o", target, "-lm"]
+    objects = [f"{module}.o"] + [f"{Path(src).stem}.o" for src in sources]
+    cmd_link = cc + link_flags() + objects + ["-o", target, "-lm"]
 
-    # the model's C and the Cython translation run side by side
     running: list[subprocess.Popen] = []
     try:
-        p_model = _start(cmd_model, folder)
-        running.append(p_model)
         p_cython = _start(cmd_cython, folder)
         running.append(p_cython)
+        p_c = []
+        for cmd in cmd_c:
+            p_c.append(_start(cmd, folder))
+            running.append(p_c[-1])
         _finish(p_cython, cmd_cython, folder, log, "cython")
         p_wrap = _start(cmd_wrap, folder)
         running.append(p_wrap)
-        _finish(p_model, cmd_model, folder, log, "compiling the model's C")
+        for proc, cmd in zip(p_c, cmd_c):
+            _finish(proc, cmd, folder, log, f"compiling {cmd[-3]}")
         _finish(p_wrap, cmd_wrap, folder, log, "compiling the Cython module")
     finally:
         for proc in running:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-    p_link = _start(cmd_link, folder)
-    _finish(p_link, cmd_link, folder, log, "linking")
-    _compile_count += 1
+    _finish(_start(cmd_link, folder), cmd_link, folder, log, "linking")
     log.add(f"# built {target} in {time.perf_counter() - start:.2f} s\n")
     return folder / target
