@@ -83,7 +83,7 @@ def section_build(ns: list[int], pydy_max_n: int, repeat: int) -> dict[str, Any]
             runs.append(times)
         best = sorted(runs, key=lambda r: r[3])[len(runs) // 2]      # the run with the median total
         t_derive, t_gen, t_comp, t_total = best
-        c_text = "".join(t for f, t in files.files.items() if f.endswith(".c"))
+        c_text = files.source   # the model's own C (the runtime's C is copied beside it)
         row: dict[str, Any] = {"n": n, "nq": 2 * n, "rodgen_derive_s": t_derive, "rodgen_generate_s": t_gen,
                                "rodgen_compile_s": t_comp, "rodgen_total_s": t_total,
                                "rodgen_total_runs_s": [r[3] for r in runs],
@@ -128,11 +128,11 @@ def section_forward(ns: list[int], build_dir: str) -> dict[str, Any]:
         Q, QD, U = np.tile(q, (BATCH, 1)), np.tile(qd, (BATCH, 1)), np.zeros((BATCH, tree.n))
         out = np.empty_like(Q)
         row["rodgen_batch_per_state_s"] = autorange(lambda: sysm.forward_dynamics(Q, QD, U, out=out)) / BATCH
-        row["forward"] = sysm._m.FORWARD
+        row["forward"] = sysm.forward
         harness = CHarness(eqs, np.concatenate([q, qd]), forward="cholesky")
         row["rodgen_c_s"] = harness.forward_dynamics_seconds()
         harness.close()
-        if sysm._m.FORWARD == "aba":       # the generated <model>_forward_dynamics, articulated-body algorithm
+        if sysm.forward == "aba":       # the generated <model>_forward_dynamics, articulated-body algorithm
             harness = CHarness(eqs, np.concatenate([q, qd]), forward="aba")
             row["rodgen_c_aba_s"] = harness.forward_dynamics_seconds()
             harness.close()
@@ -186,12 +186,12 @@ def section_simulate(build_dir: str, repeat: int) -> dict[str, Any]:
         q0 = np.asarray(sysm.initial_state())[:tree.n]
         y0 = np.concatenate([q0, np.zeros(tree.n)])
         res: dict[str, Any] = {"nq": tree.n}
-        res["forward"] = sysm._m.FORWARD
+        res["forward"] = sysm.forward
         harness = CHarness(eqs, y0, forward="cholesky")
         t_c, y_c = harness.rk4(steps, repeat=repeat)
         res["rodgen_c_rk4_s"] = t_c
         harness.close()
-        if sysm._m.FORWARD == "aba":       # the generated rhs with the articulated-body forward dynamics
+        if sysm.forward == "aba":       # the generated rhs with the articulated-body forward dynamics
             harness = CHarness(eqs, y0, forward="aba")
             t_a, y_a = harness.rk4(steps, repeat=repeat)
             res["rodgen_c_aba_rk4_s"] = t_a

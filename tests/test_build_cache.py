@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 import rodgen
-import rodgen.build
-from rodgen.build import BuildOptions, build_key, compile_count
+import rodgen.toolchain
+from rodgen.toolchain import BuildOptions, build_key, compile_count
 from rodgen.codegen import generate
 from rodgen.errors import BuildError
 
 from conftest import EXAMPLES, REPO
 
-compiler_mod = importlib.import_module("rodgen.build.compiler")
+compiler_mod = importlib.import_module("rodgen.toolchain.compiler")
 
 
 def model() -> rodgen.Model:
@@ -31,13 +31,13 @@ def test_second_build_does_not_compile(tmp_path: Path, monkeypatch: pytest.Monke
     def no_compile(*args: object, **kwargs: object) -> None:
         raise AssertionError("the compiler ran for a cached model")
 
-    monkeypatch.setattr(rodgen.build, "compile_extension", no_compile)
+    monkeypatch.setattr(rodgen.toolchain, "compile_model", no_compile)
     second = rodgen.build(model(), build_dir=tmp_path)
     assert compile_count() == before
     assert second.path == first.path
     folders = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
     assert len(folders) == 1 and folders[0].startswith("pendulum_vl-") and len(folders[0]) == len("pendulum_vl-") + 12
-    assert {"pendulum_vl.h", "pendulum_vl.c", "_pendulum_vl.pyx", "rodgen-build.json", "build.log"} <= \
+    assert {"pendulum_vl.h", "pendulum_vl.c", "libpendulum_vl.so", "rodgen-build.json", "build.log"} <= \
         {p.name for p in (tmp_path / folders[0]).iterdir()}
 
 
@@ -89,7 +89,7 @@ def test_interrupted_build_is_never_imported(tmp_path: Path, monkeypatch: pytest
         (Path(folder) / "partial.o").write_text("")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rodgen.build, "compile_extension", interrupted)
+    monkeypatch.setattr(rodgen.toolchain, "compile_model", interrupted)
     with pytest.raises(KeyboardInterrupt):
         rodgen.build(model(), build_dir=tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("pendulum_vl-")]
@@ -111,8 +111,8 @@ def test_incomplete_folder_is_rebuilt(tmp_path: Path) -> None:
 
 
 CONCURRENT = """
-import sys, rodgen, rodgen.build
-from rodgen.build import compile_count
+import sys, rodgen, rodgen.toolchain
+from rodgen.toolchain import compile_count
 s = rodgen.build(rodgen.load(sys.argv[1]), build_dir=sys.argv[2])
 print(compile_count(), s.path)
 """

@@ -64,7 +64,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,
                  codegen=_codegen_options(args))
     print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
-    print(f"module: {sys_.path}")
+    print(f"library: {sys_.path}")
     print(f"C sources: {sys_.header} {sys_.source}")
     return 0
 
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    g = sub.add_parser("generate", help="write the C header, C source and Cython module of a model")
+    g = sub.add_parser("generate", help="write the C header and source of a model and the C runtime beside them")
     _add_model_args(g)
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
