@@ -167,6 +167,53 @@ class ModelSpec:
             names.add("rhs_jacobian")
         return frozenset(names)
 
+    def compile_groups(self) -> tuple[tuple[str, int], ...]:
+        """Groups of the C source a build may compile as separate translation units, in parallel.
+
+        Each public routine is a group of its own (``forward_dynamics`` with ``rhs``), ``table`` holds the
+        model's table; a static routine goes with the groups that call it. Returns ``(group, weight)`` with
+        the weight in operations. A translation unit defines ``<MACRO>_UNIT`` and
+        ``<MACRO>_UNIT_<GROUP>`` for each of its groups (see :meth:`unit_guard`); without
+        ``<MACRO>_UNIT`` the source is one unit, as a firmware compiles it. The weight is the number
+        of statements, which the compile time follows.
+        """
+        weight: dict[str, int] = {"table": 1}
+        for r in self.routines:
+            size = sum(len(sec.statements) for sec in r.sections) + sum(
+                len(sec.statements) for part in r.parts for sec in part.sections)
+            for g in self._groups_of(r.name, r.static):
+                weight[g] = weight.get(g, 0) + max(size, 1)
+        weight["forward_dynamics"] = weight.get("forward_dynamics", 0) + 1
+        if self.jacobian:
+            weight["rhs_jacobian"] = weight.get("rhs_jacobian", 0) + 1
+        return tuple(sorted(weight.items()))
+
+    def _groups_of(self, name: str, static: bool) -> tuple[str, ...]:
+        if name == "rhs":
+            return ("forward_dynamics",)
+        if not static:
+            return (name,)
+        users = {"articulated": ("forward_dynamics",),
+                 "mass_force": (("forward_dynamics",) if self.forward == "cholesky" else ())
+                 + (("rhs_jacobian",) if self.jacobian else ()),
+                 "inverse_dynamics_jacobian": ("rhs_jacobian",)}
+        if name in users and users[name]:
+            return users[name]
+        return tuple(g for g, _ in self._all_groups())
+
+    def _all_groups(self) -> tuple[tuple[str, int], ...]:
+        names = {r.name for r in self.routines if not r.static and r.name != "rhs"}
+        names.update(("forward_dynamics", "table"))
+        if self.jacobian:
+            names.add("rhs_jacobian")
+        return tuple((n, 0) for n in sorted(names))
+
+    def unit_guard(self, name: str, static: bool = False) -> str:
+        """The ``#if`` line that keeps routine ``name`` (or group ``table``) in the units compiling it."""
+        groups = ("table",) if name == "table" else self._groups_of(name, static)
+        tests = " || ".join(f"defined({self.macro}_UNIT_{g.upper()})" for g in groups)
+        return f"#if !defined({self.macro}_UNIT) || {tests}"
+
     def names(self, key: str) -> tuple[str, ...]:
         """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""
         import ast

@@ -77,7 +77,8 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
         try:
             files.write(tmp)
             sources = [spec.source] + [s for s in MODEL_RUNTIME_SOURCES if s in files.files]
-            compile_model(tmp, sources=sources, library=lib_file, options=options)
+            compile_model(tmp, sources=sources, library=lib_file, options=options, macro=spec.macro,
+                          groups=spec.compile_groups())
         except BuildError as exc:
             failed = cache.keep_failed(tmp, root, key)
             exc.folder = str(failed)

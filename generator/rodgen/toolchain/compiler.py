@@ -182,12 +182,38 @@ def _finish(proc: subprocess.Popen, cmd: Sequence[str], cwd: Path, log: _Log, wh
                          log=(out or "")[-4000:] or log.tail(), folder=str(cwd))
 
 
+#: Statements of a model's C below which it compiles as one unit (a second process costs more than it saves).
+UNIT_MIN_STATEMENTS = 1500
+
+
+def compile_units(groups: Sequence[tuple[str, int]], jobs: int) -> list[list[str]]:
+    """Split weighted groups into at most ``jobs`` translation units of similar weight (largest first)."""
+    units: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, jobs))]
+    for name, weight in sorted(groups, key=lambda g: (-g[1], g[0])):
+        k = min(range(len(units)), key=lambda i: (units[i][0], i))
+        units[k] = (units[k][0] + weight, units[k][1] + [name])
+    return [sorted(names) for _, names in units if names]
+
+
+def default_jobs() -> int:
+    """Compiler processes a model's build runs at once: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
 def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: str,
-                  options: Optional[BuildOptions] = None) -> Path:
+                  options: Optional[BuildOptions] = None, macro: str = "",
+                  groups: Sequence[tuple[str, int]] = (), jobs: Optional[int] = None) -> Path:
     """Compile C ``sources`` (files in ``folder``) into the shared library ``library``; return its path.
 
-    One compiler call, C99, the options' flags. Raises BuildError (command, exit status, compiler
-    output, folder) if it fails.
+    C99, the options' flags. With ``groups`` of the first source (``ModelSpec.compile_groups``, whose
+    ``#if`` guards use ``macro``) and a large enough model, the first source is compiled as up to
+    ``jobs`` translation units in parallel (``-D<MACRO>_UNIT -D<MACRO>_UNIT_<GROUP>...``), then
+    linked with the others. Raises BuildError (command, exit status, compiler output, folder) if a
+    step fails.
     """
     global _compile_count
     options = options or BuildOptions()
@@ -195,8 +221,33 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
     cc = list(find_compiler(options.compiler))
     log = _Log(folder / "build.log")
     start = time.perf_counter()
-    cmd = cc + ["-std=c99", "-shared"] + options.cflags() + list(sources) + ["-o", library, "-lm"]
-    _finish(_start(cmd, folder), cmd, folder, log, "compiling the model's C")
+    jobs = default_jobs() if jobs is None else jobs
+    units = compile_units(groups, jobs) if macro and sum(w for _, w in groups) >= UNIT_MIN_STATEMENTS else []
+    if len(units) < 2:
+        cmd = cc + ["-std=c99", "-shared"] + options.cflags() + list(sources) + ["-o", library, "-lm"]
+        _finish(_start(cmd, folder), cmd, folder, log, "compiling the model's C")
+    else:
+        first, rest = sources[0], list(sources[1:])
+        stem = Path(first).stem
+        cmds = []
+        for k, names in enumerate(units):
+            defines = [f"-D{macro}_UNIT"] + [f"-D{macro}_UNIT_{g.upper()}" for g in names]
+            cmds.append(cc + ["-c", "-std=c99"] + options.cflags() + defines + [first, "-o", f"{stem}.{k}.o"])
+        cmds += [cc + ["-c", "-std=c99"] + options.cflags() + [src, "-o", f"{Path(src).stem}.o"] for src in rest]
+        running: list[tuple[subprocess.Popen, list[str]]] = []
+        try:
+            for cmd in cmds:
+                running.append((_start(cmd, folder), cmd))
+            for proc, cmd in running:
+                _finish(proc, cmd, folder, log, "compiling the model's C")
+        finally:
+            for proc, _ in running:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+        objects = [f"{stem}.{k}.o" for k in range(len(units))] + [f"{Path(src).stem}.o" for src in rest]
+        cmd = cc + ["-shared"] + options.cflags() + objects + ["-o", library, "-lm"]
+        _finish(_start(cmd, folder), cmd, folder, log, "linking the model's library")
     _compile_count += 1
     log.add(f"# built {library} in {time.perf_counter() - start:.2f} s\n")
     return folder / library
