@@ -100,6 +100,18 @@ class CompiledModel:
                 f"npoints={self.npoints}, {self.path}>")
 
     @property
+    def table(self) -> Any:
+        """The runtime extension's ``Model`` bound to this model's table: the batch kernels
+        ``<routine>(n, ...)``, the one-state methods ``one_<routine>``, ``info()`` and ``address()`` (the
+        ``const rodgen_model *``, for further C of the runtime)."""
+        return self._m
+
+    @property
+    def runtime(self) -> ModuleType:
+        """rodgen's runtime extension (``Model``, ``Simulation`` and the bindings of ``csrc/*.pxi``)."""
+        return self._runtime
+
+    @property
     def header(self) -> Path:
         """The generated C header (slot tables of q, u, p, points)."""
         return self.folder / f"{self.prefix}.h"
