@@ -382,7 +382,8 @@ class CHarness:
                                             "\n{ (void)q; (void)qd; (void)u; (void)p; (void)qdd; }\n")
             self.has_aba = False
         self.exe = self.dir / "harness"
-        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "rodgen_linalg.c", "aba.c", "-lm"]
+        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "rodgen_linalg.c", "aba.c",
+               "-lm"]
         proc = subprocess.run(cmd, cwd=self.dir, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"harness failed to compile: {' '.join(cmd)}\n{proc.stderr[-3000:]}")

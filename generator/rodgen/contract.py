@@ -182,52 +182,56 @@ class StatusEntry:
     outcome: str = "failed"
 
 
-#: Every status code of the C (model routines, runtime), in order of value.
-STATUSES: tuple[StatusEntry, ...] = (
-    StatusEntry("OK", 0, "success", "success"),
-    StatusEntry("ERR_NONFINITE_INPUT", 1, "the state, the inputs or the parameters hold inf or NaN", "nonfinite"),
-    StatusEntry("ERR_NOT_POSITIVE_DEFINITE", 2, "the mass matrix is not positive definite", "singular_mass"),
-    StatusEntry("ERR_NONFINITE_RESULT", 3, "the accelerations are not finite", "nonfinite"),
-    StatusEntry("ERR_NONFINITE_STATE", 4, "the state became inf or NaN", "nonfinite"),
-    StatusEntry("ERR_STEP_UNDERFLOW", 5, "the step size fell below its minimum", "step_underflow"),
-    StatusEntry("ERR_MAX_STEPS", 6, "the number of steps reached max_steps", "max_steps"),
-    StatusEntry("ERR_INPUT_NONFINITE", 7, "the inputs are inf or NaN", "nonfinite_input"),
-    StatusEntry("ERR_INPUT_FAILED", 8, "the input law failed (callback error, B^T B singular)"),
-    StatusEntry("ERR_OPTIONS", 9, "invalid options"),
-    StatusEntry("SIM_FULL", 10, "not an error: the output arrays are full, call again"),
-    StatusEntry("ERR_SINGULAR_CONSTRAINTS", 11, "the active constraint set is singular (dependent constraint rows)"),
-    StatusEntry("ERR_EVENT_NOT_LOCATED", 12, "an event could not be located to tolerance"),
-    StatusEntry("ERR_FRICTION_CONE", 13, "a contact force left its friction cone"),
-    StatusEntry("ERR_INITIAL_STATE", 14,
-                "the initial state violates a constraint (a contact point below the ground or a loop not closed)"),
-    StatusEntry("ERR_TOO_MANY_EVENTS", 15, "too many events in one step or run"),
-)
+class StatusCode(enum.IntEnum):
+    """The status codes of the C, ``RODGEN_<NAME>`` (model routines and runtime), in order of value.
 
+    Each member carries ``message`` (what it means, for a user) and ``outcome`` (the value of
+    :class:`rodgen.runtime.result.Status` a simulation reports when it stops with it).
+    """
 
-_MESSAGES = {s.value: s.message for s in STATUSES}
-_OUTCOMES = {s.value: s.outcome for s in STATUSES}
+    message: str
+    outcome: str
 
+    def __new__(cls, value: int, message: str, outcome: str = "failed") -> "StatusCode":
+        obj = int.__new__(cls, value)
+        obj._value_ = value
+        obj.message = message
+        obj.outcome = outcome
+        return obj
 
-class _StatusBase(enum.IntEnum):
-    @property
-    def message(self) -> str:
-        """What the status means, for a user."""
-        return _MESSAGES[int(self)]
+    OK = 0, "success", "success"
+    ERR_NONFINITE_INPUT = 1, "the state, the inputs or the parameters hold inf or NaN", "nonfinite"
+    ERR_NOT_POSITIVE_DEFINITE = 2, "the mass matrix is not positive definite", "singular_mass"
+    ERR_NONFINITE_RESULT = 3, "the accelerations are not finite", "nonfinite"
+    ERR_NONFINITE_STATE = 4, "the state became inf or NaN", "nonfinite"
+    ERR_STEP_UNDERFLOW = 5, "the step size fell below its minimum", "step_underflow"
+    ERR_MAX_STEPS = 6, "the number of steps reached max_steps", "max_steps"
+    ERR_INPUT_NONFINITE = 7, "the inputs are inf or NaN", "nonfinite_input"
+    ERR_INPUT_FAILED = 8, "the input law failed (callback error, B^T B singular)"
+    ERR_OPTIONS = 9, "invalid options"
+    SIM_FULL = 10, "not an error: the output arrays are full, call again"
+    ERR_SINGULAR_CONSTRAINTS = 11, "the active constraint set is singular (dependent constraint rows)"
+    ERR_EVENT_NOT_LOCATED = 12, "an event could not be located to tolerance"
+    ERR_FRICTION_CONE = 13, "a contact force left its friction cone"
+    ERR_INITIAL_STATE = 14, ("the initial state violates a constraint (a contact point below the ground or a loop "
+                             "not closed)")
+    ERR_TOO_MANY_EVENTS = 15, "too many events in one step or run"
 
-    @property
-    def outcome(self) -> str:
-        """The value of :class:`rodgen.runtime.result.Status` of a simulation that stops with it."""
-        return _OUTCOMES[int(self)]
+    @classmethod
+    def find(cls, code: int) -> "StatusCode | None":
+        """The member of value ``code``, or None for a code unknown to this table."""
+        member = cls._value2member_map_.get(int(code))
+        return member if isinstance(member, StatusCode) else None
 
-    @staticmethod
-    def describe(code: int) -> str:
+    @classmethod
+    def describe(cls, code: int) -> str:
         """The message of a status code, also for a code unknown to this table."""
-        return _MESSAGES.get(int(code), f"status {int(code)}")
+        member = cls.find(code)
+        return member.message if member is not None else f"status {int(code)}"
 
 
-#: The status codes of the C (``RODGEN_<NAME>`` = ``StatusCode.<NAME>``), built from :data:`STATUSES`.
-StatusCode = _StatusBase("StatusCode", [(s.name, s.value) for s in STATUSES],  # type: ignore[call-overload]
-                         module=__name__, qualname="StatusCode")
+#: The status codes as plain entries (what the templates render), from :class:`StatusCode`.
+STATUSES: tuple[StatusEntry, ...] = tuple(StatusEntry(c.name, int(c), c.message, c.outcome) for c in StatusCode)
 
 
 # ---------------------------------------------------------------------------

@@ -119,9 +119,10 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
 
     sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
-                            float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
-                            kind, uc, times, values, kp, kd, fn, pv, y)
+                                  float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
+                                  kind, uc, times, values, kp, kd, fn, pv, y)
     if method is Integrator.RK4:
+        assert dt is not None  # checked above
         steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
         rows = min(CHUNK_ROWS, steps // store_every + 2)
     else:
@@ -180,9 +181,8 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
 
 def _outcome(code: int) -> tuple[Status, str]:
     """(how the run ended, why) for a status code of the C."""
-    try:
-        c = StatusCode(code)
-    except ValueError:
+    c = StatusCode.find(code)
+    if c is None:
         return Status.FAILED, StatusCode.describe(code)
     try:
         return Status(c.outcome), c.message

@@ -117,7 +117,6 @@ def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] 
     -------
     CompiledModel : the compiled functions (mass_matrix, forward_dynamics, rhs, ...).
     """
-    from ..runtime import CompiledModel
     from ..runtime.progress import Progress
     name = source.model.name if isinstance(source, Equations) else getattr(source, "name", "model")
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
