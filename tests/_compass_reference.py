@@ -16,7 +16,7 @@ State ``x = [theta_s, theta_w, omega_s, omega_w]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Callable
 
 import numpy as np
@@ -38,7 +38,7 @@ class Walker:
         return self.a + self.b
 
 
-@lru_cache(maxsize=None)
+@cache
 def _symbolic() -> tuple[Callable[..., np.ndarray], Callable[..., np.ndarray], Callable[..., float],
                          Callable[..., float]]:
     ts, tw, ws, ww = sp.symbols("ts tw ws ww")
@@ -96,8 +96,8 @@ def _cross(r: np.ndarray, v: np.ndarray) -> float:
 
 def _points(w: Walker, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     ts, tw, ws, ww = x
-    d = lambda th: np.array([np.sin(th), np.cos(th)])          # noqa: E731
-    dd = lambda th: np.array([np.cos(th), -np.sin(th)])        # noqa: E731  (d/dtheta)
+    d = lambda th: np.array([np.sin(th), np.cos(th)])
+    dd = lambda th: np.array([np.cos(th), -np.sin(th)])
     hip, vhip = w.l * d(ts), w.l * dd(ts) * ws
     return {"hip": (hip, vhip), "p1": (w.a * d(ts), w.a * dd(ts) * ws),
             "p2": (hip - w.b * d(tw), vhip - w.b * dd(tw) * ww), "foot2": (hip - w.l * d(tw), None)}
