@@ -1,7 +1,7 @@
-"""Code stage: Equations -> routine spec -> C header, C source and Cython module.
+"""Code stage: Equations -> routine spec -> C header and C source (with the C runtime beside them).
 
     spec = lower(equations)            # straight-line code per routine, no names from the model
-    files = render(spec)               # GeneratedFiles: {"exo5.h": ..., "exo5.c": ..., "_exo5.pyx": ...}
+    files = render(spec)               # GeneratedFiles: {"exo5.h": ..., "exo5.c": ..., "rodgen_runtime.h": ...}
     files.write("out/")
 
 or in one step ``generate(model_or_equations, out_dir)``.
@@ -22,7 +22,7 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, 
 
 def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = None, *,
              method: Optional[str] = None, options: Optional[CodegenOptions] = None) -> GeneratedFiles:
-    """Generate the C header, C source and Cython module of a model.
+    """Generate the C header and C source of a model, with the files of rodgen's C runtime.
 
     Parameters
     ----------
