@@ -1,6 +1,6 @@
 """The ``rodgen`` command line.
 
-    rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and _<model>.pyx into DIR
+    rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and the C runtime into DIR
     rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
