@@ -90,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
     _add_model_args(b)
     b.add_argument("--build-dir", default=None, metavar="DIR", help="cache folder (default ./build)")
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
-    b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O2", help="optimisation level (default O2)")
+    b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O1", help="optimisation level (default O1)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
