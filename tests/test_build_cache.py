@@ -60,7 +60,7 @@ def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="optimization 'O9' is not one of O0, O1, O2, O3, Os"):
         BuildOptions(optimization="O9")
     assert "-ffast-math" not in BuildOptions().cflags()
-    assert BuildOptions().cflags()[0] == "-O2"
+    assert BuildOptions().cflags()[0] == "-O1"
     assert "-ffast-math" in BuildOptions(fast_math=True).cflags()
 
 
