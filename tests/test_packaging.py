@@ -120,3 +120,15 @@ def test_dependencies_are_declared_and_used() -> None:
         imported |= names
     unused = declared - imported - set(USED_INDIRECTLY)
     assert not unused, f"declared but never imported: {sorted(unused)}"
+
+
+def test_ci_runs_exactly_the_readme_set_up_commands() -> None:
+    """.ci/run prepares a clean folder, then runs the README's set-up commands, nothing more and nothing less."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    commands = [block.strip() for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S)]
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    preparation = ("#", "set ", "cd ", "rm ", "export ")
+    ci_commands = [line for line in ci if line and not line.startswith(preparation)]
+    assert ci_commands == commands
+    assert "ruff check ." in commands[1] and "python -m pytest -q" in commands[1]
