@@ -24,8 +24,8 @@ import ast
 import math
 import operator
 import warnings
-from fractions import Fraction
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Callable, Mapping, Union
 
 #: Functions allowed in expressions, with their number of arguments.
