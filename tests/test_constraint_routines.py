@@ -18,16 +18,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-import sympy as sp
-
 import rodgen
+import sympy as sp
+from conftest import EXAMPLES
 from rodgen.codegen import generate, lower
 from rodgen.errors import CodegenError
 from rodgen.symbolic.coupling import reduce_couplings
 from rodgen.symbolic.equations import ConstraintEquations, Equations
 from rodgen.symbolic.matrix import derive_matrix
-
-from conftest import EXAMPLES
 
 CC = shutil.which("gcc") or shutil.which("cc")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]

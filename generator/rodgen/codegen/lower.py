@@ -68,7 +68,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
                    else _find(r, "mass_force").ops + cholesky_ops(n))
 
     nrows = sum(b.nrows for b in blocks)
-    meta = (
+    meta: tuple[tuple[str, str], ...] = (
         ("NAME", repr(model.name)), ("PREFIX", repr(prefix)), ("VERSION", repr(version)),
         ("METHOD", repr(str(eqs.method))),
         ("NQ", repr(n)), ("NU", repr(m)), ("NP", repr(npar)), ("NPOINTS", repr(npts)),
@@ -199,8 +199,8 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
         out.append(build_routine(
             "articulated", f"{prefix}_articulated",
             "Forward dynamics by the articulated-body algorithm (used by forward_dynamics).",
-            ("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
-             "each is positive and finite.",),
+            (("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
+              "each is positive and finite."),),
             [g.q, g.qd, g.u, g.p, output("qdd", NQ, "coordinate accelerations"),
              output("dinv", NQ, "inverse articulated inertias 1/D_i")],
             [("qdd", "accelerations", [(f"qdd[{i}]", fd.qdd[i]) for i in range(n)]),

@@ -126,7 +126,7 @@ def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[s
     crossing: set[sp.Basic] = set()
     free: list[set[sp.Basic]] = []
     for k, (kind, a, b) in enumerate(stmts):
-        fs = b.free_symbols if kind != "copy" else set()  # type: ignore[union-attr]
+        fs: set[sp.Basic] = b.free_symbols if isinstance(b, sp.Basic) else set()
         free.append(fs)
         if nparts > 1:
             for s in fs:

@@ -174,8 +174,7 @@ class Motion:
             elif ik == "spline":
                 cols.append(io(t, order))
             else:
-                cols.append(_fd(lambda tt, f=io: np.broadcast_to(np.asarray(f(tt), dtype=float), (len(tt),))
-                                .reshape(-1, 1), t, order)[:, 0])
+                cols.append(_fd(_column(io), t, order)[:, 0])
         return np.stack(cols, axis=-1) if cols else np.zeros((N, 0))
 
     def __call__(self, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -190,6 +189,13 @@ class Motion:
         else:
             qdd = self._eval(self._q, tt, 2)
         return q, qd, qdd
+
+
+def _column(f: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """f(t) of one coordinate as an (N, 1) array (a constant result broadcast)."""
+    def g(tt: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(f(tt), dtype=float), (len(tt),)).reshape(-1, 1)
+    return g
 
 
 def _is_symbolic(x: Any) -> bool:

@@ -20,11 +20,11 @@ and the names of the marker points.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import sympy as sp
 
-from ..model.core import Link, Model
+from ..model.core import Link, Model, PointMass, Rod
 from ..model.expr import Expression, as_expression
 from .convert import to_sympy
 from .equations import Equations
@@ -144,7 +144,8 @@ def derive_lagrange(model: Model) -> Equations:
                     Vs += geo.X(sg.spring.stiffness) * (ell - geo.X(sg.spring.rest)) ** 2 / 2
                 if sg.damping is not None:
                     R += geo.X(sg.damping) * geo.rate(ell) ** 2 / 2
-            bodies = [(pm.name or f"{sg.name}.m{i}", pm, _0) for i, pm in enumerate(sg.masses)]
+            bodies: list[tuple[str, Union[PointMass, Rod], sp.Expr]] = [
+                (pm.name or f"{sg.name}.m{i}", pm, _0) for i, pm in enumerate(sg.masses)]
             bodies += [(rd.name or f"{sg.name}.rod{i}", rd, geo.X(rd.inertia)) for i, rd in enumerate(sg.rods)]
             for name, body, inertia in bodies:
                 r = geo.station(lk, sg.name, body.fraction, body.offset, body.lateral)
