@@ -276,8 +276,8 @@ static const rodgen_constraint fb2_blocks[3] = {
     {"loop_again", RODGEN_LOOP, 2, 2},
     {"th1_lower", RODGEN_LIMIT, 4, 1},
 };
-static const double fb_p[10] = {1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.5, -0.5, -0.6};
-static const double fb_q0[3] = {1.0, 1.5, -1.0};
+static const double fb_p[10] = {1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.2, 0.0, -0.3};
+static const double fb_q0[3] = {0.5, 1.5, -0.5};
 
 static const rodgen_model fb_model = {"fourbar", 3, 1, 10, 3, 2, 3, fb_blocks, fb_p, fb_q0, fb_mass, fb_bias,
     fb_gravity, fb_input_map, 0, 0, 0, fb_energy, fb_points, 0, fb_cpos, fb_cjac, fb_cbias, 0};

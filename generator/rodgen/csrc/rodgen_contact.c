@@ -810,6 +810,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                     }
                 }
             }
+        }
+        for (i = 0; i < nc; ++i) {   /* the releases of the impact, after its touchdowns */
             if (w->act2[i] && !w->after[i]) {
                 hy_log(s, out, release_kind(m, i), i, 0.0, 0.0, 0.0);
             }

@@ -1,0 +1,219 @@
+"""rodgen_contact.c (constrained dynamics, impact map, hybrid simulation) on hand-written models.
+
+The C is compiled with gcc and the strict flags together with tests/contact_c/harness.c (a compass gait
+and a four-bar as rodgen_model tables) and called through ctypes. Every number is checked against an
+independent source: a SymPy derivation of the models, a numpy KKT solve, Newton's and the momentum laws,
+the energy balance of the limit cycle.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import _contact_c as cc
+from _contact_c import COMPASS, COMPASS_P, FOURBAR, FOURBAR_P, FOURBAR_TWICE
+
+pytestmark = pytest.mark.skipif(cc.CC is None, reason="no C compiler")
+
+GAMMA = -COMPASS_P[5]  # slope angle, downhill towards +x
+#: Goswami's limit cycle (m = 5, m_H = 10, a = b = 0.5, 3 degrees), just after heel strike:
+#: stance and swing angles from the vertical and their rates
+GOSWAMI = (0.2187, -0.3234, -1.0918, -0.3772)
+#: The swing foot of the rigid compass gait rises 1.6 cm just after heel strike, then passes under the
+#: ground at mid-stance; arming it above 2 cm lets it touch down at the next heel strike only.
+COMPASS_ARM_GAP = 0.02
+
+
+@pytest.fixture(scope="module")
+def H(tmp_path_factory) -> cc.Harness:
+    return cc.Harness(cc.build(tmp_path_factory.mktemp("contact-c")))
+
+
+# ---- independent model derivations (SymPy, from the point masses) -----------------------------------
+
+
+def _lagrange(points, masses, q, qd, g, extra_v=0):
+    """M, h = C qd + G of point masses at `points` (sympy 2-vectors) under gravity -g y."""
+    n = len(q)
+    T = 0
+    V = extra_v
+    for m, p in zip(masses, points):
+        v = p.jacobian(q) * qd
+        T += m * (v.T * v)[0] / 2
+        V += m * g * p[1]
+    M = sp.hessian(T, qd)
+    dTdqd = sp.Matrix([T.diff(v) for v in qd])
+    h = dTdqd.jacobian(q) * qd - sp.Matrix([T.diff(v) for v in q]) + sp.Matrix([V.diff(v) for v in q])
+    assert M.shape == (n, n)
+    return M, h
+
+
+def _compass_sympy():
+    x, y, t1, t2, xd, yd, w1, w2 = sp.symbols("x y t1 t2 xd yd w1 w2")
+    m, mH, a, b, g, s = sp.symbols("m mH a b g s")
+    q, qd = sp.Matrix([x, y, t1, t2]), sp.Matrix([xd, yd, w1, w2])
+    hip = sp.Matrix([x, y])
+    e = [sp.Matrix([sp.sin(t1), -sp.cos(t1)]), sp.Matrix([sp.sin(t2), -sp.cos(t2)])]
+    M, h = _lagrange([hip, hip + b * e[0], hip + b * e[1]], [mH, m, m], q, qd, g)
+    tvec, nvec = sp.Matrix([sp.cos(s), sp.sin(s)]), sp.Matrix([-sp.sin(s), sp.cos(s)])
+    rows = []
+    for ei in e:
+        foot = hip + (a + b) * ei
+        rows += [tvec.dot(foot), nvec.dot(foot)]
+    c = sp.Matrix(rows)
+    J = c.jacobian(q)
+    bias = (J * qd).jacobian(q) * qd
+    args = (q, qd, (m, mH, a, b, g, s))
+    return {k: sp.lambdify(args, v, "numpy") for k, v in dict(M=M, h=h, c=c, J=J, b=bias).items()}
+
+
+def _fourbar_sympy(loops=1):
+    th = sp.symbols("t1:4")
+    w = sp.symbols("w1:4")
+    l1, l2, l3, m1, m2, m3, g, px, py, lo = sp.symbols("l1 l2 l3 m1 m2 m3 g px py lo")
+    q, qd = sp.Matrix(th), sp.Matrix(w)
+    pts, r = [], sp.zeros(2, 1)
+    for lk, tk in zip((l1, l2, l3), th):
+        r = r + lk * sp.Matrix([sp.sin(tk), -sp.cos(tk)])
+        pts.append(r)
+    M, h = _lagrange(pts, [m1, m2, m3], q, qd, g)
+    c = sp.Matrix([pts[2][0] - px, pts[2][1] - py] * loops + [th[0] - lo])
+    J = c.jacobian(q)
+    bias = (J * qd).jacobian(q) * qd
+    args = (q, qd, (l1, l2, l3, m1, m2, m3, g, px, py, lo))
+    return {k: sp.lambdify(args, v, "numpy") for k, v in dict(M=M, h=h, c=c, J=J, b=bias).items()}
+
+
+def _ev(f, q, qd, p):
+    return np.asarray(f(q, qd, p), dtype=float).squeeze()
+
+
+@pytest.fixture(scope="module")
+def compass_sym():
+    return _compass_sympy()
+
+
+def test_harness_models_match_sympy(H, compass_sym) -> None:
+    rng = np.random.default_rng(1)
+    for model, sym, p, ps in ((COMPASS, compass_sym, COMPASS_P, COMPASS_P[:6]),
+                              (FOURBAR, _fourbar_sympy(), FOURBAR_P, FOURBAR_P),
+                              (FOURBAR_TWICE, _fourbar_sympy(2), FOURBAR_P, FOURBAR_P)):
+        nq = H.sizes(model)[0]
+        for _ in range(3):
+            q, qd = rng.normal(size=nq), rng.normal(size=nq)
+            e = H.eval(model, p, q, qd)
+            for key in ("M", "h", "c", "J", "b"):
+                np.testing.assert_allclose(e[key], _ev(sym[key], q, qd, ps), rtol=1e-12, atol=1e-12,
+                                           err_msg=f"model {model}, {key}")
+
+
+# ---- constrained dynamics against a KKT solve --------------------------------------------------------
+
+
+def _kkt(e, u, rows, qd, alpha, beta, target):
+    M, J = e["M"], e["J"][rows]
+    n, k = len(qd), len(rows)
+    gamma = -e["b"][rows] - 2 * alpha * J @ qd - beta**2 * (e["c"][rows] - target[rows])
+    A = np.block([[M, -J.T], [J, np.zeros((k, k))]])
+    sol = np.linalg.solve(A, np.concatenate([e["B"] @ u - e["h"], gamma]))
+    return sol[:n], sol[n:]
+
+
+def _fourbar_closed(theta1, rate1=0.0, p=FOURBAR_P):
+    """The closed four-bar at th1 = theta1 (hanging below its pivots), its rates from J qd = 0."""
+    l, target = p[:3], p[7:9]
+    p1 = l[0] * np.array([np.sin(theta1), -np.cos(theta1)])
+    d = target - p1
+    dist = np.hypot(*d)
+    along = (dist**2 + l[1] ** 2 - l[2] ** 2) / (2 * dist)
+    across = np.sqrt(l[1] ** 2 - along**2)
+    perp = np.array([d[1], -d[0]]) / dist  # d turned clockwise: below the line when d points to +x
+    p2 = p1 + along * d / dist + across * perp
+    a, b = p2 - p1, target - p2
+    q = np.array([theta1, np.arctan2(a[0], -a[1]), np.arctan2(b[0], -b[1])])
+    J = np.array([l * np.cos(q), l * np.sin(q)])
+    qd = np.array([rate1, *np.linalg.solve(J[:, 1:], -J[:, 0] * rate1)])
+    tip = np.array([np.sum(l * np.sin(q)), -np.sum(l * np.cos(q))]) - target
+    assert np.max(np.abs(tip)) < 1e-13
+    return q, qd
+
+
+@pytest.mark.parametrize("model, active", [(COMPASS, [1, 0]), (COMPASS, [0, 1]), (COMPASS, [1, 1]),
+                                           (COMPASS, [0, 0]), (FOURBAR, [1, 0]), (FOURBAR, [1, 1])])
+def test_constrained_dynamics_matches_kkt(H, model, active) -> None:
+    rng = np.random.default_rng(7)
+    nq, nu, _, nc, nr = H.sizes(model)
+    p = COMPASS_P if model == COMPASS else FOURBAR_P
+    blocks = [(0, 2), (2, 2)] if model == COMPASS else [(0, 2), (2, 1)]
+    rows = [r for (r0, k), a in zip(blocks, active) if a or (model == FOURBAR and r0 == 0)
+            for r in range(r0, r0 + k)]
+    for _ in range(5):
+        q, qd, u = rng.normal(size=nq), rng.normal(size=nq), rng.normal(size=nu) * 10
+        if model == COMPASS:
+            q[2], q[3] = 0.3 * q[2], 0.3 * q[3] + 0.5  # feet apart
+        target = rng.normal(size=nr) * 0.1
+        for alpha, beta in ((0.0, 0.0), (10.0, 10.0), (3.0, 25.0)):
+            status, qdd, lam = H.cfd(model, p, q, qd, u, active, target, alpha, beta)
+            assert status == cc.OK
+            e = H.eval(model, p, q, qd)
+            qdd_ref, lam_ref = _kkt(e, u, rows, qd, alpha, beta, target)
+            scale = 1 + np.max(np.abs(qdd_ref))
+            np.testing.assert_allclose(qdd, qdd_ref, rtol=0, atol=1e-9 * scale)
+            np.testing.assert_allclose(lam[rows], lam_ref, rtol=0, atol=1e-9 * (1 + np.max(np.abs(lam_ref), initial=0.0)))
+            assert np.all(lam[[r for r in range(nr) if r not in rows]] == 0.0)
+
+
+def test_default_target_holds_a_contact_where_it_is(H) -> None:
+    """Without targets the tangential row of a contact is not pulled anywhere, the gap towards 0."""
+    q, qd = np.array([0.3, 0.9, 0.2, -0.4]), np.array([0.5, -0.2, 1.0, 2.0])
+    e = H.eval(COMPASS, COMPASS_P, q, qd)
+    target = np.array([e["c"][0], 0.0, e["c"][2], 0.0])
+    _, qdd_default, lam_default = H.cfd(COMPASS, COMPASS_P, q, qd, [3.0], [1, 0])
+    _, qdd, lam = H.cfd(COMPASS, COMPASS_P, q, qd, [3.0], [1, 0], target)
+    np.testing.assert_array_equal(qdd_default, qdd)
+    np.testing.assert_array_equal(lam_default, lam)
+
+
+def _compass_masses(q, qd, qdd=None, p=COMPASS_P):
+    """Positions, velocities (and accelerations) of the hip and the two leg masses."""
+    m, mH, b = p[0], p[1], p[3]
+    hip, vhip = q[:2], qd[:2]
+    out = [(mH, hip, vhip, None if qdd is None else qdd[:2])]
+    for i in (2, 3):
+        e, de = np.array([np.sin(q[i]), -np.cos(q[i])]), np.array([np.cos(q[i]), np.sin(q[i])])
+        acc = None
+        if qdd is not None:
+            acc = qdd[:2] + b * (qdd[i] * de + qd[i] ** 2 * np.array([-np.sin(q[i]), np.cos(q[i])]))
+        out.append((m, hip + b * e, vhip + b * qd[i] * de, acc))
+    return out
+
+
+def test_lambda_is_the_ground_reaction(H) -> None:
+    """Newton: the contact forces (tangential, normal in the ground frame) = m (a_com - g)."""
+    rng = np.random.default_rng(3)
+    t, n = np.array([np.cos(-GAMMA), np.sin(-GAMMA)]), np.array([np.sin(-GAMMA) * -1, np.cos(-GAMMA)])
+    mt = COMPASS_P[1] + 2 * COMPASS_P[0]
+    for active in ([1, 0], [1, 1]):
+        q, qd = np.array([0.1, 0.95, 0.3, -0.2]), rng.normal(size=4)
+        status, qdd, lam = H.cfd(COMPASS, COMPASS_P, q, qd, [5.0], active)
+        assert status == cc.OK
+        force = sum(lam[2 * i] * t + lam[2 * i + 1] * n for i in range(2))
+        ma = sum(m * a for m, _, _, a in _compass_masses(q, qd, qdd)) + mt * np.array([0.0, 9.81])
+        np.testing.assert_allclose(force, ma, rtol=1e-10, atol=1e-9)
+
+
+def test_redundant_constraints_give_a_status_not_nan(H) -> None:
+    q, qd = _fourbar_closed(0.2, 0.5)
+    status, qdd, lam = H.cfd(FOURBAR_TWICE, FOURBAR_P, q, qd, [0.0], [1, 1, 0])
+    assert status == cc.ERR_SINGULAR_CONSTRAINTS
+    status, *_ = H.impact(FOURBAR_TWICE, FOURBAR_P, q, qd, [1, 1, 0])
+    assert status == cc.ERR_SINGULAR_CONSTRAINTS
+    # both feet of the compass at the same point: four rows, rank two
+    q = np.array([0.0, 1.0, 0.2, 0.2])
+    status, *_ = H.cfd(COMPASS, COMPASS_P, q, np.zeros(4), [0.0], [1, 1])
+    assert status == cc.ERR_SINGULAR_CONSTRAINTS
+    # the single loop is fine
+    q, qd = _fourbar_closed(0.2, 0.5)
+    status, qdd, lam = H.cfd(FOURBAR, FOURBAR_P, q, qd, [0.0], [1, 0])
+    assert status == cc.OK and np.all(np.isfinite(qdd))
