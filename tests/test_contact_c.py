@@ -217,3 +217,61 @@ def test_redundant_constraints_give_a_status_not_nan(H) -> None:
     q, qd = _fourbar_closed(0.2, 0.5)
     status, qdd, lam = H.cfd(FOURBAR, FOURBAR_P, q, qd, [0.0], [1, 0])
     assert status == cc.OK and np.all(np.isfinite(qdd))
+
+
+# ---- impact map ---------------------------------------------------------------------------------------
+
+
+def _compass_on_stance(th_stance, th_swing, w_stance, w_swing, stance=0):
+    """State with the stance foot at the origin (held) and the hip velocity that keeps it there."""
+    th = [th_stance, th_swing] if stance == 0 else [th_swing, th_stance]
+    w = [w_stance, w_swing] if stance == 0 else [w_swing, w_stance]
+    ts, ws = th[stance], w[stance]
+    q = np.array([-np.sin(ts), np.cos(ts), *th])
+    qd = np.array([-np.cos(ts) * ws, -np.sin(ts) * ws, *w])
+    return np.concatenate([q, qd])
+
+
+def _angular_momentum(q, qd, point):
+    return sum(m * ((r - point)[0] * v[1] - (r - point)[1] * v[0]) for m, r, v, _ in _compass_masses(q, qd))
+
+
+def test_heel_strike_conserves_angular_momentum_and_releases_the_trailing_foot(H) -> None:
+    alpha = 0.271  # half the angle between the legs at heel strike
+    y = _compass_on_stance(-GAMMA - alpha, -GAMMA + alpha, -1.09, -0.38)
+    q, qdm = y[:4], y[4:]
+    e = H.eval(COMPASS, COMPASS_P, q, qdm)
+    assert abs(e["c"][3]) < 1e-15 and (e["J"] @ qdm)[3] < 0  # foot 2 on the ground, moving down
+    status, qdp, imp, after, loss = H.impact(COMPASS, COMPASS_P, q, qdm, [1, 1])
+    assert status == cc.OK
+    assert list(after) == [False, True]  # the trailing foot's impulse would pull: released
+    assert imp[0] == 0 and imp[1] == 0 and imp[3] > 0
+    foot2 = e["r"][2]
+    np.testing.assert_allclose(_angular_momentum(q, qdp, foot2), _angular_momentum(q, qdm, foot2),
+                               rtol=1e-12)
+    np.testing.assert_allclose((e["J"] @ qdp)[2:], 0.0, atol=1e-12)
+    assert (e["J"] @ qdp)[1] > 0  # the trailing foot lifts
+    # numpy: M (qd+ - qd-) = J2^T Lambda, J2 qd+ = 0
+    M, J2 = e["M"], e["J"][2:]
+    sol = np.linalg.solve(np.block([[M, -J2.T], [J2, np.zeros((2, 2))]]), np.concatenate([M @ qdm, [0, 0]]))
+    np.testing.assert_allclose(qdp, sol[:4], atol=1e-12)
+    np.testing.assert_allclose(imp[2:], sol[4:], rtol=1e-11)
+    np.testing.assert_allclose(loss, 0.5 * qdm @ M @ qdm - 0.5 * qdp @ M @ qdp, rtol=1e-12)
+    assert loss > 0
+
+
+def test_limit_impact_and_release(H) -> None:
+    lower = FOURBAR_P[9]
+    q, qd = _fourbar_closed(lower, -0.8)
+    status, qdp, imp, after, loss = H.impact(FOURBAR, FOURBAR_P, q, qd, [1, 1])
+    assert status == cc.OK and list(after) == [True, True]
+    np.testing.assert_allclose(qdp, 0.0, atol=1e-14)  # one degree of freedom: the limit stops it
+    assert imp[2] > 0
+    M = H.eval(FOURBAR, FOURBAR_P, q, qd)["M"]
+    np.testing.assert_allclose(loss, 0.5 * qd @ M @ qd, rtol=1e-12)
+    # moving inwards: the impulse would pull, the limit is released and nothing changes
+    q, qd = _fourbar_closed(lower, 0.8)
+    status, qdp, imp, after, loss = H.impact(FOURBAR, FOURBAR_P, q, qd, [1, 1])
+    assert status == cc.OK and list(after) == [True, False]
+    np.testing.assert_allclose(qdp, qd, atol=1e-14)
+    assert imp[2] == 0 and abs(loss) < 1e-13
