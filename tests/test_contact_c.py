@@ -275,3 +275,102 @@ def test_limit_impact_and_release(H) -> None:
     assert status == cc.OK and list(after) == [True, False]
     np.testing.assert_allclose(qdp, qd, atol=1e-14)
     assert imp[2] == 0 and abs(loss) < 1e-13
+
+
+# ---- hybrid simulation --------------------------------------------------------------------------------
+
+
+def _walk(H, t_end, dt, **kw):
+    y0 = _compass_on_stance(*GOSWAMI)
+    return H.simulate(COMPASS, COMPASS_P, y0, [1, 0], t_end, dt, disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP, **kw)
+
+
+def test_passive_compass_gait_walks_50_steps_on_its_limit_cycle(H) -> None:
+    s = _walk(H, 40.0, 5e-3)
+    assert s.status == cc.OK
+    td = np.flatnonzero(s.ev_kind == cc.EVENT_TOUCHDOWN)
+    assert len(td) >= 50
+    # every heel strike releases the trailing foot at the same instant; feet alternate
+    for k in td:
+        assert s.ev_kind[k + 1] == cc.EVENT_LIFTOFF and s.ev_t[k + 1] == s.ev_t[k]
+        assert s.ev_block[k + 1] == 1 - s.ev_block[k]
+    assert np.all(np.diff(s.ev_block[td]) != 0)
+    assert not np.any(s.ev_kind == cc.EVENT_SLIP)
+    # one foot on the ground at all times, the gap of the held foot stays below 1e-8 m
+    assert np.all(s.active.sum(axis=1) == 1)
+    gaps = np.array([H.eval(COMPASS, COMPASS_P, y[:4], y[4:])["c"][[1, 3]] for y in s.y])
+    assert np.max(np.abs(gaps[s.active])) < 1e-8
+    # energy balance of the limit cycle: the kinetic energy lost in a heel strike equals the potential
+    # energy the walker loses in a step, m g (step length) sin(slope)
+    k = td[-1]
+    i = np.searchsorted(s.t, s.ev_t[k])  # the row before the jump
+    c = H.eval(COMPASS, COMPASS_P, s.y[i, :4], s.y[i, 4:])["c"]
+    step = abs(c[2] - c[0])
+    mt = COMPASS_P[1] + 2 * COMPASS_P[0]
+    np.testing.assert_allclose(s.ev_loss[k], mt * 9.81 * step * np.sin(GAMMA), rtol=1e-6)
+    # the state just after the last heel strike is Goswami's fixed point (4 digits published)
+    post = s.y[i + 1]
+    stance = s.ev_block[k]
+    th = post[2:4][[stance, 1 - stance]]
+    w = post[6:8][[stance, 1 - stance]]
+    np.testing.assert_allclose([*th, *w], GOSWAMI, atol=6e-4)
+    periods = np.diff(s.ev_t[td])
+    assert np.ptp(periods[-10:]) < 1e-8
+
+
+def test_event_times_converge_with_dt_and_tolerance(H) -> None:
+    """Heel-strike time: fourth order in dt (the step is integrated again to the event), within the
+    tolerance of the root finding."""
+    ref = _walk(H, 1.0, 1e-3, event_tol=1e-14).ev_t[0]
+    errors = [abs(_walk(H, 1.0, dt, event_tol=1e-13).ev_t[0] - ref) for dt in (2e-2, 1e-2, 5e-3)]
+    assert errors[1] < 1e-6  # with dt = 10 ms
+    assert 8 < errors[0] / errors[1] < 32 and 8 < errors[1] / errors[2] < 32
+    for tol in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7):
+        s = _walk(H, 1.0, 5e-3, event_tol=tol)
+        assert abs(s.ev_t[0] - ref) <= tol + 1e-8
+        i = np.searchsorted(s.t, s.ev_t[0])
+        gap = H.eval(COMPASS, COMPASS_P, s.y[i, :4], s.y[i, 4:])["c"][3]
+        assert -2 * tol <= gap <= 0  # located on the late side of the crossing
+
+
+def test_output_in_chunks_resumes_exactly(H) -> None:
+    whole = _walk(H, 3.0, 1e-2)
+    parts = _walk(H, 3.0, 1e-2, chunk=7)
+    # the harness takes at most 3 nc + 2 = 8 events per call: the event log fills up too
+    assert parts.calls > 40 and whole.calls > 1
+    assert whole.status == parts.status == cc.OK
+    for name in ("t", "y", "lam", "active", "ev_t", "ev_kind", "ev_block", "ev_imp", "ev_loss"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name), err_msg=name)
+    # the pre- and post-jump rows share the event's time
+    for te in whole.ev_t:
+        assert np.sum(whole.t == te) >= 2
+    # store_every keeps every k-th grid step, and all event rows
+    sparse = _walk(H, 3.0, 1e-2, store_every=10)
+    grid = sparse.t[~np.isin(sparse.t, sparse.ev_t)]
+    np.testing.assert_allclose(grid, 0.1 * np.arange(len(grid)), atol=1e-12)
+    assert len(sparse.t) == len(grid) + 2 * len(np.unique(sparse.ev_t))
+
+
+def test_liftoff_when_the_normal_force_turns(H) -> None:
+    """A hip torque flings the swing leg; the stance foot's normal force falls to zero: lift-off, then
+    flight, where the centre of mass falls freely."""
+    p = COMPASS_P.copy()
+    p[6] = -1.0  # no friction limit
+    y0 = _compass_on_stance(0.1 - GAMMA, 0.1 - GAMMA - 1.0, 0.0, 0.0)
+    s = H.simulate(COMPASS, p, y0, [1, 0], 0.5, 1e-3, u=100.0, event_tol=1e-12)
+    assert s.status == cc.OK
+    assert s.ev_kind[0] == cc.EVENT_LIFTOFF and s.ev_block[0] == 0
+    te = s.ev_t[0]
+    i = np.searchsorted(s.t, te)
+    assert s.active[i, 0] and not s.active[i + 1, 0]
+    # normal force at the event: zero to the time tolerance times its rate
+    rate = abs(s.lam[i - 1, 1] - s.lam[i, 1]) / (s.t[i] - s.t[i - 1])
+    assert -1e-12 * rate * 10 <= s.lam[i, 1] <= 0
+    assert np.all(s.lam[i + 1] == 0)
+    # flight: nothing active, the centre of mass accelerates at g
+    flight = np.flatnonzero((s.t > te) & (s.t < (s.ev_t[1] if len(s.ev_t) > 1 else 0.5)) & ~s.active.any(1))
+    assert len(flight) > 20
+    mt = p[1] + 2 * p[0]
+    com = np.array([sum(m * r for m, r, _, _ in _compass_masses(y[:4], y[4:], p=p)) / mt for y in s.y[flight]])
+    acc = np.diff(com, 2, axis=0) / 1e-3**2
+    np.testing.assert_allclose(acc, np.tile([0.0, -9.81], (len(acc), 1)), atol=1e-5)
