@@ -374,3 +374,105 @@ def test_liftoff_when_the_normal_force_turns(H) -> None:
     com = np.array([sum(m * r for m, r, _, _ in _compass_masses(y[:4], y[4:], p=p)) / mt for y in s.y[flight]])
     acc = np.diff(com, 2, axis=0) / 1e-3**2
     np.testing.assert_allclose(acc, np.tile([0.0, -9.81], (len(acc), 1)), atol=1e-5)
+
+
+def _fourbar_energy(H, p, y):
+    e = H.eval(FOURBAR, p, y[:3], y[3:])
+    return e["T"] + e["V"]
+
+
+def test_loop_drift_stays_bounded_with_the_default_baumgarte_gains(H) -> None:
+    """10 s of a swinging four-bar (the limit out of reach): with alpha = beta = 10/s the loop stays
+    closed to 1e-8 at dt = 5 ms, much better than without the correction; energy is kept."""
+    p = FOURBAR_P.copy()
+    p[9] = -10.0
+    y0 = np.concatenate(_fourbar_closed(0.9, 0.0, p))
+
+    def run(alpha, beta):
+        s = H.simulate(FOURBAR, p, y0, [1, 0], 10.0, 5e-3, alpha=alpha, beta=beta)
+        assert s.status == cc.OK and len(s.ev_t) == 0
+        c = np.array([H.eval(FOURBAR, p, y[:3], y[3:])["c"][:2] for y in s.y])
+        return s, np.max(np.abs(c))
+
+    s, drift = run(10.0, 10.0)
+    _, drift_uncorrected = run(0.0, 0.0)
+    assert drift < 1e-8
+    assert drift_uncorrected > 10 * drift
+    energy = np.array([_fourbar_energy(H, p, y) for y in s.y[::20]])
+    assert np.ptp(energy) < 1e-6 * np.max(np.abs(energy))
+    assert np.ptp(s.y[:, 0]) > 1.0  # it does swing
+
+
+def test_limit_reached_impact_then_release_or_rest(H) -> None:
+    y0 = np.concatenate(_fourbar_closed(0.9, 0.0))
+    lower = FOURBAR_P[9]
+    # passive: hits the limit (the one degree of freedom stops), gravity pulls it off again at once
+    s = H.simulate(FOURBAR, FOURBAR_P, y0, [1, 0], 1.0, 1e-3)
+    assert s.status == cc.OK
+    assert list(s.ev_kind[:2]) == [cc.EVENT_LIMIT, cc.EVENT_LIMIT_RELEASE] and list(s.ev_block[:2]) == [1, 1]
+    te = s.ev_t[0]
+    assert s.ev_t[1] == te
+    i = np.searchsorted(s.t, te)
+    assert -1e-9 < s.y[i, 0] - lower <= 0
+    before = s.t < te
+    energy = np.array([_fourbar_energy(H, FOURBAR_P, y) for y in s.y[before]])
+    assert np.ptp(energy) < 1e-8 * np.max(np.abs(energy))
+    kinetic = H.eval(FOURBAR, FOURBAR_P, s.y[i, :3], s.y[i, 3:])["T"]
+    np.testing.assert_allclose(s.ev_loss[0], kinetic, rtol=1e-12)
+    np.testing.assert_allclose(s.y[i + 1, 3:], 0.0, atol=1e-12)
+    assert not s.active[i + 1, 1] and s.lam[i + 1, 2] == 0
+    # pushed outwards by a torque: it stays on the limit, the forces hold it in static equilibrium
+    s = H.simulate(FOURBAR, FOURBAR_P, y0, [1, 0], 1.0, 1e-3, u=-20.0)
+    assert s.status == cc.OK and list(s.ev_kind) == [cc.EVENT_LIMIT]
+    assert s.active[-1, 1]
+    y = s.y[-1]
+    e = H.eval(FOURBAR, FOURBAR_P, y[:3], y[3:])
+    assert abs(e["c"][2]) < 1e-9 and np.max(np.abs(y[3:])) < 1e-9
+    forces = np.linalg.solve(e["J"].T, e["h"] - e["B"][:, 0] * -20.0)
+    np.testing.assert_allclose(s.lam[-1], forces, rtol=1e-7)
+    assert forces[2] > 0
+
+
+def test_initial_state_checks_name_the_block(H) -> None:
+    y = _compass_on_stance(*GOSWAMI)  # Goswami's rounded angles put the swing foot 5 um below ground
+    s = H.simulate(COMPASS, COMPASS_P, y, [1, 0], 1.0, 1e-2)
+    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 1) and len(s.t) == 0
+    assert H.simulate(COMPASS, COMPASS_P, y, [1, 0], 0.1, 1e-2, disarmed0=[0, 1]).status == cc.OK
+    lifted = y.copy()
+    lifted[1] += 0.01  # the stance foot 1 cm above the ground but active
+    s = H.simulate(COMPASS, COMPASS_P, lifted, [1, 0], 1.0, 1e-2, disarmed0=[0, 1])
+    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+    sunk = y.copy()
+    sunk[1] -= 0.01  # both feet below the ground, neither active
+    s = H.simulate(COMPASS, COMPASS_P, sunk, [0, 0], 1.0, 1e-2, disarmed0=[0, 1])
+    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+    assert H.simulate(COMPASS, COMPASS_P, sunk, [0, 0], 0.1, 1e-2, disarmed0=[1, 1]).status == cc.OK
+    open_loop = np.concatenate(_fourbar_closed(0.9, 0.0))
+    open_loop[1] += 0.01
+    s = H.simulate(FOURBAR, FOURBAR_P, open_loop, [0, 0], 1.0, 1e-2)  # the loop is active regardless
+    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+
+
+def test_slip_is_an_event_then_stop_or_continue(H) -> None:
+    p = COMPASS_P.copy()
+    p[6] = 0.1  # the stance foot needs |lambda_t| / lambda_n = 0.27 at the start
+    y0 = _compass_on_stance(*GOSWAMI)
+    kw = dict(disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP)
+    s = H.simulate(COMPASS, p, y0, [1, 0], 3.0, 1e-3, **kw)
+    assert (s.status, s.block) == (cc.ERR_SLIP, 0)
+    assert list(s.ev_kind) == [cc.EVENT_SLIP] and s.ev_t[0] == 0.0
+    lt, ln = s.ev_imp[0]
+    assert abs(lt) > 0.1 * ln > 0
+    s = H.simulate(COMPASS, p, y0, [1, 0], 3.0, 1e-3, on_slip=cc.SLIP_CONTINUE, **kw)
+    assert s.status == cc.OK
+    assert np.sum(s.ev_kind == cc.EVENT_SLIP) >= 4 and np.sum(s.ev_kind == cc.EVENT_TOUCHDOWN) >= 4
+
+
+def test_failures_stop_with_a_status(H) -> None:
+    y0 = _compass_on_stance(*GOSWAMI)
+    kw = dict(disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP)
+    s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], 5.0, 1e-3, max_events=3, **kw)
+    assert s.status == cc.ERR_TOO_MANY_EVENTS and len(s.ev_t) == 4
+    assert s.t[-1] == s.ev_t[-1]  # the state it stopped at is the last row
+    s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], 5.0, 1e-3, u=np.inf, **kw)
+    assert s.status == 7 and len(s.t) == 1  # RODGEN_ERR_INPUT_NONFINITE
