@@ -94,7 +94,7 @@ class Harness:
         M, h, B = np.zeros((nq, nq)), np.zeros(nq), np.zeros((nq, nu))
         c, J, b, e, r = np.zeros(nr), np.zeros((nr, nq)), np.zeros(nr), np.zeros(2), np.zeros(6)
         self.lib.h_eval(model, _d(p), _d(q), _d(qd), _d(M), _d(h), _d(B), _d(c), _d(J), _d(b), _d(e), _d(r))
-        return dict(M=M, h=h, B=B, c=c, J=J, b=b, T=e[0], V=e[1], r=r.reshape(3, 2))
+        return {"M": M, "h": h, "B": B, "c": c, "J": J, "b": b, "T": e[0], "V": e[1], "r": r.reshape(3, 2)}
 
     def cfd(self, model: int, p, q, qd, u, active, target=None, alpha=10.0, beta=10.0):
         nq, _, _, _, nr = self.sizes(model)

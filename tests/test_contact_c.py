@@ -7,11 +7,12 @@ the energy balance of the limit cycle.
 """
 from __future__ import annotations
 
+import subprocess
+
+import _contact_c as cc
 import numpy as np
 import pytest
 import sympy as sp
-
-import _contact_c as cc
 from _contact_c import COMPASS, COMPASS_P, FOURBAR, FOURBAR_P, FOURBAR_TWICE
 
 pytestmark = pytest.mark.skipif(cc.CC is None, reason="no C compiler")
@@ -65,7 +66,7 @@ def _compass_sympy():
     J = c.jacobian(q)
     bias = (J * qd).jacobian(q) * qd
     args = (q, qd, (m, mH, a, b, g, s))
-    return {k: sp.lambdify(args, v, "numpy") for k, v in dict(M=M, h=h, c=c, J=J, b=bias).items()}
+    return {k: sp.lambdify(args, v, "numpy") for k, v in {"M": M, "h": h, "c": c, "J": J, "b": bias}.items()}
 
 
 def _fourbar_sympy(loops=1):
@@ -82,7 +83,7 @@ def _fourbar_sympy(loops=1):
     J = c.jacobian(q)
     bias = (J * qd).jacobian(q) * qd
     args = (q, qd, (l1, l2, l3, m1, m2, m3, g, px, py, lo))
-    return {k: sp.lambdify(args, v, "numpy") for k, v in dict(M=M, h=h, c=c, J=J, b=bias).items()}
+    return {k: sp.lambdify(args, v, "numpy") for k, v in {"M": M, "h": h, "c": c, "J": J, "b": bias}.items()}
 
 
 def _ev(f, q, qd, p):
@@ -143,7 +144,7 @@ def _fourbar_closed(theta1, rate1=0.0, p=FOURBAR_P):
                                            (COMPASS, [0, 0]), (FOURBAR, [1, 0]), (FOURBAR, [1, 1])])
 def test_constrained_dynamics_matches_kkt(H, model, active) -> None:
     rng = np.random.default_rng(7)
-    nq, nu, _, nc, nr = H.sizes(model)
+    nq, nu, _, _nc, nr = H.sizes(model)
     p = COMPASS_P if model == COMPASS else FOURBAR_P
     blocks = [(0, 2), (2, 2)] if model == COMPASS else [(0, 2), (2, 1)]
     rows = [r for (r0, k), a in zip(blocks, active) if a or (model == FOURBAR and r0 == 0)
@@ -205,7 +206,7 @@ def test_lambda_is_the_ground_reaction(H) -> None:
 
 def test_redundant_constraints_give_a_status_not_nan(H) -> None:
     q, qd = _fourbar_closed(0.2, 0.5)
-    status, qdd, lam = H.cfd(FOURBAR_TWICE, FOURBAR_P, q, qd, [0.0], [1, 1, 0])
+    status, *_ = H.cfd(FOURBAR_TWICE, FOURBAR_P, q, qd, [0.0], [1, 1, 0])
     assert status == cc.ERR_SINGULAR_CONSTRAINTS
     status, *_ = H.impact(FOURBAR_TWICE, FOURBAR_P, q, qd, [1, 1, 0])
     assert status == cc.ERR_SINGULAR_CONSTRAINTS
@@ -215,7 +216,7 @@ def test_redundant_constraints_give_a_status_not_nan(H) -> None:
     assert status == cc.ERR_SINGULAR_CONSTRAINTS
     # the single loop is fine
     q, qd = _fourbar_closed(0.2, 0.5)
-    status, qdd, lam = H.cfd(FOURBAR, FOURBAR_P, q, qd, [0.0], [1, 0])
+    status, qdd, _lam = H.cfd(FOURBAR, FOURBAR_P, q, qd, [0.0], [1, 0])
     assert status == cc.OK and np.all(np.isfinite(qdd))
 
 
@@ -457,7 +458,7 @@ def test_slip_is_an_event_then_stop_or_continue(H) -> None:
     p = COMPASS_P.copy()
     p[6] = 0.1  # the stance foot needs |lambda_t| / lambda_n = 0.27 at the start
     y0 = _compass_on_stance(*GOSWAMI)
-    kw = dict(disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP)
+    kw = {"disarmed0": [0, 1], "arm_gap": COMPASS_ARM_GAP}
     s = H.simulate(COMPASS, p, y0, [1, 0], 3.0, 1e-3, **kw)
     assert (s.status, s.block) == (cc.ERR_SLIP, 0)
     assert list(s.ev_kind) == [cc.EVENT_SLIP] and s.ev_t[0] == 0.0
@@ -470,9 +471,26 @@ def test_slip_is_an_event_then_stop_or_continue(H) -> None:
 
 def test_failures_stop_with_a_status(H) -> None:
     y0 = _compass_on_stance(*GOSWAMI)
-    kw = dict(disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP)
+    kw = {"disarmed0": [0, 1], "arm_gap": COMPASS_ARM_GAP}
     s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], 5.0, 1e-3, max_events=3, **kw)
     assert s.status == cc.ERR_TOO_MANY_EVENTS and len(s.ev_t) == 4
     assert s.t[-1] == s.ev_t[-1]  # the state it stopped at is the last row
     s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], 5.0, 1e-3, u=np.inf, **kw)
     assert s.status == 7 and len(s.t) == 1  # RODGEN_ERR_INPUT_NONFINITE
+
+
+def test_runs_clean_under_address_and_undefined_behaviour_sanitizers(tmp_path) -> None:
+    exe = tmp_path / "sanitized"
+    flags = [*cc.STRICT, "-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer", f"-I{cc.CSRC}"]
+    sources = [cc.HARNESS.parent / "sanitize_main.c", cc.HARNESS, cc.CSRC / "rodgen_contact.c"]
+    built = subprocess.run([cc.CC, *flags, *map(str, sources), "-o", str(exe), "-lm"], check=False,
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"no sanitizer runtime: {built.stderr[:200]}")
+    run = subprocess.run([str(exe)], check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    lines = [line.split() for line in run.stdout.splitlines()]
+    assert [int(line[0]) for line in lines] == [cc.OK, cc.OK, cc.ERR_SINGULAR_CONSTRAINTS,
+                                                 cc.ERR_SINGULAR_CONSTRAINTS, cc.OK]
+    assert int(lines[0][2]) >= 20  # the compass took its steps (touchdowns and lift-offs)

@@ -121,6 +121,8 @@ typedef struct {
  * with RODGEN_ERR_INPUT_FAILED). NULL: zero inputs. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
 
+/* Friction: mu of a contact from the model's constraint_friction; a contact
+ * with mu < 0 (or a model without constraint_friction) has no friction limit. */
 typedef struct {
     double t_end;          /* end time */
     double dt;             /* RK4 step; steps end on t0 + k dt (and at events, and at t_end) */
