@@ -281,9 +281,13 @@ def test_limit_impact_and_release(H) -> None:
 # ---- hybrid simulation --------------------------------------------------------------------------------
 
 
-def _walk(H, t_end, dt, **kw):
-    y0 = _compass_on_stance(*GOSWAMI)
+def _walk_from(H, start, t_end, dt, **kw):
+    y0 = _compass_on_stance(*start)
     return H.simulate(COMPASS, COMPASS_P, y0, [1, 0], t_end, dt, disarmed0=[0, 1], arm_gap=COMPASS_ARM_GAP, **kw)
+
+
+def _walk(H, t_end, dt, **kw):
+    return _walk_from(H, GOSWAMI, t_end, dt, **kw)
 
 
 def test_passive_compass_gait_walks_50_steps_on_its_limit_cycle(H) -> None:
@@ -494,3 +498,29 @@ def test_runs_clean_under_address_and_undefined_behaviour_sanitizers(tmp_path) -
     assert [int(line[0]) for line in lines] == [cc.OK, cc.OK, cc.ERR_SINGULAR_CONSTRAINTS,
                                                  cc.ERR_SINGULAR_CONSTRAINTS, cc.OK]
     assert int(lines[0][2]) >= 20  # the compass took its steps (touchdowns and lift-offs)
+
+
+def test_compass_gait_matches_the_independent_reference_walker(H) -> None:
+    """tests/_compass_reference.py (SymPy Lagrangian in the slope frame, SciPy, momentum-conserving heel
+    strike, Newton on the step map): its period-one gait is reproduced step after step."""
+    from _compass_reference import Walker, fixed_point, step
+
+    walker = Walker(m=COMPASS_P[0], m_hip=COMPASS_P[1], a=COMPASS_P[2], b=COMPASS_P[3], g=COMPASS_P[4],
+                    slope=GAMMA)
+    z, _ = fixed_point(walker, np.array([-0.2711, 1.0918, 0.3772]))
+    _, period, _ = step(walker, z)
+
+    # reference angles are from the slope normal, positive down the slope: theta = -theta_ref - slope
+    def to_rodgen(x):
+        return -x[0] - GAMMA, -x[1] - GAMMA, -x[2], -x[3]
+
+    s = _walk_from(H, to_rodgen(z), 12.0, 2e-3)
+    assert s.status == cc.OK
+    td = np.flatnonzero(s.ev_kind == cc.EVENT_TOUCHDOWN)
+    assert len(td) >= 15
+    np.testing.assert_allclose(np.diff(np.concatenate([[0.0], s.ev_t[td]])), period, atol=1e-8)
+    for k in td:
+        post = s.y[np.searchsorted(s.t, s.ev_t[k]) + 1]
+        stance = s.ev_block[k]
+        state = [post[2 + stance], post[3 - stance], post[6 + stance], post[7 - stance]]
+        np.testing.assert_allclose(state, to_rodgen(z), atol=1e-8)
