@@ -121,7 +121,7 @@ class Harness:
                  store_every=1, chunk=100000, capacity=None, ecap=2000) -> Sim:
         nq, nu, _, nc, nr = self.sizes(model)
         if capacity is None:
-            capacity = int(2 * t_end / dt / store_every) + 3 * ecap + 10
+            capacity = int(2 * t_end / max(dt, 1e-3) / max(store_every, 1)) + 3 * ecap + 10
         p, y0 = _f(p), _f(y0)
         opts = _f([t_end, dt, event_tol, alpha, beta, arm_gap, check_tol, u, max_events])
         iopts = np.array([on_slip, store_every, chunk], dtype=np.intc)

@@ -524,3 +524,14 @@ def test_compass_gait_matches_the_independent_reference_walker(H) -> None:
         stance = s.ev_block[k]
         state = [post[2 + stance], post[3 - stance], post[6 + stance], post[7 - stance]]
         np.testing.assert_allclose(state, to_rodgen(z), atol=1e-8)
+
+
+def test_bad_options_are_refused(H) -> None:
+    y0 = _compass_on_stance(*GOSWAMI)
+    kw = {"disarmed0": [0, 1]}
+    for bad in ({"dt": 0.0}, {"t_end": 0.0}, {"event_tol": 0.0}, {"arm_gap": -1.0}, {"store_every": 0},
+                {"alpha": -1.0}, {"on_slip": 7}):
+        args = {"t_end": 1.0, "dt": 1e-2, **kw, **bad}
+        s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], args.pop("t_end"), args.pop("dt"), **args)
+        assert s.status == 9, bad  # RODGEN_ERR_OPTIONS
+        assert len(s.t) == 0
