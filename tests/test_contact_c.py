@@ -441,21 +441,21 @@ def test_limit_reached_impact_then_release_or_rest(H) -> None:
 def test_initial_state_checks_name_the_block(H) -> None:
     y = _compass_on_stance(*GOSWAMI)  # Goswami's rounded angles put the swing foot 5 um below ground
     s = H.simulate(COMPASS, COMPASS_P, y, [1, 0], 1.0, 1e-2)
-    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 1) and len(s.t) == 0
+    assert (s.status, s.block) == (cc.ERR_INITIAL_STATE, 1) and len(s.t) == 0
     assert H.simulate(COMPASS, COMPASS_P, y, [1, 0], 0.1, 1e-2, disarmed0=[0, 1]).status == cc.OK
     lifted = y.copy()
     lifted[1] += 0.01  # the stance foot 1 cm above the ground but active
     s = H.simulate(COMPASS, COMPASS_P, lifted, [1, 0], 1.0, 1e-2, disarmed0=[0, 1])
-    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+    assert (s.status, s.block) == (cc.ERR_INITIAL_STATE, 0)
     sunk = y.copy()
     sunk[1] -= 0.01  # both feet below the ground, neither active
     s = H.simulate(COMPASS, COMPASS_P, sunk, [0, 0], 1.0, 1e-2, disarmed0=[0, 1])
-    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+    assert (s.status, s.block) == (cc.ERR_INITIAL_STATE, 0)
     assert H.simulate(COMPASS, COMPASS_P, sunk, [0, 0], 0.1, 1e-2, disarmed0=[1, 1]).status == cc.OK
     open_loop = np.concatenate(_fourbar_closed(0.9, 0.0))
     open_loop[1] += 0.01
     s = H.simulate(FOURBAR, FOURBAR_P, open_loop, [0, 0], 1.0, 1e-2)  # the loop is active regardless
-    assert (s.status, s.block) == (cc.ERR_CONSTRAINT_VIOLATED, 0)
+    assert (s.status, s.block) == (cc.ERR_INITIAL_STATE, 0)
 
 
 def test_slip_is_an_event_then_stop_or_continue(H) -> None:
@@ -464,7 +464,7 @@ def test_slip_is_an_event_then_stop_or_continue(H) -> None:
     y0 = _compass_on_stance(*GOSWAMI)
     kw = {"disarmed0": [0, 1], "arm_gap": COMPASS_ARM_GAP}
     s = H.simulate(COMPASS, p, y0, [1, 0], 3.0, 1e-3, **kw)
-    assert (s.status, s.block) == (cc.ERR_SLIP, 0)
+    assert (s.status, s.block) == (cc.ERR_FRICTION_CONE, 0)
     assert list(s.ev_kind) == [cc.EVENT_SLIP] and s.ev_t[0] == 0.0
     lt, ln = s.ev_imp[0]
     assert abs(lt) > 0.1 * ln > 0

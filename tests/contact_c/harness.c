@@ -140,8 +140,13 @@ static const rodgen_constraint cg_blocks[2] = {
 static const double cg_p[7] = {5.0, 10.0, 0.5, 0.5, 9.81, -0.05235987755982988, 0.8};
 static const double cg_q0[4] = {0.0, 1.0, 0.0, 0.0};
 
-static const rodgen_model cg_model = {"compass", 4, 1, 7, 3, 2, 4, cg_blocks, cg_p, cg_q0, cg_mass, cg_bias,
-    cg_gravity, cg_input_map, 0, 0, 0, cg_energy, cg_points, 0, cg_cpos, cg_cjac, cg_cbias, cg_friction};
+static const rodgen_model cg_model = {
+    .name = "compass", .nq = 4, .nu = 1, .np = 7, .npoints = 3, .nconstraints = 2, .nrows = 4,
+    .constraints = cg_blocks, .default_p = cg_p, .initial_q = cg_q0,
+    .mass_matrix = cg_mass, .bias = cg_bias, .gravity = cg_gravity, .input_map = cg_input_map, .energy = cg_energy,
+    .points = cg_points, .constraint_position = cg_cpos, .constraint_jacobian = cg_cjac,
+    .constraint_bias = cg_cbias, .constraint_friction = cg_friction,
+};
 
 /* ---- four-bar ---- */
 
@@ -279,10 +284,20 @@ static const rodgen_constraint fb2_blocks[3] = {
 static const double fb_p[10] = {1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.2, 0.0, -0.3};
 static const double fb_q0[3] = {0.5, 1.5, -0.5};
 
-static const rodgen_model fb_model = {"fourbar", 3, 1, 10, 3, 2, 3, fb_blocks, fb_p, fb_q0, fb_mass, fb_bias,
-    fb_gravity, fb_input_map, 0, 0, 0, fb_energy, fb_points, 0, fb_cpos, fb_cjac, fb_cbias, 0};
-static const rodgen_model fb2_model = {"fourbar_twice", 3, 1, 10, 3, 3, 5, fb2_blocks, fb_p, fb_q0, fb_mass,
-    fb_bias, fb_gravity, fb_input_map, 0, 0, 0, fb_energy, fb_points, 0, fb2_cpos, fb2_cjac, fb2_cbias, 0};
+static const rodgen_model fb_model = {
+    .name = "fourbar", .nq = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 2, .nrows = 3,
+    .constraints = fb_blocks, .default_p = fb_p, .initial_q = fb_q0,
+    .mass_matrix = fb_mass, .bias = fb_bias, .gravity = fb_gravity, .input_map = fb_input_map, .energy = fb_energy,
+    .points = fb_points, .constraint_position = fb_cpos, .constraint_jacobian = fb_cjac,
+    .constraint_bias = fb_cbias, .constraint_friction = 0,
+};
+static const rodgen_model fb2_model = {
+    .name = "fourbar_twice", .nq = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 3, .nrows = 5,
+    .constraints = fb2_blocks, .default_p = fb_p, .initial_q = fb_q0,
+    .mass_matrix = fb_mass, .bias = fb_bias, .gravity = fb_gravity, .input_map = fb_input_map, .energy = fb_energy,
+    .points = fb_points, .constraint_position = fb2_cpos, .constraint_jacobian = fb2_cjac,
+    .constraint_bias = fb2_cbias, .constraint_friction = 0,
+};
 
 /* ---- wrappers for ctypes ---- */
 

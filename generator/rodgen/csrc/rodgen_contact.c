@@ -841,7 +841,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     s->last_jump = s->t;
     if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
         s->block = slip_block;
-        return RODGEN_ERR_SLIP;
+        return RODGEN_ERR_FRICTION_CONE;
     }
     if (s->quiet_jumps > 2 * nc + 4 || (o->max_events > 0 && s->events > o->max_events)) {
         return RODGEN_ERR_TOO_MANY_EVENTS;
@@ -983,7 +983,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     return hy_jump(s, o, w, out);
 }
 
-int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_input_fn input,
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_hybrid_input_fn input,
     void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
     const int *disarmed0, void *work)
 {
@@ -1053,14 +1053,14 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
             for (k = 0; k < b->nrows; ++k) {
                 if (fabs(w.c[r + k] - s->target[r + k]) > o->check_tol) {
                     s->block = i;
-                    return RODGEN_ERR_CONSTRAINT_VIOLATED;
+                    return RODGEN_ERR_INITIAL_STATE;
                 }
             }
         } else if (is_unilateral(m, i) && !(disarmed0 != 0 && disarmed0[i])) {
             const double gap = w.c[normal_row(m, i)];
             if (gap < -o->check_tol) {
                 s->block = i;
-                return RODGEN_ERR_CONSTRAINT_VIOLATED;
+                return RODGEN_ERR_INITIAL_STATE;
             }
             s->armed[i] = gap > o->arm_gap;
         }
@@ -1116,7 +1116,7 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
             s->settled = 1;
             if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
                 s->block = slip_block;
-                status = RODGEN_ERR_SLIP;
+                status = RODGEN_ERR_FRICTION_CONE;
                 break;
             }
         }

@@ -30,22 +30,25 @@
 extern "C" {
 #endif
 
-/* Status codes (the numbers of the generated models' codes, and new ones). */
+/* Status codes: the values of rodgen's contract table (generator/rodgen/contract.py,
+ * rendered into rodgen_runtime.h); repeated here for a translation unit without that header. */
 #ifndef RODGEN_OK
 #define RODGEN_OK 0
 #define RODGEN_ERR_NONFINITE_INPUT 1          /* q, qd, u or p holds inf or NaN */
 #define RODGEN_ERR_NOT_POSITIVE_DEFINITE 2    /* M(q) is not (numerically) positive definite */
 #define RODGEN_ERR_NONFINITE_RESULT 3         /* qdd or lambda overflowed */
 #define RODGEN_ERR_NONFINITE_STATE 4          /* the state became inf or NaN */
+#define RODGEN_ERR_STEP_UNDERFLOW 5           /* (adaptive integrators) */
+#define RODGEN_ERR_MAX_STEPS 6                /* (adaptive integrators) */
 #define RODGEN_ERR_INPUT_NONFINITE 7          /* the inputs are inf or NaN */
 #define RODGEN_ERR_INPUT_FAILED 8             /* the input callback returned non-zero */
 #define RODGEN_ERR_OPTIONS 9                  /* invalid options or arguments */
 #define RODGEN_SIM_FULL 10                    /* not an error: output arrays full, call again */
-#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11    /* S = J M^-1 J^T singular: redundant active rows */
+#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11    /* S = J M^-1 J^T singular: dependent active rows */
 #define RODGEN_ERR_EVENT_NOT_LOCATED 12       /* root finding of an event failed */
-#define RODGEN_ERR_TOO_MANY_EVENTS 13         /* max_events reached, or events without time passing */
-#define RODGEN_ERR_CONSTRAINT_VIOLATED 14     /* initial state: a block not satisfied (block in state) */
-#define RODGEN_ERR_SLIP 15                    /* friction cone left (on_slip = RODGEN_SLIP_STOP) */
+#define RODGEN_ERR_FRICTION_CONE 13           /* a contact force left its friction cone (on_slip = STOP) */
+#define RODGEN_ERR_INITIAL_STATE 14           /* initial state: a block not satisfied (block in the state) */
+#define RODGEN_ERR_TOO_MANY_EVENTS 15         /* max_events reached, or jumps without time passing */
 #endif
 
 /* ---- Constrained forward dynamics --------------------------------------- */
@@ -105,7 +108,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 #define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
 
 /* What a slip (friction cone left) does. */
-#define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_SLIP (default) */
+#define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
 #define RODGEN_SLIP_CONTINUE 1   /* log the event and keep the contact sticking */
 
 typedef struct {
@@ -118,8 +121,9 @@ typedef struct {
 } rodgen_event;
 
 /* Inputs u [nu] at time t and state y = [q, qd]; returns 0 (else the run stops
- * with RODGEN_ERR_INPUT_FAILED). NULL: zero inputs. */
-typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
+ * with RODGEN_ERR_INPUT_FAILED). NULL: zero inputs. The same function type as
+ * the runtime's rodgen_input_fn (its input laws plug in). */
+typedef int (*rodgen_hybrid_input_fn)(void *context, double t, const double *y, double *u);
 
 /* Friction: mu of a contact from the model's constraint_friction; a contact
  * with mu < 0 (or a model without constraint_friction) has no friction limit. */
@@ -142,7 +146,7 @@ void rodgen_hybrid_defaults(rodgen_hybrid_options *o);
 typedef struct {
     const rodgen_model *model;
     const double *p;
-    rodgen_input_fn input;
+    rodgen_hybrid_input_fn input;
     void *context;
     double t0;             /* start time */
     double t;              /* time of y */
@@ -154,7 +158,7 @@ typedef struct {
     long steps;            /* completed grid steps */
     long events;           /* events so far */
     long evaluations;      /* evaluations of the constrained dynamics */
-    int block;             /* the block of the last error (CONSTRAINT_VIOLATED, SLIP, EVENT_NOT_LOCATED), -1 */
+    int block;             /* the block of the last error (INITIAL_STATE, FRICTION_CONE, EVENT_NOT_LOCATED), -1 */
     int stored;            /* y has been written to the outputs */
     int settled;           /* the phase has been checked for pulling forces at t */
     int quiet_jumps;       /* jumps since time last advanced by more than event_tol */
@@ -172,7 +176,7 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * (nonzero: active; NULL: none but the loops). disarmed0 [nconstraints]
  * (NULL: none): inactive blocks that are allowed below their bound at the
  * start (they are armed once above it, see below).
- * Checks the initial state, returning RODGEN_ERR_CONSTRAINT_VIOLATED with
+ * Checks the initial state, returning RODGEN_ERR_INITIAL_STATE with
  * s->block set when an active block or a loop has |c - target| > check_tol
  * (contact: |gap| > check_tol; loop: either row), or an inactive block that is
  * not disarmed lies below its bound by more than check_tol; RODGEN_ERR_OPTIONS
@@ -183,7 +187,7 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * o->arm_gap. A block that lifts off, or starts inactive with a gap below
  * arm_gap, is disarmed: before it has risen, a foot passing under the ground
  * (the compass gait's scuffing at mid-stance) is ignored. */
-int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_input_fn input,
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_hybrid_input_fn input,
     void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
     const int *disarmed0, void *work);
 
