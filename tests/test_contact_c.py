@@ -165,6 +165,39 @@ def test_constrained_dynamics_matches_kkt(H, model, active) -> None:
             assert np.all(lam[[r for r in range(nr) if r not in rows]] == 0.0)
 
 
+@pytest.mark.parametrize("active", [[2, 0], [3, 0], [1, 3], [2, 2]])
+def test_sliding_contact_dynamics_matches_kkt(H, active) -> None:
+    """A sliding contact (active 2: tangential force +mu * normal, 3: -mu * normal) holds its gap only."""
+    rng = np.random.default_rng(11)
+    mu = COMPASS_P[6]
+    for _ in range(5):
+        q, qd, u = rng.normal(size=4), rng.normal(size=4), rng.normal(size=1) * 10
+        q[2], q[3] = 0.3 * q[2], 0.3 * q[3] + 0.5
+        target = rng.normal(size=4) * 0.1
+        status, qdd, lam = H.cfd(COMPASS, COMPASS_P, q, qd, u, active, target, 10.0, 10.0)
+        assert status == cc.OK
+        e = H.eval(COMPASS, COMPASS_P, q, qd)
+        held, force = [], []
+        for i, a in enumerate(active):
+            t, n = 2 * i, 2 * i + 1
+            if a == 1:
+                held += [t, n]
+                force += [e["J"][t], e["J"][n]]
+            elif a in (2, 3):
+                held.append(n)
+                force.append(e["J"][n] + (mu if a == 2 else -mu) * e["J"][t])
+        J, W = e["J"][held], np.array(force)
+        k = len(held)
+        gamma = -e["b"][held] - 20.0 * J @ qd - 100.0 * (e["c"][held] - target[held])
+        sol = np.linalg.solve(np.block([[e["M"], -W.T], [J, np.zeros((k, k))]]),
+                              np.concatenate([e["B"] @ u - e["h"], gamma]))
+        np.testing.assert_allclose(qdd, sol[:4], atol=1e-9 * (1 + np.max(np.abs(sol[:4]))))
+        np.testing.assert_allclose(lam[held], sol[4:], atol=1e-9 * (1 + np.max(np.abs(sol[4:]))))
+        for i, a in enumerate(active):
+            if a in (2, 3):
+                assert lam[2 * i] == pytest.approx((mu if a == 2 else -mu) * lam[2 * i + 1], rel=1e-14)
+
+
 def test_default_target_holds_a_contact_where_it_is(H) -> None:
     """Without targets the tangential row of a contact is not pulled anywhere, the gap towards 0."""
     q, qd = np.array([0.3, 0.9, 0.2, -0.4]), np.array([0.5, -0.2, 1.0, 2.0])

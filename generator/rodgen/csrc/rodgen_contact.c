@@ -77,6 +77,69 @@ static double dot(const double *a, const double *b, int n)
     return s;
 }
 
+/* In-place LU with partial pivoting, P A = L U (unit L below the diagonal). Fails (returns 1)
+ * when a pivot is <= tol * max |A| or not finite. */
+static int lu(double *A, int n, int *piv, double tol)
+{
+    double amax = 0.0;
+    int i, j, c;
+    for (i = 0; i < n * n; ++i) {
+        amax = fmax(amax, fabs(A[i]));
+    }
+    if (!(amax > 0.0) || !isfinite(amax)) {
+        return 1;
+    }
+    for (j = 0; j < n; ++j) {
+        int best = j;
+        for (i = j + 1; i < n; ++i) {
+            if (fabs(A[i * n + j]) > fabs(A[best * n + j])) {
+                best = i;
+            }
+        }
+        if (!(fabs(A[best * n + j]) > tol * amax)) {
+            return 1;
+        }
+        piv[j] = best;
+        if (best != j) {
+            for (c = 0; c < n; ++c) {
+                const double t = A[j * n + c];
+                A[j * n + c] = A[best * n + c];
+                A[best * n + c] = t;
+            }
+        }
+        for (i = j + 1; i < n; ++i) {
+            A[i * n + j] /= A[j * n + j];
+            for (c = j + 1; c < n; ++c) {
+                A[i * n + c] -= A[i * n + j] * A[j * n + c];
+            }
+        }
+    }
+    return 0;
+}
+
+static void lu_solve(const double *A, int n, const int *piv, double *x)
+{
+    int i, c;
+    for (i = 0; i < n; ++i) {
+        if (piv[i] != i) {
+            const double t = x[i];
+            x[i] = x[piv[i]];
+            x[piv[i]] = t;
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        for (c = 0; c < i; ++c) {
+            x[i] -= A[i * n + c] * x[c];
+        }
+    }
+    for (i = n - 1; i >= 0; --i) {
+        for (c = i + 1; c < n; ++c) {
+            x[i] -= A[i * n + c] * x[c];
+        }
+        x[i] /= A[i * n + i];
+    }
+}
+
 static int all_finite(const double *x, int n)
 {
     int i;
@@ -102,19 +165,25 @@ typedef struct {
     double *z;     /* [nq] */
     double *v;     /* [nq] */
     double *w;     /* [nrows] */
+    double *Z;     /* [nrows*nq] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
+    double *coef;  /* [nrows] sliding contact: tangential force = coef * normal force; else 0 */
+    double *mu;    /* [nconstraints] */
     int *rows;     /* [nrows] active rows */
+    int *trow;     /* [nrows] sliding contact: its tangential row; else -1 */
+    int *piv;      /* [nrows] LU pivots */
     int *act;      /* [nconstraints] working active set */
+    int nslide;    /* sliding contacts among the rows */
 } scratch;
 
 static long size_doubles(const rodgen_model *m)
 {
     const long nq = m->nq, nr = m->nrows, nu = m->nu;
-    return nq * nq + 2 * nr * nq + nr * nr + 3 * nr + 3 * nq + nq * nu;
+    return nq * nq + 3 * nr * nq + nr * nr + 4 * nr + 3 * nq + nq * nu + m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
 {
-    return (long)m->nrows + (long)m->nconstraints;
+    return 3L * m->nrows + (long)m->nconstraints;
 }
 
 static long round_up(long bytes)
@@ -154,8 +223,17 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     d += nq;
     w->w = d;
     d += nr;
+    w->Z = d;
+    d += nr * nq;
+    w->coef = d;
+    d += nr;
+    w->mu = d;
+    d += m->nconstraints;
     w->rows = (int *)(void *)d;
-    w->act = w->rows + nr;
+    w->trow = w->rows + nr;
+    w->piv = w->rows + 2 * nr;
+    w->act = w->rows + 3 * nr;
+    w->nslide = 0;
 }
 
 void rodgen_cfd_defaults(rodgen_cfd_options *o)
@@ -168,6 +246,12 @@ void rodgen_cfd_defaults(rodgen_cfd_options *o)
 static int is_active(const rodgen_model *m, const int *active, int i)
 {
     return m->constraints[i].kind == RODGEN_LOOP || (active != 0 && active[i] != 0);
+}
+
+static int is_sliding(const rodgen_model *m, const int *active, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT && active != 0
+        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
 }
 
 static int is_unilateral(const rodgen_model *m, int i)
@@ -195,18 +279,40 @@ static int model_ok(const rodgen_model *m)
     return 1;
 }
 
-/* Factorise M (into w->M) and list the rows of the active blocks; returns their number or -status. */
-static int prepare(const rodgen_model *m, const double *p, const double *q, const int *active, scratch *w)
+/* Factorise M (into w->M) and list the rows of the active blocks; returns their number or -status.
+ * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row). */
+static int prepare(const rodgen_model *m, const double *p, const double *q, const int *active, int hold_all,
+    scratch *w)
 {
     int i, r, k = 0;
     m->mass_matrix(q, p, w->M);
     if (chol(w->M, m->nq, 0.0) != 0) {
         return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
+    w->nslide = 0;
     for (i = 0; i < m->nconstraints; ++i) {
-        if (is_active(m, active, i)) {
+        if (!hold_all && is_sliding(m, active, i)) {
+            const int row = m->constraints[i].row;
+            if (m->constraint_friction == 0) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            if (w->nslide == 0) {
+                m->constraint_friction(p, w->mu);
+            }
+            if (!(w->mu[i] >= 0.0)) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            w->rows[k] = row + 1;
+            w->trow[k] = row;
+            w->coef[k] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i];
+            k += 1;
+            w->nslide += 1;
+        } else if (is_active(m, active, i)) {
             for (r = 0; r < m->constraints[i].nrows; ++r) {
-                w->rows[k++] = m->constraints[i].row + r;
+                w->rows[k] = m->constraints[i].row + r;
+                w->trow[k] = -1;
+                w->coef[k] = 0.0;
+                k += 1;
             }
         }
     }
@@ -216,7 +322,8 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
     return k;
 }
 
-/* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T. */
+/* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
+ * also Z (row i = L^-1 W_i^T, W the force directions) and the LU factors of S = Y Z^T. */
 static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
 {
     const int nq = m->nq;
@@ -227,6 +334,22 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
             y[j] = w->J[w->rows[i] * nq + j];
         }
         solve_lower(w->M, nq, y);
+    }
+    if (w->nslide > 0) {
+        for (i = 0; i < k; ++i) {
+            double *z = w->Z + i * nq;
+            for (j = 0; j < nq; ++j) {
+                z[j] = w->trow[i] >= 0 ? w->J[w->rows[i] * nq + j] + w->coef[i] * w->J[w->trow[i] * nq + j]
+                                       : w->J[w->rows[i] * nq + j];
+            }
+            solve_lower(w->M, nq, z);
+        }
+        for (i = 0; i < k; ++i) {
+            for (j = 0; j < k; ++j) {
+                w->S[i * k + j] = dot(w->Y + i * nq, w->Z + j * nq, nq);
+            }
+        }
+        return lu(w->S, k, w->piv, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
     }
     for (i = 0; i < k; ++i) {
         for (j = 0; j <= i; ++j) {
@@ -262,7 +385,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
-    k = prepare(m, p, q, active, &w);
+    k = prepare(m, p, q, active, 0, &w);
     if (k < 0) {
         return -k;
     }
@@ -306,14 +429,22 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
             w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nq, qd, nq)
                 - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nq, w.z, nq);
         }
-        solve_lower(w.S, k, w.w);
-        solve_upper(w.S, k, w.w);
+        if (w.nslide > 0) {
+            lu_solve(w.S, k, w.piv, w.w);
+        } else {
+            solve_lower(w.S, k, w.w);
+            solve_upper(w.S, k, w.w);
+        }
         for (i = 0; i < k; ++i) {
+            const double *zi = (w.nslide > 0 ? w.Z : w.Y) + i * nq;
             for (j = 0; j < nq; ++j) {
-                w.z[j] += w.w[i] * w.Y[i * nq + j];
+                w.z[j] += w.w[i] * zi[j];
             }
             if (lambda != 0) {
                 lambda[w.rows[i]] = w.w[i];
+                if (w.trow[i] >= 0) {
+                    lambda[w.trow[i]] = w.coef[i] * w.w[i];
+                }
             }
         }
     }
@@ -357,7 +488,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
     for (pass = 0; pass <= m->nconstraints; ++pass) {
         int worst = -1;
         double lmax = 0.0, lworst = 0.0;
-        k = prepare(m, p, q, w.act, &w);
+        k = prepare(m, p, q, w.act, 1, &w);
         if (k < 0) {
             return -k;
         }

@@ -69,13 +69,25 @@ void rodgen_cfd_defaults(rodgen_cfd_options *o);
 /* Bytes of scratch memory for rodgen_constrained_dynamics and rodgen_impact. */
 long rodgen_contact_work_bytes(const rodgen_model *m);
 
+/* Values of an active mask: 0 inactive, 1 active (a contact sticks), and for a
+ * contact sliding with Coulomb friction: its gap is held and its tangential force
+ * is +mu * normal (SLIDE_PLUS; the foot slides towards -t) or -mu * normal
+ * (SLIDE_MINUS). */
+#define RODGEN_STICK 1
+#define RODGEN_SLIDE_PLUS 2
+#define RODGEN_SLIDE_MINUS 3
+
 /* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks)
  * for the blocks with active[i] != 0 (active may be NULL: none but the loops).
  * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
  * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
  * its current position, every other row 0). o NULL: defaults.
  * Factorisation: M = L L^T (Cholesky), Y = L^-1 J_A^T, S = Y^T Y = J M^-1 J^T
- * (range space); S is factorised by Cholesky with the pivot test above.
+ * (range space); S is factorised by Cholesky with the pivot test above. With
+ * sliding contacts S = J M^-1 W^T (W: the force directions, J_n + coef J_t for a
+ * sliding contact) is not symmetric and is factorised by LU with partial
+ * pivoting (singular when a pivot <= singular_tol * max |S|). A sliding contact
+ * needs the model's constraint_friction and mu >= 0, else RODGEN_ERR_OPTIONS.
  * Returns RODGEN_OK, RODGEN_ERR_NONFINITE_INPUT, RODGEN_ERR_NOT_POSITIVE_DEFINITE,
  * RODGEN_ERR_SINGULAR_CONSTRAINTS or RODGEN_ERR_NONFINITE_RESULT. */
 int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
