@@ -15,7 +15,7 @@ HARNESS = Path(__file__).resolve().parent / "contact_c" / "harness.c"
 CC = shutil.which("gcc") or shutil.which("cc")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
-COMPASS, FOURBAR, FOURBAR_TWICE = 0, 1, 2
+COMPASS, FOURBAR, FOURBAR_TWICE, POINT = 0, 1, 2, 3
 
 OK = 0
 ERR_SINGULAR_CONSTRAINTS = 11
@@ -23,13 +23,16 @@ ERR_EVENT_NOT_LOCATED = 12
 ERR_FRICTION_CONE = 13
 ERR_INITIAL_STATE = 14
 ERR_TOO_MANY_EVENTS = 15
-EVENT_TOUCHDOWN, EVENT_LIFTOFF, EVENT_SLIP, EVENT_LIMIT, EVENT_LIMIT_RELEASE = range(5)
-SLIP_STOP, SLIP_CONTINUE = 0, 1
+EVENT_TOUCHDOWN, EVENT_LIFTOFF, EVENT_SLIP, EVENT_LIMIT, EVENT_LIMIT_RELEASE, EVENT_STICK = range(6)
+SLIP_STOP, SLIP_CONTINUE, SLIP_SLIDE = 0, 1, 2
+STICK, SLIDE_PLUS, SLIDE_MINUS = 1, 2, 3
 
 #: Compass gait parameters (Goswami): m, m_H, a, b, g, slope (3 degrees down towards +x), mu
 COMPASS_P = np.array([5.0, 10.0, 0.5, 0.5, 9.81, -np.deg2rad(3.0), 0.8])
 #: Four-bar: l1, l2, l3, m1, m2, m3, g, px, py, lower limit of th1
 FOURBAR_P = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.2, 0.0, -0.3])
+#: Point mass: m, g, slope (20 degrees down towards +x), mu
+POINT_P = np.array([2.0, 9.81, -np.deg2rad(20.0), 0.2])
 
 D = ctypes.POINTER(ctypes.c_double)
 I = ctypes.POINTER(ctypes.c_int)
@@ -138,5 +141,5 @@ class Harness:
                    capacity, _d(t), _d(y), _d(lam), _i(act), _d(uo), ecap, _d(ev_t), _i(ev_kind), _i(ev_block),
                    _d(ev_imp), _d(ev_loss), info.ctypes.data_as(L))
         n, ne = int(info[0]), int(info[1])
-        return Sim(status, t[:n], y[:n], lam[:n], act[:n].astype(bool), uo[:n], ev_t[:ne], ev_kind[:ne],
+        return Sim(status, t[:n], y[:n], lam[:n], act[:n], uo[:n], ev_t[:ne], ev_kind[:ne],
                    ev_block[:ne], ev_imp[:ne], ev_loss[:ne], int(info[2]), int(info[3]), int(info[4]))

@@ -13,7 +13,7 @@ import _contact_c as cc
 import numpy as np
 import pytest
 import sympy as sp
-from _contact_c import COMPASS, COMPASS_P, FOURBAR, FOURBAR_P, FOURBAR_TWICE
+from _contact_c import COMPASS, COMPASS_P, FOURBAR, FOURBAR_P, FOURBAR_TWICE, POINT, POINT_P
 
 pytestmark = pytest.mark.skipif(cc.CC is None, reason="no C compiler")
 
@@ -337,7 +337,7 @@ def test_passive_compass_gait_walks_50_steps_on_its_limit_cycle(H) -> None:
     # one foot on the ground at all times, the gap of the held foot stays below 1e-8 m
     assert np.all(s.active.sum(axis=1) == 1)
     gaps = np.array([H.eval(COMPASS, COMPASS_P, y[:4], y[4:])["c"][[1, 3]] for y in s.y])
-    assert np.max(np.abs(gaps[s.active])) < 1e-8
+    assert np.max(np.abs(gaps[s.active.astype(bool)])) < 1e-8
     # energy balance of the limit cycle: the kinetic energy lost in a heel strike equals the potential
     # energy the walker loses in a step, m g (step length) sin(slope)
     k = td[-1]
@@ -568,3 +568,43 @@ def test_bad_options_are_refused(H) -> None:
         s = H.simulate(COMPASS, COMPASS_P, y0, [1, 0], args.pop("t_end"), args.pop("dt"), **args)
         assert s.status == 9, bad  # RODGEN_ERR_OPTIONS
         assert len(s.t) == 0
+
+
+def test_sliding_friction_on_a_slope_follows_the_closed_form(H) -> None:
+    """A point mass pushed up a 20 degree slope (mu = 0.2 < tan 20): it slides up decelerating at
+    g (sin + mu cos), stops (STICK), cannot stick (SLIP) and slides down at g (sin - mu cos)."""
+    m, g, slope, mu = POINT_P
+    gam = -slope
+    v0 = 2.0
+    t_dir = np.array([np.cos(slope), np.sin(slope)])
+    y0 = np.concatenate([[0.0, 0.0], -v0 * t_dir])
+    s = H.simulate(POINT, POINT_P, y0, [cc.SLIDE_PLUS], 1.5, 1e-2, on_slip=cc.SLIP_SLIDE, event_tol=1e-12)
+    assert s.status == cc.OK
+    a_up, a_down = g * (np.sin(gam) + mu * np.cos(gam)), g * (np.sin(gam) - mu * np.cos(gam))
+    t_stop = v0 / a_up
+    assert list(s.ev_kind) == [cc.EVENT_STICK, cc.EVENT_SLIP]
+    assert abs(s.ev_t[0] - t_stop) < 1e-11 and s.ev_t[1] == s.ev_t[0]
+    lt, ln = s.ev_imp[1]  # the sticking force at the stop: -m g sin, m g cos
+    np.testing.assert_allclose([lt, ln], [-m * g * np.sin(gam), m * g * np.cos(gam)], rtol=1e-9)
+    along = s.y[:, :2] @ t_dir
+    up, down = s.t < t_stop - 1e-9, s.t > t_stop + 1e-9
+    np.testing.assert_allclose(along[up], -v0 * s.t[up] + a_up * s.t[up] ** 2 / 2, atol=1e-10)
+    td = s.t[down] - t_stop
+    np.testing.assert_allclose(along[down], -v0**2 / (2 * a_up) + a_down * td**2 / 2, atol=1e-9)
+    # forces: normal m g cos, friction mu * normal against the motion; the codes of the phases
+    np.testing.assert_allclose(s.lam[:, 1], m * g * np.cos(gam), rtol=1e-9)
+    np.testing.assert_allclose(s.lam[up, 0], mu * s.lam[up, 1], rtol=1e-12)
+    np.testing.assert_allclose(s.lam[down, 0], -mu * s.lam[down, 1], rtol=1e-12)
+    assert np.all(s.active[up, 0] == cc.SLIDE_PLUS) and np.all(s.active[down, 0] == cc.SLIDE_MINUS)
+    # gap held
+    gap = s.y[:, :2] @ np.array([-np.sin(slope), np.cos(slope)])
+    assert np.max(np.abs(gap)) < 1e-12
+    # with mu = 0.5 > tan 20 it stops and stays
+    p = POINT_P.copy()
+    p[3] = 0.5
+    s = H.simulate(POINT, p, y0, [cc.SLIDE_PLUS], 1.5, 1e-2, on_slip=cc.SLIP_SLIDE, event_tol=1e-12)
+    assert s.status == cc.OK and list(s.ev_kind) == [cc.EVENT_STICK]
+    t_stop = v0 / (g * (np.sin(gam) + 0.5 * np.cos(gam)))
+    assert abs(s.ev_t[0] - t_stop) < 1e-11
+    assert np.all(s.active[-1] == cc.STICK) and np.max(np.abs(s.y[-1, 2:])) < 1e-9
+    np.testing.assert_allclose(s.lam[-1], [-m * g * np.sin(gam), m * g * np.cos(gam)], rtol=1e-9)

@@ -14,6 +14,9 @@
  * end of link 3 at (px, py); a limit th1 >= lower. Input: a torque on th1.
  * p = [l1, l2, l3, m1, m2, m3, g, px, py, lower].
  * The second table repeats the loop (redundant rows: S singular).
+ *
+ * Point mass m on a slope: q = [x, y], one contact at the point, a force u
+ * along x. p = [m, g, slope, mu].
  */
 #include <math.h>
 #include <stdlib.h>
@@ -299,11 +302,97 @@ static const rodgen_model fb2_model = {
     .constraint_bias = fb2_cbias, .constraint_friction = 0,
 };
 
+/* ---- a point mass on a slope: q = [x, y], one contact, a force u along x ---- */
+
+static void pm_mass(const double *q, const double *p, double *M)
+{
+    (void)q;
+    M[0] = p[0];
+    M[1] = 0.0;
+    M[2] = 0.0;
+    M[3] = p[0];
+}
+
+static void pm_bias(const double *q, const double *qd, const double *p, double *h)
+{
+    (void)q;
+    (void)qd;
+    h[0] = 0.0;
+    h[1] = p[0] * p[1];
+}
+
+static void pm_gravity(const double *q, const double *p, double *G)
+{
+    const double zero[2] = {0.0, 0.0};
+    pm_bias(q, zero, p, G);
+}
+
+static void pm_input_map(const double *q, const double *p, double *B)
+{
+    (void)q;
+    (void)p;
+    B[0] = 1.0;
+    B[1] = 0.0;
+}
+
+static void pm_energy(const double *q, const double *qd, const double *p, double *e)
+{
+    e[0] = 0.5 * p[0] * (qd[0] * qd[0] + qd[1] * qd[1]);
+    e[1] = p[0] * p[1] * q[1];
+}
+
+static void pm_points(const double *q, const double *p, double *r)
+{
+    (void)p;
+    r[0] = q[0];
+    r[1] = q[1];
+}
+
+static void pm_cpos(const double *q, const double *p, double *c)
+{
+    c[0] = cos(p[2]) * q[0] + sin(p[2]) * q[1];
+    c[1] = -sin(p[2]) * q[0] + cos(p[2]) * q[1];
+}
+
+static void pm_cjac(const double *q, const double *p, double *J)
+{
+    (void)q;
+    J[0] = cos(p[2]);
+    J[1] = sin(p[2]);
+    J[2] = -sin(p[2]);
+    J[3] = cos(p[2]);
+}
+
+static void pm_cbias(const double *q, const double *qd, const double *p, double *b)
+{
+    (void)q;
+    (void)qd;
+    (void)p;
+    b[0] = 0.0;
+    b[1] = 0.0;
+}
+
+static void pm_friction(const double *p, double *mu)
+{
+    mu[0] = p[3];
+}
+
+static const rodgen_constraint pm_blocks[1] = {{"point", RODGEN_CONTACT, 0, 2}};
+static const double pm_p[4] = {2.0, 9.81, -0.3490658503988659, 0.2};
+static const double pm_q0[2] = {0.0, 0.0};
+static const rodgen_model pm_model = {
+    .name = "point", .nq = 2, .nu = 1, .np = 4, .npoints = 1, .nconstraints = 1, .nrows = 2,
+    .constraints = pm_blocks, .default_p = pm_p, .initial_q = pm_q0,
+    .mass_matrix = pm_mass, .bias = pm_bias, .gravity = pm_gravity, .input_map = pm_input_map,
+    .energy = pm_energy, .points = pm_points, .constraint_position = pm_cpos, .constraint_jacobian = pm_cjac,
+    .constraint_bias = pm_cbias, .constraint_friction = pm_friction,
+};
+
 /* ---- wrappers for ctypes ---- */
 
 static const rodgen_model *model_of(int id)
 {
-    return id == 0 ? &cg_model : id == 1 ? &fb_model : &fb2_model;
+    return id == 0 ? &cg_model : id == 1 ? &fb_model : id == 2 ? &fb2_model : &pm_model;
 }
 
 int h_sizes(int id, int *out)

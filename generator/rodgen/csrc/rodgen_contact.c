@@ -575,7 +575,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
  * scratch states and vectors below; ints active, armed, slipping, act2, after
  * [nc each]; then (aligned) the scratch of the constrained dynamics. */
 typedef struct {
-    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *g1, *gx, *lam, *c, *qdp, *imp;
+    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *g1, *gx, *lam, *c, *qdp, *imp, *J;
     int *act2, *after;
     void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
 } hscratch;
@@ -594,7 +594,7 @@ static long hybrid_doubles(const rodgen_model *m)
 {
     const long ny = 2L * m->nq, nr = m->nrows, nc = m->nconstraints;
     return ny + nr + 3 * nc                                         /* y, target, g, mu */
-        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq;   /* scratch */
+        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq;   /* scratch */
 }
 
 static long hybrid_own_bytes(const rodgen_model *m)
@@ -656,6 +656,8 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->imp = d;
     d += nr;
     w->qdp = d;
+    d += m->nq;
+    w->J = d;
     w->act2 = ip + 3 * nc;
     w->after = ip + 4 * nc;
     w->work = (char *)s->scratch + hybrid_own_bytes(m);
@@ -677,7 +679,7 @@ void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
 static int options_ok(const rodgen_hybrid_options *o)
 {
     return o != 0 && o->store_every >= 1 && o->event_tol > 0.0 && o->arm_gap >= 0.0 && o->check_tol >= 0.0
-        && o->max_events >= 0 && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE)
+        && o->max_events >= 0 && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE || o->on_slip == RODGEN_SLIP_SLIDE)
         && o->cfd.alpha >= 0.0 && o->cfd.beta >= 0.0 && o->cfd.singular_tol >= 0.0;
 }
 
@@ -770,19 +772,44 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
     return s->mu[i] * lam[r + 1] - fabs(lam[r]);
 }
 
+/* Sliding contact i at the state y: its velocity against its friction force,
+ * -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
+static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
+{
+    const rodgen_model *m = s->model;
+    const double vt = dot(w->J + m->constraints[i].row * m->nq, y + m->nq, m->nq);
+    return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+static int any_sliding(const rodgen_hybrid_state *s)
+{
+    int i;
+    for (i = 0; i < s->model->nconstraints; ++i) {
+        if (is_sliding(s->model, s->active, i)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Event functions at (t, y), two per block, an event when one turns negative:
  *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
- *   g[2i+1]: active contact not slipping: mu * normal - |tangential|; else 1
- * Also leaves c in w->c and lambda in w->lam. */
+ *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|;
+ *            sliding contact: its speed against its friction force; else 1
+ * Also leaves c in w->c and lambda in w->lam (and J in w->J when a contact slides). */
 static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t,
     const double *y, double *g)
 {
     const rodgen_model *m = s->model;
+    const int sliding = any_sliding(s);
     int i, status = hy_dyn(s, o, w, t, y, w->dy, w->lam);
     if (status != RODGEN_OK) {
         return status;
     }
     m->constraint_position(y, s->p, w->c);
+    if (sliding) {
+        m->constraint_jacobian(y, s->p, w->J);
+    }
     for (i = 0; i < m->nconstraints; ++i) {
         g[2 * i] = 1.0;
         g[2 * i + 1] = 1.0;
@@ -791,7 +818,9 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
         if (s->active[i]) {
             g[2 * i] = w->lam[normal_row(m, i)];
-            if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
+            if (is_sliding(m, s->active, i)) {
+                g[2 * i + 1] = slide_speed(s, w, y, i);
+            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
                 g[2 * i + 1] = slip_margin(s, i, w->lam);
             }
         } else if (s->armed[i]) {
@@ -820,7 +849,7 @@ static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     }
     if (out->active_out != 0) {
         for (i = 0; i < nc; ++i) {
-            out->active_out[n * nc + i] = s->active[i] != 0;
+            out->active_out[n * nc + i] = s->active[i];
         }
     }
     if (out->u_out != 0) {
@@ -861,7 +890,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
 {
     const rodgen_model *m = s->model;
     int pass, i, status;
-    for (pass = 0; pass <= m->nconstraints; ++pass) {
+    for (pass = 0; pass <= 2 * m->nconstraints; ++pass) {
         int worst = -1;
         double lworst = 0.0;
         status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
@@ -874,15 +903,36 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                 worst = i;
             }
         }
+        if (worst >= 0) {
+            s->active[worst] = 0;
+            s->armed[worst] = 0;
+            s->slipping[worst] = 0;
+            hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
+            continue;
+        }
+        if (o->on_slip != RODGEN_SLIP_SLIDE) {
+            break;
+        }
+        /* sliding friction: the sticking contact furthest outside its cone starts to slide,
+         * its friction force keeping the direction of the sticking force */
+        lworst = 0.0;
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT
+                && slip_margin(s, i, w->lam) < lworst) {
+                lworst = slip_margin(s, i, w->lam);
+                worst = i;
+            }
+        }
         if (worst < 0) {
             break;
         }
-        s->active[worst] = 0;
-        s->armed[worst] = 0;
-        s->slipping[worst] = 0;
-        hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
+        {
+            const int r = m->constraints[worst].row;
+            s->active[worst] = w->lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, w->lam[r], w->lam[r + 1], 0.0);
+        }
     }
-    for (i = 0; i < m->nconstraints; ++i) {
+    for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
             && slip_margin(s, i, w->lam) < 0.0) {
             const int r = m->constraints[i].row;
@@ -905,6 +955,18 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     int i, touched = 0, status, slip_block = -1;
     hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
     m->constraint_position(s->y, s->p, w->c);
+    if (any_sliding(s)) {
+        /* a sliding contact that has stopped (or turned) sticks where it is */
+        m->constraint_jacobian(s->y, s->p, w->J);
+        for (i = 0; i < nc; ++i) {
+            if (is_sliding(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
+                const int r = m->constraints[i].row;
+                s->active[i] = RODGEN_STICK;
+                s->target[r] = w->c[r];
+                hy_log(s, out, RODGEN_EVENT_STICK, i, 0.0, 0.0, 0.0);
+            }
+        }
+    }
     for (i = 0; i < nc; ++i) {
         w->act2[i] = is_active(m, s->active, i);
         if (is_unilateral(m, i) && !s->active[i] && s->armed[i] && w->c[normal_row(m, i)] < 0.0) {
@@ -929,7 +991,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                     if (contact) {
                         s->target[r] = w->c[r];
                         s->target[r + 1] = 0.0;
-                        if (isfinite(s->mu[i]) && fabs(w->imp[r]) > s->mu[i] * w->imp[r + 1]) {
+                        if (o->on_slip != RODGEN_SLIP_SLIDE && isfinite(s->mu[i])
+                            && fabs(w->imp[r]) > s->mu[i] * w->imp[r + 1]) {
                             s->slipping[i] = 1;
                             hy_log(s, out, RODGEN_EVENT_SLIP, i, w->imp[r], w->imp[r + 1], 0.0);
                             if (slip_block < 0) {
@@ -950,6 +1013,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 if (!w->after[i]) {
                     s->armed[i] = 0;
                     s->slipping[i] = 0;
+                } else if (is_sliding(m, s->active, i)) {
+                    s->target[m->constraints[i].row] = w->c[m->constraints[i].row];   /* stuck by the impact */
                 }
                 s->active[i] = w->after[i];
             }
@@ -1174,6 +1239,9 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         const rodgen_constraint *b = m->constraints + i;
         const int r = b->row;
         s->active[i] = is_active(m, active0, i);
+        if (o->on_slip == RODGEN_SLIP_SLIDE && is_sliding(m, active0, i)) {
+            s->active[i] = active0[i];
+        }
         s->armed[i] = 0;
         s->slipping[i] = 0;
         if (b->kind == RODGEN_CONTACT) {

@@ -118,10 +118,12 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 #define RODGEN_EVENT_SLIP 2            /* |tangential| > mu * normal (force, or impulse at an impact) */
 #define RODGEN_EVENT_LIMIT 3           /* a limit reached: plastic impact, now active */
 #define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
+#define RODGEN_EVENT_STICK 5           /* a sliding contact stopped (its tangential velocity turned): sticks */
 
 /* What a slip (friction cone left) does. */
 #define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
 #define RODGEN_SLIP_CONTINUE 1   /* log the event and keep the contact sticking */
+#define RODGEN_SLIP_SLIDE 2      /* log the event and let it slide with Coulomb friction (see below) */
 
 typedef struct {
     double t;              /* time */
