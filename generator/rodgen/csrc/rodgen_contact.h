@@ -149,7 +149,7 @@ typedef struct {
     double arm_gap;        /* an inactive unilateral block is armed once its row exceeds this; default 1e-6 */
     double check_tol;      /* initial state: tolerance of |c| of held rows, of a gap below 0; default 1e-8 */
     long max_events;       /* stop with RODGEN_ERR_TOO_MANY_EVENTS after this many (0: no limit) */
-    int on_slip;           /* RODGEN_SLIP_STOP (default) or RODGEN_SLIP_CONTINUE */
+    int on_slip;           /* RODGEN_SLIP_STOP (default), RODGEN_SLIP_CONTINUE or RODGEN_SLIP_SLIDE */
     rodgen_cfd_options cfd;   /* drift control and the singularity test */
 } rodgen_hybrid_options;
 
@@ -166,7 +166,7 @@ typedef struct {
     double t;              /* time of y */
     double *y;             /* [2 nq] state [q, qd] */
     double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0) */
-    int *active;           /* [nconstraints] the phase: 1 active, 0 inactive */
+    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS */
     int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
     int *slipping;         /* [nconstraints] a slip event was logged and the contact is still outside */
     long steps;            /* completed grid steps */
@@ -187,7 +187,8 @@ typedef struct {
 long rodgen_hybrid_work_bytes(const rodgen_model *m);
 
 /* Start a run at t0 from y0 [2 nq] in the phase active0 [nconstraints]
- * (nonzero: active; NULL: none but the loops). disarmed0 [nconstraints]
+ * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a contact may
+ * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS; NULL: none but the loops). disarmed0 [nconstraints]
  * (NULL: none): inactive blocks that are allowed below their bound at the
  * start (they are armed once above it, see below).
  * Checks the initial state, returning RODGEN_ERR_INITIAL_STATE with
@@ -201,8 +202,8 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * o->arm_gap. A block that lifts off, or starts inactive with a gap below
  * arm_gap, is disarmed: before it has risen, a foot passing under the ground
  * (the compass gait's scuffing at mid-stance) is ignored. */
-int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_hybrid_input_fn input,
-    void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
     const int *disarmed0, void *work);
 
 /* Integrate towards o->t_end by RK4 on the constrained dynamics of the phase.
@@ -217,17 +218,22 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     position at touchdown and gap 0 (Baumgarte target);
  *   lift-off / limit release: the normal force of an active block < 0 -> the
  *     block is released (most negative first, again until none pulls);
- *   slip: mu * normal - |tangential| < 0 on an active contact -> logged, then
- *     o->on_slip.
+ *   slip: mu * normal - |tangential| < 0 on a sticking contact -> logged, then
+ *     o->on_slip; with RODGEN_SLIP_SLIDE the contact slides, its friction force
+ *     in the direction of the sticking force it could not get;
+ *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
+ *     turns -> it sticks where it is (and slides again at once if it must).
+ * Impacts treat every active contact as sticking.
  * Rows written: t_out [capacity], y_out [capacity*2nq],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
- * [capacity*nconstraints], u_out [capacity*nu]; all but t_out and y_out may be
- * NULL. An event writes the state before and after its jump (same time).
- * events_out [event_capacity] (may be NULL: not logged; else event_capacity >=
- * 3 nconstraints + 2, the most one jump can log), capacity >= 3. *n_out, *n_events: rows and events written by this call.
+ * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all
+ * but t_out and y_out may be NULL; capacity >= 3. An event writes the state
+ * before and after its jump (same time). events_out [event_capacity] (may be
+ * NULL: not logged; else event_capacity >= 3 nconstraints + 2, the most one
+ * jump can log). *n_out, *n_events: rows and events written by this call.
  * Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when rows or the event log are
  * full (call again with fresh arrays: the run continues), or an error (the
- * state where it stopped is the last row). */
+ * state where it stopped is the last row; start a new run to go on). */
 int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
     double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out, long *n_out,
     long event_capacity, rodgen_event *events_out, long *n_events);
