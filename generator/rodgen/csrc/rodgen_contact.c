@@ -679,7 +679,8 @@ void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
 static int options_ok(const rodgen_hybrid_options *o)
 {
     return o != 0 && o->store_every >= 1 && o->event_tol > 0.0 && o->arm_gap >= 0.0 && o->check_tol >= 0.0
-        && o->max_events >= 0 && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE || o->on_slip == RODGEN_SLIP_SLIDE)
+        && o->max_events >= 0
+        && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE || o->on_slip == RODGEN_SLIP_SLIDE)
         && o->cfd.alpha >= 0.0 && o->cfd.beta >= 0.0 && o->cfd.singular_tol >= 0.0;
 }
 
@@ -1179,8 +1180,8 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     return hy_jump(s, o, w, out);
 }
 
-int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p, rodgen_hybrid_input_fn input,
-    void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
     const int *disarmed0, void *work)
 {
     hscratch w;

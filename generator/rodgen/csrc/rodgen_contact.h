@@ -203,7 +203,8 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * arm_gap, is disarmed: before it has risen, a foot passing under the ground
  * (the compass gait's scuffing at mid-stance) is ignored. */
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
-    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
+    const int *active0,
     const int *disarmed0, void *work);
 
 /* Integrate towards o->t_end by RK4 on the constrained dynamics of the phase.
