@@ -1181,8 +1181,8 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
 }
 
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
-    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0, const int *active0,
-    const int *disarmed0, void *work)
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
+    const int *active0, const int *disarmed0, void *work)
 {
     hscratch w;
     int i, nc;

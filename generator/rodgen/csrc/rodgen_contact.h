@@ -204,8 +204,7 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * (the compass gait's scuffing at mid-stance) is ignored. */
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
     rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
-    const int *active0,
-    const int *disarmed0, void *work);
+    const int *active0, const int *disarmed0, void *work);
 
 /* Integrate towards o->t_end by RK4 on the constrained dynamics of the phase.
  * Events are tested at the end of each step; a step where an event function
