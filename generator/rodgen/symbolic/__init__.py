@@ -32,7 +32,10 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
     """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
 
     A model with ``couplings`` gets equations in its independent coordinates
-    only (see :mod:`rodgen.symbolic.coupling`).
+    only (see :mod:`rodgen.symbolic.coupling`). A model with contacts, loops or
+    limits gets their rows in ``Equations.constraints`` (see
+    :mod:`rodgen.symbolic.constraints`); a loop that is not closed at the
+    initial coordinates is refused with a ModelError.
 
     Parameters
     ----------
@@ -62,6 +65,8 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
         from .coupling import reduce_couplings
         eqs = reduce_couplings(eqs)
     _check_inertia(eqs)
+    from .constraints import constraint_equations
+    eqs.constraints = constraint_equations(eqs)
     return eqs
 
 
