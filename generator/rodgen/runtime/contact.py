@@ -19,10 +19,19 @@ one of least weighted norm
 
 with the weights ``input_weight`` and ``force_weight`` (scalars or one per
 input / active row; default 1, which mixes N·m and N: scale them to your
-units, e.g. ``force_weight=1e-2`` to prefer inputs that spare the ground
-reactions less). Alternatively ``load_share`` prescribes how the summed
-normal force of the active contacts is split: ``{"foot_a": 0.3}`` gives foot
-``a`` 30 % of it (the remaining freedom is resolved by the least norm).
+units; a small ``force_weight`` lets the ground reactions grow to spare the
+inputs).
+
+What the equations leave free: with point feet in the plane and every
+acceleration prescribed, the reactions must give the walker's momentum
+rates (three equations), so with two feet on the ground the *normal* forces
+are fixed by the motion and the free part is an internal tangential force
+(the feet pushing apart or together along the ground; the inputs change
+with it). ``tangential_share`` resolves it instead of the least norm:
+``{"foot_a": 0.3}`` gives foot ``a`` 30 % of the summed tangential force of
+the active contacts, and ``"friction"`` splits it in proportion to the
+normal forces, i.e. the same ratio |tangential| / normal at every foot (the
+smallest friction coefficient that keeps both feet stuck).
 
 If no (u, λ) produces ``qdd`` (an underactuated model asked for a motion its
 inputs cannot make, e.g. a flight phase with the wrong base acceleration),
@@ -99,13 +108,14 @@ def active_rows(model: Any, active: Sequence[str]) -> tuple[list[int], list[tupl
 def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequence[str] = (),
                              p: Any = None, *, input_weight: Union[float, Sequence[float]] = 1.0,
                              force_weight: Union[float, Sequence[float]] = 1.0,
-                             load_share: Optional[Mapping[str, float]] = None, check: bool = True,
+                             tangential_share: Union[None, str, Mapping[str, float]] = None,
+                             check: bool = True,
                              tol: float = 1e-8) -> ContactInverseDynamics:
     """Inputs ``u`` and constraint forces ``λ`` that produce ``qdd`` with the ``active`` blocks held.
 
     ``q, qd, qdd``: (nq,) or a batch (N, nq) (the same active set for every row).
     ``active``: names of the active constraint blocks (contacts, loops, limits).
-    See the module docstring for weights, ``load_share`` and ``check``.
+    See the module docstring for weights, ``tangential_share`` and ``check``.
     """
     Q = np.asarray(q, dtype=float)
     single = Q.ndim == 1
@@ -115,7 +125,13 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), Q.shape)
     rows, blocks = active_rows(model, active)
     k = len(rows)
-    shares = _share_rows(blocks, load_share, k)
+    tangential, normal = _contact_rows(blocks)
+    fixed = None
+    if tangential_share is not None and not isinstance(tangential_share, str):
+        fixed = _shares(tangential_share, list(tangential))
+    elif tangential_share not in (None, "friction"):
+        raise ValueError(f"tangential_share must be None, 'friction' or a mapping contact -> fraction, "
+                         f"got {tangential_share!r}")
     out = []
     for i in range(Q.shape[0]):
         M = np.asarray(model.mass_matrix(Q[i], p), dtype=float).reshape(nq, nq)
@@ -123,7 +139,20 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
         B = np.asarray(model.input_map(Q[i], p), dtype=float).reshape(nq, -1)
         J = np.asarray(model.constraint_jacobian(Q[i], p), dtype=float).reshape(-1, nq)[rows] if k else \
             np.zeros((0, nq))
-        out.append(_solve(M @ QDD[i] + h, B, J, shares, input_weight, force_weight, check, tol))
+        b = M @ QDD[i] + h
+        S = np.zeros((0, k))
+        if fixed is not None:
+            S = _share_rows(fixed, tangential, k)
+        elif tangential_share == "friction" and len(tangential) > 1:
+            # the normal forces do not depend on the split: take them from the least-norm answer
+            x0 = _solve(b, B, J, S, input_weight, force_weight, check, tol)[1]
+            total = sum(x0[j] for j in normal.values())
+            if total <= 0:
+                raise ContactInverseDynamicsError(
+                    f"the active contacts carry no net normal force ({total:.3g} N); a split of the tangential "
+                    f"force in proportion to the normal forces is undefined")
+            S = _share_rows({nm: x0[j] / total for nm, j in list(normal.items())[:-1]}, tangential, k)
+        out.append(_solve(b, B, J, S, input_weight, force_weight, check, tol))
     u = np.array([o[0] for o in out])
     lam = np.array([o[1] for o in out]).reshape(len(out), k)
     res = np.array([o[2] for o in out])
@@ -137,30 +166,38 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     return ContactInverseDynamics(u, lam, forces, rows, res)
 
 
-def _share_rows(blocks: list[tuple[str, str, int, int]], load_share: Optional[Mapping[str, float]],
-                k: int) -> np.ndarray:
-    """Rows S with S λ = 0 expressing normal(c) = share_c * Σ normal of active contacts."""
-    if not load_share:
-        return np.zeros((0, k))
+def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Positions in λ of each active contact's tangential and normal row."""
+    tangential: dict[str, int] = {}
     normal: dict[str, int] = {}
     at = 0
     for name, kind, _row, n in blocks:
         if kind == "contact":
-            normal[name] = at + 1
+            tangential[name], normal[name] = at, at + 1
         at += n
+    return tangential, normal
+
+
+def _shares(share: Mapping[str, float], contacts: list[str]) -> dict[str, float]:
+    for name, value in share.items():
+        if name not in contacts:
+            raise ValueError(f"tangential_share names {name!r}, which is not an active contact "
+                             f"(active contacts: {', '.join(contacts) or 'none'})")
+        if not np.isfinite(value):
+            raise ValueError(f"tangential_share of {name!r} must be a finite fraction, got {value!r}")
+    return {k: float(v) for k, v in share.items()}
+
+
+def _share_rows(share: Mapping[str, float], tangential: dict[str, int], k: int) -> np.ndarray:
+    """Rows S with S λ = 0: tangential(c) = share_c * Σ tangential of the active contacts."""
     S = []
-    for name, share in load_share.items():
-        if name not in normal:
-            raise ValueError(f"load_share names {name!r}, which is not an active contact "
-                             f"(active contacts: {', '.join(normal) or 'none'})")
-        if not np.isfinite(share) or not 0.0 <= share <= 1.0:
-            raise ValueError(f"load_share of {name!r} must be between 0 and 1, got {share!r}")
+    for name, value in share.items():
         row = np.zeros(k)
-        for j in normal.values():
-            row[j] -= share
-        row[normal[name]] += 1.0
+        for j in tangential.values():
+            row[j] -= value
+        row[tangential[name]] += 1.0
         S.append(row)
-    return np.array(S)
+    return np.array(S).reshape(len(S), k)
 
 
 def _solve(b: np.ndarray, B: np.ndarray, J: np.ndarray, S: np.ndarray, wu: Any, wl: Any, check: bool,
