@@ -13,12 +13,11 @@ Plastic impact with the rows ``J`` becoming active (the others released):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import sympy as sp
-
 from rodgen.symbolic.equations import Equations
 from rodgen.symbolic.numeric import NumericModel
 
@@ -119,7 +118,7 @@ def impact(sys: ConstrainedNumeric, q, qd_minus, active: Sequence[str], p=None) 
 
 def rk4(f, y0: np.ndarray, t_end: float, dt: float) -> np.ndarray:
     """Fixed-step classical Runge-Kutta, every state returned (steps + 1, len(y0))."""
-    steps = int(round(t_end / dt))
+    steps = round(t_end / dt)
     ys = np.empty((steps + 1, len(y0)))
     y = np.asarray(y0, float)
     ys[0] = y

@@ -9,13 +9,11 @@ import math
 
 import numpy as np
 import pytest
-import yaml
-
 import rodgen
+import yaml
+from _constrained import ConstrainedNumeric
 from rodgen import ModelError
 from rodgen.model import load_dict, to_dict
-
-from _constrained import ConstrainedNumeric
 
 METHODS = ["lagrange", "matrix", "recursive"]
 

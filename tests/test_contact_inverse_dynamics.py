@@ -12,11 +12,10 @@ import math
 
 import numpy as np
 import pytest
-
 import rodgen
+from _constrained import ConstrainedNumeric, constrained_dynamics
 from rodgen.runtime import ContactInverseDynamicsError, contact_inverse_dynamics
 from rodgen.symbolic.numeric import lambdify_equations
-from _constrained import ConstrainedNumeric, constrained_dynamics
 
 LENGTHS = (0.45, 0.4, 0.35)
 MASSES = (3.0, 2.0, 1.5)
@@ -47,7 +46,7 @@ def _cm(num, q: np.ndarray) -> np.ndarray:
 def _cm_acc(num, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
     """CM acceleration along q(t) = q + qd t + qdd t^2/2 by central differences."""
     t = 1e-3
-    path = lambda s: q + qd * s + qdd * s * s / 2  # noqa: E731
+    path = lambda s: q + qd * s + qdd * s * s / 2
     return (_cm(num, path(t)) - 2 * _cm(num, path(0.0)) + _cm(num, path(-t))) / (t * t)
 
 
@@ -94,6 +93,13 @@ def test_passive_compass_gait_reactions() -> None:
         contact_inverse_dynamics(sys, q, qd, qdd + [0, 0, 1.0, 0], ["foot_a"])
     r2 = contact_inverse_dynamics(sys, q, qd, qdd + [0, 0, 1.0, 0], ["foot_a"], check=False)
     assert np.linalg.norm(r2.residual) > 0.1
+    # the block table as the C rodgen_constraint rows (name, kind number, row, nrows) works the same
+    table = sys.constraints
+    sys.constraints = [(b.name, 0, b.row, b.nrows) for b in table]
+    try:
+        np.testing.assert_allclose(contact_inverse_dynamics(sys, q, qd, qdd, ["foot_a"]).lam, r.lam, rtol=1e-12)
+    finally:
+        sys.constraints = table
     with pytest.raises(ValueError, match="unknown constraint block 'toe'"):
         contact_inverse_dynamics(sys, q, qd, qdd, ["toe"])
 

@@ -11,10 +11,9 @@ import math
 
 import numpy as np
 import pytest
-
 import rodgen
-from rodgen.symbolic.numeric import lambdify_equations
 from _constrained import rk4
+from rodgen.symbolic.numeric import lambdify_equations
 
 METHODS = ["lagrange", "matrix", "recursive"]
 

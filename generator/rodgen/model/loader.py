@@ -154,8 +154,8 @@ class _Reader:
         for name, expr in couplings.items():
             model.couplings[self.string(name, "couplings")] = expr
         if d.get("ground") is not None:
-            g = self.mapping(d["ground"], "ground", _GROUND_KEYS)
-            model.ground = Ground(slope=g.get("slope", 0.0), height=g.get("height", 0.0))
+            gd = self.mapping(d["ground"], "ground", _GROUND_KEYS)
+            model.ground = Ground(slope=gd.get("slope", 0.0), height=gd.get("height", 0.0))
         for i, cd in enumerate(self.seq(d.get("contacts"), "contacts")):
             name = cd.get("name") if isinstance(cd, dict) else None
             cw = f"contact {name!r}" if isinstance(name, str) else f"contacts[{i}]"

@@ -43,12 +43,14 @@ The functions used are the compiled model's (or a
 ``mass_matrix(q, p)``, ``bias(q, qd, p)``, ``input_map(q, p)``,
 ``constraint_jacobian(q, p)`` (all rows, ``(nrows, nq)``) and the block table
 ``constraints`` (items with ``name``, ``kind``, ``row``, ``nrows``, as the C
-``rodgen_constraint``). No symbolic work happens here.
+``rodgen_constraint``: objects, mappings or tuples in that order; ``kind`` a
+name or the RODGEN_CONTACT/LOOP/LIMIT number). No symbolic work happens here.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -76,8 +78,16 @@ class ContactInverseDynamics:
     residual: np.ndarray
 
 
+_FIELDS = ("name", "kind", "row", "nrows")
+
+
 def _block_field(b: Any, name: str) -> Any:
-    return b[name] if isinstance(b, Mapping) else getattr(b, name)
+    """A field of a block given as an object, a mapping or a tuple (name, kind, row, nrows)."""
+    if isinstance(b, Mapping):
+        return b[name]
+    if isinstance(b, tuple) and not hasattr(b, name):
+        return b[_FIELDS.index(name)]
+    return getattr(b, name)
 
 
 def active_rows(model: Any, active: Sequence[str]) -> tuple[list[int], list[tuple[str, str, int, int]]]:
@@ -92,7 +102,7 @@ def active_rows(model: Any, active: Sequence[str]) -> tuple[list[int], list[tupl
     if isinstance(active, str):
         active = [active]
     rows: list[int] = []
-    chosen = []
+    chosen: list[tuple[str, str, int, int]] = []
     for nm in active:
         if nm not in by:
             raise ValueError(f"unknown constraint block {nm!r}; the model has "

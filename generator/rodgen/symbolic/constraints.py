@@ -122,4 +122,4 @@ def _check_loops(eqs: Equations, blocks: list[ConstraintEquations]) -> None:
                 source=eqs.model.source, where=f"loop {b.name!r}")
 
 
-__all__ = ["constraint_equations", "initial_values", "LOOP_TOLERANCE"]
+__all__ = ["LOOP_TOLERANCE", "constraint_equations", "initial_values"]
