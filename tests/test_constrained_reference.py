@@ -162,3 +162,39 @@ def test_compass_heel_strike(method: str) -> None:
         Qm, Qp = goswami_transition((th_b - th_a) / 2, P["m"], P["m_H"], P["a"], P["b"])
         expected = np.linalg.solve(Qp, Qm @ [wb, wa])          # [θ̇ns⁺, θ̇s⁺]
         np.testing.assert_allclose([qd_p[2], qd_p[3]], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_compass_gait_step_matches_the_independent_walker() -> None:
+    """examples/compass_gait.yaml with foot a held, integrated by the KKT reference, then heel strike by the
+    impact reference, against tests/_compass_reference.py (a hand-written Lagrangian in the slope frame).
+
+    Frames: the walker's angles are from the slope normal, positive towards +x (down the slope); the model's
+    from the downward vertical, counter-clockwise, so theta_model = -(theta_walker + gamma) for both legs.
+    """
+    from _compass_reference import Walker, step
+    sys = ConstrainedNumeric(rodgen.derive(rodgen.load("examples/compass_gait.yaml"), method="recursive"))
+    P = sys.parameters
+    w = Walker(m=P["m"], m_hip=P["m_H"], a=P["a"], b=P["b"], g=P["g"], slope=P["gamma"])
+    x0 = np.array([-0.26, 0.26, 1.1, 0.35])               # [theta_s, theta_w, omega_s, omega_w] after a strike
+    x1, period, x_minus = step(w, x0)
+
+    def state(x: np.ndarray) -> np.ndarray:
+        """The model's (q, qd) with foot a (the stance foot) at the origin."""
+        th = -(x[:2] + w.slope)
+        q = np.array([-w.l * math.sin(th[0]), w.l * math.cos(th[0]), th[0], th[1]])
+        J = sys.constraint_jacobian(q)[0:2]
+        base = -np.linalg.solve(J[:, :2], J[:, 2:] @ -x[2:])
+        return np.concatenate([q, base, -x[2:]])
+
+    y0 = state(x0)
+    steps = 800
+
+    def f(y: np.ndarray) -> np.ndarray:
+        qdd, _ = constrained_dynamics(sys, y[:4], y[4:], active=["foot_a"])
+        return np.concatenate([y[4:], qdd])
+    y_minus = rk4(f, y0, period, period / steps)[-1]
+    np.testing.assert_allclose(y_minus, state(x_minus), atol=1e-9)
+    assert abs(sys.constraint_position(y_minus[:4])[3]) < 1e-9            # foot b reaches the slope
+    qd_plus, _ = impact(sys, y_minus[:4], y_minus[4:], ["foot_b"])
+    # after the strike leg b is the stance leg: its rate is -omega_s, leg a's is -omega_w
+    np.testing.assert_allclose([qd_plus[3], qd_plus[2]], -x1[2:], atol=1e-9)
