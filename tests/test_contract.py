@@ -100,3 +100,26 @@ def test_failed_status_reaches_python_as_its_code(build_dir: Path) -> None:
     with pytest.raises(DynamicsError) as err:
         sysm.forward_dynamics([np.nan, 0.2], [0.0, 0.0], [0.0, 0.0])
     assert err.value.status == StatusCode.ERR_NONFINITE_INPUT
+
+
+def test_table_of_a_model_with_constraints(tmp_path: Path) -> None:
+    """The block table and the constraint routines reach the runtime through the model's table: the
+    wrapper's batch kernel gives the rows SymPy gives."""
+    import sympy as sp
+
+    from rodgen.codegen import lower, render
+    from rodgen.toolchain import compile_files, load_module
+    from test_constraint_routines import with_constraints
+    eqs = with_constraints(rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"), method="recursive"))
+    sysm = load_module(compile_files(render(lower(eqs)), build_dir=tmp_path))
+    info = sysm.table.info()
+    assert info["constraints"] == [("foot", 0, 0, 2), ("tip", 1, 2, 2), ("elbow", 2, 4, 1)]
+    assert (info["nconstraints"], info["nrows"]) == (3, 5)
+    assert all(info["routines"][n] for n in info["routines"] if n.startswith("constraint_"))
+    q = np.array([0.3, -0.4])
+    p = sysm.parameter_vector()
+    c = np.empty(5)
+    sysm.table.constraint_position(1, q, p, c)
+    subs = dict(zip(eqs.q, q)) | {s: v for s, v in zip(eqs.params, p)}
+    want = np.array([float(sp.sympify(x).subs(subs)) for blk in eqs.constraints for x in blk.position])
+    np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)

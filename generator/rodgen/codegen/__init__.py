@@ -14,10 +14,12 @@ from typing import Optional, Union
 from ..errors import CodegenError
 from ..model.core import Model
 from ..symbolic.equations import Equations
-from .lower import CodegenOptions, ForwardAlgorithm, lower, prefix_of, straight_line
+from .lower import lower
+from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .printer import SlotPrinter, c_double
 from .render import GeneratedFiles, environment, render, template_digest, template_root
 from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
+from .straight import straight_line
 
 
 def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = None, *,

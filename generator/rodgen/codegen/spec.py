@@ -94,13 +94,17 @@ class Routine:
 
 @dataclass(frozen=True)
 class ConstraintBlock:
-    """A block of constraint rows in the model's table (``rodgen_constraint`` in rodgen_model.h).
+    """One row of the model's constraint table (``rodgen_constraint`` in ``rodgen_model.h``).
 
-    kind : ``"contact"``, ``"loop"`` or ``"limit"``; row : its first row; nrows : 2, 2 or 1.
+    ``name`` is a validated identifier (safe inside a C string); ``kind`` is ``"contact"``,
+    ``"loop"`` or ``"limit"``, ``macro`` its C constant (``RODGEN_CONTACT``...) and ``code``
+    that constant's value; ``row`` the block's first row, ``nrows`` its rows.
     """
 
     name: str
     kind: str
+    macro: str
+    code: int
     row: int
     nrows: int
 
@@ -131,7 +135,9 @@ class ModelSpec:
     forward: str = "cholesky"      # algorithm of <prefix>_forward_dynamics: "aba" or "cholesky"
     forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
     forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
-    # constraint blocks of the table; the routines constraint_position/_jacobian/_bias/_friction fill their rows
+    nconstraints: int = 0          # constraint blocks (contacts, loops, limits)
+    nrows: int = 0                 # constraint rows in all
+    # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
     constraints: tuple[ConstraintBlock, ...] = ()
 
     def routine(self, name: str) -> Routine:
@@ -152,10 +158,6 @@ class ModelSpec:
     def library(self) -> str:
         """Stem of the model's shared library (``lib<prefix>``)."""
         return f"lib{self.prefix}"
-
-    @property
-    def constraint_rows(self) -> int:
-        return sum(b.nrows for b in self.constraints)
 
     @property
     def table_routines(self) -> frozenset[str]:
