@@ -11,11 +11,10 @@ import pytest
 
 import rodgen
 import rodgen.toolchain
-from rodgen.toolchain import BuildOptions, build_key, compile_count
+from conftest import EXAMPLES, REPO
 from rodgen.codegen import generate
 from rodgen.errors import BuildError
-
-from conftest import EXAMPLES, REPO
+from rodgen.toolchain import BuildOptions, build_key, compile_count
 
 compiler_mod = importlib.import_module("rodgen.toolchain.compiler")
 
@@ -152,7 +151,6 @@ def test_parallel_units_give_the_equations_numbers(tmp_path: Path, monkeypatch: 
     """The model's C compiled as three translation units (#if guards per routine group) computes what
     SymPy computes from the Equations, for every routine of the table."""
     import numpy as np
-
     from test_build_numeric import Reference, close, random_state
     monkeypatch.setattr(compiler_mod, "UNIT_MIN_STATEMENTS", 0)
     monkeypatch.setattr(compiler_mod, "default_jobs", lambda: 3)

@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen import contract
 from rodgen.codegen import CodegenOptions, generate
 from rodgen.codegen.runtime import RUNTIME_HEADER, csrc_root, runtime_header
 from rodgen.contract import StatusCode
 from rodgen.runtime import DynamicsError
-
-from conftest import EXAMPLES
 
 CC = shutil.which("gcc") or shutil.which("cc")
 
@@ -106,10 +105,10 @@ def test_table_of_a_model_with_constraints(tmp_path: Path) -> None:
     """The block table and the constraint routines reach the runtime through the model's table: the
     wrapper's batch kernel gives the rows SymPy gives."""
     import sympy as sp
+    from test_constraint_routines import with_constraints
 
     from rodgen.codegen import lower, render
     from rodgen.toolchain import compile_files, load_module
-    from test_constraint_routines import with_constraints
     eqs = with_constraints(rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"), method="recursive"))
     sysm = load_module(compile_files(render(lower(eqs)), build_dir=tmp_path))
     info = sysm.table.info()

@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 
 import rodgen
-from rodgen.codegen import generate
-
 from conftest import EXAMPLES
+from rodgen.codegen import generate
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "pendulum_vl"
 

@@ -27,8 +27,15 @@ from ..errors import BuildError
 from ..model.core import Model
 from ..symbolic.equations import Equations
 from . import cache
-from .compiler import (BuildOptions, Optimization, compile_count, compile_model, compiler_identity,
-                       find_compiler, library_suffix)
+from .compiler import (
+    BuildOptions,
+    Optimization,
+    compile_count,
+    compile_model,
+    compiler_identity,
+    find_compiler,
+    library_suffix,
+)
 from .runtime import cache_dir, load_runtime, runtime_path
 
 #: Runtime C files a model's library compiles with its own C (the rest lives in the runtime extension).
