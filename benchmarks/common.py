@@ -281,7 +281,11 @@ static int aba_rhs(double t, const double *y, const double *u, const double *p, 
     return 0;
 }}
 
-static double now(void) {{ struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }}
+static double now(void) {{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}}
 
 int main(int argc, char **argv) {{
     const double p[{NP}] = {P};
@@ -336,7 +340,7 @@ int main(int argc, char **argv) {{
 def aba_c_source(model: rodgen.Model, name: str) -> str:
     """C of rodgen's articulated-body forward dynamics (rodgen.symbolic.recursive.forward_dynamics),
     printed with the code stage's CSE and printer: ``void <name>(q, qd, u, p, qdd)``."""
-    from rodgen.codegen.lower import straight_line
+    from rodgen.codegen.straight import straight_line
     from rodgen.codegen.printer import SlotPrinter
     from rodgen.symbolic.recursive import forward_dynamics
     fd = forward_dynamics(model)

@@ -58,6 +58,8 @@ def load(path: PathLike) -> Model:
             text = fh.read()
     except OSError as exc:
         raise ModelError(f"cannot read the model file: {exc.strerror}", source=src) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})", source=src) from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -65,6 +67,10 @@ def load(path: PathLike) -> Model:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise ModelError(f"not valid YAML: {problem}", source=src, where=where) from None
+    except RecursionError:
+        raise ModelError("not a model file: YAML nested too deeply", source=src) from None
+    except ValueError as exc:  # a scalar YAML resolves but Python cannot convert (an integer of 5000 digits)
+        raise ModelError(f"a value in the file cannot be read: {str(exc).split(';')[0]}", source=src) from None
     return load_dict(data, source=src)
 
 
@@ -137,7 +143,12 @@ class _Reader:
                 value, unit, doc = spec, "", ""
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.err(f"a parameter's value must be a number, got {value!r}", where)
-            model.parameters.append(Parameter(name, float(value), unit, doc))
+            try:
+                value = float(value)
+            except OverflowError:
+                raise self.err("a parameter's value must be a finite number, got an integer too large for a double",
+                               where) from None
+            model.parameters.append(Parameter(name, value, unit, doc))
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
             model.links.append(self.link(ld, i))
