@@ -63,6 +63,7 @@ def equations_of(source: Union[Model, Equations], *, method: Optional[str] = Non
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
 
 
-__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD", "GeneratedFiles", "ModelSpec",
+__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD",
+           "GeneratedFiles", "ModelSpec",
            "Routine", "Part", "Section", "Statement", "Argument", "Slot", "Kernel", "SlotPrinter", "c_double",
            "comment_text", "prefix_of", "straight_line", "environment", "template_digest", "template_root"]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..model.core import Model
 from .common import rate_of, spring_energy
 from .kinematics import build_kinematics
 from .matrix import _assemble
-from ..model.core import Model
 
 
 def derive_lagrange(model: Model) -> Equations:  # noqa: F821 - forward ref for readability
