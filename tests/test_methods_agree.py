@@ -1,25 +1,39 @@
-"""The matrix method and Lagrange's equations (independent reference) give the same equations."""
+"""The matrix method and Lagrange's equations (independent reference, own Cartesian positions) give the same
+equations and the same marker points."""
 from __future__ import annotations
 
 import glob
 import os
+from typing import Any
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import rodgen
 from _num import numeric, random_state, rel_err
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.yaml")))
+#: every model file, the 3-link chain of each link model included
+ALL_EXAMPLES = EXAMPLES + sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "chains",
+                                                        "*.yaml")))
 #: both sides evaluate different but exact expressions in double precision
 RTOL_METHODS = 1e-10
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: os.path.basename(p))
+def points_of(eqs: Any) -> dict[str, Any]:
+    """name -> f(q, qd, p) of every marker point."""
+    args = [list(eqs.q), list(eqs.qd), list(eqs.params) or [sp.Dummy()]]
+    return {name: (lambda f: lambda q, qd, p: np.asarray(f(list(q), list(qd), list(p)), float).ravel())(
+        sp.lambdify(args, r, "numpy")) for name, r in eqs.expanded().points.items()}
+
+
+@pytest.mark.parametrize("path", ALL_EXAMPLES, ids=lambda p: os.path.basename(p))
 def test_matrix_equals_lagrange_on_examples(path: str) -> None:
     model = rodgen.load(path)
     a = numeric(rodgen.derive(model, method="matrix"))
     b = numeric(rodgen.derive(rodgen.load(path), method="lagrange"))
+    pa, pb = points_of(a.eqs), points_of(b.eqs)
     seed = 1234
     rng = np.random.default_rng(seed)
     for _ in range(5):
@@ -31,6 +45,11 @@ def test_matrix_equals_lagrange_on_examples(path: str) -> None:
             assert err < RTOL_METHODS, f"{name} differs by {err:.2e} (seed {seed}, q={q}, qd={qd})"
         ea, eb = a.energy(q, qd), b.energy(q, qd)
         assert rel_err(ea, eb) < RTOL_METHODS
+        # the marker points: Lagrange's own Cartesian positions against the shared kinematics
+        assert list(pa) == list(pb)
+        for name in pa:
+            err = rel_err(pa[name](q, qd, p), pb[name](q, qd, p))
+            assert err < RTOL_METHODS, f"point {name} differs by {err:.2e} (seed {seed})"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: os.path.basename(p))

@@ -247,3 +247,22 @@ def test_compiled_model_gives_the_same_forces_as_the_equations(name: str, build_
     for field in ("forces", "u", "kinetic", "potential"):
         np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-10, atol=1e-10,
                                    err_msg=f"{name}: {field}, seed {SEED}")
+
+
+def test_symbolic_motions_become_exact_numeric_triples() -> None:
+    """The symbolic stage turns an expression of time into value, rate and acceleration callables
+    (closed forms: d/dt sin^2(3t) = 3 sin 6t, d2/dt2 = 18 cos 6t); the runtime takes such triples."""
+    from rodgen.symbolic.trajectory import numeric_motion, time_functions
+    ts = sp.Symbol("t")
+    f, df, ddf = time_functions(sp.sin(3 * ts) ** 2)
+    t = np.linspace(0.0, 2.0, 7)
+    np.testing.assert_allclose(f(t), np.sin(3 * t) ** 2, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(df(t), 3 * np.sin(6 * t), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(ddf(t), 18 * np.cos(6 * t), rtol=1e-14, atol=1e-14)
+    assert time_functions(sp.pi / 2) == pytest.approx(np.pi / 2, rel=1e-16)
+    with pytest.raises(ValueError, match="qd of 'x': expression .* several free symbols"):
+        numeric_motion({"x": ts * sp.Symbol("s")}, "qd")
+    # a triple given directly is used as exact rates by the runtime
+    motion = Motion([(np.sin, np.cos, lambda tt: -np.sin(tt))], ["x"])
+    q, qd, qdd = motion(t)
+    np.testing.assert_array_equal(np.c_[q, qd, qdd], np.c_[np.sin(t), np.cos(t), -np.sin(t)])

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from .errors import RodgenError
+
 METHODS = ("lagrange", "matrix", "recursive")
+
+
+class UsageError(RodgenError, ValueError):
+    """A command-line value that does not fit the model (an unknown name, a bad count); exit status 2."""
 COMPILED = ("rk4", "dopri5")
 INTEGRATORS = COMPILED + ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 
@@ -99,8 +105,11 @@ def add_equations_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _evaluator(args: argparse.Namespace, model: Any) -> Any:
+    """The compiled model (derived by ``--method``, by default the code stage's, recursive), or with
+    ``--no-compile`` its equations evaluated by NumPy."""
+    from .codegen import DEFAULT_METHOD
     from .symbolic import derive
-    eqs = derive(model, method=args.method or "matrix")
+    eqs = derive(model, method=args.method or DEFAULT_METHOD)
     if args.no_compile:
         from .symbolic.numeric import lambdify_equations
         return lambdify_equations(eqs)
@@ -109,7 +118,8 @@ def _evaluator(args: argparse.Namespace, model: Any) -> Any:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """``rodgen simulate``: returns the exit status (0 on success, 1 if the run stopped early)."""
+    """``rodgen simulate``: returns the exit status (0 on success, 1 if the run stopped early); a value
+    that does not fit the model raises :class:`UsageError` (``rodgen`` prints it and exits with 2)."""
     from .model.loader import load
     from .runtime.plot import animate, plot
     from .runtime.solve import solve
@@ -118,7 +128,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     names = list(ev.parameters)
     unknown = [k for k, _ in args.params if k not in ev.parameters]
     if unknown:
-        raise SystemExit(f"rodgen: error: --param {unknown[0]}: the model has no such parameter "
+        raise UsageError(f"--param {unknown[0]}: the model has no such parameter "
                          f"(parameters: {', '.join(names) or 'none'})")
     p = np.array([dict(args.params).get(k, v) for k, v in ev.parameters.items()])
     nq = ev.nq
@@ -127,17 +137,17 @@ def run_simulate(args: argparse.Namespace) -> int:
     for k, v in args.initial:
         base = k[:-4] if k.endswith("_dot") else k
         if base not in ev.coordinates:
-            raise SystemExit(f"rodgen: error: --set {k}: not a coordinate (coordinates: "
+            raise UsageError(f"--set {k}: not a coordinate (coordinates: "
                              f"{', '.join(ev.coordinates)})")
         y0[ev.coordinates.index(base) + (nq if k.endswith("_dot") else 0)] = v
     progress = True if args.progress else None
     if args.substeps < 1:
-        raise SystemExit(f"rodgen: error: --substeps must be at least 1, got {args.substeps}")
+        raise UsageError(f"--substeps must be at least 1, got {args.substeps}")
     controller = None
     if args.hold is not None:
         from .runtime.control import PD, Reference
         if len(ev.inputs) == 0:
-            raise SystemExit("rodgen: error: --hold: the model has no inputs to hold it with")
+            raise UsageError("--hold: the model has no inputs to hold it with")
         controller = PD(Reference.hold(y0[:nq]), kp=args.hold[0], kd=args.hold[1])
     integrator = args.integrator
     if not hasattr(ev, "simulate") and integrator in COMPILED:
@@ -212,4 +222,4 @@ def run_equations(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_simulate_parser", "add_equations_parser", "run_simulate", "run_equations"]
+__all__ = ["add_simulate_parser", "add_equations_parser", "run_simulate", "run_equations", "UsageError"]

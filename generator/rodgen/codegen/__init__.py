@@ -14,10 +14,23 @@ from typing import Optional, Union
 from ..errors import CodegenError
 from ..model.core import Model
 from ..symbolic.equations import Equations
-from .lower import CodegenOptions, ForwardAlgorithm, lower, prefix_of, straight_line
+from .lower import lower
+from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .printer import SlotPrinter, c_double
 from .render import GeneratedFiles, environment, render, template_digest, template_root
-from .spec import Argument, Kernel, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
+from .spec import (
+    Argument,
+    ConstraintBlock,
+    Kernel,
+    ModelSpec,
+    Part,
+    Routine,
+    Section,
+    Slot,
+    Statement,
+    comment_text,
+)
+from .straight import straight_line
 
 
 def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = None, *,
@@ -64,6 +77,6 @@ def equations_of(source: Union[Model, Equations], *, method: Optional[str] = Non
 
 
 __all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD",
-           "GeneratedFiles", "ModelSpec",
-           "Routine", "Part", "Section", "Statement", "Argument", "Slot", "Kernel", "SlotPrinter", "c_double",
-           "comment_text", "prefix_of", "straight_line", "environment", "template_digest", "template_root"]
+           "GeneratedFiles", "ModelSpec", "ConstraintBlock", "Routine", "Part", "Section", "Statement", "Argument",
+           "Slot", "Kernel", "SlotPrinter", "c_double", "comment_text", "prefix_of", "straight_line", "environment",
+           "template_digest", "template_root"]

@@ -1,331 +1,37 @@
-"""Lowering: Equations -> ModelSpec (straight-line code for every routine).
+"""Lowering: Equations -> ModelSpec, the routines and tables the templates render.
 
-Each routine is a list of output expressions. Its code is made in three steps:
-
-1. *prune* the given intermediate ``assignments`` (the recursive method emits
-   many) to those the outputs need, keeping their order and never expanding
-   them;
-2. *common subexpressions*: ``sympy.cse`` in canonical order over the kept
-   assignments and the outputs; the given assignments stay temporaries of
-   their own, and the new ones are placed right before their first use;
-3. *print* every statement with :class:`SlotPrinter`, which maps each
-   coordinate, rate, input and parameter to its array slot and each
-   temporary to ``t<k>`` (numbered in evaluation order), so no name from the
-   model reaches the C code.
-
-Routines longer than ``CodegenOptions.max_statements`` are cut into static
-parts that pass the temporaries they share through a local work array.
+:func:`lower` reads the symbolic stage's result and assembles the spec; it
+derives nothing. Each routine is one entry below: the output expressions of
+the :class:`~rodgen.symbolic.equations.Equations` field it prints, handed to
+:func:`~rodgen.codegen.routine.build_routine` (straight-line code, common
+subexpressions, printing, splitting). The forward dynamics is the symbolic
+stage's articulated-body recursion (``Equations.articulated``) or the mass
+matrix and a Cholesky solve, as ``CodegenOptions.forward`` chooses.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, fields
-from enum import Enum
-from typing import Iterable, Optional, Sequence, Union
+from dataclasses import fields, replace
+from typing import Optional, Sequence
 
 import sympy as sp
 
-from ..errors import CodegenError
-from ..symbolic.equations import Equations
+from ..errors import CodegenError, ModelError
+from ..model.core import check_name
+from ..symbolic.equations import Equations, ForwardDynamics
 from .derivative import forward_derivatives
-from .printer import SlotPrinter, c_double, count_ops
-from .spec import Argument, Kernel, ModelSpec, Part, Routine, Section, Single, Slot, Statement, comment_text
+from .options import CodegenOptions, ForwardAlgorithm, prefix_of
+from .routine import Group, build_routine, output
+from .slots import slots_of
+from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
+from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
+from .wrapper_spec import _kernels, _singles
 
+#: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
+                    "limit": ("RODGEN_LIMIT", 2, 1)}
 
-class ForwardAlgorithm(str, Enum):
-    """How ``<prefix>_forward_dynamics`` computes the accelerations.
-
-    AUTO : the articulated-body algorithm where it applies, else the mass matrix and Cholesky.
-    ABA : the articulated-body algorithm (O(n) straight-line code); a model it does not apply to
-        (masses at intermediate fractions of variable segments, coupled coordinates) is an error.
-    CHOLESKY : the mass matrix M(q) and B u - bias, then a dense Cholesky solve (O(n^3)).
-    """
-
-    AUTO = "auto"
-    ABA = "aba"
-    CHOLESKY = "cholesky"
-
-
-@dataclass(frozen=True)
-class CodegenOptions:
-    """Options of the code stage (keyword-only where used).
-
-    cse : find common subexpressions (``False`` prints every output as it is).
-    max_statements : the most statements one C function holds before the
-        routine is split into static parts (keeps compile times short).
-    jacobian : generate ``<prefix>_rhs_jacobian``, the exact Jacobian of the
-        right-hand side (``True``/``False``); ``None`` (the default) generates
-        it for models of at most :data:`JACOBIAN_AUTO_MAX_NQ` coordinates,
-        where it adds a second or less to the generation. Its code grows with
-        nq times the code of the inverse dynamics.
-    forward : algorithm of the forward dynamics, a :class:`ForwardAlgorithm` or its value
-        (``"auto"``, ``"aba"``, ``"cholesky"``); ``"auto"`` uses the articulated-body
-        algorithm wherever it applies.
-    """
-
-    cse: bool = True
-    max_statements: int = 2000
-    jacobian: Optional[bool] = None
-    forward: Union[ForwardAlgorithm, str] = ForwardAlgorithm.AUTO
-
-    def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "forward", ForwardAlgorithm(getattr(self.forward, "value", self.forward)))
-        except ValueError:
-            raise CodegenError(f"forward must be one of {[f.value for f in ForwardAlgorithm]}, "
-                               f"got {self.forward!r}") from None
-        if not isinstance(self.max_statements, int) or self.max_statements < 10:
-            raise CodegenError(f"max_statements must be an integer of at least 10, got {self.max_statements!r}")
-        if self.jacobian not in (None, True, False):
-            raise CodegenError(f"jacobian must be True, False or None (automatic), got {self.jacobian!r}")
-
-    def wants_jacobian(self, nq: int) -> bool:
-        """Whether the Jacobian of the right-hand side is generated for a model of ``nq`` coordinates."""
-        return nq <= JACOBIAN_AUTO_MAX_NQ if self.jacobian is None else bool(self.jacobian)
-
-
-#: Largest number of coordinates for which the Jacobian of the RHS is generated by default
-#: (a 12-coordinate chain by the recursive method: about 10 s of generation on one core).
-JACOBIAN_AUTO_MAX_NQ = 12
-
-
-_C_RESERVED = frozenset(
-    "auto break case char const continue default do double else enum extern float for goto if inline int long "
-    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
-    "main".split())
-
-
-def prefix_of(name: str) -> str:
-    """The lower-case C prefix of a model name; refuses names that are not safe identifiers."""
-    if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or name.startswith("_"):
-        raise CodegenError(f"model name {name!r} cannot be used as a C prefix: use letters, digits and "
-                           f"underscores, starting with a letter")
-    prefix = name.lower()
-    if prefix in _C_RESERVED:
-        raise CodegenError(f"model name {name!r} gives the C prefix {prefix!r}, a C keyword; rename the model")
-    return prefix
-
-
-# ---------------------------------------------------------------------------
-# straight-line code for one routine
-# ---------------------------------------------------------------------------
-
-def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr], *,
-                  cse: bool = True) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
-    """Temporaries (in evaluation order) and reduced outputs for a list of output expressions.
-
-    ``assignments`` are given intermediates ``(symbol, expression)`` that the
-    outputs may use; only those needed are kept, in their order, unexpanded.
-    """
-    outputs = [sp.sympify(o) for o in outputs]
-    index = {sym: k for k, (sym, _) in enumerate(assignments)}
-    kept: list[tuple[sp.Symbol, sp.Expr]] = []
-    if index:
-        need = {s for o in outputs for s in o.free_symbols if s in index}
-        for k in range(len(assignments) - 1, -1, -1):
-            sym, ex = assignments[k]
-            if sym in need:
-                need.update(s for s in sp.sympify(ex).free_symbols if s in index)
-        kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
-    if not cse:
-        return kept, outputs
-
-    exprs = [e for _, e in kept] + outputs
-    taken = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
-    taken.update(s for s, _ in kept)
-    symbols = sp.numbered_symbols("_cse", exclude=taken)
-    replacements, reduced = sp.cse(exprs, symbols=symbols, order="canonical", list=True)
-
-    order = {sym: k for k, (sym, _) in enumerate(replacements)}
-    rdeps = {sym: [s for s in ex.free_symbols if s in order] for sym, ex in replacements}
-    emitted: set[sp.Symbol] = set()
-    temps: list[tuple[sp.Symbol, sp.Expr]] = []
-
-    def emit_needed(expr: sp.Expr) -> None:
-        stack = [s for s in expr.free_symbols if s in order and s not in emitted]
-        closure: set[sp.Symbol] = set()
-        while stack:
-            s = stack.pop()
-            if s in closure or s in emitted:
-                continue
-            closure.add(s)
-            stack.extend(d for d in rdeps[s] if d not in emitted)
-        for s in sorted(closure, key=order.__getitem__):
-            temps.append((s, replacements[order[s]][1]))
-            emitted.add(s)
-
-    nk = len(kept)
-    for (sym, _), ex in zip(kept, reduced[:nk]):
-        emit_needed(ex)
-        temps.append((sym, ex))
-    outs = list(reduced[nk:])
-    for ex in outs:
-        emit_needed(ex)
-    return _drop_aliases(temps, outs)
-
-
-def _drop_aliases(temps: list[tuple[sp.Symbol, sp.Expr]],
-                  outs: list[sp.Expr]) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
-    """Substitute temporaries that are only another symbol or a number (``a = b``)."""
-    alias: dict[sp.Symbol, sp.Expr] = {}
-    kept: list[tuple[sp.Symbol, sp.Expr]] = []
-    for sym, ex in temps:
-        if alias:
-            ex = ex.xreplace(alias)
-        if ex.is_Symbol or ex.is_Number:
-            alias[sym] = ex
-        else:
-            kept.append((sym, ex))
-    if not alias:
-        return kept, outs
-    return kept, [o.xreplace(alias) for o in outs]
-
-
-@dataclass
-class _Group:
-    """An argument of a routine and the symbols that live in it."""
-
-    arg: Argument
-    symbols: Sequence[sp.Basic]
-
-
-def _routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: Sequence[_Group],
-             outputs: Sequence[tuple[str, str, list[tuple[str, sp.Expr]]]],
-             copies: Sequence[tuple[str, str, list[tuple[str, str]]]],
-             assignments: Sequence[tuple[sp.Symbol, sp.Expr]], options: CodegenOptions,
-             static: bool = False) -> Routine:
-    """Build one routine.
-
-    outputs : (argument name, section comment, [(slot text, expression)]) per output argument.
-    copies : (argument name, section comment, [(slot text, slot text)]) plain copies done last
-        (the mirrored upper triangle of a symmetric matrix).
-    """
-    flat = [(slot, ex) for _, _, items in outputs for slot, ex in items]
-    temps, reduced = straight_line(assignments, [ex for _, ex in flat], cse=options.cse)
-
-    inputs = [g for g in groups if not g.arg.output]
-    slot_of: dict[sp.Basic, str] = {}
-    for g in inputs:
-        for i, s in enumerate(g.symbols):
-            slot_of[s] = f"{g.arg.c_name}[{i}]"
-    group_names = ", ".join(g.arg.c_name for g in inputs) or "none"
-
-    # statements: ("temp", sym, expr) | ("out", slot, expr) | ("copy", slot, slot)
-    stmts: list[tuple[str, object, object]] = [("temp", s, e) for s, e in temps]
-    stmts += [("out", slot, ex) for (slot, _), ex in zip(flat, reduced)]
-    stmts += [("copy", a, b) for _, _, items in copies for a, b in items]
-
-    # split into parts of at most max_statements
-    size = options.max_statements
-    nparts = max(1, -(-len(stmts) // size))
-    part_of_stmt = [k // size for k in range(len(stmts))] if nparts > 1 else [0] * len(stmts)
-    temp_part: dict[sp.Symbol, int] = {}
-    crossing: set[sp.Symbol] = set()
-    free: list[set[sp.Basic]] = []
-    for k, (kind, a, b) in enumerate(stmts):
-        fs = b.free_symbols if kind != "copy" else set()  # type: ignore[union-attr]
-        free.append(fs)
-        if nparts > 1:
-            for s in fs:
-                if s in temp_part and temp_part[s] != part_of_stmt[k]:
-                    crossing.add(s)
-        if kind == "temp":
-            temp_part[a] = part_of_stmt[k]  # type: ignore[index]
-
-    # names of temporaries: t<k> locals, or w[j] when shared between parts
-    names: dict[sp.Basic, str] = dict(slot_of)
-    work = 0
-    for k, (s, _) in enumerate(temps):
-        if s in crossing:
-            names[s] = f"w[{work}]"
-            work += 1
-        else:
-            names[s] = f"t{k}"
-    printer = SlotPrinter(names, routine=name, groups=group_names)
-
-    ops = 0
-    lines: list[tuple[int, str, Statement]] = []   # (part, section key, statement)
-    for k, (kind, a, b) in enumerate(stmts):
-        if kind == "temp":
-            ops += count_ops(b)  # type: ignore[arg-type]
-            st = Statement(names[a], printer.doprint(b), declare=not names[a].startswith("w["))  # type: ignore
-            key = "temp"
-        elif kind == "out":
-            ops += count_ops(b)  # type: ignore[arg-type]
-            st = Statement(str(a), printer.doprint(b))
-            key = "out:" + str(a).split("[")[0]
-        else:
-            st = Statement(str(a), str(b))
-            key = "copy:" + str(a).split("[")[0]
-        lines.append((part_of_stmt[k], key, st))
-
-    comments = {"out:" + arg: comment for arg, comment, _ in outputs}
-    comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
-
-    def sections_of(part: int) -> tuple[Section, ...]:
-        out: list[Section] = []
-        current: list[Statement] = []
-        key = None
-        for p, k, st in lines:
-            if p != part:
-                continue
-            if k != key and current:
-                out.append(_section(key, current, comments))
-                current = []
-            key = k
-            current.append(st)
-        if current:
-            out.append(_section(key, current, comments))
-        return tuple(out)
-
-    used_all = set().union(*free) if free else set()
-
-    def unused_in(fs: Iterable[sp.Basic]) -> tuple[str, ...]:
-        fs = set(fs)
-        out = []
-        for g in inputs:
-            if not any(s in fs for s in g.symbols):
-                out.append(g.arg.c_name)
-        return tuple(out)
-
-    args = tuple(g.arg for g in groups)
-    if nparts == 1:
-        written = {str(a).split("[")[0] for kind, a, _ in stmts if kind != "temp"}
-        unused = unused_in(used_all) + tuple(g.arg.c_name for g in groups
-                                             if g.arg.output and g.arg.c_name not in written)
-        return Routine(name, c_name, summary, tuple(doc), args, static, unused,
-                       sections_of(0), (), 0, len(temps), ops)
-    parts = []
-    out_names = [g.arg.c_name for g in groups if g.arg.output]
-    for j in range(nparts):
-        idx = [k for k in range(len(stmts)) if part_of_stmt[k] == j]
-        fs = set().union(*(free[k] for k in idx))
-        writes = {str(stmts[k][1]).split("[")[0] for k in idx if stmts[k][0] != "temp"}
-        reads = {str(stmts[k][2]).split("[")[0] for k in idx if stmts[k][0] == "copy"}
-        defined = {stmts[k][1] for k in idx if stmts[k][0] == "temp"}
-        uses_w = any(names.get(s, "").startswith("w[") for s in fs | defined)  # type: ignore[arg-type]
-        unused = unused_in(fs) + tuple(nm for nm in out_names if nm not in writes | reads)
-        if not uses_w:
-            unused += ("w",)
-        parts.append(Part(f"{c_name}_part{j}", sections_of(j), unused))
-    # at least one slot: C99 has no zero-size arrays
-    return Routine(name, c_name, summary, tuple(doc), args, static, (), (), tuple(parts), max(work, 1), len(temps),
-                   ops)
-
-
-def _section(key: Optional[str], statements: list[Statement], comments: dict[str, str]) -> Section:
-    if key == "temp":
-        n = len(statements)
-        comment = f"{n} intermediate value{'s' if n != 1 else ''}"
-    else:
-        comment = comments.get(str(key), "")
-    return Section(comment, tuple(statements))
-
-
-# ---------------------------------------------------------------------------
-# the model
-# ---------------------------------------------------------------------------
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:
     """Lower equations of motion to the routine spec the templates render.
@@ -343,149 +49,256 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     model = eqs.model
     prefix = prefix_of(model.name)
     macro = prefix.upper()
-    n, m, npar = len(eqs.q), len(eqs.u), len(eqs.params)
+    n, m, npar, npts = len(eqs.q), len(eqs.u), len(eqs.params), len(eqs.points)
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
-
-    points = list(eqs.points.items())
-    npts = len(points)
-    pvals = {str(s): v for s, v in eqs.param_values.items()}
-    units = {par.name: par for par in getattr(model, "parameters", [])}
-
-    coord_slots = []
-    for i, s in enumerate(eqs.q):
-        c = eqs.coordinates[i] if i < len(eqs.coordinates) else None
-        doc = _coordinate_doc(c)
-        init = _initial_value(c, pvals)
-        coord_slots.append(Slot(i, comment_text(s), doc, c_double(init), f"q[{i}]"))
-    input_slots = []
-    for j, s in enumerate(eqs.u):
-        inp = eqs.inputs[j] if j < len(eqs.inputs) else None
-        input_slots.append(Slot(j, comment_text(s), _input_doc(inp), "", f"u[{j}]"))
-    param_slots = []
-    for k, s in enumerate(eqs.params):
-        if s not in eqs.param_values:
-            raise CodegenError(f"parameter {str(s)!r} has no default value")
-        par = units.get(str(s))
-        unit = f"[{comment_text(par.unit, 20)}]" if par is not None and par.unit else ""
-        pdoc = comment_text(par.doc, 60) if par is not None and par.doc else ""
-        param_slots.append(Slot(k, comment_text(s), " ".join(x for x in (unit, pdoc) if x),
-                                c_double(eqs.param_values[s]), f"p[{k}]"))
-    point_slots = tuple(Slot(i, comment_text(nm, 60), "", "", f"r[{2 * i}], r[{2 * i + 1}]")
-                        for i, (nm, _) in enumerate(points))
-
-    # argument groups
-    NQ, NU, NP, NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
-    g_q = _Group(Argument("q", NQ, "coordinates"), eqs.q)
-    g_qd = _Group(Argument("qd", NQ, "coordinate rates"), eqs.qd)
-    g_qdd = _Group(Argument("qdd", NQ, "coordinate accelerations"), eqs.qdd)
-    g_u = _Group(Argument("u", NU, "inputs"), eqs.u)
-    g_p = _Group(Argument("p", NP, "parameters"), eqs.params)
-
-    def out(name: str, length: str, doc: str) -> _Group:
-        return _Group(Argument(name, length, doc, output=True), [])
-
-    M, bias, B = eqs.M, eqs.bias, eqs.B
-    lower_tri = [(i, j) for i in range(n) for j in range(i + 1)]
-    m_items = [(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri]
-    m_copies = [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j]
-    bu = B * sp.Matrix(eqs.u) if m else sp.zeros(n, 1)
-    a = eqs.assignments
-    r = []
-    r.append(_routine(
-        "mass_matrix", f"{prefix}_mass_matrix", "Mass matrix M(q), symmetric positive definite.",
-        (f"M: {NQ} x {NQ}, row-major.",), [g_q, g_p, out("M", f"{NQ}*{NQ}", "mass matrix, row-major")],
-        [("M", f"mass matrix, row-major {n}x{n}, lower triangle", m_items)],
-        [("M", "upper triangle by symmetry", m_copies)], a, options))
-    r.append(_routine(
-        "bias", f"{prefix}_bias", "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.",
-        ("velocity terms + gravity + springs + dampers.",), [g_q, g_qd, g_p, out("h", NQ, "bias forces")],
-        [("h", "bias forces h + G + K + D", [(f"h[{i}]", bias[i]) for i in range(n)])], [], a, options))
-    r.append(_routine(
-        "gravity", f"{prefix}_gravity", "Gravity forces G(q) (part of the bias).", (),
-        [g_q, g_p, out("g", NQ, "gravity forces")],
-        [("g", "gravity forces G", [(f"g[{i}]", eqs.G[i]) for i in range(n)])], [], a, options))
-    r.append(_routine(
-        "input_map", f"{prefix}_input_map", "Input map B(q): generalized forces = B u.",
-        (f"B: {NQ} x {NU}, row-major.",), [g_q, g_p, out("B", f"{NQ}*{NU}", "input map, row-major")],
-        [("B", f"input map, row-major {n}x{m}", [(f"B[{i * m + j}]", B[i, j]) for i in range(n)
-                                                  for j in range(m)])], [], a, options))
-    r.append(_routine(
-        "inverse_dynamics", f"{prefix}_inverse_dynamics",
-        "Inverse dynamics: generalized forces Q = M(q) qdd + bias(q, qd).",
-        ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
-        [g_q, g_qd, g_qdd, g_p, out("Q", NQ, "generalized forces")],
-        [("Q", "generalized forces M qdd + bias",
-          [(f"Q[{i}]", ex) for i, ex in enumerate(M * sp.Matrix(eqs.qdd) + bias)])], [], a, options))
-    r.append(_routine(
-        "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
-        ("V holds gravity and springs.",), [g_q, g_qd, g_p, out("e", "2", "kinetic, potential energy")],
-        [("e", "kinetic and potential energy", [("e[0]", eqs.T), ("e[1]", eqs.V)])], [], a, options))
-    r.append(_routine(
-        "points", f"{prefix}_points", "Positions of the marker points: r[2*i] = x, r[2*i+1] = y.",
-        (), [g_q, g_p, out("r", f"2*{NPTS}", "point positions")],
-        [("r", "marker points x, y", [(f"r[{2 * i + c}]", v[c]) for i, (_, v) in enumerate(points)
-                                      for c in range(2)])], [], a, options))
+    blocks = constraint_blocks(eqs)
+    slots = slots_of(eqs)
+    g = _Groups(eqs, macro)
     jacobian = options.wants_jacobian(n)
-    forward, forward_note, fd = _forward_choice(eqs, options)
-    if forward == ForwardAlgorithm.CHOLESKY.value or jacobian:
-        r.append(_routine(
-            "mass_force", f"{prefix}_mass_force",
-            "M(q) and f = B u - bias (used by " + ("forward_dynamics" if not fd else "rhs_jacobian") + ").", (),
-            [g_q, g_qd, g_u, g_p, out("M", f"{NQ}*{NQ}", "mass matrix"), out("f", NQ, "B u - bias")],
-            [("M", "mass matrix, lower triangle", m_items),
-             ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], a, options,
-            static=True))
-    if fd is not None:
-        r.append(_routine(
-            "articulated", f"{prefix}_articulated",
-            "Forward dynamics by the articulated-body algorithm (used by forward_dynamics).",
-            ("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
-             "each is positive and finite.",),
-            [g_q, g_qd, g_u, g_p, out("qdd", NQ, "coordinate accelerations"),
-             out("dinv", NQ, "inverse articulated inertias 1/D_i")],
-            [("qdd", "accelerations", [(f"qdd[{i}]", fd.qdd[i]) for i in range(n)]),
-             ("dinv", "inverse articulated inertias", [(f"dinv[{i}]", d) for i, d in enumerate(fd.inverse_pivots)])],
-            [], fd.assignments, options, static=True))
-    if jacobian:
-        # g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
-        # d qdd / d x = -M^-1 dg/dx (the C solves with the Cholesky factor of M).
-        g = M * sp.Matrix(eqs.qdd) + bias - bu
-        xs = list(eqs.q) + list(eqs.qd)
-        d_assign, jac = forward_derivatives(a, list(g), xs)
-        r.append(_routine(
-            "inverse_dynamics_jacobian", f"{prefix}_inverse_dynamics_jacobian",
-            "G = d(M a + bias - B u)/d[q, qd] at fixed a and u (used by rhs_jacobian).", (),
-            [g_q, g_qd, g_qdd, g_u, g_p, out("G", f"{NQ}*2*{NQ}", "derivative, row-major")],
-            [("G", f"d(M a + bias - B u)/d[q, qd], row-major {n}x{2 * n}",
-              [(f"G[{i * 2 * n + k}]", jac[i][k]) for i in range(n) for k in range(2 * n)])],
-            [], d_assign, options, static=True))
+    forward, forward_note, fd = forward_choice(eqs, options)
 
-    coords_meta = [str(s) for s in eqs.q]
-    inits = [_initial_value(eqs.coordinates[i] if i < len(eqs.coordinates) else None, pvals) for i in range(n)]
-    meta = (
+    r = dynamics_routines(eqs, prefix, g, options)
+    r += forward_routines(eqs, prefix, g, options, fd, need_mass_force=fd is None or jacobian)
+    if jacobian:
+        r.append(jacobian_routine(eqs, prefix, g, options))
+    r += constraint_routines(eqs, prefix, g, options, blocks)
+    forward_ops = (_find(r, "articulated").ops if fd is not None
+                   else _find(r, "mass_force").ops + cholesky_ops(n))
+
+    nrows = sum(b.nrows for b in blocks)
+    meta: tuple[tuple[str, str], ...] = (
         ("NAME", repr(model.name)), ("PREFIX", repr(prefix)), ("VERSION", repr(version)),
         ("METHOD", repr(str(eqs.method))),
         ("NQ", repr(n)), ("NU", repr(m)), ("NP", repr(npar)), ("NPOINTS", repr(npts)),
-        ("COORDINATES", repr(tuple(coords_meta))), ("INPUTS", repr(tuple(str(s) for s in eqs.u))),
+        ("COORDINATES", repr(tuple(str(s) for s in eqs.q))), ("INPUTS", repr(tuple(str(s) for s in eqs.u))),
         ("PARAMETERS", repr(tuple(str(s) for s in eqs.params))),
         ("PARAMETER_VALUES", repr(tuple(float(eqs.param_values[s]) for s in eqs.params))),
-        ("INITIAL_Q", repr(tuple(inits))),
-        ("POINTS", repr(tuple(str(nm) for nm, _ in points))),
+        ("INITIAL_Q", repr(slots.initial_q)),
+        ("POINTS", repr(tuple(str(nm) for nm in eqs.points))),
+        ("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)),
     )
-    forward_ops = (_find(r, "articulated").ops if fd is not None
-                   else _find(r, "mass_force").ops + cholesky_ops(n))
-    meta = meta + (("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)))
-    kernels = _kernels(prefix, macro, jacobian)
+    if blocks:
+        meta += (("NCONSTRAINTS", repr(len(blocks))), ("NROWS", repr(nrows)),
+                 ("CONSTRAINTS", repr(tuple((b.name, b.kind, b.row, b.nrows) for b in blocks))))
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(getattr(model, "doc", "")),
-                     "", n, m, npar, npts, tuple(coord_slots), tuple(input_slots), tuple(param_slots),
-                     point_slots, tuple(r), kernels, meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), _singles(prefix, macro))
+                     "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
+                     tuple(r), _kernels(prefix, macro, jacobian), meta, jacobian, forward, forward_ops,
+                     comment_text(forward_note, 200), _singles(prefix, macro), len(blocks), nrows, blocks)
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
-    meta = meta + (("CONTENT_HASH", repr(digest)),)
-    return _replace(spec, content_hash=digest, meta=meta)
+    return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
+
+# ---------------------------------------------------------------------------
+# the routines, one entry per symbolic result
+# ---------------------------------------------------------------------------
+
+class _Groups:
+    """The input argument groups of a model's routines, and the C names of the sizes."""
+
+    def __init__(self, eqs: Equations, macro: str) -> None:
+        self.NQ, self.NU, NP, self.NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
+        self.q = Group(Argument("q", self.NQ, "coordinates"), eqs.q)
+        self.qd = Group(Argument("qd", self.NQ, "coordinate rates"), eqs.qd)
+        self.qdd = Group(Argument("qdd", self.NQ, "coordinate accelerations"), eqs.qdd)
+        self.u = Group(Argument("u", self.NU, "inputs"), eqs.u)
+        self.p = Group(Argument("p", NP, "parameters"), eqs.params)
+
+
+def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str, str]]]:
+    """The lower triangle of a symmetric matrix as outputs, the upper one as copies."""
+    n = M.shape[0]
+    lower_tri = [(i, j) for i in range(n) for j in range(i + 1)]
+    return ([(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri],
+            [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j])
+
+
+def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """mass_matrix, bias, gravity, input_map, inverse_dynamics, energy, points."""
+    n, m = len(eqs.q), len(eqs.u)
+    M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
+    NQ, NU = g.NQ, g.NU
+    m_items, m_copies = _mass_items(M)
+    points = list(eqs.points.values())
+    return [
+        build_routine(
+            "mass_matrix", f"{prefix}_mass_matrix", "Mass matrix M(q), symmetric positive definite.",
+            (f"M: {NQ} x {NQ}, row-major.",), [g.q, g.p, output("M", f"{NQ}*{NQ}", "mass matrix, row-major")],
+            [("M", f"mass matrix, row-major {n}x{n}, lower triangle", m_items)],
+            [("M", "upper triangle by symmetry", m_copies)], a, options),
+        build_routine(
+            "bias", f"{prefix}_bias", "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.",
+            ("velocity terms + gravity + springs + dampers.",), [g.q, g.qd, g.p, output("h", NQ, "bias forces")],
+            [("h", "bias forces h + G + K + D", [(f"h[{i}]", bias[i]) for i in range(n)])], [], a, options),
+        build_routine(
+            "gravity", f"{prefix}_gravity", "Gravity forces G(q) (part of the bias).", (),
+            [g.q, g.p, output("g", NQ, "gravity forces")],
+            [("g", "gravity forces G", [(f"g[{i}]", eqs.G[i]) for i in range(n)])], [], a, options),
+        build_routine(
+            "input_map", f"{prefix}_input_map", "Input map B(q): generalized forces = B u.",
+            (f"B: {NQ} x {NU}, row-major.",), [g.q, g.p, output("B", f"{NQ}*{NU}", "input map, row-major")],
+            [("B", f"input map, row-major {n}x{m}", [(f"B[{i * m + j}]", B[i, j]) for i in range(n)
+                                                      for j in range(m)])], [], a, options),
+        build_routine(
+            "inverse_dynamics", f"{prefix}_inverse_dynamics",
+            "Inverse dynamics: generalized forces Q = M(q) qdd + bias(q, qd).",
+            ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
+            [g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
+            [("Q", "generalized forces M qdd + bias",
+              [(f"Q[{i}]", ex) for i, ex in enumerate(M * sp.Matrix(eqs.qdd) + bias)])], [], a, options),
+        build_routine(
+            "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
+            ("V holds gravity and springs.",), [g.q, g.qd, g.p, output("e", "2", "kinetic, potential energy")],
+            [("e", "kinetic and potential energy", [("e[0]", eqs.T), ("e[1]", eqs.V)])], [], a, options),
+        build_routine(
+            "points", f"{prefix}_points", "Positions of the marker points: r[2*i] = x, r[2*i+1] = y.",
+            (), [g.q, g.p, output("r", f"2*{g.NPTS}", "point positions")],
+            [("r", "marker points x, y", [(f"r[{2 * i + c}]", v[c]) for i, v in enumerate(points)
+                                          for c in range(2)])], [], a, options),
+    ]
+
+
+def forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, Optional[ForwardDynamics]]:
+    """(algorithm, reason, articulated-body forward dynamics or None) for ``<prefix>_forward_dynamics``.
+
+    Reads ``Equations.articulated`` (and ``articulated_reason``), which the symbolic stage fills.
+    """
+    want = ForwardAlgorithm(options.forward)
+    if want is ForwardAlgorithm.CHOLESKY:
+        return want.value, "chosen by CodegenOptions(forward='cholesky')", None
+    fd = eqs.articulated
+    if fd is None:
+        if want is ForwardAlgorithm.ABA:
+            raise CodegenError(f"model {eqs.model.name!r}: the articulated-body algorithm does not apply "
+                               f"({eqs.articulated_reason}); use CodegenOptions(forward='auto') or 'cholesky'")
+        return ForwardAlgorithm.CHOLESKY.value, eqs.articulated_reason, None
+    return ForwardAlgorithm.ABA.value, "", fd
+
+
+def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
+                     fd: Optional[ForwardDynamics], *, need_mass_force: bool) -> list[Routine]:
+    """The static helpers of ``<prefix>_forward_dynamics`` (its body is in the template):
+    ``mass_force`` (M and B u - bias, for the Cholesky path and the RHS Jacobian) and
+    ``articulated`` (the articulated-body recursion)."""
+    n = len(eqs.q)
+    NQ = g.NQ
+    out: list[Routine] = []
+    if need_mass_force:
+        m_items, _ = _mass_items(eqs.M)
+        bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
+        bias = eqs.bias
+        out.append(build_routine(
+            "mass_force", f"{prefix}_mass_force",
+            "M(q) and f = B u - bias (used by " + ("forward_dynamics" if not fd else "rhs_jacobian") + ").", (),
+            [g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
+            [("M", "mass matrix, lower triangle", m_items),
+             ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], eqs.assignments,
+            options, static=True))
+    if fd is not None:
+        out.append(build_routine(
+            "articulated", f"{prefix}_articulated",
+            "Forward dynamics by the articulated-body algorithm (used by forward_dynamics).",
+            (("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
+              "each is positive and finite."),),
+            [g.q, g.qd, g.u, g.p, output("qdd", NQ, "coordinate accelerations"),
+             output("dinv", NQ, "inverse articulated inertias 1/D_i")],
+            [("qdd", "accelerations", [(f"qdd[{i}]", fd.qdd[i]) for i in range(n)]),
+             ("dinv", "inverse articulated inertias", [(f"dinv[{i}]", d) for i, d in enumerate(fd.inverse_pivots)])],
+            [], fd.assignments, options, static=True))
+    return out
+
+
+def jacobian_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``inverse_dynamics_jacobian``, used by ``<prefix>_rhs_jacobian``.
+
+    g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
+    d qdd / d x = -M^-1 dg/dx (the C solves with the Cholesky factor of M). The
+    derivative is carried through the straight-line code (:mod:`.derivative`).
+    """
+    n = len(eqs.q)
+    NQ = g.NQ
+    bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
+    gexpr = eqs.M * sp.Matrix(eqs.qdd) + eqs.bias - bu
+    d_assign, jac = forward_derivatives(eqs.assignments, list(gexpr), list(eqs.q) + list(eqs.qd))
+    return build_routine(
+        "inverse_dynamics_jacobian", f"{prefix}_inverse_dynamics_jacobian",
+        "G = d(M a + bias - B u)/d[q, qd] at fixed a and u (used by rhs_jacobian).", (),
+        [g.q, g.qd, g.qdd, g.u, g.p, output("G", f"{NQ}*2*{NQ}", "derivative, row-major")],
+        [("G", f"d(M a + bias - B u)/d[q, qd], row-major {n}x{2 * n}",
+          [(f"G[{i * 2 * n + k}]", jac[i][k]) for i in range(n) for k in range(2 * n)])],
+        [], d_assign, options, static=True)
+
+
+def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
+    """The block table of ``eqs.constraints``, checked against the contract of ``rodgen_model.h``."""
+    n = len(eqs.q)
+    blocks: list[ConstraintBlock] = []
+    row = 0
+    seen: set[str] = set()
+    for k, c in enumerate(eqs.constraints):
+        where = f"model {eqs.model.name!r}, constraint {k} ({c.name!r})"
+        try:
+            check_name(c.name, "constraint name")
+        except ModelError as exc:
+            raise CodegenError(f"{where}: {exc.detail}") from None
+        if c.name in seen:
+            raise CodegenError(f"{where}: two constraint blocks are named {c.name!r}")
+        seen.add(c.name)
+        if c.kind not in CONSTRAINT_KINDS:
+            raise CodegenError(f"{where}: kind {c.kind!r} is not one of {', '.join(CONSTRAINT_KINDS)}")
+        macro, code, rows = CONSTRAINT_KINDS[c.kind]
+        for field_name, shape in (("position", (rows, 1)), ("jacobian", (rows, n)), ("bias", (rows, 1))):
+            got = tuple(getattr(c, field_name).shape)
+            if got != shape:
+                raise CodegenError(f"{where}: {field_name} has shape {got}; a {c.kind} block has {rows} "
+                                   f"row(s) and the model {n} coordinates, so {shape} was expected")
+        blocks.append(ConstraintBlock(c.name, c.kind, macro, code, row, rows))
+        row += rows
+    return tuple(blocks)
+
+
+def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
+                        blocks: Sequence[ConstraintBlock]) -> list[Routine]:
+    """constraint_position, constraint_jacobian, constraint_bias, constraint_friction (none without blocks)."""
+    if not blocks:
+        return []
+    n, nrows, nblocks = len(eqs.q), sum(b.nrows for b in blocks), len(blocks)
+    NQ, a = g.NQ, eqs.assignments
+    pos = [ex for c in eqs.constraints for ex in c.position]
+    jac = [c.jacobian[i, j] for c in eqs.constraints for i in range(c.nrows) for j in range(n)]
+    bias = [ex for c in eqs.constraints for ex in c.bias]
+    mu = [c.friction if c.kind == "contact" and c.friction is not None else sp.Integer(0)
+          for c in eqs.constraints]
+    layout = f"blocks in the order of the constraint table ({nblocks} block(s), {nrows} row(s))"
+    return [
+        build_routine(
+            "constraint_position", f"{prefix}_constraint_position",
+            "Constraint rows c(q): contacts (tangential position, gap), loops (b - a), limits.", (layout,),
+            [g.q, g.p, output("c", str(nrows), "constraint rows")],
+            [("c", "constraint rows", [(f"c[{i}]", ex) for i, ex in enumerate(pos)])], [], a, options),
+        build_routine(
+            "constraint_jacobian", f"{prefix}_constraint_jacobian",
+            "Constraint Jacobian J(q) = dc/dq.", (f"J: {nrows} x {NQ}, row-major.",),
+            [g.q, g.p, output("J", f"{nrows}*{NQ}", "constraint Jacobian, row-major")],
+            [("J", f"constraint Jacobian, row-major {nrows}x{n}", [(f"J[{i}]", ex) for i, ex in enumerate(jac)])],
+            [], a, options),
+        build_routine(
+            "constraint_bias", f"{prefix}_constraint_bias",
+            "Constraint bias b(q, qd) = Jdot qd: c'' = J qdd + b.", (),
+            [g.q, g.qd, g.p, output("b", str(nrows), "constraint bias")],
+            [("b", "constraint bias Jdot qd", [(f"b[{i}]", ex) for i, ex in enumerate(bias)])], [], a, options),
+        build_routine(
+            "constraint_friction", f"{prefix}_constraint_friction",
+            "Coulomb friction coefficient of each constraint block (0 for loops and limits).", (),
+            [g.p, output("mu", str(nblocks), "friction coefficients")],
+            [("mu", "friction coefficients", [(f"mu[{i}]", ex) for i, ex in enumerate(mu)])], [], a, options),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
 
 def _find(routines: Sequence[Routine], name: str) -> Routine:
     return next(r for r in routines if r.name == name)
@@ -496,81 +309,6 @@ def cholesky_ops(n: int) -> int:
     triangular solves, as the C loops of ``<prefix>_cholesky`` and ``<prefix>_cholesky_solve`` run them."""
     factor = sum(2 * k + (n - 1 - k) * (2 * k + 1) + 1 for k in range(n))   # dot products, divisions, sqrt
     return factor + 2 * n * n
-
-
-def _forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, Optional[object]]:
-    """(algorithm, reason, articulated-body forward dynamics or None) for ``<prefix>_forward_dynamics``."""
-    want = ForwardAlgorithm(options.forward)
-    if want is ForwardAlgorithm.CHOLESKY:
-        return want.value, "chosen by CodegenOptions(forward='cholesky')", None
-    from ..errors import DerivationError
-    from ..symbolic.recursive import forward_dynamics
-    reason = ""
-    fd = None
-    if eqs.couplings:
-        reason = "the model couples coordinates"
-    else:
-        try:
-            fd = forward_dynamics(eqs.model)
-        except DerivationError as exc:
-            reason = str(exc)
-    if fd is not None:
-        same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
-                and set(fd.params) <= set(eqs.params))
-        pivots = [sp.sympify(d) for d in fd.inverse_pivots]
-        if not same:
-            reason, fd = "the equations do not use the symbols of the model's kinematics", None
-        elif len(pivots) != len(eqs.q) or any(d.is_Number and not (d.is_finite and d > 0) for d in pivots):
-            reason, fd = "an articulated inertia of the model is not positive", None
-    if fd is None:
-        if want is ForwardAlgorithm.ABA:
-            raise CodegenError(f"model {eqs.model.name!r}: the articulated-body algorithm does not apply "
-                               f"({reason}); use CodegenOptions(forward='auto') or 'cholesky'")
-        return ForwardAlgorithm.CHOLESKY.value, reason, None
-    return ForwardAlgorithm.ABA.value, "", fd
-
-
-def _singles(prefix: str, macro: str) -> tuple[Single, ...]:
-    NQ, NU, NP = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP"
-
-    def one(name: str, args: list[str], widths: dict[str, str], shape: str, status: bool = False) -> Single:
-        inputs = tuple((a, widths[a]) for a in args if a != "t")
-        call = [("c_t" if a == "t" else f"d_{a}" if a in ("u", "p") else f"<const double *>b_{a}.buf")
-                for a in args] + ["<double *>b_out.buf"]
-        return Single(name, f"{prefix}_{name}", tuple(args), inputs, shape, tuple(call), status, "t" in args)
-
-    w = {"q": NQ, "qd": NQ, "qdd": NQ, "u": NU, "p": NP, "y": f"2 * {NQ}"}
-    return (one("mass_matrix", ["q", "p"], w, f"({NQ}, {NQ})"),
-            one("bias", ["q", "qd", "p"], w, NQ),
-            one("forward_dynamics", ["q", "qd", "u", "p"], w, NQ, status=True),
-            one("inverse_dynamics", ["q", "qd", "qdd", "p"], w, NQ),
-            one("rhs", ["t", "y", "u", "p"], w, f"2 * {NQ}", status=True))
-
-
-def _kernels(prefix: str, macro: str, jacobian: bool) -> tuple[Kernel, ...]:
-    NQ, NU, NP, NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
-    k = []
-
-    def kern(name: str, ins: list[tuple[str, str]], outs: list[tuple[str, str]], status: bool = False,
-             scalar_t: bool = False) -> Kernel:
-        call = []
-        for nm, _ in ins + outs:
-            call.append(f"b_{nm}.d[i * b_{nm}.step]" if (scalar_t and nm == "t") else f"b_{nm}.d + i * b_{nm}.step")
-        return Kernel(name, f"{prefix}_{name}", tuple(ins), tuple(outs), tuple(call), status)
-
-    q, qd, qdd, u, p = ("q", NQ), ("qd", NQ), ("qdd", NQ), ("u", NU), ("p", NP)
-    k.append(kern("mass_matrix", [q, p], [("M", f"{NQ}*{NQ}")]))
-    k.append(kern("bias", [q, qd, p], [("h", NQ)]))
-    k.append(kern("gravity", [q, p], [("g", NQ)]))
-    k.append(kern("input_map", [q, p], [("B", f"{NQ}*{NU}")]))
-    k.append(kern("forward_dynamics", [q, qd, u, p], [qdd], status=True))
-    k.append(kern("inverse_dynamics", [q, qd, qdd, p], [("Q", NQ)]))
-    k.append(kern("rhs", [("t", "1"), ("y", f"2*{NQ}"), u, p], [("dy", f"2*{NQ}")], status=True, scalar_t=True))
-    k.append(kern("energy", [q, qd, p], [("e", "2")]))
-    k.append(kern("points", [q, p], [("r", f"2*{NPTS}")]))
-    if jacobian:
-        k.append(kern("rhs_jacobian", [q, qd, u, p], [("J", f"4*{NQ}*{NQ}")], status=True))
-    return tuple(k)
 
 
 def _check_shapes(eqs: Equations) -> None:
@@ -587,43 +325,6 @@ def _check_shapes(eqs: Equations) -> None:
             raise CodegenError(f"point {nm!r} has shape {tuple(v.shape)}; expected (2, 1)")
 
 
-def _coordinate_doc(c: object) -> str:
-    if c is None:
-        return ""
-    kind, link, seg = getattr(c, "kind", ""), getattr(c, "link", None), getattr(c, "segment", None)
-    if kind == "angle":
-        return comment_text(f"angle of link {link}")
-    if kind == "length":
-        return comment_text(f"length of segment {seg} (link {link})")
-    if kind == "base":
-        return "base position"
-    return comment_text(kind)
-
-
-def _input_doc(inp: object) -> str:
-    if inp is None:
-        return ""
-    kind, link, seg = getattr(inp, "kind", ""), getattr(inp, "link", None), getattr(inp, "segment", None)
-    if kind == "torque":
-        return comment_text(f"torque at the joint of link {link}")
-    if kind == "force":
-        return comment_text(f"force along segment {seg} (link {link})")
-    return comment_text(kind)
-
-
-def _initial_value(c: object, pvals: dict[str, float]) -> float:
-    init = getattr(c, "initial", None)
-    if init is None:
-        return 0.0
-    try:
-        if hasattr(init, "evaluate"):
-            return float(init.evaluate(pvals))
-        return float(init)
-    except (ValueError, TypeError, ZeroDivisionError, OverflowError, AssertionError, KeyError):
-        # an initial value that does not evaluate is the model stage's business, not ours
-        return 0.0
-
-
 def _canonical(spec: ModelSpec) -> str:
     def enc(o: object) -> object:
         if hasattr(o, "__dataclass_fields__"):
@@ -632,8 +333,3 @@ def _canonical(spec: ModelSpec) -> str:
             return [enc(x) for x in o]
         return o
     return json.dumps(enc(spec), sort_keys=True, separators=(",", ":"))
-
-
-def _replace(spec: ModelSpec, **changes: object) -> ModelSpec:
-    from dataclasses import replace
-    return replace(spec, **changes)  # type: ignore[arg-type]

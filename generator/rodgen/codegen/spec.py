@@ -129,6 +129,23 @@ class Single:
 
 
 @dataclass(frozen=True)
+class ConstraintBlock:
+    """One row of the model's constraint table (``rodgen_constraint`` in ``rodgen_model.h``).
+
+    ``name`` is a validated identifier (safe inside a C string); ``kind`` is ``"contact"``,
+    ``"loop"`` or ``"limit"``, ``macro`` its C constant (``RODGEN_CONTACT``...) and ``code``
+    that constant's value; ``row`` the block's first row, ``nrows`` its rows.
+    """
+
+    name: str
+    kind: str
+    macro: str
+    code: int
+    row: int
+    nrows: int
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything the templates need to write ``<prefix>.h``, ``<prefix>.c`` and ``_<prefix>.pyx``."""
 
@@ -156,6 +173,9 @@ class ModelSpec:
     forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
     forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
     singles: tuple[Single, ...] = ()   # one-state methods of the Cython module (the runtime's fast path)
+    nconstraints: int = 0          # constraint blocks (contacts, loops, limits)
+    nrows: int = 0                 # constraint rows in all
+    constraints: tuple[ConstraintBlock, ...] = ()   # the block table, in row order
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

@@ -26,10 +26,14 @@ Ways to give a motion (``q``, and optionally ``qd``, ``qdd``):
   samples (``scipy.interpolate.CubicSpline``), unless given.
 * per coordinate: a list or tuple of nq items (or a mapping coordinate
   name -> item), each a number, a 1-D array of samples at ``t``, a SymPy
-  expression of one time symbol, or a callable ``f(t) -> array``. SymPy expressions are differentiated exactly.
+  expression of one time symbol, a callable ``f(t) -> array``, or a triple
+  ``(f, df, ddf)`` of callables (value, rate, acceleration). SymPy
+  expressions are differentiated exactly before the run, by the symbolic
+  stage (:func:`rodgen.symbolic.trajectory.numeric_motion` turns them into
+  such triples); this module does no symbolic work.
   Callables without given rates are differentiated by 4th-order central
   differences with step 2e-3 (error ~1e-10 relative for smooth motions with
-  time scales ~1 s; give ``qd``/``qdd`` for exact rates).
+  time scales ~1 s; give ``qd``/``qdd`` or a triple for exact rates).
 * a single callable ``q(t) -> (N, nq)``.
 
 ``model`` is a compiled model (``rodgen.build``), a :class:`rodgen.Equations`,
@@ -106,12 +110,12 @@ class Motion:
                  qd: MotionSpec = None, qdd: MotionSpec = None, bc_type: Any = "not-a-knot") -> None:
         self.names = list(names)
         self.k = len(self.names)
+        q, qd, qdd = (_numeric(spec, what, self.names) for spec, what in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
         self._q = self._component(q, t, bc_type, "q")
         self._qd = None if qd is None else self._component(qd, t, bc_type, "qd")
         self._qdd = None if qdd is None else self._component(qdd, t, bc_type, "qdd")
 
     def _component(self, spec: MotionSpec, t: Optional[np.ndarray], bc_type: Any, what: str) -> Any:
-        import sympy as sp
         from scipy.interpolate import CubicSpline
         if isinstance(spec, Mapping):
             missing = [n for n in self.names if n not in spec]
@@ -129,10 +133,8 @@ class Motion:
                 raise ValueError(f"{what}: samples have shape {np.shape(spec)}; expected ({len(t)}, {self.k}) "
                                  f"for {', '.join(self.names)}")
             return ("spline", CubicSpline(np.asarray(t, dtype=float), arr, axis=0, bc_type=bc_type))
-        if callable(spec) and not isinstance(spec, sp.Basic):
+        if callable(spec):
             return ("callable", spec)
-        if isinstance(spec, sp.MatrixBase):
-            spec = list(spec)
         if isinstance(spec, (list, tuple)) and len(spec) == self.k:
             return ("items", [self._item(x, what, n, t, bc_type) for x, n in zip(spec, self.names)])
         raise ValueError(f"{what}: cannot read a motion of {self.k} coordinate(s) ({', '.join(self.names)}) from "
@@ -141,7 +143,6 @@ class Motion:
 
     @staticmethod
     def _item(x: Any, what: str, name: str, t: Optional[np.ndarray], bc_type: Any) -> tuple[str, Any]:
-        import sympy as sp
         from scipy.interpolate import CubicSpline
         if isinstance(x, (int, float, np.floating)) and not isinstance(x, bool):
             return ("const", float(x))
@@ -150,21 +151,12 @@ class Motion:
                 raise ValueError(f"{what} of {name!r}: samples have shape {x.shape}; expected "
                                  f"({'N' if t is None else len(t)},) at the sample times t")
             return ("spline", CubicSpline(np.asarray(t, dtype=float), x.astype(float), bc_type=bc_type))
-        if isinstance(x, sp.Basic):
-            free = sorted(x.free_symbols, key=str)
-            if len(free) > 1:
-                raise ValueError(f"{what} of {name!r}: expression {x} has several free symbols "
-                                 f"({', '.join(map(str, free))}); it must depend on time only")
-            if not free:
-                return ("const", float(x))
-            ts = free[0]
-            fs = [sp.lambdify(ts, x, "numpy"), sp.lambdify(ts, sp.diff(x, ts), "numpy"),
-                  sp.lambdify(ts, sp.diff(x, ts, 2), "numpy")]
-            return ("sympy", fs)
+        if isinstance(x, tuple) and len(x) == 3 and all(callable(f) for f in x):
+            return ("exact", x)
         if callable(x):
             return ("callable", x)
-        raise ValueError(f"{what} of {name!r}: expected a number, a SymPy expression of time or a callable, "
-                         f"got {type(x).__name__}")
+        raise ValueError(f"{what} of {name!r}: expected a number, a SymPy expression of time, a callable or "
+                         f"(value, rate, acceleration) callables, got {type(x).__name__}")
 
     def _eval(self, comp: Any, t: np.ndarray, order: int) -> np.ndarray:
         kind, obj = comp
@@ -177,13 +169,12 @@ class Motion:
         for ik, io in obj:
             if ik == "const":
                 cols.append(np.full(N, io if order == 0 else 0.0))
-            elif ik == "sympy":
+            elif ik == "exact":
                 cols.append(np.broadcast_to(np.asarray(io[order](t), dtype=float), (N,)))
             elif ik == "spline":
                 cols.append(io(t, order))
             else:
-                cols.append(_fd(lambda tt, f=io: np.broadcast_to(np.asarray(f(tt), dtype=float), (len(tt),))
-                                .reshape(-1, 1), t, order)[:, 0])
+                cols.append(_fd(_column(io), t, order)[:, 0])
         return np.stack(cols, axis=-1) if cols else np.zeros((N, 0))
 
     def __call__(self, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -198,6 +189,27 @@ class Motion:
         else:
             qdd = self._eval(self._q, tt, 2)
         return q, qd, qdd
+
+
+def _column(f: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """f(t) of one coordinate as an (N, 1) array (a constant result broadcast)."""
+    def g(tt: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(f(tt), dtype=float), (len(tt),)).reshape(-1, 1)
+    return g
+
+
+def _is_symbolic(x: Any) -> bool:
+    """A SymPy object, recognised without importing SymPy."""
+    return type(x).__module__.partition(".")[0] == "sympy"
+
+
+def _numeric(spec: MotionSpec, what: str, names: Sequence[str]) -> MotionSpec:
+    """``spec`` with SymPy expressions of time replaced by exact numeric callables (by the symbolic stage)."""
+    items = spec.values() if isinstance(spec, Mapping) else spec if isinstance(spec, (list, tuple)) else ()
+    if not (_is_symbolic(spec) or any(_is_symbolic(x) for x in items)):
+        return spec
+    from ..symbolic.trajectory import numeric_motion
+    return numeric_motion(spec, what, names)
 
 
 def _fd(f: Callable[[np.ndarray], np.ndarray], t: np.ndarray, order: int) -> np.ndarray:

@@ -6,7 +6,7 @@ from typing import Union
 
 from ..errors import DerivationError, ModelError
 from ..model.core import Model
-from .equations import Equations
+from .equations import ConstraintEquations, Equations, ForwardDynamics
 
 
 class Method(str, enum.Enum):
@@ -32,7 +32,13 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
     """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
 
     A model with ``couplings`` gets equations in its independent coordinates
-    only (see :mod:`rodgen.symbolic.coupling`).
+    only (see :mod:`rodgen.symbolic.coupling`). Whatever the method, the
+    result also carries the forward dynamics by the articulated-body algorithm
+    where it applies (``Equations.articulated``, else ``articulated_reason``
+    says why not), which the code stage lowers. A model with contacts, loops or
+    limits gets their rows in ``Equations.constraints`` (see
+    :mod:`rodgen.symbolic.constraints`); a loop that is not closed at the
+    initial coordinates is refused with a ModelError.
 
     Parameters
     ----------
@@ -62,6 +68,10 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
         from .coupling import reduce_couplings
         eqs = reduce_couplings(eqs)
     _check_inertia(eqs)
+    from .recursive import articulated_body
+    eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
+    from .constraints import constraint_equations
+    eqs.constraints = constraint_equations(eqs)
     return eqs
 
 
@@ -76,4 +86,4 @@ def _check_inertia(eqs: Equations) -> None:
                              source=eqs.model.source, where=f"link {c.link!r}" if c.link else "base")
 
 
-__all__ = ["derive", "Equations", "Method", "available_methods"]
+__all__ = ["derive", "Equations", "ConstraintEquations", "ForwardDynamics", "Method", "available_methods"]

@@ -1,4 +1,4 @@
-"""Pieces shared by the derivation methods: generalized forces of inputs, springs, dampers; energies."""
+"""Pieces shared by the matrix and recursive methods: generalized forces of inputs, springs, dampers; energies."""
 from __future__ import annotations
 
 import sympy as sp

@@ -16,17 +16,25 @@ projected onto the independent coordinates by the principle of virtual work
 
 where everything on the right is evaluated at ``q_full = f(q)``,
 ``qd_full = J qd``. Energies and marker points are substituted the same
-way. The reduced :class:`Equations` keep only the independent coordinates,
+way. Constraint rows (contacts, loops, limits) are projected the same way:
+with ``c(q_full)``, ``J_c = dc/dq_full`` and ``b = J_c' qd_full`` of the full model,
+
+    c_r = c(f(q)),   J_r = J_c J,   b_r = b + J_c Jd qd
+
+(from ``c'' = J_c qdd_full + b`` and ``qdd_full = J qdd + Jd qd``).
+The reduced :class:`Equations` keep only the independent coordinates,
 and record the couplings (``Equations.couplings``, dependent symbol ->
 expression of the independent coordinates and parameters) so that a runtime
 can recover the full configuration.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import sympy as sp
 
 from .convert import to_sympy
-from .equations import Equations
+from .equations import ConstraintEquations, Equations
 
 
 def coupling_functions(eqs: Equations) -> dict[sp.Symbol, sp.Expr]:
@@ -73,8 +81,16 @@ def reduce_couplings(eqs: Equations) -> Equations:
         points={k: x(v) for k, v in eqs.points.items()},
         assignments=[(s, e.xreplace(subs)) for s, e in eqs.assignments],
         coordinates=[eqs.coordinates[i] for i in ind], inputs=eqs.inputs,
-        couplings=f)
+        couplings=f, constraints=[_project(c, J, jdqd, x) for c in eqs.constraints])
     return reduced
+
+
+def _project(c: ConstraintEquations, J: sp.Matrix, jdqd: sp.Matrix, x: Callable[[sp.Matrix], sp.Matrix]
+             ) -> ConstraintEquations:
+    """The rows of one constraint block in the independent coordinates (see the module docstring)."""
+    Jc = x(c.jacobian)
+    return ConstraintEquations(c.name, c.kind, x(c.position), _tidy(Jc * J), _tidy(x(c.bias) + Jc * jdqd),
+                               c.friction)
 
 
 def _tidy(m: sp.Matrix) -> sp.Matrix:

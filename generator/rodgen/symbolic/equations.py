@@ -45,6 +45,32 @@ class ConstraintEquations:
 
 
 @dataclass
+class ForwardDynamics:
+    """Accelerations ``qdd = f(q, qd, u, p)`` as straight-line code (the articulated-body algorithm).
+
+    ``qdd`` (n, 1) refers to the symbols of ``assignments`` (in evaluation
+    order) and to ``q``, ``qd``, ``u`` and ``params``, in the order of the
+    model's coordinates; it solves ``M qdd + h + G + K + D = B u``.
+    """
+
+    model: Model
+    q: list[sp.Symbol]
+    qd: list[sp.Symbol]
+    u: list[sp.Symbol]
+    params: list[sp.Symbol]
+    param_values: dict[sp.Symbol, float]
+    assignments: list[tuple[sp.Symbol, sp.Expr]]
+    qdd: sp.Matrix
+    #: 1/D_i, the inverse articulated inertias along the joint axes (one per joint); the algorithm is
+    #: valid where every D_i is positive and finite (they are the pivots of an L^T D L factorisation of M)
+    inverse_pivots: list[sp.Expr] = field(default_factory=list)
+
+
+#: ``Equations.articulated_reason`` of equations for which no articulated-body recursion was derived.
+NOT_DERIVED = "no articulated-body recursion was derived for these equations"
+
+
+@dataclass
 class Equations:
     """Equations of motion of a model, as SymPy matrices.
 
@@ -68,6 +94,12 @@ class Equations:
     constraints : the model's contacts, loop closures and coordinate limits, one
         :class:`ConstraintEquations` per block, in the order contacts, loops, limits
         (empty for a model without any).
+    articulated : the forward dynamics by the articulated-body algorithm (O(n) straight-line
+        code, its own ``assignments``) in the symbols above, or None where it does not apply;
+        ``rodgen.derive`` fills it (see :func:`rodgen.symbolic.recursive.articulated_body`).
+    articulated_reason : why ``articulated`` is None (coupled coordinates, masses at
+        intermediate fractions of variable segments, a non-positive articulated inertia);
+        empty when it is given.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -96,6 +128,8 @@ class Equations:
     inputs: list[Input] = field(default_factory=list)
     couplings: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
     constraints: list[ConstraintEquations] = field(default_factory=list)
+    articulated: Optional[ForwardDynamics] = None
+    articulated_reason: str = NOT_DERIVED
 
     @property
     def n(self) -> int:
@@ -125,7 +159,8 @@ class Equations:
                          {k: v.xreplace(subs) for k, v in self.couplings.items()},
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
                                               None if c.friction is None else c.friction.xreplace(subs))
-                          for c in self.constraints])
+                          for c in self.constraints],
+                         self.articulated, self.articulated_reason)
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - B u (zero along solutions)."""

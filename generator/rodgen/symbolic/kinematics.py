@@ -1,4 +1,4 @@
-"""Planar kinematics of a model, shared by the derivation methods.
+"""Planar kinematics of a model, shared by the matrix and recursive methods (the Lagrange reference has its own).
 
 Positions are kept in *direction form*, the form of Borisov's closed-form
 matrices: a point is

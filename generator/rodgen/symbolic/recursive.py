@@ -58,7 +58,7 @@ from ..model.core import Link, Model
 from ..model.expr import Expression
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
-from .equations import Equations
+from .equations import Equations, ForwardDynamics
 from .kinematics import Kinematics, build_kinematics
 
 _0 = sp.Integer(0)
@@ -434,28 +434,6 @@ def derive_recursive(model: Model) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-@dataclass
-class ForwardDynamics:
-    """Accelerations ``qdd = f(q, qd, u, p)`` as straight-line code.
-
-    ``qdd`` (n, 1) refers to the symbols of ``assignments`` (in evaluation
-    order) and to ``q``, ``qd``, ``u`` and ``params``, in the order of the
-    model's coordinates; it solves ``M qdd + h + G + K + D = B u``.
-    """
-
-    model: Model
-    q: list[sp.Symbol]
-    qd: list[sp.Symbol]
-    u: list[sp.Symbol]
-    params: list[sp.Symbol]
-    param_values: dict[sp.Symbol, float]
-    assignments: list[tuple[sp.Symbol, sp.Expr]]
-    qdd: sp.Matrix
-    #: 1/D_i, the inverse articulated inertias along the joint axes (one per joint); the algorithm is
-    #: valid where every D_i is positive and finite (they are the pivots of an L^T D L factorisation of M)
-    inverse_pivots: list[sp.Expr] = field(default_factory=list)
-
-
 def forward_dynamics(model: Model) -> ForwardDynamics:
     """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
 
@@ -563,4 +541,29 @@ def forward_dynamics(model: Model) -> ForwardDynamics:
     return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd, Dinv)
 
 
-__all__ = ["derive_recursive", "forward_dynamics", "ForwardDynamics", "expanded_tree", "Node", "Ref"]
+def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
+    """The articulated-body forward dynamics of derived equations, or None and the reason it does not apply.
+
+    It does not apply to coupled coordinates, to masses at intermediate fractions
+    of variable segments (:func:`forward_dynamics` raises), to equations in other
+    symbols than the model's kinematics, and where an articulated inertia is a
+    number that is not positive (it would divide by zero or by a negative inertia).
+    """
+    if eqs.couplings or getattr(eqs.model, "couplings", None):
+        return None, "the model couples coordinates"
+    try:
+        fd = forward_dynamics(eqs.model)
+    except DerivationError as exc:
+        return None, str(exc)
+    same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
+            and set(fd.params) <= set(eqs.params))
+    if not same:
+        return None, "the equations do not use the symbols of the model's kinematics"
+    pivots = [sp.sympify(d) for d in fd.inverse_pivots]
+    if len(pivots) != len(eqs.q) or any(d.is_Number and not (d.is_finite and d > 0) for d in pivots):
+        return None, "an articulated inertia of the model is not positive"
+    return fd, ""
+
+
+__all__ = ["derive_recursive", "forward_dynamics", "articulated_body", "ForwardDynamics", "expanded_tree", "Node",
+           "Ref"]

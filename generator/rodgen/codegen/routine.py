@@ -1,0 +1,191 @@
+"""One generated routine: straight-line code for its outputs, printed, split into parts if long.
+
+:func:`build_routine` takes the output expressions of one C function and
+returns its :class:`~rodgen.codegen.spec.Routine`:
+
+1. :func:`~rodgen.codegen.straight.straight_line` gives the temporaries and
+   the reduced outputs;
+2. :func:`split_statements` cuts the statements into parts of at most
+   ``CodegenOptions.max_statements`` (static helpers that pass the
+   temporaries they share through a local work array ``w``);
+3. every statement is printed with :class:`SlotPrinter`, which maps each
+   coordinate, rate, input and parameter to its array slot and each
+   temporary to ``t<k>`` (numbered in evaluation order) or ``w[j]``, so no
+   name from the model reaches the C code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import sympy as sp
+
+from .options import CodegenOptions
+from .printer import SlotPrinter, count_ops
+from .spec import Argument, Part, Routine, Section, Statement
+from .straight import straight_line
+
+#: A statement before printing: ("temp", symbol, expression) | ("out", slot text, expression)
+#: | ("copy", slot text, slot text).
+Stmt = tuple[str, object, object]
+
+
+@dataclass
+class Group:
+    """An argument of a routine and the symbols that live in it (in slot order)."""
+
+    arg: Argument
+    symbols: Sequence[sp.Basic]
+
+
+def output(name: str, length: str, doc: str) -> Group:
+    """An output argument (it holds no symbols)."""
+    return Group(Argument(name, length, doc, output=True), [])
+
+
+def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: Sequence[Group],
+                  outputs: Sequence[tuple[str, str, list[tuple[str, sp.Expr]]]],
+                  copies: Sequence[tuple[str, str, list[tuple[str, str]]]],
+                  assignments: Sequence[tuple[sp.Symbol, sp.Expr]], options: CodegenOptions,
+                  static: bool = False) -> Routine:
+    """Build one routine.
+
+    outputs : (argument name, section comment, [(slot text, expression)]) per output argument.
+    copies : (argument name, section comment, [(slot text, slot text)]) plain copies done last
+        (the mirrored upper triangle of a symmetric matrix).
+    assignments : intermediate ``(symbol, expression)`` the outputs may refer to.
+    """
+    flat = [(slot, ex) for _, _, items in outputs for slot, ex in items]
+    temps, reduced = straight_line(assignments, [ex for _, ex in flat], cse=options.cse)
+
+    inputs = [g for g in groups if not g.arg.output]
+    slot_of: dict[sp.Basic, str] = {}
+    for g in inputs:
+        for i, s in enumerate(g.symbols):
+            slot_of[s] = f"{g.arg.c_name}[{i}]"
+    group_names = ", ".join(g.arg.c_name for g in inputs) or "none"
+
+    stmts: list[Stmt] = [("temp", s, e) for s, e in temps]
+    stmts += [("out", slot, ex) for (slot, _), ex in zip(flat, reduced)]
+    stmts += [("copy", a, b) for _, _, items in copies for a, b in items]
+    part_of_stmt, crossing, free = split_statements(stmts, options.max_statements)
+    nparts = max(part_of_stmt, default=0) + 1
+
+    # names of temporaries: t<k> locals, or w[j] when shared between parts
+    names: dict[sp.Basic, str] = dict(slot_of)
+    work = 0
+    for k, (s, _) in enumerate(temps):
+        if s in crossing:
+            names[s] = f"w[{work}]"
+            work += 1
+        else:
+            names[s] = f"t{k}"
+    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names))
+    comments = {"out:" + arg: comment for arg, comment, _ in outputs}
+    comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
+
+    def unused_in(fs: Iterable[sp.Basic]) -> tuple[str, ...]:
+        fs = set(fs)
+        return tuple(g.arg.c_name for g in inputs if not any(s in fs for s in g.symbols))
+
+    args = tuple(g.arg for g in groups)
+    if nparts == 1:
+        used_all = set().union(*free) if free else set()
+        written = {_array(a) for kind, a, _ in stmts if kind != "temp"}
+        unused = unused_in(used_all) + tuple(g.arg.c_name for g in groups
+                                             if g.arg.output and g.arg.c_name not in written)
+        return Routine(name, c_name, summary, tuple(doc), args, static, unused,
+                       _sections(lines, 0, comments), (), 0, len(temps), ops)
+    parts = []
+    out_names = [g.arg.c_name for g in groups if g.arg.output]
+    for j in range(nparts):
+        idx = [k for k in range(len(stmts)) if part_of_stmt[k] == j]
+        fs = set().union(*(free[k] for k in idx))
+        writes = {_array(stmts[k][1]) for k in idx if stmts[k][0] != "temp"}
+        reads = {_array(stmts[k][2]) for k in idx if stmts[k][0] == "copy"}
+        defined = {stmts[k][1] for k in idx if stmts[k][0] == "temp"}
+        uses_w = any(names.get(s, "").startswith("w[") for s in fs | defined)  # type: ignore[arg-type]
+        unused = unused_in(fs) + tuple(nm for nm in out_names if nm not in writes | reads)
+        if not uses_w:
+            unused += ("w",)
+        parts.append(Part(f"{c_name}_part{j}", _sections(lines, j, comments), unused))
+    # at least one slot: C99 has no zero-size arrays
+    return Routine(name, c_name, summary, tuple(doc), args, static, (), (), tuple(parts), max(work, 1), len(temps),
+                   ops)
+
+
+def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[sp.Basic], list[set[sp.Basic]]]:
+    """Cut statements into consecutive parts of at most ``size``.
+
+    Returns the part of each statement, the temporaries used in another part than the one
+    defining them (they go into the work array), and the free symbols of each statement.
+    """
+    nparts = max(1, -(-len(stmts) // size))
+    part_of_stmt = [k // size for k in range(len(stmts))] if nparts > 1 else [0] * len(stmts)
+    temp_part: dict[sp.Basic, int] = {}
+    crossing: set[sp.Basic] = set()
+    free: list[set[sp.Basic]] = []
+    for k, (kind, a, b) in enumerate(stmts):
+        fs: set[sp.Basic] = b.free_symbols if isinstance(b, sp.Basic) else set()
+        free.append(fs)
+        if nparts > 1:
+            for s in fs:
+                if s in temp_part and temp_part[s] != part_of_stmt[k]:
+                    crossing.add(s)
+        if kind == "temp":
+            temp_part[a] = part_of_stmt[k]  # type: ignore[index]
+    return part_of_stmt, crossing, free
+
+
+def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Basic, str],
+           printer: SlotPrinter) -> tuple[list[tuple[int, str, Statement]], int]:
+    """(part, section key, printed statement) per statement, and the operation count."""
+    ops = 0
+    lines: list[tuple[int, str, Statement]] = []
+    for k, (kind, a, b) in enumerate(stmts):
+        if kind == "temp":
+            ops += count_ops(b)  # type: ignore[arg-type]
+            st = Statement(names[a], printer.doprint(b), declare=not names[a].startswith("w["))  # type: ignore
+            key = "temp"
+        elif kind == "out":
+            ops += count_ops(b)  # type: ignore[arg-type]
+            st = Statement(str(a), printer.doprint(b))
+            key = "out:" + _array(a)
+        else:
+            st = Statement(str(a), str(b))
+            key = "copy:" + _array(a)
+        lines.append((part_of_stmt[k], key, st))
+    return lines, ops
+
+
+def _array(slot: object) -> str:
+    """The array name of a slot text (``M`` of ``M[3]``)."""
+    return str(slot).split("[")[0]
+
+
+def _sections(lines: Sequence[tuple[int, str, Statement]], part: int,
+              comments: dict[str, str]) -> tuple[Section, ...]:
+    """The statements of one part, grouped into commented sections."""
+    out: list[Section] = []
+    current: list[Statement] = []
+    key: Optional[str] = None
+    for p, k, st in lines:
+        if p != part:
+            continue
+        if k != key and current:
+            out.append(_section(key, current, comments))
+            current = []
+        key = k
+        current.append(st)
+    if current:
+        out.append(_section(key, current, comments))
+    return tuple(out)
+
+
+def _section(key: Optional[str], statements: list[Statement], comments: dict[str, str]) -> Section:
+    if key == "temp":
+        n = len(statements)
+        comment = f"{n} intermediate value{'s' if n != 1 else ''}"
+    else:
+        comment = comments.get(str(key), "")
+    return Section(comment, tuple(statements))
