@@ -281,7 +281,11 @@ static int aba_rhs(double t, const double *y, const double *u, const double *p, 
     return 0;
 }}
 
-static double now(void) {{ struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + 1e-9 * ts.tv_nsec; }}
+static double now(void) {{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}}
 
 int main(int argc, char **argv) {{
     const double p[{NP}] = {P};

@@ -34,16 +34,27 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
-from rodgen.build import compile_files  # noqa: E402
 from rodgen.build import build as rodgen_build  # noqa: E402
+from rodgen.build import compile_files  # noqa: E402
 from rodgen.codegen import CodegenOptions, lower, render  # noqa: E402
 from rodgen.codegen.straight import straight_line  # noqa: E402
 from rodgen.codegen.printer import count_ops  # noqa: E402
 from rodgen.examples import vl_chain  # noqa: E402
 from rodgen.symbolic.recursive import forward_dynamics  # noqa: E402
 
-from common import (HERE, RESULTS, CHarness, NumericTree, autorange, machine, missing, mjcf,  # noqa: E402
-                    pinocchio_model, pydy_build, write_json)
+from common import (  # noqa: E402
+    HERE,
+    RESULTS,
+    CHarness,
+    NumericTree,
+    autorange,
+    machine,
+    missing,
+    mjcf,
+    pinocchio_model,
+    pydy_build,
+    write_json,
+)
 
 NS = [1, 2, 3, 5, 8, 12, 20]
 EXO = HERE.parent / "examples" / "exo5.yaml"
@@ -357,7 +368,8 @@ def section_summary() -> dict[str, Any]:
             main_key = "rodgen_simulate_s" if r.get("rodgen_simulate_s") else "rodgen_c_rk4_s"
             speedup = mj / r[main_key]
             parts = [f"MuJoCo {mj * 1e3:.1f} ms"]
-            for key, lab in (("rodgen_simulate_s", "rodgen simulate()"), ("rodgen_c_rk4_s", "generated rhs in a C loop"),
+            for key, lab in (("rodgen_simulate_s", "rodgen simulate()"),
+                             ("rodgen_c_rk4_s", "generated rhs in a C loop"),
                              ("rodgen_c_aba_rk4_s", "articulated-body forward dynamics in a C loop")):
                 if r.get(key):
                     parts.append(f"{lab} {r[key] * 1e3:.1f} ms ({mj / r[key]:.1f}× faster)")
@@ -390,13 +402,15 @@ def summary_markdown(build: Any, fwd: Any, sim: Any, ops: Any, targets: list[dic
              "medians of repeated runs; anchors measured in the same run.", ""]
     if build:
         lines += ["**Derive + generate + compile, vl_chain(n) (2n coordinates), seconds**", "",
-                  "| n | rodgen total | derive | generate | compile | C size (kB) | PyDy (Kane + Cython) | PyDy / rodgen |",
+                  "| n | rodgen total | derive | generate | compile | C size (kB) | PyDy (Kane + Cython) "
+                  "| PyDy / rodgen |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in build["rows"]:
             py = f"{r['pydy_total_s']:.2f}" if "pydy_total_s" in r else "–"
             ratio = f"{r['ratio_pydy_over_rodgen']:.1f}×" if "ratio_pydy_over_rodgen" in r else "–"
             lines.append(f"| {r['n']} | {r['rodgen_total_s']:.2f} | {r['rodgen_derive_s']:.2f} | "
-                         f"{r['rodgen_generate_s']:.2f} | {r['rodgen_compile_s']:.2f} | {r['rodgen_c_bytes'] / 1e3:.0f} | "
+                         f"{r['rodgen_generate_s']:.2f} | {r['rodgen_compile_s']:.2f} | "
+                         f"{r['rodgen_c_bytes'] / 1e3:.0f} | "
                          f"{py} | {ratio} |")
         lines.append("")
     if fwd:
@@ -426,7 +440,8 @@ def summary_markdown(build: Any, fwd: Any, sim: Any, ops: Any, targets: list[dic
             lines[-1] += "---|"
         for name, r in sim["models"].items():
             sim_cell = f"{cell(r.get('rodgen_simulate_s'))} | " if with_simulate else ""
-            lines.append(f"| {name} | {cell(r.get('rodgen_c_rk4_s'))} | {cell(r.get('rodgen_c_aba_rk4_s'))} | {sim_cell}"
+            lines.append(f"| {name} | {cell(r.get('rodgen_c_rk4_s'))} | {cell(r.get('rodgen_c_aba_rk4_s'))} | "
+                         f"{sim_cell}"
                          f"{cell(r.get('mujoco_rollout_s'))} | "
                          f"{cell(r.get('rodgen_solve_ivp_s'))} | {cell(r.get('pinocchio_solve_ivp_s'))} | "
                          f"{cell(r.get('pinocchio_python_rk4_s'))} | {cell(r.get('pydy_solve_ivp_s'))} |")
@@ -507,7 +522,8 @@ def plot(build: Any, fwd: Any, sim: Any, ops: Any) -> None:
         a.legend(fontsize=8)
     if sim:
         a = ax[1, 1]
-        keys = [("rodgen_c_rk4_s", "rodgen C"), ("rodgen_c_aba_rk4_s", "rodgen ABA C"), ("mujoco_rollout_s", "MuJoCo"), ("rodgen_solve_ivp_s", "rodgen ivp"),
+        keys = [("rodgen_c_rk4_s", "rodgen C"), ("rodgen_c_aba_rk4_s", "rodgen ABA C"), ("mujoco_rollout_s", "MuJoCo"),
+                ("rodgen_solve_ivp_s", "rodgen ivp"),
                 ("pinocchio_solve_ivp_s", "Pin ivp"), ("pydy_solve_ivp_s", "PyDy ivp")]
         names = list(sim["models"])
         w = 0.8 / len(keys)

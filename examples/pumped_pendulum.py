@@ -68,7 +68,7 @@ def run(out_dir: str, *, t_end: float = 20.0, eps: float = 0.05, theta0: float =
     ax = fig.subplots(3, 1, sharex=True)
     ax[0].plot(res.t, np.degrees(theta), lw=0.8, label="swing angle")
     env = theta0 * np.exp(info["mu_theory"] * res.t)
-    ax[0].plot(res.t, np.degrees(env), "k--", lw=1, label=f"theta0 exp(3 eps w0 t / 4)")
+    ax[0].plot(res.t, np.degrees(env), "k--", lw=1, label="theta0 exp(3 eps w0 t / 4)")
     ax[0].plot(res.t, -np.degrees(env), "k--", lw=1)
     ax[0].set_ylabel("angle [deg]")
     ax[1].plot(res.t, res.q[:, 1], color="tab:green", label="l(t)")

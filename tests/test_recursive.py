@@ -22,8 +22,8 @@ from rodgen.symbolic.recursive import ForwardDynamics
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.yaml")))
 #: both sides evaluate different but exact expressions in double precision
 RTOL_METHODS = 1e-10
-#: Lagrange's equations of 4- and 5-link chains take tens of seconds to derive; run them on request
-SLOW = bool(os.environ.get("RODGEN_SLOW"))
+#: Lagrange's equations of 4- and 5-link chains take minutes to derive: marked slow, run with ``-m slow``
+SLOW = pytest.mark.slow
 QUANTITIES = ("M", "h", "G", "K", "D", "B", "T", "V")
 
 
@@ -102,11 +102,9 @@ def test_recursive_equals_matrix_on_chains(link_model: str, n: int, angle: str) 
     assert_same_equations(lambda: chain(n, link_model, angle=angle), "matrix", seed=100 * n + 7)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("n", [1, 2, 3, pytest.param(4, marks=SLOW), pytest.param(5, marks=SLOW)])
 @pytest.mark.parametrize("link_model", LINK_MODELS)
 def test_recursive_equals_lagrange_on_chains(link_model: str, n: int) -> None:
-    if n > 3 and not SLOW:
-        pytest.skip("Lagrange's equations of 4- and 5-link chains are slow to derive; set RODGEN_SLOW=1")
     assert_same_equations(lambda: chain(n, link_model, angle="absolute" if n % 2 else "relative"),
                           "lagrange", seed=200 * n + 11, states=2)
 

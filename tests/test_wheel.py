@@ -12,10 +12,13 @@ import site
 import subprocess
 import sys
 import sysconfig
+import zipfile
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
 
+import rodgen
 from conftest import EXAMPLES, REPO
 
 SCRIPT = r"""
@@ -30,6 +33,23 @@ s = rodgen.build(rodgen.load(sys.argv[1]))
 assert s.path.resolve().is_relative_to(Path.cwd().resolve() / "build"), s.path
 print("OK", s.name, s.nq, float(s.mass_matrix(s.initial_state()[: s.nq])[0, 0]))
 """
+
+
+def check_wheel_contents(wheel: Path) -> None:
+    """The wheel carries the typing marker, the license, the templates and the version of rodgen/_version.py."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        dist_info = f"rodgen-{rodgen.__version__}.dist-info"
+        meta = Parser().parsestr(zf.read(f"{dist_info}/METADATA").decode())
+    assert wheel.name.startswith(f"rodgen-{rodgen.__version__}-"), wheel.name
+    assert meta["Version"] == rodgen.__version__
+    assert meta["License-Expression"] == "MIT"
+    assert "rodgen/py.typed" in names
+    assert "rodgen/csrc/rodgen_model.h" in names  # the C contract, for the runtime's C parts
+    assert f"{dist_info}/licenses/LICENSE" in names
+    templates = {f"rodgen/templates/{t.relative_to(REPO / 'templates').as_posix()}"
+                 for t in (REPO / "templates").rglob("*.jinja")}
+    assert templates and templates <= names, sorted(templates - names)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -54,6 +74,7 @@ def test_wheel_installs_and_builds_from_another_folder(tmp_path: Path) -> None:
     run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-w", str(wheels),
          "-q"], cwd=tmp_path)
     (wheel,) = wheels.glob("rodgen-*.whl")
+    check_wheel_contents(wheel)
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], cwd=tmp_path)
     py = venv / "bin" / "python"

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import importlib
 
+from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
-from .model import (Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring, dump, load,
-                    telescopic)
+from .model import (Contact, Ground, Joint, Limit, Link, Loop, Marker, Model, Parameter, PointMass, Rod, Segment,
+                    Spring, dump, load, telescopic)
 from .symbolic import Equations, Method, derive
 
-__version__ = "0.1.0"
-
-__all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint", "Marker",
-           "Parameter", "Spring", "telescopic", "Equations", "Method", "ModelError", "DerivationError",
+__all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
+           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "Equations", "Method",
+           "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
            "examples", "__version__"]

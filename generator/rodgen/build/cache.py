@@ -3,8 +3,8 @@
 A build folder appears only complete: the files are written and compiled in
 a temporary sibling (``.tmp-<model>-<hash12>-*``) that is renamed into place
 at the end. A lock file per model and hash (``.locks/<model>-<hash12>.lock``,
-``fcntl.flock``) makes concurrent builds of the same model from several
-processes compile once; the others wait and reuse the result.
+held with ``filelock`` on every platform) makes concurrent builds of the same
+model from several processes compile once; the others wait and reuse the result.
 """
 from __future__ import annotations
 
@@ -22,12 +22,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator, Union
 
-from ..errors import BuildError
+from filelock import FileLock
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no inter-process lock
-    fcntl = None  # type: ignore[assignment]
+from ..errors import BuildError
 
 MANIFEST = "rodgen-build.json"
 
@@ -51,21 +48,15 @@ _thread_locks_guard = threading.Lock()
 
 @contextlib.contextmanager
 def locked(build_dir: Path, key: str) -> Iterator[None]:
-    """Hold the lock of one build (between processes with flock, between threads with a Lock)."""
+    """Hold the lock of one build (between processes with a lock file, between threads with a Lock)."""
     with _thread_locks_guard:
         tlock = _thread_locks.setdefault(f"{build_dir.resolve()}/{key}", threading.Lock())
     with tlock:
-        if fcntl is None:
-            yield
-            return
         locks = build_dir / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"{key}.lock", "a+") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        # thread_local=False: the thread lock above already orders threads; the file lock orders processes
+        with FileLock(str(locks / f"{key}.lock"), thread_local=False):
+            yield
 
 
 def complete(folder: Path, module_file: str) -> bool:

@@ -1,4 +1,4 @@
-"""The model vocabulary: links, segments, masses, joints, parameters.
+"""The model vocabulary: links, segments, masses, joints, parameters, contacts, loops, limits.
 
 A :class:`Model` is a tree of :class:`Link` objects. Each link hangs off the
 ground (or the floating base) at a support point, or off a point of its parent
@@ -142,7 +142,8 @@ class Segment:
     ``variable=True``: ``length`` is the nominal (initial) value of the length
     coordinate ``coordinate`` (default ``l_<name>``), driven by the input
     ``force`` (default ``F_<name>``) unless ``actuated=False``, with an
-    optional ``spring`` and ``damping`` along it.
+    optional ``spring`` and ``damping`` along it. ``limits=(lower, upper)``
+    bounds the length (either side may be None); see :class:`Limit`.
     """
 
     name: str
@@ -156,6 +157,7 @@ class Segment:
     spring: Optional[Spring] = None
     damping: Optional[Value] = None
     kind: str = "rigid"
+    limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
 
     def __post_init__(self) -> None:
         if self.variable and self.kind == "rigid":
@@ -194,10 +196,17 @@ def _neg_half(v: Value) -> Value:
 
 @dataclass
 class Joint:
-    """The joint at a link's proximal end (a revolute hinge in the plane)."""
+    """The joint at a link's proximal end (a revolute hinge in the plane).
+
+    ``actuated=None`` (the default) means: a torque input ``torque`` (default
+    ``tau_<link>``), except at a link hinged to a *floating* base, where a
+    torque would push against nothing (the base carries no mass); such a
+    joint gets an input only when ``actuated=True`` or a ``torque`` name is
+    given. Validation replaces None by True or False.
+    """
 
     torque: Optional[str] = None
-    actuated: bool = True
+    actuated: Optional[bool] = None
     spring: Optional[Spring] = None
     damping: Optional[Value] = None
 
@@ -235,6 +244,8 @@ class Link:
     offset : a constant added to the angle (relative links: the angle between
         the axes at coordinate 0).
     initial : initial value of the angle coordinate (default state).
+    limits : ``(lower, upper)`` bounds of the angle coordinate (either may be
+        None for no bound on that side); see :class:`Limit`.
     """
 
     name: str
@@ -248,6 +259,7 @@ class Link:
     initial: Value = 0.0
     joint: Joint = field(default_factory=Joint)
     markers: list[Marker] = field(default_factory=list)
+    limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
 
     # -- builder helpers -------------------------------------------------
     def rigid(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
@@ -260,10 +272,12 @@ class Link:
 
     def variable(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
                  rods: Sequence[Rod] = (), coordinate: str | None = None, force: str | None = None,
-                 actuated: bool = True, spring: Spring | None = None, damping: Value | None = None) -> Segment:
+                 actuated: bool = True, spring: Spring | None = None, damping: Value | None = None,
+                 limits: tuple[Optional[Value], Optional[Value]] | None = None) -> Segment:
         """Append a variable-length segment (``length`` is its initial value) and return it."""
         seg = Segment(name=name, length=length, variable=True, masses=list(masses), rods=list(rods),
-                      coordinate=coordinate, force=force, actuated=actuated, spring=spring, damping=damping)
+                      coordinate=coordinate, force=force, actuated=actuated, spring=spring, damping=damping,
+                      limits=limits)
         self.segments.append(seg)
         return seg
 
@@ -302,6 +316,60 @@ class Input:
 
 
 @dataclass
+class Ground:
+    """The ground line: through ``(0, height)`` at angle ``slope`` (radians) from +x, counter-clockwise.
+
+    Tangent ``t = (cos slope, sin slope)``, normal ``n = (-sin slope, cos slope)``
+    (pointing up, away from the ground). Contacts are measured in this frame
+    (docs/ARCHITECTURE.md, "Constraints"). A walker going down a slope of
+    angle gamma in the +x direction has ``slope = -gamma``.
+    """
+
+    slope: Value = 0.0
+    height: Value = 0.0
+
+
+@dataclass
+class Contact:
+    """A point foot: the marker ``marker`` (default: ``name``) can touch the ground.
+
+    When active the point sticks (two rows: tangential position, gap); the
+    normal force must stay >= 0 and the tangential one within ``friction``
+    times the normal force (Coulomb coefficient, an expression of parameters).
+    """
+
+    name: str
+    marker: Optional[str] = None
+    friction: Value = 1.0
+
+
+@dataclass
+class Loop:
+    """A loop closure: the markers ``a`` and ``b`` (on different links) coincide (two rows: r_b - r_a)."""
+
+    name: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One side of a coordinate limit (a block of one row: ``q - bound`` or ``bound - q``, >= 0 inside).
+
+    ``name`` is ``<coordinate>_lower`` or ``<coordinate>_upper``; ``side`` is
+    ``"lower"`` or ``"upper"``; ``link`` and ``segment`` say where the limit
+    was declared (``segment`` for the length of a variable segment).
+    """
+
+    name: str
+    coordinate: str
+    side: str
+    bound: Expression
+    link: str
+    segment: Optional[str] = None
+
+
+@dataclass
 class Model:
     """A planar rod/link mechanism.
 
@@ -309,6 +377,18 @@ class Model:
     (single support). ``base="floating"``: the base point has two extra
     coordinates (``base_coordinates``, default ``x``, ``y``), placed first in
     q, and root links are hinged at base + ``origin`` (flight phase).
+
+    The base orientation of a floating model is the absolute angle of its
+    root link (a root link's angle is measured from +x whatever its ``angle``
+    convention), so a floating model with a root link covers every phase of
+    a walker: flight (free), single support (a contact held) and double
+    support (two contacts held). ``base_initial`` gives the initial base
+    position. Joints on a floating base get no torque input unless they opt in
+    (see :class:`Joint`).
+
+    ``ground``, ``contacts``, ``loops`` and the ``limits`` of links and
+    variable segments declare the model's constraint blocks (see
+    :meth:`contact`, :meth:`loop`, :meth:`limits` and docs/ARCHITECTURE.md).
 
     ``couplings`` maps a *dependent* coordinate to an expression of the
     independent coordinates and the parameters (a kinematic coupling such as a
@@ -324,6 +404,10 @@ class Model:
     base_coordinates: tuple[str, str] = ("x", "y")
     doc: str = ""
     couplings: dict[str, Value] = field(default_factory=dict)
+    ground: Ground = field(default_factory=Ground)
+    contacts: list[Contact] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    base_initial: tuple[Value, Value] = (0.0, 0.0)
     source: Optional[str] = None
     _validated: bool = field(default=False, repr=False, compare=False)
 
@@ -336,10 +420,11 @@ class Model:
 
     def link(self, name: str, *, parent: str | None = None, at: str = "end", angle: str = "absolute",
              origin: tuple[Value, Value] = (0.0, 0.0), coordinate: str | None = None, offset: Value = 0.0,
-             initial: Value = 0.0, joint: Joint | None = None) -> Link:
+             initial: Value = 0.0, joint: Joint | None = None,
+             limits: tuple[Optional[Value], Optional[Value]] | None = None) -> Link:
         """Add a link and return it; add segments with its ``rigid``/``variable``/``telescopic`` methods."""
         lk = Link(name=name, parent=parent, at=at, angle=angle, origin=origin, coordinate=coordinate,
-                  offset=offset, initial=initial, joint=joint or Joint())
+                  offset=offset, initial=initial, joint=joint or Joint(), limits=limits)
         self.links.append(lk)
         self._validated = False
         return lk
@@ -358,6 +443,20 @@ class Model:
         self._validated = False
         return coordinate
 
+    def contact(self, name: str, marker: str | None = None, friction: Value = 1.0) -> Contact:
+        """Declare a point contact at a marker (default: the marker named ``name``) and return it."""
+        c = Contact(name, marker, friction)
+        self.contacts.append(c)
+        self._validated = False
+        return c
+
+    def loop(self, name: str, a: str, b: str) -> Loop:
+        """Declare a loop closure: markers ``a`` and ``b`` coincide; return it."""
+        lp = Loop(name, a, b)
+        self.loops.append(lp)
+        self._validated = False
+        return lp
+
     # -- queries (valid after validate()) ----------------------------------
     def link_named(self, name: str) -> Link:
         for lk in self.links:
@@ -374,8 +473,8 @@ class Model:
         self.validate()
         out: list[Coordinate] = []
         if self.base == "floating":
-            for nm in self.base_coordinates:
-                out.append(Coordinate(nm, "base", None, None, as_expression(0.0)))
+            for nm, x0 in zip(self.base_coordinates, self.base_initial):
+                out.append(Coordinate(nm, "base", None, None, as_expression(x0)))
         for lk in self.links:
             assert lk.coordinate is not None
             out.append(Coordinate(lk.coordinate, "angle", lk.name, None, as_expression(lk.initial)))
@@ -403,6 +502,34 @@ class Model:
                     out.append(Input(sg.force, "force", lk.name, sg.name))
         return out
 
+    def limits(self) -> list[Limit]:
+        """The limit blocks in order: per link, its angle's lower then upper bound, then those of the
+        lengths of its variable segments (sides without a bound are left out)."""
+        self.validate()
+        return self._limit_blocks()
+
+    def _limit_blocks(self) -> list[Limit]:
+        out: list[Limit] = []
+
+        def add(bounds: object, coord: Optional[str], link: str, segment: Optional[str]) -> None:
+            if bounds is None:
+                return
+            assert coord is not None and isinstance(bounds, tuple)
+            for side, bound in zip(("lower", "upper"), bounds):
+                if bound is not None:
+                    out.append(Limit(f"{coord}_{side}", coord, side, as_expression(bound), link, segment))
+
+        for lk in self.links:
+            add(lk.limits, lk.coordinate, lk.name, None)
+            for sg in lk.segments:
+                if sg.variable:
+                    add(sg.limits, sg.coordinate, lk.name, sg.name)
+        return out
+
+    def markers(self) -> dict[str, tuple[Link, Marker]]:
+        """Every marker by name, with its link."""
+        return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
+
     def parameter_values(self) -> dict[str, float]:
         return {p.name: float(p.value) for p in self.parameters}
 
@@ -427,9 +554,15 @@ class Model:
 
 
 def is_finite_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int beyond the range of a double
+        return False
 
 
 __all__ = ["Parameter", "Spring", "PointMass", "Rod", "Segment", "Joint", "Marker", "Link", "Model",
+           "Ground", "Contact", "Loop", "Limit",
            "Coordinate", "Input", "telescopic", "check_name", "Value", "Expression", "ExpressionError",
            "ANGLE_CONVENTIONS", "BASES", "RESERVED"]

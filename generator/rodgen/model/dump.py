@@ -49,12 +49,16 @@ def _station(obj: Union[PointMass, Rod, Marker], out: dict[str, Any], fraction_d
 
 
 def _actuation(out: dict[str, Any], obj: Union[Joint, Segment], input_key: str, input_name: Optional[str],
-               default_input: str) -> None:
+               default_input: str, actuated_by_default: bool = True) -> None:
     """The fields a joint and a variable segment share: actuated / input name, spring, damping."""
     if not obj.actuated:
-        out["actuated"] = False
-    elif input_name is not None and input_name != default_input:
-        out[input_key] = input_name
+        if actuated_by_default:
+            out["actuated"] = False
+    else:
+        if not actuated_by_default:
+            out["actuated"] = True
+        if input_name is not None and input_name != default_input:
+            out[input_key] = input_name
     if obj.spring is not None:
         out["spring"] = _spring(obj.spring)
     if obj.damping is not None:
@@ -70,6 +74,7 @@ def _segment(sg: Segment) -> dict[str, Any]:
         if sg.coordinate is not None and sg.coordinate != default_length_coordinate(sg.name):
             out["coordinate"] = sg.coordinate
         _actuation(out, sg, "force", sg.force, default_force(sg.name))
+        _limits(out, sg.limits)
     if sg.masses:
         masses = []
         for pm in sg.masses:
@@ -95,7 +100,12 @@ def _segment(sg: Segment) -> dict[str, Any]:
     return out
 
 
-def _link(lk: Link) -> dict[str, Any]:
+def _limits(out: dict[str, Any], limits: Optional[tuple[Any, Any]]) -> None:
+    if limits is not None:
+        out["limits"] = [None if v is None else _v(v) for v in limits]
+
+
+def _link(lk: Link, floating: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": lk.name}
     if lk.parent is not None:
         out["parent"] = lk.parent
@@ -110,8 +120,10 @@ def _link(lk: Link) -> dict[str, Any]:
         out["offset"] = _v(lk.offset)
     if not _is(lk.initial, 0.0):
         out["initial"] = _v(lk.initial)
+    _limits(out, lk.limits)
     joint: dict[str, Any] = {}
-    _actuation(joint, lk.joint, "torque", lk.joint.torque, default_torque(lk.name))
+    _actuation(joint, lk.joint, "torque", lk.joint.torque, default_torque(lk.name),
+               actuated_by_default=not (floating and lk.parent is None))
     if joint:
         out["joint"] = joint
     out["segments"] = [_segment(sg) for sg in lk.segments]
@@ -137,6 +149,8 @@ def to_dict(model: Model) -> dict[str, Any]:
         out["base"] = model.base
         if tuple(model.base_coordinates) != ("x", "y"):
             out["base_coordinates"] = list(model.base_coordinates)
+        if not (_is(model.base_initial[0], 0.0) and _is(model.base_initial[1], 0.0)):
+            out["base_initial"] = [_v(model.base_initial[0]), _v(model.base_initial[1])]
     out["gravity"] = [_v(model.gravity[0]), _v(model.gravity[1])]
     params: dict[str, Any] = {}
     for p in model.parameters:
@@ -153,7 +167,24 @@ def to_dict(model: Model) -> dict[str, Any]:
         out["parameters"] = params
     if model.couplings:
         out["couplings"] = {k: _v(v) for k, v in model.couplings.items()}
-    out["links"] = [_link(lk) for lk in model.links]
+    out["links"] = [_link(lk, model.base == "floating") for lk in model.links]
+    if not (_is(model.ground.slope, 0.0) and _is(model.ground.height, 0.0)):
+        ground: dict[str, Any] = {"slope": _v(model.ground.slope)}
+        if not _is(model.ground.height, 0.0):
+            ground["height"] = _v(model.ground.height)
+        out["ground"] = ground
+    if model.contacts:
+        contacts = []
+        for c in model.contacts:
+            d: dict[str, Any] = {"name": c.name}
+            if c.marker != c.name:
+                d["marker"] = c.marker
+            if not _is(c.friction, 1.0):
+                d["friction"] = _v(c.friction)
+            contacts.append(d)
+        out["contacts"] = contacts
+    if model.loops:
+        out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b} for lp in model.loops]
     return out
 
 

@@ -12,17 +12,22 @@ from typing import Any, Mapping, Optional, Union
 import yaml
 
 from ..errors import ModelError
-from .core import Joint, Link, Marker, Model, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .core import (Contact, Ground, Joint, Link, Loop, Marker, Model, Parameter, PointMass, Rod, Segment, Spring,
+                   telescopic)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "gravity", "parameters", "links", "couplings"}
+_MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "base_initial", "gravity", "parameters", "links",
+               "couplings", "ground", "contacts", "loops"}
 _LINK_KEYS = {"name", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint", "segments",
-              "markers"}
+              "markers", "limits"}
 _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "force", "actuated", "spring",
-             "damping"}
+             "damping", "limits"}
 _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force", "actuated", "spring", "damping",
-              "masses"}
+              "masses", "limits"}
+_GROUND_KEYS = {"slope", "height"}
+_CONTACT_KEYS = {"name", "marker", "friction"}
+_LOOP_KEYS = {"name", "a", "b"}
 _JOINT_KEYS = {"torque", "actuated", "spring", "damping"}
 _MASS_KEYS = {"mass", "fraction", "offset", "lateral", "name"}
 _ROD_KEYS = {"mass", "length", "inertia", "fraction", "offset", "lateral", "name"}
@@ -58,6 +63,8 @@ def load(path: PathLike) -> Model:
             text = fh.read()
     except OSError as exc:
         raise ModelError(f"cannot read the model file: {exc.strerror}", source=src) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})", source=src) from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -65,6 +72,10 @@ def load(path: PathLike) -> Model:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise ModelError(f"not valid YAML: {problem}", source=src, where=where) from None
+    except RecursionError:
+        raise ModelError("not a model file: YAML nested too deeply", source=src) from None
+    except ValueError as exc:  # a scalar YAML resolves but Python cannot convert (an integer of 5000 digits)
+        raise ModelError(f"a value in the file cannot be read: {str(exc).split(';')[0]}", source=src) from None
     return load_dict(data, source=src)
 
 
@@ -120,6 +131,8 @@ class _Reader:
         if "base_coordinates" in d:
             bc = self.seq(d["base_coordinates"], "base_coordinates")
             model.base_coordinates = tuple(self.string(x, "base_coordinates") for x in bc)  # type: ignore
+        if "base_initial" in d:
+            model.base_initial = self.pair(d["base_initial"], "base_initial", "[x, y]")
         if "gravity" in d:
             g = self.seq(d["gravity"], "gravity")
             if len(g) != 2:
@@ -137,7 +150,12 @@ class _Reader:
                 value, unit, doc = spec, "", ""
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.err(f"a parameter's value must be a number, got {value!r}", where)
-            model.parameters.append(Parameter(name, float(value), unit, doc))
+            try:
+                value = float(value)
+            except OverflowError:
+                raise self.err("a parameter's value must be a finite number, got an integer too large for a double",
+                               where) from None
+            model.parameters.append(Parameter(name, value, unit, doc))
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
             model.links.append(self.link(ld, i))
@@ -146,7 +164,30 @@ class _Reader:
             raise self.err("expected a mapping coordinate: expression", "couplings")
         for name, expr in couplings.items():
             model.couplings[self.string(name, "couplings")] = expr
+        if d.get("ground") is not None:
+            gd = self.mapping(d["ground"], "ground", _GROUND_KEYS)
+            model.ground = Ground(slope=gd.get("slope", 0.0), height=gd.get("height", 0.0))
+        for i, cd in enumerate(self.seq(d.get("contacts"), "contacts")):
+            name = cd.get("name") if isinstance(cd, dict) else None
+            cw = f"contact {name!r}" if isinstance(name, str) else f"contacts[{i}]"
+            c = self.mapping(cd, cw, _CONTACT_KEYS, ("name",))
+            model.contacts.append(Contact(name=self.string(c["name"], f"{cw}.name"),
+                                          marker=None if c.get("marker") is None else
+                                          self.string(c["marker"], f"{cw}.marker"),
+                                          friction=c.get("friction", 1.0)))
+        for i, ld in enumerate(self.seq(d.get("loops"), "loops")):
+            name = ld.get("name") if isinstance(ld, dict) else None
+            lw = f"loop {name!r}" if isinstance(name, str) else f"loops[{i}]"
+            lp = self.mapping(ld, lw, _LOOP_KEYS, ("name", "a", "b"))
+            model.loops.append(Loop(self.string(lp["name"], f"{lw}.name"), self.string(lp["a"], f"{lw}.a"),
+                                    self.string(lp["b"], f"{lw}.b")))
         return model
+
+    def pair(self, obj: Any, where: str, shape: str) -> tuple[Any, Any]:
+        o = self.seq(obj, where)
+        if len(o) != 2:
+            raise self.err(f"expected {shape}, got {len(o)} values", where)
+        return (o[0], o[1])
 
     def link(self, ld: Any, i: int) -> Link:
         name = ld.get("name") if isinstance(ld, dict) else None
@@ -169,6 +210,8 @@ class _Reader:
         for fld in ("offset", "initial"):
             if fld in d:
                 setattr(lk, fld, d[fld])
+        if d.get("limits") is not None:
+            lk.limits = self.pair(d["limits"], f"{lw}.limits", "[lower, upper]")
         if "joint" in d:
             jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
             jt = Joint()
@@ -224,7 +267,7 @@ class _Reader:
             for k, v in common.items():
                 setattr(seg, k, v)
         else:
-            for fld in ("coordinate", "force", "actuated", "spring", "damping"):
+            for fld in ("coordinate", "force", "actuated", "spring", "damping", "limits"):
                 if fld in d:
                     raise self.err(f"{fld!r} applies to variable segments only (add 'type: variable')",
                                    f"{sw}.{fld}")
@@ -261,3 +304,5 @@ class _Reader:
             out["spring"] = self.spring(d["spring"], f"{sw}.spring")
         if "damping" in d:
             out["damping"] = d["damping"]
+        if d.get("limits") is not None:
+            out["limits"] = self.pair(d["limits"], f"{sw}.limits", "[lower, upper]")

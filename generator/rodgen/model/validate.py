@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import ModelError
-from .core import (ANGLE_CONVENTIONS, BASES, Joint, default_angle_coordinate, default_force,
-                   default_length_coordinate, default_torque, Link, Marker, Model, Parameter, PointMass, Rod, Segment,
-                   Spring, check_name, is_finite_number)
+from .core import (ANGLE_CONVENTIONS, BASES, Contact, Ground, Joint, default_angle_coordinate, default_force,
+                   default_length_coordinate, default_torque, Link, Loop, Marker, Model, Parameter, PointMass, Rod,
+                   Segment, Spring, check_name, is_finite_number)
 from .expr import Expression, ExpressionError, Value, as_expression
 
 
@@ -91,6 +91,12 @@ def validate_model(model: Model) -> None:
             raise ctx.err("base_coordinates must name two coordinates", "base_coordinates")
         for nm in model.base_coordinates:
             claim(nm, "base coordinate", "base_coordinates")
+    if not isinstance(model.base_initial, (tuple, list)) or len(model.base_initial) != 2:
+        raise ctx.err("base_initial must be [x, y]", "base_initial")
+    model.base_initial = (ctx.expr(model.base_initial[0], "base_initial[0]"),
+                          ctx.expr(model.base_initial[1], "base_initial[1]"))
+    if model.base == "fixed" and any(v.evaluate(ctx.params) != 0 for v in model.base_initial):
+        raise ctx.err("base_initial applies to a floating base only", "base_initial")
 
     if not model.links:
         raise ctx.err("the model has no links", "links")
@@ -147,11 +153,17 @@ def validate_model(model: Model) -> None:
         lk.origin = (ctx.expr(lk.origin[0], f"{lw}.origin[0]"), ctx.expr(lk.origin[1], f"{lw}.origin[1]"))
         _typed(ctx, lk.joint, Joint, f"{lw}.joint")
         jt = lk.joint
+        if jt.actuated is None:
+            # a torque at a joint on a floating base pushes against nothing: opt in only
+            jt.actuated = not (model.base == "floating" and lk.parent is None) or jt.torque is not None
+        if not isinstance(jt.actuated, bool):
+            raise ctx.err(f"actuated must be true or false, got {jt.actuated!r}", f"{lw}.joint.actuated")
         if jt.actuated:
             if jt.torque is None:
                 jt.torque = default_torque(lk.name)
             claim(jt.torque, "input", f"{lw}.joint.torque")
         _spring_damper(ctx, jt, f"{lw}.joint")
+        lk.limits = _limits(ctx, lk.limits, f"{lw}.limits")
         if not isinstance(lk.segments, list) or not lk.segments:
             raise ctx.err("a link needs at least one segment", f"{lw}.segments")
         for j, sg in enumerate(lk.segments):
@@ -172,8 +184,9 @@ def validate_model(model: Model) -> None:
                         sg.force = default_force(sg.name)
                     claim(sg.force, "input", f"{sw}.force")
                 _spring_damper(ctx, sg, sw)
+                sg.limits = _limits(ctx, sg.limits, f"{sw}.limits")
             else:
-                for fld in ("spring", "damping"):
+                for fld in ("spring", "damping", "limits"):
                     if getattr(sg, fld) is not None:
                         raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
             for k, pm in enumerate(sg.masses):
@@ -222,6 +235,90 @@ def validate_model(model: Model) -> None:
                           f"{', '.join(sorted(valid))})", f"link {lk.name!r}.at")
 
     _couplings(ctx, model)
+    _constraints(ctx, model)
+
+
+def _limits(ctx: _Ctx, limits: object, where: str) -> Optional[tuple[Optional[Expression], Optional[Expression]]]:
+    """``[lower, upper]`` (either may be None): expressions with lower < upper at the default parameters."""
+    if limits is None:
+        return None
+    if not isinstance(limits, (tuple, list)) or len(limits) != 2:
+        raise ctx.err(f"limits must be [lower, upper] (null for no bound on a side), got {limits!r}", where)
+    lo, hi = (None if v is None else ctx.expr(v, f"{where}[{i}]") for i, v in enumerate(limits))
+    if lo is None and hi is None:
+        return None
+    if lo is not None and hi is not None:
+        vlo, vhi = lo.evaluate(ctx.params), hi.evaluate(ctx.params)
+        if not vlo < vhi:
+            raise ctx.err(f"lower limit {lo.text} = {vlo:g} must be below upper limit {hi.text} = {vhi:g}", where)
+    return (lo, hi)
+
+
+def _constraints(ctx: _Ctx, model: Model) -> None:
+    """Ground, contacts, loops and the names of every constraint block (their own namespace)."""
+    _typed(ctx, model.ground, Ground, "ground")
+    model.ground.slope = ctx.expr(model.ground.slope, "ground.slope")
+    model.ground.height = ctx.expr(model.ground.height, "ground.height")
+    markers = {mk.name: (lk, mk) for lk in model.links for mk in lk.markers}
+    known = f"markers: {', '.join(markers)}" if markers else "the model has no markers; add one to a link"
+    blocks: dict[str, str] = {}
+
+    def block(name: object, what: str, where: str) -> str:
+        nm = check_name(name, f"{what} name", where, model.source)
+        if nm in blocks:
+            raise ctx.err(f"{what} name {nm!r} is already used by {blocks[nm]}", where)
+        blocks[nm] = f"{what} {nm!r}"
+        return nm
+
+    def marker(name: object, where: str) -> tuple[Link, Marker]:
+        if not isinstance(name, str) or name not in markers:
+            raise ctx.err(f"unknown marker {name!r} ({known})", where)
+        return markers[name]
+
+    if not isinstance(model.contacts, list):
+        raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
+    for i, c in enumerate(model.contacts):
+        _typed(ctx, c, Contact, f"contacts[{i}]")
+        cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
+        block(c.name, "contact", cw)
+        if c.marker is None:
+            c.marker = c.name
+        marker(c.marker, f"{cw}.marker")
+        c.friction = ctx.expr(c.friction, f"{cw}.friction", nonneg=True)
+    if not isinstance(model.loops, list):
+        raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
+    for i, lp in enumerate(model.loops):
+        _typed(ctx, lp, Loop, f"loops[{i}]")
+        lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
+        block(lp.name, "loop", lw)
+        la, ma = marker(lp.a, f"{lw}.a")
+        lb, mb = marker(lp.b, f"{lw}.b")
+        if lp.a == lp.b:
+            raise ctx.err(f"a loop needs two different markers, got {lp.a!r} twice", f"{lw}.b")
+        if la is lb and _stretch(ctx, la, ma) == _stretch(ctx, lb, mb):
+            raise ctx.err(f"markers {lp.a!r} and {lp.b!r} are on one rigid part of link {la.name!r}: their "
+                          f"distance never changes, so the loop is either always closed or never; join markers "
+                          f"of different links", lw)
+    for lim in model._limit_blocks():
+        where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
+        block(lim.name, "limit", where)
+
+
+def _stretch(ctx: _Ctx, lk: Link, mk: Marker) -> tuple[float, ...]:
+    """How a marker's distance from its link's hinge depends on the link's variable lengths (coefficients);
+    two markers of one link with equal coefficients keep a constant distance."""
+    idx = None if mk.segment is None else [s.name for s in lk.segments].index(mk.segment)
+    out: list[float] = []
+    for k, sg in enumerate(lk.segments):
+        if not sg.variable:
+            continue
+        if idx is None or k > idx:
+            out.append(0.0)
+        elif k < idx:
+            out.append(1.0)
+        else:
+            out.append(round(value_of(mk.fraction).evaluate(ctx.params), 12))
+    return tuple(out)
 
 
 def _couplings(ctx: _Ctx, model: Model) -> None:

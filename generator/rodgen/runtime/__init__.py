@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from .compiled import STATUS_MESSAGES, CompiledModel, DynamicsError
+from .contact import ContactInverseDynamics, ContactInverseDynamicsError, contact_inverse_dynamics
 from .control import PD, ComputedTorque, InputTable, Reference
 from .integrate import Integrator
 
-__all__ = ["CompiledModel", "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque",
+__all__ = ["contact_inverse_dynamics", "ContactInverseDynamics", "ContactInverseDynamicsError", "CompiledModel", "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque",
            "Integrator"]

@@ -35,7 +35,10 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
     only (see :mod:`rodgen.symbolic.coupling`). Whatever the method, the
     result also carries the forward dynamics by the articulated-body algorithm
     where it applies (``Equations.articulated``, else ``articulated_reason``
-    says why not), which the code stage lowers.
+    says why not), which the code stage lowers. A model with contacts, loops or
+    limits gets their rows in ``Equations.constraints`` (see
+    :mod:`rodgen.symbolic.constraints`); a loop that is not closed at the
+    initial coordinates is refused with a ModelError.
 
     Parameters
     ----------
@@ -67,6 +70,8 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
     _check_inertia(eqs)
     from .recursive import articulated_body
     eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
+    from .constraints import constraint_equations
+    eqs.constraints = constraint_equations(eqs)
     return eqs
 
 

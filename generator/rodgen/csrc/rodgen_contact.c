@@ -1,0 +1,1361 @@
+/*
+ * rodgen_contact.c: constrained forward dynamics, impact map and hybrid
+ * simulation on a rodgen_model table (see rodgen_contact.h). Pure C99.
+ */
+#include <math.h>
+
+#include "rodgen_contact.h"
+
+/* ---- small dense linear algebra (row-major) ------------------------------ */
+
+/* In-place Cholesky A = L L^T, L in the lower triangle. Fails (returns 1) when a
+ * pivot is <= tol * max diag(A) or not finite. */
+static int chol(double *A, int n, double tol)
+{
+    double dmax = 0.0;
+    int i, j, k;
+    for (i = 0; i < n; ++i) {
+        dmax = fmax(dmax, A[i * n + i]);
+    }
+    if (!(dmax > 0.0) || !isfinite(dmax)) {
+        return 1;
+    }
+    for (j = 0; j < n; ++j) {
+        double d = A[j * n + j];
+        for (k = 0; k < j; ++k) {
+            d -= A[j * n + k] * A[j * n + k];
+        }
+        if (!(d > tol * dmax)) {
+            return 1;
+        }
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (i = j + 1; i < n; ++i) {
+            double s = A[i * n + j];
+            for (k = 0; k < j; ++k) {
+                s -= A[i * n + k] * A[j * n + k];
+            }
+            A[i * n + j] = s / d;
+        }
+    }
+    return 0;
+}
+
+/* x <- L^-1 x */
+static void solve_lower(const double *L, int n, double *x)
+{
+    int i, k;
+    for (i = 0; i < n; ++i) {
+        double s = x[i];
+        for (k = 0; k < i; ++k) {
+            s -= L[i * n + k] * x[k];
+        }
+        x[i] = s / L[i * n + i];
+    }
+}
+
+/* x <- L^-T x */
+static void solve_upper(const double *L, int n, double *x)
+{
+    int i, k;
+    for (i = n - 1; i >= 0; --i) {
+        double s = x[i];
+        for (k = i + 1; k < n; ++k) {
+            s -= L[k * n + i] * x[k];
+        }
+        x[i] = s / L[i * n + i];
+    }
+}
+
+static double dot(const double *a, const double *b, int n)
+{
+    double s = 0.0;
+    int i;
+    for (i = 0; i < n; ++i) {
+        s += a[i] * b[i];
+    }
+    return s;
+}
+
+/* In-place LU with partial pivoting, P A = L U (unit L below the diagonal). Fails (returns 1)
+ * when a pivot is <= tol * max |A| or not finite. */
+static int lu(double *A, int n, int *piv, double tol)
+{
+    double amax = 0.0;
+    int i, j, c;
+    for (i = 0; i < n * n; ++i) {
+        amax = fmax(amax, fabs(A[i]));
+    }
+    if (!(amax > 0.0) || !isfinite(amax)) {
+        return 1;
+    }
+    for (j = 0; j < n; ++j) {
+        int best = j;
+        for (i = j + 1; i < n; ++i) {
+            if (fabs(A[i * n + j]) > fabs(A[best * n + j])) {
+                best = i;
+            }
+        }
+        if (!(fabs(A[best * n + j]) > tol * amax)) {
+            return 1;
+        }
+        piv[j] = best;
+        if (best != j) {
+            for (c = 0; c < n; ++c) {
+                const double t = A[j * n + c];
+                A[j * n + c] = A[best * n + c];
+                A[best * n + c] = t;
+            }
+        }
+        for (i = j + 1; i < n; ++i) {
+            A[i * n + j] /= A[j * n + j];
+            for (c = j + 1; c < n; ++c) {
+                A[i * n + c] -= A[i * n + j] * A[j * n + c];
+            }
+        }
+    }
+    return 0;
+}
+
+static void lu_solve(const double *A, int n, const int *piv, double *x)
+{
+    int i, c;
+    for (i = 0; i < n; ++i) {
+        if (piv[i] != i) {
+            const double t = x[i];
+            x[i] = x[piv[i]];
+            x[piv[i]] = t;
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        for (c = 0; c < i; ++c) {
+            x[i] -= A[i * n + c] * x[c];
+        }
+    }
+    for (i = n - 1; i >= 0; --i) {
+        for (c = i + 1; c < n; ++c) {
+            x[i] -= A[i * n + c] * x[c];
+        }
+        x[i] /= A[i * n + i];
+    }
+}
+
+static int all_finite(const double *x, int n)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        if (!isfinite(x[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- scratch layout ------------------------------------------------------ */
+
+typedef struct {
+    double *M;     /* [nq*nq] M, then its Cholesky factor */
+    double *J;     /* [nrows*nq] */
+    double *c;     /* [nrows] */
+    double *b;     /* [nrows] Jdot qd */
+    double *Y;     /* [nrows*nq] row i: L^-1 J_{row i}^T */
+    double *S;     /* [nrows*nrows] */
+    double *h;     /* [nq] */
+    double *B;     /* [nq*nu] */
+    double *z;     /* [nq] */
+    double *v;     /* [nq] */
+    double *w;     /* [nrows] */
+    double *Z;     /* [nrows*nq] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
+    double *coef;  /* [nrows] sliding contact: tangential force = coef * normal force; else 0 */
+    double *mu;    /* [nconstraints] */
+    int *rows;     /* [nrows] active rows */
+    int *trow;     /* [nrows] sliding contact: its tangential row; else -1 */
+    int *piv;      /* [nrows] LU pivots */
+    int *act;      /* [nconstraints] working active set */
+    int nslide;    /* sliding contacts among the rows */
+} scratch;
+
+static long size_doubles(const rodgen_model *m)
+{
+    const long nq = m->nq, nr = m->nrows, nu = m->nu;
+    return nq * nq + 3 * nr * nq + nr * nr + 4 * nr + 3 * nq + nq * nu + m->nconstraints;
+}
+
+static long size_ints(const rodgen_model *m)
+{
+    return 3L * m->nrows + (long)m->nconstraints;
+}
+
+static long round_up(long bytes)
+{
+    const long d = (long)sizeof(double);
+    return (bytes + d - 1) / d * d;
+}
+
+long rodgen_contact_work_bytes(const rodgen_model *m)
+{
+    return round_up(size_doubles(m) * (long)sizeof(double) + size_ints(m) * (long)sizeof(int));
+}
+
+static void carve(const rodgen_model *m, void *work, scratch *w)
+{
+    const int nq = m->nq, nr = m->nrows, nu = m->nu;
+    double *d = (double *)work;
+    w->M = d;
+    d += nq * nq;
+    w->J = d;
+    d += nr * nq;
+    w->c = d;
+    d += nr;
+    w->b = d;
+    d += nr;
+    w->Y = d;
+    d += nr * nq;
+    w->S = d;
+    d += nr * nr;
+    w->h = d;
+    d += nq;
+    w->B = d;
+    d += nq * nu;
+    w->z = d;
+    d += nq;
+    w->v = d;
+    d += nq;
+    w->w = d;
+    d += nr;
+    w->Z = d;
+    d += nr * nq;
+    w->coef = d;
+    d += nr;
+    w->mu = d;
+    d += m->nconstraints;
+    w->rows = (int *)(void *)d;
+    w->trow = w->rows + nr;
+    w->piv = w->rows + 2 * nr;
+    w->act = w->rows + 3 * nr;
+    w->nslide = 0;
+}
+
+void rodgen_cfd_defaults(rodgen_cfd_options *o)
+{
+    o->alpha = 10.0;
+    o->beta = 10.0;
+    o->singular_tol = 1e-10;
+}
+
+static int is_active(const rodgen_model *m, const int *active, int i)
+{
+    return m->constraints[i].kind == RODGEN_LOOP || (active != 0 && active[i] != 0);
+}
+
+static int is_sliding(const rodgen_model *m, const int *active, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT && active != 0
+        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
+}
+
+static int is_unilateral(const rodgen_model *m, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT || m->constraints[i].kind == RODGEN_LIMIT;
+}
+
+/* The row of a unilateral block that carries its normal: the gap of a contact, the limit's row. */
+static int normal_row(const rodgen_model *m, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT ? m->constraints[i].row + 1 : m->constraints[i].row;
+}
+
+static int model_ok(const rodgen_model *m)
+{
+    if (m == 0 || m->nq < 1 || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0 || m->mass_matrix == 0
+        || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
+        return 0;
+    }
+    if (m->nconstraints > 0
+        && (m->constraints == 0 || m->constraint_position == 0 || m->constraint_jacobian == 0
+            || m->constraint_bias == 0)) {
+        return 0;
+    }
+    return 1;
+}
+
+/* Factorise M (into w->M) and list the rows of the active blocks; returns their number or -status.
+ * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row). */
+static int prepare(const rodgen_model *m, const double *p, const double *q, const int *active, int hold_all,
+    scratch *w)
+{
+    int i, r, k = 0;
+    m->mass_matrix(q, p, w->M);
+    if (chol(w->M, m->nq, 0.0) != 0) {
+        return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    w->nslide = 0;
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (!hold_all && is_sliding(m, active, i)) {
+            const int row = m->constraints[i].row;
+            if (m->constraint_friction == 0) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            if (w->nslide == 0) {
+                m->constraint_friction(p, w->mu);
+            }
+            if (!(w->mu[i] >= 0.0)) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            w->rows[k] = row + 1;
+            w->trow[k] = row;
+            w->coef[k] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i];
+            k += 1;
+            w->nslide += 1;
+        } else if (is_active(m, active, i)) {
+            for (r = 0; r < m->constraints[i].nrows; ++r) {
+                w->rows[k] = m->constraints[i].row + r;
+                w->trow[k] = -1;
+                w->coef[k] = 0.0;
+                k += 1;
+            }
+        }
+    }
+    if (m->nconstraints > 0) {
+        m->constraint_jacobian(q, p, w->J);
+    }
+    return k;
+}
+
+/* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
+ * also Z (row i = L^-1 W_i^T, W the force directions) and the LU factors of S = Y Z^T. */
+static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
+{
+    const int nq = m->nq;
+    int i, j;
+    for (i = 0; i < k; ++i) {
+        double *y = w->Y + i * nq;
+        for (j = 0; j < nq; ++j) {
+            y[j] = w->J[w->rows[i] * nq + j];
+        }
+        solve_lower(w->M, nq, y);
+    }
+    if (w->nslide > 0) {
+        for (i = 0; i < k; ++i) {
+            double *z = w->Z + i * nq;
+            for (j = 0; j < nq; ++j) {
+                z[j] = w->trow[i] >= 0 ? w->J[w->rows[i] * nq + j] + w->coef[i] * w->J[w->trow[i] * nq + j]
+                                       : w->J[w->rows[i] * nq + j];
+            }
+            solve_lower(w->M, nq, z);
+        }
+        for (i = 0; i < k; ++i) {
+            for (j = 0; j < k; ++j) {
+                w->S[i * k + j] = dot(w->Y + i * nq, w->Z + j * nq, nq);
+            }
+        }
+        return lu(w->S, k, w->piv, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
+    }
+    for (i = 0; i < k; ++i) {
+        for (j = 0; j <= i; ++j) {
+            const double s = dot(w->Y + i * nq, w->Y + j * nq, nq);
+            w->S[i * k + j] = s;
+            w->S[j * k + i] = s;
+        }
+    }
+    return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
+}
+
+int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work)
+{
+    rodgen_cfd_options def;
+    scratch w;
+    int nq, nr, k, i, j, status;
+    if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    if (o == 0) {
+        rodgen_cfd_defaults(&def);
+        o = &def;
+    }
+    if (p == 0) {
+        p = m->default_p;
+    }
+    nq = m->nq;
+    nr = m->nrows;
+    if (!all_finite(q, nq) || !all_finite(qd, nq) || (m->nu > 0 && !all_finite(u, m->nu))
+        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    carve(m, work, &w);
+    k = prepare(m, p, q, active, 0, &w);
+    if (k < 0) {
+        return -k;
+    }
+    /* z = L^-1 (B u - bias) */
+    m->bias(q, qd, p, w.h);
+    for (i = 0; i < nq; ++i) {
+        w.z[i] = -w.h[i];
+    }
+    if (m->nu > 0) {
+        m->input_map(q, p, w.B);
+        for (i = 0; i < nq; ++i) {
+            w.z[i] += dot(w.B + i * m->nu, u, m->nu);
+        }
+    }
+    solve_lower(w.M, nq, w.z);
+    if (lambda != 0) {
+        for (i = 0; i < nr; ++i) {
+            lambda[i] = 0.0;
+        }
+    }
+    if (k > 0) {
+        status = factor_s(m, k, o->singular_tol, &w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        m->constraint_position(q, p, w.c);
+        m->constraint_bias(q, qd, p, w.b);
+        /* S lambda = gamma - J M^-1 f, gamma = -Jdot qd - 2 alpha J qd - beta^2 (c - target) */
+        for (i = 0; i < k; ++i) {
+            const int r = w.rows[i];
+            double tgt = 0.0;
+            if (target != 0) {
+                tgt = target[r];
+            } else {
+                for (j = 0; j < m->nconstraints; ++j) {
+                    if (m->constraints[j].kind == RODGEN_CONTACT && m->constraints[j].row == r) {
+                        tgt = w.c[r];   /* tangential row: hold where it is */
+                    }
+                }
+            }
+            w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nq, qd, nq)
+                - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nq, w.z, nq);
+        }
+        if (w.nslide > 0) {
+            lu_solve(w.S, k, w.piv, w.w);
+        } else {
+            solve_lower(w.S, k, w.w);
+            solve_upper(w.S, k, w.w);
+        }
+        for (i = 0; i < k; ++i) {
+            const double *zi = (w.nslide > 0 ? w.Z : w.Y) + i * nq;
+            for (j = 0; j < nq; ++j) {
+                w.z[j] += w.w[i] * zi[j];
+            }
+            if (lambda != 0) {
+                lambda[w.rows[i]] = w.w[i];
+                if (w.trow[i] >= 0) {
+                    lambda[w.trow[i]] = w.coef[i] * w.w[i];
+                }
+            }
+        }
+    }
+    solve_upper(w.M, nq, w.z);
+    for (i = 0; i < nq; ++i) {
+        qdd[i] = w.z[i];
+    }
+    if (!all_finite(qdd, nq) || (k > 0 && !all_finite(w.w, k))) {
+        return RODGEN_ERR_NONFINITE_RESULT;
+    }
+    return RODGEN_OK;
+}
+
+int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
+    double *energy_loss, void *work)
+{
+    rodgen_cfd_options def;
+    scratch w;
+    int nq, nr, k, i, j, status, pass;
+    double e_minus, e_plus;
+    if (!model_ok(m) || q == 0 || qd_minus == 0 || qd_plus == 0 || work == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    if (o == 0) {
+        rodgen_cfd_defaults(&def);
+        o = &def;
+    }
+    if (p == 0) {
+        p = m->default_p;
+    }
+    nq = m->nq;
+    nr = m->nrows;
+    if (!all_finite(q, nq) || !all_finite(qd_minus, nq) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    carve(m, work, &w);
+    for (i = 0; i < m->nconstraints; ++i) {
+        w.act[i] = is_active(m, active, i);
+    }
+    for (pass = 0; pass <= m->nconstraints; ++pass) {
+        int worst = -1;
+        double lmax = 0.0, lworst = 0.0;
+        k = prepare(m, p, q, w.act, 1, &w);
+        if (k < 0) {
+            return -k;
+        }
+        status = factor_s(m, k, o->singular_tol, &w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        /* S Lambda = -J qd_minus */
+        for (i = 0; i < k; ++i) {
+            w.w[i] = -dot(w.J + w.rows[i] * nq, qd_minus, nq);
+        }
+        if (k > 0) {
+            solve_lower(w.S, k, w.w);
+            solve_upper(w.S, k, w.w);
+        }
+        if (!all_finite(w.w, k)) {
+            return RODGEN_ERR_NONFINITE_RESULT;
+        }
+        for (i = 0; i < nr; ++i) {
+            w.b[i] = 0.0;   /* impulses of every row */
+        }
+        for (i = 0; i < k; ++i) {
+            w.b[w.rows[i]] = w.w[i];
+            lmax = fmax(lmax, fabs(w.w[i]));
+        }
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (w.act[i] && is_unilateral(m, i)) {
+                const double ln = w.b[normal_row(m, i)];
+                if (ln < -1e-12 * lmax && ln < lworst) {
+                    lworst = ln;
+                    worst = i;
+                }
+            }
+        }
+        if (worst < 0) {
+            break;
+        }
+        w.act[worst] = 0;
+    }
+    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i */
+    for (j = 0; j < nq; ++j) {
+        w.z[j] = 0.0;
+    }
+    for (i = 0; i < k; ++i) {
+        for (j = 0; j < nq; ++j) {
+            w.z[j] += w.w[i] * w.Y[i * nq + j];
+        }
+    }
+    solve_upper(w.M, nq, w.z);
+    for (j = 0; j < nq; ++j) {
+        qd_plus[j] = qd_minus[j] + w.z[j];
+    }
+    /* kinetic energies |L^T qd|^2 / 2 */
+    e_minus = 0.0;
+    e_plus = 0.0;
+    for (i = 0; i < nq; ++i) {
+        double a = 0.0, b = 0.0;
+        for (j = i; j < nq; ++j) {
+            a += w.M[j * nq + i] * qd_minus[j];
+            b += w.M[j * nq + i] * qd_plus[j];
+        }
+        e_minus += 0.5 * a * a;
+        e_plus += 0.5 * b * b;
+    }
+    if (impulse != 0) {
+        for (i = 0; i < nr; ++i) {
+            impulse[i] = w.b[i];
+        }
+    }
+    if (active_after != 0) {
+        for (i = 0; i < m->nconstraints; ++i) {
+            active_after[i] = w.act[i];
+        }
+    }
+    if (energy_loss != 0) {
+        *energy_loss = e_minus - e_plus;
+    }
+    return all_finite(qd_plus, nq) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
+/* ---- hybrid simulation --------------------------------------------------- */
+
+/* The run's buffer: doubles y [ny], target [nr], g [2nc], mu [nc], then the
+ * scratch states and vectors below; ints active, armed, slipping, act2, after
+ * [nc each]; then (aligned) the scratch of the constrained dynamics. */
+typedef struct {
+    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *g1, *gx, *lam, *c, *qdp, *imp, *J;
+    int *act2, *after;
+    void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
+} hscratch;
+
+/* Where the rows and events of one call go. */
+typedef struct {
+    long capacity, n, event_capacity, ne;
+    double *t_out, *y_out, *lambda_out, *u_out;
+    int *active_out;
+    rodgen_event *events_out;
+} houtput;
+
+#define HY_NSTATES 9   /* y0, k1..k4, y1, yx, yt, dy */
+
+static long hybrid_doubles(const rodgen_model *m)
+{
+    const long ny = 2L * m->nq, nr = m->nrows, nc = m->nconstraints;
+    return ny + nr + 3 * nc                                         /* y, target, g, mu */
+        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq;   /* scratch */
+}
+
+static long hybrid_own_bytes(const rodgen_model *m)
+{
+    return round_up(hybrid_doubles(m) * (long)sizeof(double) + 5L * m->nconstraints * (long)sizeof(int));
+}
+
+long rodgen_hybrid_work_bytes(const rodgen_model *m)
+{
+    return hybrid_own_bytes(m) + rodgen_contact_work_bytes(m);
+}
+
+/* Lay the state arrays of s over the buffer `base`. */
+static void hlayout_state(const rodgen_model *m, rodgen_hybrid_state *s, void *base)
+{
+    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    double *d = (double *)base;
+    int *ip = (int *)(void *)(d + hybrid_doubles(m));
+    s->scratch = base;
+    s->y = d;
+    s->target = d + ny;
+    s->g = d + ny + nr;
+    s->mu = d + ny + nr + 2 * nc;
+    s->active = ip;
+    s->armed = ip + nc;
+    s->slipping = ip + 2 * nc;
+}
+
+static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch *w)
+{
+    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    double *d = (double *)s->scratch + ny + nr + 3 * nc;
+    int *ip = (int *)(void *)((double *)s->scratch + hybrid_doubles(m));
+    double **seq[HY_NSTATES];
+    int i;
+    seq[0] = &w->y0;
+    seq[1] = &w->k1;
+    seq[2] = &w->k2;
+    seq[3] = &w->k3;
+    seq[4] = &w->k4;
+    seq[5] = &w->y1;
+    seq[6] = &w->yx;
+    seq[7] = &w->yt;
+    seq[8] = &w->dy;
+    for (i = 0; i < HY_NSTATES; ++i) {
+        *seq[i] = d;
+        d += ny;
+    }
+    w->u = d;
+    d += m->nu > 0 ? m->nu : 1;
+    w->g1 = d;
+    d += 2 * nc;
+    w->gx = d;
+    d += 2 * nc;
+    w->lam = d;
+    d += nr;
+    w->c = d;
+    d += nr;
+    w->imp = d;
+    d += nr;
+    w->qdp = d;
+    d += m->nq;
+    w->J = d;
+    w->act2 = ip + 3 * nc;
+    w->after = ip + 4 * nc;
+    w->work = (char *)s->scratch + hybrid_own_bytes(m);
+}
+
+void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
+{
+    o->t_end = 0.0;
+    o->dt = 0.0;
+    o->store_every = 1;
+    o->event_tol = 1e-10;
+    o->arm_gap = 1e-6;
+    o->check_tol = 1e-8;
+    o->max_events = 0;
+    o->on_slip = RODGEN_SLIP_STOP;
+    rodgen_cfd_defaults(&o->cfd);
+}
+
+static int options_ok(const rodgen_hybrid_options *o)
+{
+    return o != 0 && o->store_every >= 1 && o->event_tol > 0.0 && o->arm_gap >= 0.0 && o->check_tol >= 0.0
+        && o->max_events >= 0
+        && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE || o->on_slip == RODGEN_SLIP_SLIDE)
+        && o->cfd.alpha >= 0.0 && o->cfd.beta >= 0.0 && o->cfd.singular_tol >= 0.0;
+}
+
+/* u [nu] at (t, y). */
+static int hy_input(rodgen_hybrid_state *s, double t, const double *y, double *u)
+{
+    const rodgen_model *m = s->model;
+    int i;
+    if (m->nu == 0) {
+        return RODGEN_OK;
+    }
+    if (s->input == 0) {
+        for (i = 0; i < m->nu; ++i) {
+            u[i] = 0.0;
+        }
+        return RODGEN_OK;
+    }
+    if (s->input(s->context, t, y, u) != 0) {
+        return RODGEN_ERR_INPUT_FAILED;
+    }
+    return all_finite(u, m->nu) ? RODGEN_OK : RODGEN_ERR_INPUT_NONFINITE;
+}
+
+/* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. */
+static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
+    double *dy, double *lambda)
+{
+    const rodgen_model *m = s->model;
+    const int nq = m->nq;
+    int i, status = hy_input(s, t, y, w->u);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    s->evaluations += 1;
+    status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
+        lambda, w->work);
+    if (status == RODGEN_ERR_NONFINITE_INPUT) {
+        return RODGEN_ERR_NONFINITE_STATE;
+    }
+    for (i = 0; i < nq; ++i) {
+        dy[i] = y[nq + i];
+    }
+    return status;
+}
+
+/* One RK4 step of size h from (t, y) to yout (yout may not alias y). */
+static int hy_rk4(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
+    double h, double *yout)
+{
+    const int ny = 2 * s->model->nq;
+    int i, status;
+    status = hy_dyn(s, o, w, t, y, w->k1, 0);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < ny; ++i) {
+        w->yt[i] = y[i] + 0.5 * h * w->k1[i];
+    }
+    status = hy_dyn(s, o, w, t + 0.5 * h, w->yt, w->k2, 0);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < ny; ++i) {
+        w->yt[i] = y[i] + 0.5 * h * w->k2[i];
+    }
+    status = hy_dyn(s, o, w, t + 0.5 * h, w->yt, w->k3, 0);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < ny; ++i) {
+        w->yt[i] = y[i] + h * w->k3[i];
+    }
+    status = hy_dyn(s, o, w, t + h, w->yt, w->k4, 0);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < ny; ++i) {
+        yout[i] = y[i] + (h / 6.0) * (w->k1[i] + 2.0 * w->k2[i] + 2.0 * w->k3[i] + w->k4[i]);
+    }
+    return all_finite(yout, ny) ? RODGEN_OK : RODGEN_ERR_NONFINITE_STATE;
+}
+
+/* mu * normal - |tangential| of contact i from the rows' forces. */
+static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam)
+{
+    const int r = s->model->constraints[i].row;
+    if (!isfinite(s->mu[i])) {
+        return 1.0;
+    }
+    return s->mu[i] * lam[r + 1] - fabs(lam[r]);
+}
+
+/* Sliding contact i at the state y: its velocity against its friction force,
+ * -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
+static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
+{
+    const rodgen_model *m = s->model;
+    const double vt = dot(w->J + m->constraints[i].row * m->nq, y + m->nq, m->nq);
+    return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+static int any_sliding(const rodgen_hybrid_state *s)
+{
+    int i;
+    for (i = 0; i < s->model->nconstraints; ++i) {
+        if (is_sliding(s->model, s->active, i)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Event functions at (t, y), two per block, an event when one turns negative:
+ *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
+ *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|;
+ *            sliding contact: its speed against its friction force; else 1
+ * Also leaves c in w->c and lambda in w->lam (and J in w->J when a contact slides). */
+static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t,
+    const double *y, double *g)
+{
+    const rodgen_model *m = s->model;
+    const int sliding = any_sliding(s);
+    int i, status = hy_dyn(s, o, w, t, y, w->dy, w->lam);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    m->constraint_position(y, s->p, w->c);
+    if (sliding) {
+        m->constraint_jacobian(y, s->p, w->J);
+    }
+    for (i = 0; i < m->nconstraints; ++i) {
+        g[2 * i] = 1.0;
+        g[2 * i + 1] = 1.0;
+        if (!is_unilateral(m, i)) {
+            continue;
+        }
+        if (s->active[i]) {
+            g[2 * i] = w->lam[normal_row(m, i)];
+            if (is_sliding(m, s->active, i)) {
+                g[2 * i + 1] = slide_speed(s, w, y, i);
+            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
+                g[2 * i + 1] = slip_margin(s, i, w->lam);
+            }
+        } else if (s->armed[i]) {
+            g[2 * i] = w->c[normal_row(m, i)];
+        }
+    }
+    return RODGEN_OK;
+}
+
+/* Write (t, y) with the phase's lambda, active set and inputs as the next row. */
+static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
+{
+    const rodgen_model *m = s->model;
+    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    const long n = out->n;
+    int i, status;
+    status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
+    out->t_out[n] = s->t;
+    for (i = 0; i < ny; ++i) {
+        out->y_out[n * ny + i] = s->y[i];
+    }
+    if (out->lambda_out != 0) {
+        for (i = 0; i < nr; ++i) {
+            out->lambda_out[n * nr + i] = status == RODGEN_OK ? w->lam[i] : NAN;
+        }
+    }
+    if (out->active_out != 0) {
+        for (i = 0; i < nc; ++i) {
+            out->active_out[n * nc + i] = s->active[i];
+        }
+    }
+    if (out->u_out != 0) {
+        status = hy_input(s, s->t, s->y, w->u);
+        for (i = 0; i < m->nu; ++i) {
+            out->u_out[n * m->nu + i] = status == RODGEN_OK ? w->u[i] : NAN;
+        }
+    }
+    out->n += 1;
+    s->stored = 1;
+}
+
+static void hy_log(rodgen_hybrid_state *s, houtput *out, int kind, int block, double i0, double i1, double loss)
+{
+    s->events += 1;
+    if (out->events_out != 0 && out->ne < out->event_capacity) {
+        rodgen_event *e = out->events_out + out->ne;
+        e->t = s->t;
+        e->kind = kind;
+        e->block = block;
+        e->impulse[0] = i0;
+        e->impulse[1] = i1;
+        e->energy_loss = loss;
+        out->ne += 1;
+    }
+}
+
+static int release_kind(const rodgen_model *m, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT ? RODGEN_EVENT_LIFTOFF : RODGEN_EVENT_LIMIT_RELEASE;
+}
+
+/* Release pulling blocks (most negative normal force first, until none pulls),
+ * then log contacts outside the friction cone. Returns a status; *slip_block
+ * receives a contact that slipped (or stays -1). */
+static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
+    int *slip_block)
+{
+    const rodgen_model *m = s->model;
+    int pass, i, status;
+    for (pass = 0; pass <= 2 * m->nconstraints; ++pass) {
+        int worst = -1;
+        double lworst = 0.0;
+        status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (s->active[i] && is_unilateral(m, i) && w->lam[normal_row(m, i)] < lworst) {
+                lworst = w->lam[normal_row(m, i)];
+                worst = i;
+            }
+        }
+        if (worst >= 0) {
+            s->active[worst] = 0;
+            s->armed[worst] = 0;
+            s->slipping[worst] = 0;
+            hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
+            continue;
+        }
+        if (o->on_slip != RODGEN_SLIP_SLIDE) {
+            break;
+        }
+        /* sliding friction: the sticking contact furthest outside its cone starts to slide,
+         * its friction force keeping the direction of the sticking force */
+        lworst = 0.0;
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT
+                && slip_margin(s, i, w->lam) < lworst) {
+                lworst = slip_margin(s, i, w->lam);
+                worst = i;
+            }
+        }
+        if (worst < 0) {
+            break;
+        }
+        {
+            const int r = m->constraints[worst].row;
+            s->active[worst] = w->lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, w->lam[r], w->lam[r + 1], 0.0);
+        }
+    }
+    for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
+        if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
+            && slip_margin(s, i, w->lam) < 0.0) {
+            const int r = m->constraints[i].row;
+            s->slipping[i] = 1;
+            hy_log(s, out, RODGEN_EVENT_SLIP, i, w->lam[r], w->lam[r + 1], 0.0);
+            if (*slip_block < 0) {
+                *slip_block = i;
+            }
+        }
+    }
+    s->have_g = 0;
+    return RODGEN_OK;
+}
+
+/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. */
+static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
+{
+    const rodgen_model *m = s->model;
+    const int nq = m->nq, nc = m->nconstraints;
+    int i, touched = 0, status, slip_block = -1;
+    hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
+    m->constraint_position(s->y, s->p, w->c);
+    if (any_sliding(s)) {
+        /* a sliding contact that has stopped (or turned) sticks where it is */
+        m->constraint_jacobian(s->y, s->p, w->J);
+        for (i = 0; i < nc; ++i) {
+            if (is_sliding(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
+                const int r = m->constraints[i].row;
+                s->active[i] = RODGEN_STICK;
+                s->target[r] = w->c[r];
+                hy_log(s, out, RODGEN_EVENT_STICK, i, 0.0, 0.0, 0.0);
+            }
+        }
+    }
+    for (i = 0; i < nc; ++i) {
+        w->act2[i] = is_active(m, s->active, i);
+        if (is_unilateral(m, i) && !s->active[i] && s->armed[i] && w->c[normal_row(m, i)] < 0.0) {
+            w->act2[i] = 2;   /* touching now */
+            touched = 1;
+        }
+    }
+    if (touched) {
+        double loss = 0.0;
+        status = rodgen_impact(m, s->p, s->y, s->y + nq, w->act2, &o->cfd, w->qdp, w->imp, w->after, &loss,
+            w->work);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        for (i = 0; i < nc; ++i) {
+            const int r = m->constraints[i].row;
+            const int contact = m->constraints[i].kind == RODGEN_CONTACT;
+            if (w->act2[i] == 2) {
+                hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, w->imp[r],
+                    contact ? w->imp[r + 1] : 0.0, loss);
+                if (w->after[i]) {
+                    if (contact) {
+                        s->target[r] = w->c[r];
+                        s->target[r + 1] = 0.0;
+                        if (o->on_slip != RODGEN_SLIP_SLIDE && isfinite(s->mu[i])
+                            && fabs(w->imp[r]) > s->mu[i] * w->imp[r + 1]) {
+                            s->slipping[i] = 1;
+                            hy_log(s, out, RODGEN_EVENT_SLIP, i, w->imp[r], w->imp[r + 1], 0.0);
+                            if (slip_block < 0) {
+                                slip_block = i;
+                            }
+                        }
+                    } else {
+                        s->target[r] = 0.0;
+                    }
+                }
+            }
+        }
+        for (i = 0; i < nc; ++i) {   /* the releases of the impact, after its touchdowns */
+            if (w->act2[i] && !w->after[i]) {
+                hy_log(s, out, release_kind(m, i), i, 0.0, 0.0, 0.0);
+            }
+            if (is_unilateral(m, i)) {
+                if (!w->after[i]) {
+                    s->armed[i] = 0;
+                    s->slipping[i] = 0;
+                } else if (is_sliding(m, s->active, i)) {
+                    s->target[m->constraints[i].row] = w->c[m->constraints[i].row];   /* stuck by the impact */
+                }
+                s->active[i] = w->after[i];
+            }
+        }
+        for (i = 0; i < nq; ++i) {
+            s->y[nq + i] = w->qdp[i];
+        }
+    }
+    status = hy_settle(s, o, w, out, &slip_block);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    s->settled = 1;
+    hy_store(s, o, w, out);   /* the state after the jump, in the new phase */
+    if (s->t - s->last_jump <= o->event_tol) {
+        s->quiet_jumps += 1;
+    } else {
+        s->quiet_jumps = 0;
+    }
+    s->last_jump = s->t;
+    if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
+        s->block = slip_block;
+        return RODGEN_ERR_FRICTION_CONE;
+    }
+    if (s->quiet_jumps > 2 * nc + 4 || (o->max_events > 0 && s->events > o->max_events)) {
+        return RODGEN_ERR_TOO_MANY_EVENTS;
+    }
+    return RODGEN_OK;
+}
+
+/* Locate the sign change of event function e in [t, t + h] from the state y0
+ * at t (g0 >= 0 > g1); *tau receives the late end of the final bracket. */
+static int hy_locate(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, double h,
+    int e, double g0, double g1, double *tau)
+{
+    double a = t, fa = g0, b = t + h, fb = g1, width3 = h;
+    int it, side = 0, status;
+    for (it = 0; it < 200; ++it) {
+        double x, fx;
+        if (b - a <= o->event_tol) {
+            *tau = b;
+            return RODGEN_OK;
+        }
+        if (it % 3 == 2 && b - a > 0.5 * width3) {
+            x = 0.5 * (a + b);   /* the bracket did not halve in three tries: bisect */
+        } else {
+            x = b - fb * (b - a) / (fb - fa);
+            x = fmax(x, a + 0.5 * o->event_tol);
+            x = fmin(x, b - 0.5 * o->event_tol);
+        }
+        if (it % 3 == 2) {
+            width3 = b - a;
+        }
+        status = hy_rk4(s, o, w, t, w->y0, x - t, w->yx);
+        if (status == RODGEN_OK) {
+            status = hy_events(s, o, w, x, w->yx, w->gx);
+        }
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        fx = w->gx[e];
+        if (!isfinite(fx)) {
+            break;
+        }
+        if (fx < 0.0) {
+            b = x;
+            fb = fx;
+            if (side == -1) {
+                fa *= 0.5;
+            }
+            side = -1;
+        } else {
+            a = x;
+            fa = fx;
+            if (side == 1) {
+                fb *= 0.5;
+            }
+            side = 1;
+        }
+    }
+    s->block = e / 2;
+    return RODGEN_ERR_EVENT_NOT_LOCATED;
+}
+
+/* One step of size h from (s->t, s->y): accepted, or cut at the first event and the jump applied. */
+static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out, double h,
+    int *jumped)
+{
+    const rodgen_model *m = s->model;
+    const int ny = 2 * m->nq, nc = m->nconstraints;
+    const double t = s->t;
+    double tau = t + h;
+    int i, e, first = -1, status;
+    *jumped = 0;
+    if (!s->have_g) {
+        status = hy_events(s, o, w, t, s->y, s->g);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        s->have_g = 1;
+    }
+    for (i = 0; i < ny; ++i) {
+        w->y0[i] = s->y[i];
+    }
+    status = hy_rk4(s, o, w, t, w->y0, h, w->y1);
+    if (status == RODGEN_OK) {
+        status = hy_events(s, o, w, t + h, w->y1, w->g1);
+    }
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (e = 0; e < 2 * nc; ++e) {
+        if (s->g[e] >= 0.0 && w->g1[e] < 0.0) {
+            double te;
+            status = hy_locate(s, o, w, t, h, e, s->g[e], w->g1[e], &te);
+            if (status != RODGEN_OK) {
+                return status;
+            }
+            if (first < 0 || te < tau) {
+                tau = te;
+                first = e;
+            }
+        }
+    }
+    if (first < 0) {
+        /* no event: accept, arm the blocks that have risen, un-latch slips back inside */
+        int changed = 0;
+        for (i = 0; i < ny; ++i) {
+            s->y[i] = w->y1[i];
+        }
+        s->t = t + h;
+        for (i = 0; i < nc; ++i) {
+            if (!is_unilateral(m, i)) {
+                continue;
+            }
+            if (!s->active[i] && !s->armed[i] && w->c[normal_row(m, i)] > o->arm_gap) {
+                s->armed[i] = 1;
+                changed = 1;
+            }
+            if (s->active[i] && s->slipping[i] && slip_margin(s, i, w->lam) >= 0.0) {
+                s->slipping[i] = 0;
+                changed = 1;
+            }
+        }
+        for (e = 0; e < 2 * nc; ++e) {
+            s->g[e] = w->g1[e];
+        }
+        s->have_g = !changed;
+        s->stored = 0;
+        return RODGEN_OK;
+    }
+    status = hy_rk4(s, o, w, t, w->y0, tau - t, w->y1);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < ny; ++i) {
+        s->y[i] = w->y1[i];
+    }
+    s->t = tau;
+    s->have_g = 0;
+    *jumped = 1;
+    return hy_jump(s, o, w, out);
+}
+
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
+    const int *active0, const int *disarmed0, void *work)
+{
+    hscratch w;
+    int i, nc;
+    if (s == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    s->block = -1;
+    s->model = 0;
+    if (!model_ok(m) || !options_ok(o) || y0 == 0 || work == 0 || !isfinite(t0)) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    if (p == 0) {
+        p = m->default_p;
+    }
+    if (!all_finite(y0, 2 * m->nq) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    nc = m->nconstraints;
+    s->model = m;
+    s->p = p;
+    s->input = input;
+    s->context = context;
+    s->t0 = t0;
+    s->t = t0;
+    s->steps = 0;
+    s->events = 0;
+    s->evaluations = 0;
+    s->block = -1;
+    s->stored = 0;
+    s->settled = 0;
+    s->quiet_jumps = 0;
+    s->last_jump = -INFINITY;
+    s->have_g = 0;
+    hlayout_state(m, s, work);
+    hcarve(m, s, &w);
+    for (i = 0; i < 2 * m->nq; ++i) {
+        s->y[i] = y0[i];
+    }
+    for (i = 0; i < nc; ++i) {
+        s->mu[i] = INFINITY;
+    }
+    if (nc > 0 && m->constraint_friction != 0) {
+        m->constraint_friction(p, w.imp);   /* [nconstraints] <= nrows */
+        for (i = 0; i < nc; ++i) {
+            s->mu[i] = m->constraints[i].kind == RODGEN_CONTACT && w.imp[i] >= 0.0 ? w.imp[i] : INFINITY;
+        }
+    }
+    if (nc > 0) {
+        m->constraint_position(s->y, p, w.c);
+    }
+    for (i = 0; i < m->nrows; ++i) {
+        s->target[i] = 0.0;
+    }
+    for (i = 0; i < nc; ++i) {
+        const rodgen_constraint *b = m->constraints + i;
+        const int r = b->row;
+        s->active[i] = is_active(m, active0, i);
+        if (o->on_slip == RODGEN_SLIP_SLIDE && is_sliding(m, active0, i)) {
+            s->active[i] = active0[i];
+        }
+        s->armed[i] = 0;
+        s->slipping[i] = 0;
+        if (b->kind == RODGEN_CONTACT) {
+            s->target[r] = w.c[r];
+        }
+        if (s->active[i]) {
+            int k;
+            for (k = 0; k < b->nrows; ++k) {
+                if (fabs(w.c[r + k] - s->target[r + k]) > o->check_tol) {
+                    s->block = i;
+                    return RODGEN_ERR_INITIAL_STATE;
+                }
+            }
+        } else if (is_unilateral(m, i) && !(disarmed0 != 0 && disarmed0[i])) {
+            const double gap = w.c[normal_row(m, i)];
+            if (gap < -o->check_tol) {
+                s->block = i;
+                return RODGEN_ERR_INITIAL_STATE;
+            }
+            s->armed[i] = gap > o->arm_gap;
+        }
+    }
+    return RODGEN_OK;
+}
+
+int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
+    double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out, long *n_out,
+    long event_capacity, rodgen_event *events_out, long *n_events)
+{
+    const rodgen_model *m;
+    houtput out;
+    hscratch w;
+    long room_events;
+    int status, nc;
+    if (n_out != 0) {
+        *n_out = 0;
+    }
+    if (n_events != 0) {
+        *n_events = 0;
+    }
+    if (s == 0 || s->model == 0 || !options_ok(o) || !(o->dt > 0.0) || !(o->t_end > s->t0) || capacity < 3
+        || t_out == 0 || y_out == 0 || n_out == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m = s->model;
+    nc = m->nconstraints;
+    room_events = 3L * nc + 2;
+    if (events_out != 0 && (event_capacity < room_events || n_events == 0)) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    out.capacity = capacity;
+    out.n = 0;
+    out.event_capacity = events_out != 0 ? event_capacity : 0;
+    out.ne = 0;
+    out.t_out = t_out;
+    out.y_out = y_out;
+    out.lambda_out = lambda_out;
+    out.u_out = u_out;
+    out.active_out = active_out;
+    out.events_out = events_out;
+    hcarve(m, s, &w);
+    for (;;) {
+        double t_next, h;
+        int jumped = 0;
+        if (!s->settled) {
+            int slip_block = -1;
+            status = hy_settle(s, o, &w, &out, &slip_block);
+            if (status != RODGEN_OK) {
+                break;
+            }
+            s->settled = 1;
+            if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
+                s->block = slip_block;
+                status = RODGEN_ERR_FRICTION_CONE;
+                break;
+            }
+        }
+        if (!s->stored && (s->steps % o->store_every == 0 || s->t >= o->t_end)) {
+            hy_store(s, o, &w, &out);
+        }
+        if (s->t >= o->t_end) {
+            status = RODGEN_OK;
+            break;
+        }
+        if (out.capacity - out.n < 3 || (events_out != 0 && out.event_capacity - out.ne < room_events)) {
+            status = RODGEN_SIM_FULL;
+            break;
+        }
+        t_next = s->t0 + (double)(s->steps + 1) * o->dt;
+        if (t_next > o->t_end - 1e-9 * o->dt) {
+            t_next = o->t_end;
+        }
+        h = t_next - s->t;
+        if (h <= 1e-12 * o->dt) {
+            /* an event ended exactly on the grid */
+            s->t = fmax(s->t, t_next);
+            s->steps += 1;
+            continue;
+        }
+        status = hy_step(s, o, &w, &out, h, &jumped);
+        if (status != RODGEN_OK) {
+            break;
+        }
+        if (!jumped) {
+            s->steps += 1;
+        }
+    }
+    if (status != RODGEN_OK && status != RODGEN_SIM_FULL && !s->stored && out.n < out.capacity) {
+        hy_store(s, o, &w, &out);
+    }
+    *n_out = out.n;
+    if (n_events != 0) {
+        *n_events = out.ne;
+    }
+    return status;
+}

@@ -1,0 +1,245 @@
+/*
+ * rodgen_contact.h: the model-independent C core of walking. Constrained
+ * forward dynamics for an active set of constraint blocks, the plastic impact
+ * map, and a hybrid simulator (fixed-step RK4 with located events: touchdown,
+ * lift-off, friction, limits), all on a `const rodgen_model *`.
+ *
+ * Pure C99, only <math.h>; no allocation, no globals, reentrant. Scratch
+ * memory comes from the caller: every function that needs it takes
+ * `void *work` of at least rodgen_contact_work_bytes(model) bytes, aligned as
+ * for a double (malloc, or an array of double, gives that). One buffer serves
+ * every function here; it must not be shared by two calls running at once.
+ * The hybrid simulator keeps its state (the phase) in its own buffer of
+ * rodgen_hybrid_work_bytes(model) bytes, which must live as long as the run.
+ *
+ * Conventions (docs/ARCHITECTURE.md, "Constraints"):
+ *   M(q) qdd + bias(q, qd) = B(q) u + J(q)^T lambda
+ * with J the rows of the active blocks. lambda of a CONTACT block is
+ * [tangential force, normal force] on the foot in the ground frame (the ground
+ * reaction; normal >= 0 pushes up); of a LOOP block the force on marker b along
+ * x, y (minus that on marker a); of a LIMIT block the generalized force pushing
+ * the coordinate back inside (>= 0). LOOP blocks are always active, whatever an
+ * active mask says.
+ */
+#ifndef RODGEN_CONTACT_H
+#define RODGEN_CONTACT_H
+
+#include "rodgen_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes: the values of rodgen's contract table (generator/rodgen/contract.py,
+ * rendered into rodgen_runtime.h); repeated here for a translation unit without that header. */
+#ifndef RODGEN_OK
+#define RODGEN_OK 0
+#define RODGEN_ERR_NONFINITE_INPUT 1          /* q, qd, u or p holds inf or NaN */
+#define RODGEN_ERR_NOT_POSITIVE_DEFINITE 2    /* M(q) is not (numerically) positive definite */
+#define RODGEN_ERR_NONFINITE_RESULT 3         /* qdd or lambda overflowed */
+#define RODGEN_ERR_NONFINITE_STATE 4          /* the state became inf or NaN */
+#define RODGEN_ERR_STEP_UNDERFLOW 5           /* (adaptive integrators) */
+#define RODGEN_ERR_MAX_STEPS 6                /* (adaptive integrators) */
+#define RODGEN_ERR_INPUT_NONFINITE 7          /* the inputs are inf or NaN */
+#define RODGEN_ERR_INPUT_FAILED 8             /* the input callback returned non-zero */
+#define RODGEN_ERR_OPTIONS 9                  /* invalid options or arguments */
+#define RODGEN_SIM_FULL 10                    /* not an error: output arrays full, call again */
+#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11    /* S = J M^-1 J^T singular: dependent active rows */
+#define RODGEN_ERR_EVENT_NOT_LOCATED 12       /* root finding of an event failed */
+#define RODGEN_ERR_FRICTION_CONE 13           /* a contact force left its friction cone (on_slip = STOP) */
+#define RODGEN_ERR_INITIAL_STATE 14           /* initial state: a block not satisfied (block in the state) */
+#define RODGEN_ERR_TOO_MANY_EVENTS 15         /* max_events reached, or jumps without time passing */
+#endif
+
+/* ---- Constrained forward dynamics --------------------------------------- */
+
+/* Drift control (Baumgarte): the active rows are held by
+ *     J qdd = -Jdot qd - 2 alpha J qd - beta^2 (c(q) - c_target)
+ * so a violation e = c - c_target obeys e'' + 2 alpha e' + beta^2 e = 0
+ * (critically damped for alpha = beta, time constant 1/beta). */
+typedef struct {
+    double alpha;          /* velocity gain, 1/s; default 10 (0: no velocity correction) */
+    double beta;           /* position gain, 1/s; default 10 (0: no position correction) */
+    double singular_tol;   /* S is singular when a Cholesky pivot <= singular_tol * max diag(S);
+                              default 1e-10 */
+} rodgen_cfd_options;
+
+void rodgen_cfd_defaults(rodgen_cfd_options *o);
+
+/* Bytes of scratch memory for rodgen_constrained_dynamics and rodgen_impact. */
+long rodgen_contact_work_bytes(const rodgen_model *m);
+
+/* Values of an active mask: 0 inactive, 1 active (a contact sticks), and for a
+ * contact sliding with Coulomb friction: its gap is held and its tangential force
+ * is +mu * normal (SLIDE_PLUS; the foot slides towards -t) or -mu * normal
+ * (SLIDE_MINUS). */
+#define RODGEN_STICK 1
+#define RODGEN_SLIDE_PLUS 2
+#define RODGEN_SLIDE_MINUS 3
+
+/* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks)
+ * for the blocks with active[i] != 0 (active may be NULL: none but the loops).
+ * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
+ * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
+ * its current position, every other row 0). o NULL: defaults.
+ * Factorisation: M = L L^T (Cholesky), Y = L^-1 J_A^T, S = Y^T Y = J M^-1 J^T
+ * (range space); S is factorised by Cholesky with the pivot test above. With
+ * sliding contacts S = J M^-1 W^T (W: the force directions, J_n + coef J_t for a
+ * sliding contact) is not symmetric and is factorised by LU with partial
+ * pivoting (singular when a pivot <= singular_tol * max |S|). A sliding contact
+ * needs the model's constraint_friction and mu >= 0, else RODGEN_ERR_OPTIONS.
+ * Returns RODGEN_OK, RODGEN_ERR_NONFINITE_INPUT, RODGEN_ERR_NOT_POSITIVE_DEFINITE,
+ * RODGEN_ERR_SINGULAR_CONSTRAINTS or RODGEN_ERR_NONFINITE_RESULT. */
+int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work);
+
+/* ---- Impact map --------------------------------------------------------- */
+
+/* Plastic impact onto the blocks with active[i] != 0 (the active set after the
+ * impact, the touching contacts or limits included):
+ *     M (qd_plus - qd_minus) = J_A^T Lambda,   J_A qd_plus = 0.
+ * Active-set rule: while a unilateral block (contact, limit) of A has a pulling
+ * normal impulse (Lambda_n < -1e-12 max|Lambda|), the block with the most
+ * negative one is released and the impact solved again.
+ * Outputs: qd_plus [nq], impulse [nrows] (0 outside A; may be NULL),
+ * active_after [nconstraints] (A after the releases; may be NULL), energy_loss
+ * (kinetic energy before minus after, >= 0; may be NULL). Returns as
+ * rodgen_constrained_dynamics. */
+int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
+    double *energy_loss, void *work);
+
+/* ---- Hybrid simulation -------------------------------------------------- */
+
+/* Kinds of event. */
+#define RODGEN_EVENT_TOUCHDOWN 0       /* an armed contact reached the ground: plastic impact, now active */
+#define RODGEN_EVENT_LIFTOFF 1         /* an active contact released: normal force or impulse would pull */
+#define RODGEN_EVENT_SLIP 2            /* |tangential| > mu * normal (force, or impulse at an impact) */
+#define RODGEN_EVENT_LIMIT 3           /* a limit reached: plastic impact, now active */
+#define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
+#define RODGEN_EVENT_STICK 5           /* a sliding contact stopped (its tangential velocity turned): sticks */
+
+/* What a slip (friction cone left) does. */
+#define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
+#define RODGEN_SLIP_CONTINUE 1   /* log the event and keep the contact sticking */
+#define RODGEN_SLIP_SLIDE 2      /* log the event and let it slide with Coulomb friction (see below) */
+
+typedef struct {
+    double t;              /* time */
+    int kind;              /* RODGEN_EVENT_... */
+    int block;             /* index of the constraint block */
+    double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal);
+                              SLIP: the block's force (or impulse at an impact); otherwise 0 */
+    double energy_loss;    /* TOUCHDOWN, LIMIT: kinetic energy lost in the impact; otherwise 0 */
+} rodgen_event;
+
+/* Inputs u [nu] at time t and state y = [q, qd]; returns 0 (else the run stops
+ * with RODGEN_ERR_INPUT_FAILED). NULL: zero inputs. The same function type as
+ * the runtime's rodgen_input_fn (its input laws plug in). */
+typedef int (*rodgen_hybrid_input_fn)(void *context, double t, const double *y, double *u);
+
+/* Friction: mu of a contact from the model's constraint_friction; a contact
+ * with mu < 0 (or a model without constraint_friction) has no friction limit. */
+typedef struct {
+    double t_end;          /* end time */
+    double dt;             /* RK4 step; steps end on t0 + k dt (and at events, and at t_end) */
+    long store_every;      /* store every k-th grid step (1: all); first, last and event states always */
+    double event_tol;      /* an event is located in time to within event_tol (s); default 1e-10 */
+    double arm_gap;        /* an inactive unilateral block is armed once its row exceeds this; default 1e-6 */
+    double check_tol;      /* initial state: tolerance of |c| of held rows, of a gap below 0; default 1e-8 */
+    long max_events;       /* stop with RODGEN_ERR_TOO_MANY_EVENTS after this many (0: no limit) */
+    int on_slip;           /* RODGEN_SLIP_STOP (default), RODGEN_SLIP_CONTINUE or RODGEN_SLIP_SLIDE */
+    rodgen_cfd_options cfd;   /* drift control and the singularity test */
+} rodgen_hybrid_options;
+
+/* Defaults for everything but t_end and dt (set to 0) ; store_every = 1. */
+void rodgen_hybrid_defaults(rodgen_hybrid_options *o);
+
+/* The run's state. Fields are read-only for the caller. */
+typedef struct {
+    const rodgen_model *model;
+    const double *p;
+    rodgen_hybrid_input_fn input;
+    void *context;
+    double t0;             /* start time */
+    double t;              /* time of y */
+    double *y;             /* [2 nq] state [q, qd] */
+    double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0) */
+    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS */
+    int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
+    int *slipping;         /* [nconstraints] a slip event was logged and the contact is still outside */
+    long steps;            /* completed grid steps */
+    long events;           /* events so far */
+    long evaluations;      /* evaluations of the constrained dynamics */
+    int block;             /* the block of the last error (INITIAL_STATE, FRICTION_CONE, EVENT_NOT_LOCATED), -1 */
+    int stored;            /* y has been written to the outputs */
+    int settled;           /* the phase has been checked for pulling forces at t */
+    int quiet_jumps;       /* jumps since time last advanced by more than event_tol */
+    double last_jump;      /* time of the last jump */
+    int have_g;            /* g holds the event functions at (t, y) */
+    double *g;             /* [2 nconstraints] event functions at (t, y) */
+    double *mu;            /* [nconstraints] friction coefficients (inf: none) */
+    void *scratch;         /* the caller's buffer, past the state arrays */
+} rodgen_hybrid_state;
+
+/* Bytes of the buffer of a run (state and scratch). */
+long rodgen_hybrid_work_bytes(const rodgen_model *m);
+
+/* Start a run at t0 from y0 [2 nq] in the phase active0 [nconstraints]
+ * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a contact may
+ * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS; NULL: none but the loops). disarmed0 [nconstraints]
+ * (NULL: none): inactive blocks that are allowed below their bound at the
+ * start (they are armed once above it, see below).
+ * Checks the initial state, returning RODGEN_ERR_INITIAL_STATE with
+ * s->block set when an active block or a loop has |c - target| > check_tol
+ * (contact: |gap| > check_tol; loop: either row), or an inactive block that is
+ * not disarmed lies below its bound by more than check_tol; RODGEN_ERR_OPTIONS
+ * for a model without constraint functions but with blocks, or bad options.
+ *
+ * Arming rule: an inactive contact or limit can touch down only once armed;
+ * it is armed at the end of a step where its gap (limit: its row) exceeds
+ * o->arm_gap. A block that lifts off, or starts inactive with a gap below
+ * arm_gap, is disarmed: before it has risen, a foot passing under the ground
+ * (the compass gait's scuffing at mid-stance) is ignored. */
+int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
+    const int *active0, const int *disarmed0, void *work);
+
+/* Integrate towards o->t_end by RK4 on the constrained dynamics of the phase.
+ * Events are tested at the end of each step; a step where an event function
+ * changes sign is integrated again from its start (one RK4 step to the trial
+ * time) while the root is bracketed by the Illinois method (with bisection
+ * safeguards) down to o->event_tol; the state at the late end of the bracket
+ * takes the jump:
+ *   touchdown / limit: gap (row) of an armed inactive block < 0 -> impact with
+ *     the block added (every block below its bound at that time together),
+ *     the active-set rule of rodgen_impact; the contact holds its tangential
+ *     position at touchdown and gap 0 (Baumgarte target);
+ *   lift-off / limit release: the normal force of an active block < 0 -> the
+ *     block is released (most negative first, again until none pulls);
+ *   slip: mu * normal - |tangential| < 0 on a sticking contact -> logged, then
+ *     o->on_slip; with RODGEN_SLIP_SLIDE the contact slides, its friction force
+ *     in the direction of the sticking force it could not get;
+ *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
+ *     turns -> it sticks where it is (and slides again at once if it must).
+ * Impacts treat every active contact as sticking.
+ * Rows written: t_out [capacity], y_out [capacity*2nq],
+ * lambda_out [capacity*nrows] (0 for inactive rows), active_out
+ * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all
+ * but t_out and y_out may be NULL; capacity >= 3. An event writes the state
+ * before and after its jump (same time). events_out [event_capacity] (may be
+ * NULL: not logged; else event_capacity >= 3 nconstraints + 2, the most one
+ * jump can log). *n_out, *n_events: rows and events written by this call.
+ * Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when rows or the event log are
+ * full (call again with fresh arrays: the run continues), or an error (the
+ * state where it stopped is the last row; start a new run to go on). */
+int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
+    double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out, long *n_out,
+    long event_capacity, rodgen_event *events_out, long *n_events);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RODGEN_CONTACT_H */
