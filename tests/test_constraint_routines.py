@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import rodgen
 import sympy as sp
+
+import rodgen
 from conftest import EXAMPLES
 from rodgen.codegen import generate, lower
 from rodgen.errors import CodegenError
