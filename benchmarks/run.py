@@ -36,13 +36,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
-from rodgen.toolchain import build as rodgen_build  # noqa: E402
-from rodgen.toolchain import compile_files  # noqa: E402
 from rodgen.codegen import CodegenOptions, lower, render  # noqa: E402
-from rodgen.codegen.straight import straight_line  # noqa: E402
 from rodgen.codegen.printer import count_ops  # noqa: E402
+from rodgen.codegen.straight import straight_line  # noqa: E402
 from rodgen.examples import vl_chain  # noqa: E402
 from rodgen.symbolic.recursive import forward_dynamics  # noqa: E402
+from rodgen.toolchain import build as rodgen_build  # noqa: E402
+from rodgen.toolchain import compile_files  # noqa: E402
 
 from common import (  # noqa: E402
     HERE,

@@ -10,8 +10,20 @@ from typing import Any, Optional, Union
 
 import yaml
 
-from .core import (Joint, Link, Marker, Model, PointMass, Rod, Segment, Spring, default_angle_coordinate,
-                   default_force, default_length_coordinate, default_torque)
+from .core import (
+    Joint,
+    Link,
+    Marker,
+    Model,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    default_angle_coordinate,
+    default_force,
+    default_length_coordinate,
+    default_torque,
+)
 from .expr import Expression
 
 

@@ -9,9 +9,28 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import ModelError
-from .core import (ANGLE_CONVENTIONS, BASES, Contact, Ground, Joint, default_angle_coordinate, default_force,
-                   default_length_coordinate, default_torque, Link, Loop, Marker, Model, Parameter, PointMass, Rod,
-                   Segment, Spring, check_name, is_finite_number)
+from .core import (
+    ANGLE_CONVENTIONS,
+    BASES,
+    Contact,
+    Ground,
+    Joint,
+    Link,
+    Loop,
+    Marker,
+    Model,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    check_name,
+    default_angle_coordinate,
+    default_force,
+    default_length_coordinate,
+    default_torque,
+    is_finite_number,
+)
 from .expr import Expression, ExpressionError, Value, as_expression
 
 

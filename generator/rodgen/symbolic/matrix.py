@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..model.core import Model
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .equations import Equations
 from .kinematics import DVec, Kinematics, build_kinematics
-from ..model.core import Model
 
 
 def derive_matrix(model: Model) -> Equations:
