@@ -25,31 +25,12 @@
 #define RODGEN_CONTACT_H
 
 #include "rodgen_model.h"
+#include "rodgen_runtime.h"   /* status codes RODGEN_OK, RODGEN_ERR_... (rendered from rodgen's contract) */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Status codes: the values of rodgen's contract table (generator/rodgen/contract.py,
- * rendered into rodgen_runtime.h); repeated here for a translation unit without that header. */
-#ifndef RODGEN_OK
-#define RODGEN_OK 0
-#define RODGEN_ERR_NONFINITE_INPUT 1          /* q, qd, u or p holds inf or NaN */
-#define RODGEN_ERR_NOT_POSITIVE_DEFINITE 2    /* M(q) is not (numerically) positive definite */
-#define RODGEN_ERR_NONFINITE_RESULT 3         /* qdd or lambda overflowed */
-#define RODGEN_ERR_NONFINITE_STATE 4          /* the state became inf or NaN */
-#define RODGEN_ERR_STEP_UNDERFLOW 5           /* (adaptive integrators) */
-#define RODGEN_ERR_MAX_STEPS 6                /* (adaptive integrators) */
-#define RODGEN_ERR_INPUT_NONFINITE 7          /* the inputs are inf or NaN */
-#define RODGEN_ERR_INPUT_FAILED 8             /* the input callback returned non-zero */
-#define RODGEN_ERR_OPTIONS 9                  /* invalid options or arguments */
-#define RODGEN_SIM_FULL 10                    /* not an error: output arrays full, call again */
-#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11    /* S = J M^-1 J^T singular: dependent active rows */
-#define RODGEN_ERR_EVENT_NOT_LOCATED 12       /* root finding of an event failed */
-#define RODGEN_ERR_FRICTION_CONE 13           /* a contact force left its friction cone (on_slip = STOP) */
-#define RODGEN_ERR_INITIAL_STATE 14           /* initial state: a block not satisfied (block in the state) */
-#define RODGEN_ERR_TOO_MANY_EVENTS 15         /* max_events reached, or jumps without time passing */
-#endif
 
 /* ---- Constrained forward dynamics --------------------------------------- */
 

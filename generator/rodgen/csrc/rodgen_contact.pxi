@@ -1,0 +1,268 @@
+# rodgen_contact.pxi: the binding of rodgen_contact.c (constrained dynamics, impact map, hybrid
+# simulation), included by _rodgen_runtime.pyx. Use it through rodgen's CompiledModel
+# (constrained_dynamics, impact, simulate(contacts=...)), which checks shapes and names blocks.
+
+cdef extern from "rodgen_contact.h" nogil:
+    ctypedef struct rodgen_cfd_options:
+        double alpha
+        double beta
+        double singular_tol
+    void rodgen_cfd_defaults(rodgen_cfd_options *o)
+    long rodgen_contact_work_bytes(const rodgen_model *m)
+    int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
+                                    const double *u, const int *active, const double *target,
+                                    const rodgen_cfd_options *o, double *qdd, double *lam, void *work)
+    int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+                      const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse,
+                      int *active_after, double *energy_loss, void *work)
+    ctypedef struct rodgen_event:
+        double t
+        int kind
+        int block
+        double impulse[2]
+        double energy_loss
+    ctypedef int (*rodgen_hybrid_input_fn)(void *context, double t, const double *y, double *u) noexcept
+    ctypedef struct rodgen_hybrid_options:
+        double t_end
+        double dt
+        long store_every
+        double event_tol
+        double arm_gap
+        double check_tol
+        long max_events
+        int on_slip
+        rodgen_cfd_options cfd
+    void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
+    ctypedef struct rodgen_hybrid_state:
+        double t
+        double *y
+        int *active
+        long steps
+        long events
+        long evaluations
+        int block
+    long rodgen_hybrid_work_bytes(const rodgen_model *m)
+    int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+                            rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0,
+                            const double *y0, const int *active0, const int *disarmed0, void *work)
+    int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
+                               double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out,
+                               long *n_out, long event_capacity, rodgen_event *events_out, long *n_events)
+    enum:
+        RODGEN_STICK
+        RODGEN_SLIDE_PLUS
+        RODGEN_SLIDE_MINUS
+        RODGEN_EVENT_TOUCHDOWN
+        RODGEN_EVENT_LIFTOFF
+        RODGEN_EVENT_SLIP
+        RODGEN_EVENT_LIMIT
+        RODGEN_EVENT_LIMIT_RELEASE
+        RODGEN_EVENT_STICK
+        RODGEN_SLIP_STOP
+        RODGEN_SLIP_CONTINUE
+        RODGEN_SLIP_SLIDE
+
+#: Names of the event kinds (RODGEN_EVENT_...), by code.
+EVENT_KINDS = {RODGEN_EVENT_TOUCHDOWN: "touchdown", RODGEN_EVENT_LIFTOFF: "liftoff", RODGEN_EVENT_SLIP: "slip",
+               RODGEN_EVENT_LIMIT: "limit", RODGEN_EVENT_LIMIT_RELEASE: "limit_release",
+               RODGEN_EVENT_STICK: "stick"}
+#: Codes of on_slip (RODGEN_SLIP_...), by name.
+SLIP_MODES = {"stop": RODGEN_SLIP_STOP, "continue": RODGEN_SLIP_CONTINUE, "slide": RODGEN_SLIP_SLIDE}
+#: Codes of an active mask: sticking, sliding towards -t (force +mu N), towards +t.
+ACTIVE_CODES = {"stick": RODGEN_STICK, "slide_plus": RODGEN_SLIDE_PLUS, "slide_minus": RODGEN_SLIDE_MINUS}
+
+
+cdef void _cfd(rodgen_cfd_options *o, double alpha, double beta, double singular_tol):
+    rodgen_cfd_defaults(o)
+    if alpha >= 0:
+        o.alpha = alpha
+    if beta >= 0:
+        o.beta = beta
+    if singular_tol > 0:
+        o.singular_tol = singular_tol
+
+
+cdef const double *_opt_pointer(double[::1] a, const double *fallback):
+    return &a[0] if a is not None and a.shape[0] > 0 else fallback
+
+
+def constrained_dynamics(Model model, double[::1] q, double[::1] qd, double[::1] u, int[::1] active,
+                         double[::1] p, double[::1] qdd, double[::1] lam, double alpha=-1, double beta=-1,
+                         double singular_tol=0):
+    """rodgen_constrained_dynamics into qdd [nq], lam [nrows] (u, p may be empty: zero, defaults;
+    alpha, beta < 0 and singular_tol <= 0: the defaults). Returns the status."""
+    cdef const rodgen_model *m = model.m
+    if (q.shape[0] != m.nq or qd.shape[0] != m.nq or qdd.shape[0] != m.nq or lam.shape[0] != m.nrows
+            or active.shape[0] != m.nconstraints or (u.shape[0] not in (0, m.nu)) or (p.shape[0] not in (0, m.np))):
+        raise ValueError("constrained_dynamics: an array has the wrong length")
+    cdef rodgen_cfd_options o
+    _cfd(&o, alpha, beta, singular_tol)
+    cdef void *work = PyMem_Malloc(rodgen_contact_work_bytes(m) + 8)
+    if work == NULL:
+        raise MemoryError()
+    cdef int status
+    cdef double *lp = &lam[0] if lam.shape[0] > 0 else NULL
+    cdef const int *ap = &active[0] if active.shape[0] > 0 else NULL
+    cdef const double *pp = _opt_pointer(p, model.p0)
+    cdef const double *uu = _opt_pointer(u, model.u0)
+    try:
+        with nogil:
+            status = rodgen_constrained_dynamics(m, pp, &q[0], &qd[0], uu, ap, NULL, &o, &qdd[0], lp, work)
+    finally:
+        PyMem_Free(work)
+    return status
+
+
+def impact(Model model, double[::1] q, double[::1] qd_minus, int[::1] active, double[::1] p, double[::1] qd_plus,
+           double[::1] impulse, int[::1] active_after, double alpha=-1, double beta=-1, double singular_tol=0):
+    """rodgen_impact into qd_plus [nq], impulse [nrows], active_after [nconstraints].
+    Returns (status, energy loss)."""
+    cdef const rodgen_model *m = model.m
+    if (q.shape[0] != m.nq or qd_minus.shape[0] != m.nq or qd_plus.shape[0] != m.nq
+            or impulse.shape[0] != m.nrows or active.shape[0] != m.nconstraints
+            or active_after.shape[0] != m.nconstraints or (p.shape[0] not in (0, m.np))):
+        raise ValueError("impact: an array has the wrong length")
+    cdef rodgen_cfd_options o
+    _cfd(&o, alpha, beta, singular_tol)
+    cdef void *work = PyMem_Malloc(rodgen_contact_work_bytes(m) + 8)
+    if work == NULL:
+        raise MemoryError()
+    cdef int status
+    cdef double loss = 0.0
+    cdef double *ip = &impulse[0] if impulse.shape[0] > 0 else NULL
+    cdef const int *ap = &active[0] if active.shape[0] > 0 else NULL
+    cdef int *aa = &active_after[0] if active_after.shape[0] > 0 else NULL
+    cdef const double *pp = _opt_pointer(p, model.p0)
+    try:
+        with nogil:
+            status = rodgen_impact(m, pp, &q[0], &qd_minus[0], ap, &o, &qd_plus[0], ip, aa, &loss, work)
+    finally:
+        PyMem_Free(work)
+    return status, loss
+
+
+ctypedef struct _hybrid_law:
+    const rodgen_model *m
+    const rodgen_input *inp
+    const double *p
+
+
+cdef int _hybrid_input(void *context, double t, const double *y, double *u) noexcept nogil:
+    """The input law of a Hybrid run: the runtime's laws (compiled ones stay in C; CALLBACK takes the GIL)."""
+    cdef _hybrid_law *law = <_hybrid_law *>context
+    return rodgen_input_eval(law.m, law.inp, t, y, law.p, u)
+
+
+cdef class Hybrid:
+    """One hybrid run (rodgen_hybrid_start / rodgen_hybrid_simulate) on a Model; use it through
+    CompiledModel.simulate(contacts=...).
+
+    Hybrid(law, p, t0, t_end, dt, store_every, event_tol, arm_gap, check_tol, max_events, on_slip, alpha, beta,
+    singular_tol, y0, active0, disarmed0): ``law`` a Simulation holding the input law (its integrator options
+    are not used), tolerances <= 0 (alpha, beta < 0): the C defaults. ``status`` holds the start's status.
+    """
+    cdef rodgen_hybrid_options opt
+    cdef rodgen_hybrid_state st
+    cdef _hybrid_law law
+    cdef void *work
+    cdef readonly Simulation input_law
+    cdef readonly Model model
+    cdef readonly int status
+    cdef double[::1] p
+    cdef object keep
+
+    def __cinit__(self):
+        self.work = NULL
+
+    def __init__(self, Simulation law, double[::1] p, double t0, double t_end, double dt, long store_every,
+                 double event_tol, double arm_gap, double check_tol, long max_events, int on_slip, double alpha,
+                 double beta, double singular_tol, double[::1] y0, int[::1] active0, int[::1] disarmed0):
+        cdef Model model = law.model
+        cdef const rodgen_model *m = model.m
+        if y0.shape[0] != 2 * m.nq or p.shape[0] != m.np or active0.shape[0] != m.nconstraints \
+                or disarmed0.shape[0] != m.nconstraints:
+            raise ValueError("y0, p, active0 or disarmed0 has the wrong length")
+        self.model = model
+        self.input_law = law
+        self.p = p
+        self.keep = (p, y0, active0, disarmed0)
+        rodgen_hybrid_defaults(&self.opt)
+        self.opt.t_end = t_end
+        self.opt.dt = dt
+        self.opt.store_every = store_every
+        if event_tol > 0:
+            self.opt.event_tol = event_tol
+        if arm_gap > 0:
+            self.opt.arm_gap = arm_gap
+        if check_tol > 0:
+            self.opt.check_tol = check_tol
+        self.opt.max_events = max_events
+        self.opt.on_slip = on_slip
+        _cfd(&self.opt.cfd, alpha, beta, singular_tol)
+        self.work = PyMem_Malloc(rodgen_hybrid_work_bytes(m) + 8)
+        if self.work == NULL:
+            raise MemoryError()
+        self.law.m = m
+        self.law.inp = &law.inp
+        self.law.p = _opt_pointer(p, model.p0)
+        cdef rodgen_hybrid_input_fn fn = NULL
+        if m.nu > 0:
+            fn = _hybrid_input
+        self.status = rodgen_hybrid_start(&self.st, m, self.law.p, fn, <void *>&self.law, &self.opt, t0, &y0[0],
+                                          &active0[0] if m.nconstraints > 0 else NULL,
+                                          &disarmed0[0] if m.nconstraints > 0 else NULL, self.work)
+
+    def __dealloc__(self):
+        PyMem_Free(self.work)
+
+    def run(self, double[::1] t_out, double[::1] y_out, double[::1] lam_out, int[::1] active_out,
+            double[::1] u_out, long event_capacity):
+        """Integrate until t_end, a failure, or full arrays: (status, rows written, events as a list of
+        (t, kind, block, impulse_t, impulse_n, energy_loss))."""
+        cdef const rodgen_model *m = self.model.m
+        cdef long cap = t_out.shape[0]
+        if (cap < 3 or y_out.shape[0] != cap * 2 * m.nq or lam_out.shape[0] != cap * m.nrows
+                or active_out.shape[0] != cap * m.nconstraints or u_out.shape[0] != cap * m.nu
+                or event_capacity < 3 * m.nconstraints + 2):
+            raise ValueError("Hybrid.run: output arrays do not match (capacity >= 3 rows, events >= 3 nc + 2)")
+        cdef rodgen_event *ev = <rodgen_event *>PyMem_Malloc(event_capacity * sizeof(rodgen_event))
+        if ev == NULL:
+            raise MemoryError()
+        cdef long n = 0
+        cdef long ne = 0
+        cdef int status
+        cdef double *lp = &lam_out[0] if lam_out.shape[0] > 0 else NULL
+        cdef int *ap = &active_out[0] if active_out.shape[0] > 0 else NULL
+        cdef double *up = &u_out[0] if u_out.shape[0] > 0 else NULL
+        cdef long i
+        try:
+            with nogil:
+                status = rodgen_hybrid_simulate(&self.opt, &self.st, cap, &t_out[0], &y_out[0], lp, ap, up, &n,
+                                                event_capacity, ev, &ne)
+            events = [(ev[i].t, ev[i].kind, ev[i].block, ev[i].impulse[0], ev[i].impulse[1], ev[i].energy_loss)
+                      for i in range(ne)]
+        finally:
+            PyMem_Free(ev)
+        return status, n, events
+
+    @property
+    def t(self):
+        return self.st.t
+
+    @property
+    def y(self):
+        return [self.st.y[i] for i in range(2 * self.model.nq)]
+
+    @property
+    def block(self):
+        """The block of the last error (initial state, friction cone, event not located), or -1."""
+        return self.st.block
+
+    @property
+    def active(self):
+        return [self.st.active[i] for i in range(self.model.nconstraints)]
+
+    @property
+    def counts(self):
+        """(grid steps, events, evaluations of the constrained dynamics)."""
+        return self.st.steps, self.st.events, self.st.evaluations
