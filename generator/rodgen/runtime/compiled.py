@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -40,6 +40,16 @@ class DynamicsError(RodgenError, ArithmeticError):
         self.status = status
         self.row = row
         super().__init__(message)
+
+
+class ConstraintBlock(NamedTuple):
+    """One constraint block of a compiled model: its rows are ``row .. row + nrows - 1`` of the constraint
+    arrays. ``kind``: ``"contact"`` (rows: tangential position, gap), ``"loop"`` (x, y) or ``"limit"``."""
+
+    name: str
+    kind: str
+    row: int
+    nrows: int
 
 
 class CompiledModel:
@@ -84,6 +94,11 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
+        kinds = {0: "contact", 1: "loop", 2: "limit"}  # RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT
+        #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
+        self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
+                                                   for nm, k, r, n in info["constraints"]]
+        self.nrows: int = int(info["nrows"])
         # one state of 1-D float64 arrays: checked and evaluated in the runtime extension, no copies;
         # anything else (or a failed status) returns None and takes the checked path below
         self._one_mass_matrix = model.one_mass_matrix
@@ -406,15 +421,31 @@ class CompiledModel:
                  rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Params = None, controller: Any = None,
                  store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
                  h_max: Optional[float] = None, h_min: float = 0.0,
-                 progress: Optional[bool] = None) -> "SimulationResult":
+                 progress: Optional[bool] = None, contacts: Any = None, **hybrid: Any) -> "SimulationResult":
         """Integrate in C with RK4 (fixed step ``dt``) or DOPRI5 (adaptive, rtol/atol).
 
         ``u``: None, a constant (nu,), an InputTable or a callable u(t, q, qd)
         (slow path); ``controller``: PD or ComputedTorque toward a Reference.
         See :func:`rodgen.runtime.integrate.simulate` for every argument.
         Returns a SimulationResult (t, q, qd, u, energy, status, message).
+
+        ``contacts`` (the initial active set: constraint block names, or a mapping name -> mode) runs the
+        hybrid simulation instead (RK4, located touchdown, lift-off, slip and limit events); its options
+        (alpha, beta, event_tol, arm_gap, check_tol, disarmed, on_slip, max_events) go in ``hybrid``. See
+        :func:`rodgen.runtime.integrate.simulate_hybrid`; the result also has lam, active, events, phases.
         """
-        from .integrate import simulate
+        from .integrate import simulate, simulate_hybrid
+        if contacts is not None:
+            if method != "rk4" or max_steps is not None or h_max is not None or h_min:
+                raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
+                                 "max_steps, h_max and h_min do not apply")
+            if dt is None:
+                raise ValueError("the hybrid simulation (contacts=...) needs the step dt")
+            return simulate_hybrid(self, y0, t_end, dt, contacts=contacts, u=u, p=p, controller=controller,
+                                   store_every=store_every, t0=t0, **hybrid)
+        if hybrid:
+            raise TypeError(f"simulate() got unexpected arguments {', '.join(sorted(hybrid))} (hybrid options "
+                            f"need contacts=...)")
         return simulate(self, y0, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                         controller=controller, store_every=store_every, max_steps=max_steps, t0=t0, h_max=h_max,
                         h_min=h_min, progress=progress)
@@ -434,6 +465,112 @@ class CompiledModel:
             return {nm: r[i].copy() for i, nm in enumerate(self.point_names)}
         r = r.reshape(r.shape[0], self.npoints, 2)
         return {nm: r[:, i, :].copy() for i, nm in enumerate(self.point_names)}
+
+    # -- constraints, contacts and impacts ------------------------------------
+    def _need_constraints(self, what: str) -> None:
+        if not self.constraints:
+            raise ValueError(f"the model {self.name!r} has no constraint blocks (contacts, loops, limits); "
+                             f"{what} needs them")
+
+    def constraint_position(self, q: ArrayLike, p: Params = None) -> np.ndarray:
+        """Positions of every constraint row c(q): (nrows,) or (N, nrows) (see ``constraints``)."""
+        self._need_constraints("constraint_position")
+        return self._vec("constraint_position", (q, "q"), p=p, out=None, width=self.nrows)
+
+    def constraint_jacobian(self, q: ArrayLike, p: Params = None) -> np.ndarray:
+        """Jacobian dc/dq of every constraint row: (nrows, nq) or (N, nrows, nq)."""
+        self._need_constraints("constraint_jacobian")
+        r = self._vec("constraint_jacobian", (q, "q"), p=p, out=None, width=self.nrows * self.nq)
+        return r.reshape(r.shape[:-1] + (self.nrows, self.nq))
+
+    def constraint_bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
+        """Velocity product J̇ q̇ of every constraint row: (nrows,) or (N, nrows)."""
+        self._need_constraints("constraint_bias")
+        return self._vec("constraint_bias", (q, "q"), (qd, "qd"), p=p, out=None, width=self.nrows)
+
+    def constraint_friction(self, p: Params = None) -> np.ndarray:
+        """Friction coefficient of every block (nconstraints,) (negative: no friction limit)."""
+        self._need_constraints("constraint_friction")
+        p2, rows = self._params(p)
+        if rows > 1:
+            raise ValueError("constraint_friction takes one parameter vector")
+        res = np.empty(len(self.constraints))
+        self._m.constraint_friction(1, p2, res)
+        return res
+
+    def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
+        """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,
+        a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"``.
+        Loops are always active. Raises ValueError naming an unknown block."""
+        codes = self._runtime.ACTIVE_CODES
+        mask = np.zeros(len(self.constraints), dtype=np.intc)
+        by = {b.name: i for i, b in enumerate(self.constraints)}
+        items = active.items() if isinstance(active, Mapping) else \
+            [(nm, "stick") for nm in ([active] if isinstance(active, str) else list(active))]
+        for nm, how in items:
+            if nm not in by:
+                raise ValueError(f"the model {self.name!r} has no constraint block {nm!r}; its blocks are "
+                                 f"{', '.join(by) or 'none'}")
+            if how not in codes:
+                raise ValueError(f"constraint block {nm!r}: unknown mode {how!r}; use one of {', '.join(codes)}")
+            mask[by[nm]] = codes[how]
+        for i, b in enumerate(self.constraints):
+            if b.kind == "loop":
+                mask[i] = codes["stick"]
+        return mask
+
+    def _one(self, x: ArrayLike, name: str) -> np.ndarray:
+        a, rows = self._rows(x, name)
+        if rows >= 0:
+            raise ValueError(f"Input {name!r}: constrained dynamics and impacts take one state, not a batch")
+        return np.ascontiguousarray(a.reshape(-1), dtype=float)
+
+    def _one_params(self, p: Params) -> np.ndarray:
+        p2, rows = self._params(p)
+        if rows >= 0:
+            raise ValueError("Input 'p': constrained dynamics and impacts take one parameter vector, not a batch")
+        return np.array(p2.reshape(-1), dtype=float)  # a writable copy (the defaults are read-only)
+
+    def _contact_error(self, what: str, code: int, mask: np.ndarray) -> DynamicsError:
+        names = [b.name for b, a in zip(self.constraints, mask) if a]
+        return DynamicsError(f"{what} of the model {self.name!r} failed with the active blocks "
+                             f"{', '.join(names) or 'none'}: {StatusCode.describe(code)}", status=code, row=None)
+
+    def constrained_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
+                             active: Union[str, Sequence[str], Mapping[str, str]] = (), p: Params = None, *,
+                             alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd (nq,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
+        -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
+        row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
+        names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus". Raises
+        DynamicsError with the contract's message (singular constraints, M not positive definite, ...)."""
+        self._need_constraints("constrained_dynamics")
+        mask = self.active_mask(active)
+        qv, qdv = self._one(q, "q"), self._one(qd, "qd")
+        uv = self._one(u, "u") if u is not None else np.empty(0)
+        pv = self._one_params(p)
+        qdd, lam = np.empty(self.nq), np.empty(self.nrows)
+        code = self._runtime.constrained_dynamics(self._m, qv, qdv, uv, mask, pv, qdd, lam, float(alpha),
+                                                  float(beta), 0.0)
+        if code:
+            raise self._contact_error("constrained_dynamics", code, mask)
+        return qdd, lam
+
+    def impact(self, q: ArrayLike, qd_minus: ArrayLike, active: Union[str, Sequence[str]] = (),
+               p: Params = None) -> tuple[np.ndarray, np.ndarray, list[str], float]:
+        """Plastic impact onto the ``active`` blocks (the set after the impact, the touching one included):
+        M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0, releasing a contact or limit whose impulse would pull.
+        Returns (qd_plus (nq,), impulse (nrows,), the active block names after, energy loss >= 0)."""
+        self._need_constraints("impact")
+        mask = self.active_mask(active)
+        qv, qdv = self._one(q, "q"), self._one(qd_minus, "qd")
+        pv = self._one_params(p)
+        qdp, imp = np.empty(self.nq), np.empty(self.nrows)
+        after = np.zeros(len(self.constraints), dtype=np.intc)
+        code, loss = self._runtime.impact(self._m, qv, qdv, mask, pv, qdp, imp, after)
+        if code:
+            raise self._contact_error("impact", code, mask)
+        return qdp, imp, [b.name for b, a in zip(self.constraints, after) if a], float(loss)
 
     def _vec(self, kernel: str, *args: tuple[ArrayLike, str], p: Params, out: Optional[np.ndarray],
              width: int) -> np.ndarray:

@@ -260,4 +260,131 @@ def _constant(sys: "CompiledModel", u: Any) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-__all__ = ["simulate", "Integrator", "DOPRI5_MAX_STEPS"]
+def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, contacts: Any = (),
+                    u: UInput = None, p: Any = None, controller: Union[PD, ComputedTorque, None] = None,
+                    store_every: int = 1, t0: float = 0.0, alpha: Optional[float] = None,
+                    beta: Optional[float] = None, event_tol: Optional[float] = None, arm_gap: Optional[float] = None,
+                    check_tol: Optional[float] = None, disarmed: Any = (), on_slip: str = "stop",
+                    max_events: int = 0, chunk_rows: int = CHUNK_ROWS) -> SimulationResult:
+    """Hybrid simulation in C: RK4 of the constrained dynamics with located events (rodgen_contact.h).
+
+    ``contacts``: the initial active set, block names (loops are always active) or name -> "stick" /
+    "slide_plus" / "slide_minus". ``disarmed``: inactive blocks allowed below the ground at the start.
+    ``u``, ``controller``, ``p``, ``store_every``: as in :func:`simulate` (a compiled input law stays in C).
+    ``alpha``, ``beta``: Baumgarte gains (default 10 1/s), ``event_tol`` (s, default 1e-10), ``arm_gap``
+    (m, default 1e-6: an inactive contact can touch down once its gap exceeded it), ``check_tol`` (initial
+    state, default 1e-8), ``on_slip``: "stop", "continue" or "slide"; ``max_events`` (0: no limit).
+
+    Returns a SimulationResult with, besides t, q, qd, u and the energy: ``lam`` (N, nrows) every
+    constraint row's force (0 when inactive), ``active`` dict block -> (N,) int codes (0 inactive, 1
+    sticking, 2/3 sliding), ``events`` list of dicts (t, kind, block, impulse, energy_loss), ``phases``
+    list of (start time, active block names). An event stores the state before and after its jump at the
+    same time. A failure ends the run with ``status`` and a ``message`` naming the block.
+    """
+    rt = sys._runtime
+    nq, nu, ny, nr, nc = sys.nq, sys.nu, 2 * sys.nq, sys.nrows, len(sys.constraints)
+    y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
+    if y.shape != (ny,):
+        raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
+                         f"[q, qd] (see {sys.prefix}.h for the order).")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
+    if not sys.constraints:
+        raise ValueError(f"the model {sys.name!r} has no constraint blocks; use simulate() without contacts")
+    t0, t_end = float(t0), float(t_end)
+    if not (math.isfinite(t0) and math.isfinite(t_end) and t_end > t0):
+        raise ValueError(f"t_end must be finite and greater than t0 = {t0!r}; got {t_end!r}")
+    if dt is None or not (float(dt) > 0 and math.isfinite(float(dt))):
+        raise ValueError(f"the hybrid simulation (RK4) needs a positive step dt; got {dt!r}")
+    if not isinstance(store_every, (int, np.integer)) or store_every < 1:
+        raise ValueError(f"store_every must be a positive integer; got {store_every!r}")
+    if on_slip not in rt.SLIP_MODES:
+        raise ValueError(f"on_slip must be one of {', '.join(map(repr, rt.SLIP_MODES))}; got {on_slip!r}")
+    if max_events < 0:
+        raise ValueError(f"max_events must be >= 0; got {max_events!r}")
+    for nm, v in (("alpha", alpha), ("beta", beta)):
+        if v is not None and not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{nm} (Baumgarte gain) must be finite and >= 0; got {v!r}")
+    for nm, v in (("event_tol", event_tol), ("arm_gap", arm_gap), ("check_tol", check_tol)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"{nm} must be positive; got {v!r}")
+    active0 = sys.active_mask(contacts)
+    disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
+    pv = _parameters(sys, p)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
+    law = rt.Simulation(sys._m, _METHOD["rk4"], t0, t_end, float(dt), 0.0, 0.0, 0.0, 0.0, 0, 1,
+                        kind, uc, times, values, kp, kd, fn, pv, y)
+    run = rt.Hybrid(law, pv, t0, t_end, float(dt), int(store_every), float(event_tol or 0.0),
+                    float(arm_gap or 0.0), float(check_tol or 0.0), int(max_events), rt.SLIP_MODES[on_slip],
+                    -1.0 if alpha is None else float(alpha), -1.0 if beta is None else float(beta), 0.0, y,
+                    active0, disarmed0)
+    names = [b.name for b in sys.constraints]
+
+    def block_name(i: int) -> str:
+        return names[i] if 0 <= i < nc else "none"
+
+    status, message = Status.SUCCESS, f"reached t_end = {t_end:g}"
+    ts, ys, ls, acts, us, events = [], [], [], [], [], []
+    if run.status != StatusCode.OK:
+        why = StatusCode.describe(run.status)
+        if run.status == StatusCode.ERR_INITIAL_STATE:
+            why += f" (block {block_name(run.block)!r})"
+        raise ValueError(f"the hybrid simulation of {sys.name!r} cannot start: {why}")
+    steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
+    rows = max(3, min(int(chunk_rows), steps // store_every + 8))
+    ecap = 3 * nc + 2 + 64
+    while True:
+        tb, yb, lb = np.empty(rows), np.empty(rows * ny), np.empty(rows * nr)
+        ab, ub = np.empty(rows * nc, dtype=np.intc), np.empty(rows * nu)
+        try:
+            code, n, ev = run.run(tb, yb, lb, ab, ub, ecap)
+        except KeyboardInterrupt:
+            status, message = Status.INTERRUPTED, f"interrupted at t = {run.t:.6g}"
+            break
+        ts.append(tb[:n])
+        ys.append(yb[: n * ny].reshape(n, ny))
+        ls.append(lb[: n * nr].reshape(n, nr))
+        acts.append(ab[: n * nc].reshape(n, nc))
+        us.append(ub[: n * nu].reshape(n, nu))
+        for (te, k, blk, i0, i1, loss) in ev:
+            events.append({"t": te, "kind": rt.EVENT_KINDS.get(k, str(k)), "block": block_name(blk),
+                           "impulse": np.array([i0, i1]), "energy_loss": loss})
+        if code == StatusCode.SIM_FULL:
+            continue
+        if code == StatusCode.OK:
+            break
+        if code == StatusCode.ERR_OPTIONS:
+            raise ValueError(f"the hybrid simulation of {sys.name!r} rejected its options")
+        status, why = _outcome(code)
+        err = law.error
+        if code == StatusCode.ERR_INPUT_FAILED and err is not None:
+            why = f"the input function raised {type(err).__name__}: {err}"
+        if run.block >= 0 and code in (StatusCode.ERR_FRICTION_CONE, StatusCode.ERR_EVENT_NOT_LOCATED,
+                                       StatusCode.ERR_INITIAL_STATE):
+            why += f" (block {block_name(run.block)!r})"
+        message = f"stopped at t = {run.t:.9g}: {why}"
+        break
+    t = np.concatenate(ts) if ts else np.empty(0)
+    Y = np.concatenate(ys) if ys else np.empty((0, ny))
+    L = np.concatenate(ls) if ls else np.empty((0, nr))
+    A = np.concatenate(acts) if acts else np.empty((0, nc), dtype=np.intc)
+    U = np.concatenate(us) if us else np.empty((0, nu))
+    q, qd = Y[:, :nq], Y[:, nq:]
+    T, V = sys.energy(q, qd, pv) if len(t) else (np.empty(0), np.empty(0))
+    res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
+                           inputs=list(sys.inputs), status=status, message=message, model=sys.name)
+    phases: list[tuple[float, list[str]]] = []
+    for i in range(len(t)):
+        cur = [names[j] for j in range(nc) if A[i, j]]
+        if not phases or phases[-1][1] != cur:
+            phases.append((float(t[i]), cur))
+    res.lam = L
+    res.active = {nm: A[:, j].copy() for j, nm in enumerate(names)}
+    res.events = events
+    res.phases = phases
+    steps_done, nev, evaluations = run.counts
+    res.extra.update(lam=L, steps=np.array(steps_done), events=np.array(nev), evaluations=np.array(evaluations))
+    return res
+
+
+__all__ = ["simulate", "simulate_hybrid", "Integrator", "DOPRI5_MAX_STEPS"]

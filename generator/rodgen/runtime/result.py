@@ -10,7 +10,7 @@ import csv
 import enum
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -46,6 +46,10 @@ class SimulationResult:
     model : the model's name.
     qdd : (N, nq) accelerations, when known (prescribed motions).
     forces : (N, nq) generalized forces, when known (prescribed motions).
+    lam, active, events, phases : hybrid runs (``simulate(contacts=...)``): the force of every
+        constraint row (N, nrows), block -> (N,) active codes (0 inactive, 1 sticking, 2 and 3 sliding),
+        the located events (dicts: t, kind, block, impulse, energy_loss) and the phases as
+        (start time, active block names); None otherwise.
     """
 
     t: np.ndarray
@@ -62,6 +66,10 @@ class SimulationResult:
     qdd: Optional[np.ndarray] = None
     forces: Optional[np.ndarray] = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    lam: Optional[np.ndarray] = None
+    active: Optional[dict[str, np.ndarray]] = None
+    events: Optional[list[dict[str, Any]]] = None
+    phases: Optional[list[tuple[float, list[str]]]] = None
 
     def __post_init__(self) -> None:
         self.t = np.asarray(self.t, dtype=float)
