@@ -126,3 +126,22 @@ def test_script_from_the_command_line_with_the_compiled_model(tmp_path: "os.Path
     assert proc.returncode == 0, proc.stderr
     assert "peak |M_1| = 8.0368 N m" in proc.stdout      # 4 m a^2 (pi/2)^2 = 8.03682
     image_ok(os.path.join(out, "solar_panel_deploy.png"))
+
+
+def test_compass_gait_fixed_point_against_the_independent_walker(tmp_path: "os.PathLike[str]") -> None:
+    """The fixed point of the compiled hybrid step map is that of tests/_compass_reference.py (SciPy, its own
+    Lagrangian and momentum-law impact); the eigenvalues of the two maps agree (similar Jacobians)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _compass_reference import Walker, fixed_point
+    mod = script("compass_gait")
+    info = mod.main([str(tmp_path), "--steps", "50"])
+    image_ok(os.path.join(str(tmp_path), "compass_gait.png"))
+    assert info["steps"] >= 50 and info["residual"] < 1e-9
+    assert np.max(np.abs(info["eig"])) < 1.0
+    x, eig = fixed_point(Walker(), np.array([-0.26, 1.1, 0.35]))
+    gamma = np.deg2rad(3.0)
+    # model angles from the vertical th = -(theta + gamma), rates w = -omega
+    np.testing.assert_allclose(info["z"], [-(x[0] + gamma), -x[2], -x[3]], atol=1e-6)
+    np.testing.assert_allclose(np.sort_complex(info["eig"]), np.sort_complex(eig), atol=1e-4)
+    # after 50 steps from Goswami's rounded numbers the walker has converged onto the fixed point
+    np.testing.assert_allclose(info["last"], info["z"], atol=1e-6)
