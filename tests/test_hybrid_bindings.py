@@ -221,3 +221,40 @@ def test_slip_stops_the_run_naming_the_foot(compass) -> None:
     _, lam_ref = constrained_dynamics(ref, res.q[-1], res.qd[-1], active=["foot_a"])
     np.testing.assert_allclose(f, lam_ref, rtol=1e-6)
     assert abs(f[0]) > 0.05 * f[1] > 0
+
+
+def test_inputs_of_a_hybrid_run_reach_the_c_through_the_runtime_laws(fourbar) -> None:
+    """A torque on the four-bar's crank: the run equals RK4 of the KKT reference (tests/_constrained.py) with
+    the same input law; a constant, a table and a Python callable of the same law give the same run."""
+    from _constrained import rk4
+
+    from rodgen.runtime.control import InputTable
+    sys, ref = fourbar
+    y0 = sys.initial_state()
+    tau = lambda t: 0.8 * np.sin(3.0 * t)  # noqa: E731
+    dt, t_end = 1e-3, 0.5
+    res = sys.simulate(y0, t_end, dt, contacts=[], u=lambda t, q, qd: [tau(t)])
+    assert res.status == Status.SUCCESS and res.phases == [(0.0, ["close"])] and res.events == []
+
+    def f(y):  # time is the last entry of the extended state
+        qdd, _ = constrained_dynamics(ref, y[:3], y[3:6], [tau(y[6])], active=["close"])
+        return np.concatenate([y[3:6], qdd, [1.0]])
+    ys = rk4(f, np.concatenate([y0, [0.0]]), t_end, dt)
+    np.testing.assert_allclose(res.q, ys[:, :3], atol=1e-8)
+    np.testing.assert_allclose(res.u[:, 0], tau(res.t), atol=1e-15)
+    # λ of the stored rows: the reference's at the same states
+    for i in (0, len(res.t) // 2, -1):
+        lam_ref = constrained_dynamics(ref, res.q[i], res.qd[i], res.u[i], active=["close"])[1]
+        np.testing.assert_allclose(res.lam[i], lam_ref, rtol=1e-6, atol=1e-6)
+    const = sys.simulate(y0, t_end, dt, contacts=[], u=[0.3])
+    table = sys.simulate(y0, t_end, dt, contacts=[], u=InputTable([0.0, 1.0], [[0.3], [0.3]]))
+    call = sys.simulate(y0, t_end, dt, contacts=[], u=lambda t, q, qd: [0.3])
+    np.testing.assert_array_equal(const.q, call.q)
+    np.testing.assert_array_equal(const.lam, call.lam)
+    np.testing.assert_allclose(const.q, table.q, rtol=1e-12, atol=1e-12)  # interpolated: rounding only
+    np.testing.assert_allclose(const.lam, table.lam, rtol=1e-12, atol=1e-12)
+    # an input function that raises ends the run with its message
+    def bad(t, q, qd):
+        raise RuntimeError("no torque here")
+    failed = sys.simulate(y0, t_end, dt, contacts=[], u=bad)
+    assert failed.status != Status.SUCCESS and "no torque here" in failed.message
