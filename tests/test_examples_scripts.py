@@ -145,3 +145,32 @@ def test_compass_gait_fixed_point_against_the_independent_walker(tmp_path: "os.P
     np.testing.assert_allclose(np.sort_complex(info["eig"]), np.sort_complex(eig), atol=1e-4)
     # after 50 steps from Goswami's rounded numbers the walker has converged onto the fixed point
     np.testing.assert_allclose(info["last"], info["z"], atol=1e-6)
+
+
+def test_exo5_walks_ten_steps_with_an_energy_balance(tmp_path: "os.PathLike[str]") -> None:
+    """The exoskeleton walks: ten alternating heel strikes, the hip moving forwards every step, the stance foot
+    held and pushed (never pulled) by the ground, and the work of the inputs equal to the change of energy
+    plus the energy lost in the impacts (an independent account of the hybrid run)."""
+    mod = script("exo5_walk")
+    robot, res, strikes = mod.walk(10, 1e-3, build_dir=str(tmp_path))
+    assert res.status.name == "SUCCESS", res.message
+    assert len(strikes) >= 10
+    feet = [e["block"] for e in strikes]
+    assert all(a != b for a, b in zip(feet, feet[1:]))                  # the feet take turns
+    hip_at = [res.q[np.flatnonzero(res.t == e["t"])[-1], 0] for e in strikes]
+    steps = np.diff(hip_at)
+    assert np.all(steps > 0.25) and np.all(steps < 0.45)                 # about 0.34 m a step, always forwards
+    for b in robot.constraints:
+        held = res.active[b.name] > 0
+        gap = robot.constraint_position(res.q[held])[:, b.row + 1]
+        assert np.abs(gap).max() < 1e-6                                   # the held foot stays on the ground
+        assert res.lam[held, b.row + 1].min() > -1e-6                     # and the ground only pushes
+    # work of the inputs: integral of u . (B^T qd), trapezoidal over the stored samples between the jumps
+    B = robot.input_map(res.q)
+    power = np.einsum("ni,nij,nj->n", res.qd, B, res.u)
+    keep = np.diff(res.t) > 0
+    work = float(np.sum(0.5 * (power[1:] + power[:-1]) * np.diff(res.t) * keep))
+    T, V = robot.energy(res.q, res.qd)
+    lost = sum(e["energy_loss"] for e in res.events)
+    change = (T[-1] + V[-1]) - (T[0] + V[0])
+    assert abs(work - (change + lost)) < 0.01 * sum(abs(x) for x in (work, change, lost))

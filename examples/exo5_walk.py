@@ -1,0 +1,198 @@
+"""The five-link exoskeleton walks: virtual constraints, variable-length legs, heel-strike impacts.
+
+    python examples/exo5_walk.py [OUT_DIR] [--steps N]
+
+The model (examples/exo5_walk.yaml) has a free hip, so single support,
+double support and the impacts between them are all phases of one model;
+rodgen's hybrid simulation switches them at the located touchdown and
+lift-off events. In single support the walker has one degree of freedom more
+than it has inputs (it rotates about the point foot), so the controller is of
+the virtual-constraint kind (Westervelt, Grizzle et al.): eight outputs, one
+per input, are driven to functions of a phase variable, the stance leg's angle
+from the vertical, instead of functions of time:
+
+* the torso keeps a constant forward lean (its centre of mass ahead of the
+  hip is what keeps the gait going on flat ground);
+* the swing leg mirrors the stance leg (its angle from the vertical is minus
+  the stance leg's); both knees stay straight;
+* the swing leg **shortens** in mid-swing through its two variable-length
+  parts (the feature of this mechanism: the foot clears the ground without a
+  knee bend) and is back to full length, then a little longer, at the end of
+  the step, so that it strikes the ground;
+* the stance leg keeps its nominal length.
+
+The inputs follow from the constrained dynamics of the current phase (M qdd +
+bias = B u + Jᵀ λ, J qdd = −J̇ q̇): with qdd affine in u, the eight output
+accelerations are set to a PD law on the output errors (input-output
+linearisation). The script prints each step, plots the ground reaction forces
+and the phases, and writes a stick-figure animation.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import rodgen
+
+HERE = Path(__file__).resolve().parent
+
+
+class VirtualConstraints:
+    """The walking controller: u(t, q, qd) for the hybrid simulation (see the module docstring)."""
+
+    def __init__(self, model: Any, *, alpha0: float = 0.2, lean: float = 0.25,
+                 shorten: float = 0.05, kp: float = 400.0, kd: float = 40.0) -> None:
+        self.sys = model
+        self.alpha0, self.lean, self.shorten, self.kp, self.kd = alpha0, lean, shorten, kp, kd
+        names = list(model.coordinates)
+        self.ix = {n: i for i, n in enumerate(names)}
+        self.nq = len(names)
+        p = model.parameters
+        self.l_thigh0, self.l_shank0 = p["l_thigh0"], p["l_shank0"]
+        self.rows = {b.name: (b.row, b.nrows) for b in model.constraints}
+        self.outputs = {leg: self._output_matrix(leg) for leg in ("a", "b")}
+        self.current = "a"
+
+    def _output_matrix(self, stance: str) -> tuple[np.ndarray, np.ndarray]:
+        """C (8 x nq) of the outputs y = C q and c (nq) of the phase variable theta = c q, stance leg ``stance``."""
+        s, w = stance, ("b" if stance == "a" else "a")
+        ix, C = self.ix, np.zeros((8, self.nq))
+        C[0, ix["phi_torso"]] = 1.0
+        for leg in (s, w):                    # mirror: the mean angles of the two legs add up to -pi
+            C[1, ix[f"phi_thigh_{leg}"]] = C[1, ix[f"phi_shank_{leg}"]] = 0.5
+        C[2, ix[f"phi_shank_{s}"]], C[2, ix[f"phi_thigh_{s}"]] = 1.0, -1.0      # straight knees
+        C[3, ix[f"phi_shank_{w}"]], C[3, ix[f"phi_thigh_{w}"]] = 1.0, -1.0
+        for k, seg in enumerate((f"thigh_{s}", f"shank_{s}", f"thigh_{w}", f"shank_{w}")):
+            C[4 + k, ix[f"l_{seg}_l"]] = 1.0
+        c = np.zeros(self.nq)
+        c[ix[f"phi_thigh_{s}"]] = c[ix[f"phi_shank_{s}"]] = 0.5
+        return C, c
+
+    def desired(self, s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The outputs' targets at phase s (0 at the start of a step, 1 at the end) and their s-derivatives."""
+        sn, cs = np.sin(np.pi * s), np.cos(np.pi * s)
+        r = self.shorten
+        h = np.array([np.pi / 2 - self.lean, -np.pi, 0.0, 0.0, self.l_thigh0, self.l_shank0,
+                      self.l_thigh0 - r * sn, self.l_shank0 - r * sn])
+        dh = np.zeros(8)
+        ddh = np.zeros(8)
+        dh[6:] = -r * np.pi * cs
+        ddh[6:] = r * np.pi ** 2 * sn
+        return h, dh, ddh
+
+    def stance(self, q: np.ndarray) -> str:
+        """The stance leg. It changes when the swing foot is down (gap below 1 mm), ahead of the stance
+        foot, late in the step (the phase past 0.7): the heel strike the hybrid simulation has just applied."""
+        c = self.sys.constraint_position(q)
+        s, w = self.current, ("b" if self.current == "a" else "a")
+        rs, rw = self.rows[f"foot_{s}"][0], self.rows[f"foot_{w}"][0]
+        if c[rw + 1] < 1e-3 and c[rw] > c[rs] and self.phase(q, s) > 0.7:
+            self.current = w
+        return self.current
+
+    def phase(self, q: np.ndarray, stance: str) -> float:
+        theta = self.outputs[stance][1] @ q
+        return (self.alpha0 - (theta + np.pi / 2)) / (2 * self.alpha0)
+
+    def __call__(self, t: float, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        sys_ = self.sys
+        stance = self.stance(q)
+        C, c = self.outputs[stance]
+        row = self.rows[f"foot_{stance}"][0]
+        M, bias, B = sys_.mass_matrix(q), sys_.bias(q, qd), sys_.input_map(q)
+        J = sys_.constraint_jacobian(q)[row:row + 2]
+        jd = sys_.constraint_bias(q, qd)[row:row + 2]
+        # the constrained dynamics of single support: qdd = a0 + G u
+        K = np.block([[M, -J.T], [J, np.zeros((2, 2))]])
+        rhs = np.zeros((self.nq + 2, 1 + B.shape[1]))
+        rhs[:self.nq, 0], rhs[self.nq:, 0] = -bias, -jd
+        rhs[:self.nq, 1:] = B
+        sol = np.linalg.solve(K, rhs)[:self.nq]
+        a0, G = sol[:, 0], sol[:, 1:]
+        ds = -1.0 / (2 * self.alpha0)
+        s, thd = self.phase(q, stance), c @ qd
+        h, dh, ddh = self.desired(s)
+        y, yd = C @ q - h, C @ qd - dh * ds * thd
+        Ch = C - np.outer(dh * ds, c)                 # d(ydot)/d(qdot), with theta's share
+        v = -self.kp * y - self.kd * yd + ddh * ds ** 2 * thd ** 2 - Ch @ a0
+        return np.linalg.solve(Ch @ G, v)
+
+    def initial_state(self, theta_dot: float = -1.5) -> np.ndarray:
+        """The model's initial posture (a step's start, foot_a ahead) moving with the phase rate theta_dot,
+        every output on its target and the stance foot at rest."""
+        q = self.sys.initial_state()[:self.nq]
+        C, c = self.outputs["a"]
+        J = self.sys.constraint_jacobian(q)[self.rows["foot_a"][0]:self.rows["foot_a"][0] + 2]
+        _, dh, _ = self.desired(0.0)
+        A = np.vstack([J, C - np.outer(dh * (-1.0 / (2 * self.alpha0)), c), c])
+        qd = np.linalg.solve(A, np.concatenate([np.zeros(10), [theta_dot]]))
+        return np.concatenate([q, qd])
+
+
+def walk(steps: int = 12, dt: float = 1e-3, build_dir: str | None = None) -> tuple[Any, Any, list[dict]]:
+    """Build the model and walk for ``0.4*steps`` seconds: (compiled model, result, the heel strikes)."""
+    robot = rodgen.build(rodgen.load(HERE / "exo5_walk.yaml"), build_dir=build_dir)
+    law = VirtualConstraints(robot)
+    y0 = law.initial_state()
+    # after heel strike the trailing foot leaves the ground slowly: it may touch down again only once it has
+    # risen 1 cm (the swing leg shortens); at impact the tangential impulse may exceed mu times the normal
+    # one for the instant of the impact: such slips are logged, and the foot keeps sticking
+    res = robot.simulate(y0, 0.4 * steps, dt, u=law, contacts=["foot_a"], arm_gap=0.01, on_slip="continue",
+                         max_events=4 * steps + 8)
+    strikes = [e for e in res.events if e["kind"] == "touchdown"]
+    return robot, res, strikes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?", default=str(HERE / "out"))
+    ap.add_argument("--steps", type=int, default=12, help="walk for 0.4 s per step")
+    ap.add_argument("--dt", type=float, default=1e-3)
+    ap.add_argument("--no-animation", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    robot, res, strikes = walk(args.steps, args.dt)
+    print(f"{len(strikes)} heel strikes in {res.t[-1]:.2f} s, status: {res.message}")
+    hip = res.q[:, 0]
+    for k, e in enumerate(strikes, 1):
+        i = min(int(np.searchsorted(res.t, e["t"])), len(hip) - 1)
+        print(f"  step {k:2d}: t = {e['t']:6.3f} s  {e['block']}  hip x = {hip[i]:6.3f} m  "
+              f"energy lost {e['energy_loss']:6.2f} J")
+    print(f"mean speed {(hip[-1] - hip[0]) / (res.t[-1] - res.t[0]):.3f} m/s")
+    _plot(robot, res, out / "exo5_walk.png")
+    if not args.no_animation:
+        rodgen.animate(robot, res, out / "exo5_walk.gif", trace="foot_a")
+    return 0 if len(strikes) >= args.steps else 1
+
+
+def _plot(robot: Any, res: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+    for b in robot.constraints:
+        lam = res.lam[:, b.row:b.row + 2]
+        axes[0].plot(res.t, lam[:, 1], label=f"{b.name} normal")
+        axes[0].plot(res.t, lam[:, 0], "--", label=f"{b.name} tangential")
+    axes[0].set_ylabel("ground reaction [N]")
+    axes[0].legend(loc="upper right", fontsize=8)
+    for k, b in enumerate(robot.constraints):
+        axes[1].fill_between(res.t, k, k + 0.8 * (res.active[b.name] > 0), step="post", label=b.name)
+    axes[1].set_yticks([0.4, 1.4], [b.name for b in robot.constraints])
+    axes[1].set_ylabel("in contact")
+    ix = {n: i for i, n in enumerate(robot.coordinates)}
+    for n in ("l_thigh_a_l", "l_shank_a_l", "l_thigh_b_l", "l_shank_b_l"):
+        axes[2].plot(res.t, res.q[:, ix[n]], label=n)
+    axes[2].set_ylabel("variable lengths [m]")
+    axes[2].set_xlabel("time [s]")
+    axes[2].legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
