@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ..codegen import CodegenOptions, GeneratedFiles, equations_of, generate, lower, render, template_digest
 from ..errors import BuildError
-from ..model.core import Model
+from ..model.valid import AnyModel
 from ..symbolic.equations import Equations
 from . import cache
 from .compiler import (BuildOptions, Optimization, compile_count, compile_extension, compiler_identity,
@@ -87,14 +87,14 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
     return final / module_file
 
 
-def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] = None,
+def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
           codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
     """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
 
     Parameters
     ----------
-    source : a Model, or its Equations.
+    source : a Model (validated on the way in), a ValidModel, or its Equations.
     build_dir : the cache folder (default ``./build`` relative to the working directory).
     method : derivation method when ``source`` is a Model (default: the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
@@ -132,7 +132,7 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
 class _CallableModule(types.ModuleType):
     """``rodgen.build`` is both this package and the function: ``rodgen.build(model)`` works either way."""
 
-    def __call__(self, source: Union[Model, Equations], *, build_dir: Union[str, Path, None] = None,
+    def __call__(self, source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
                  method: Optional[str] = None, options: Optional[BuildOptions] = None,
                  codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
         return build(source, build_dir=build_dir, method=method, options=options, codegen=codegen,
