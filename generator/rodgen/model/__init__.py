@@ -6,14 +6,15 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 """
 from .core import (Contact, Coordinate, Ground, Input, Joint, Limit, Link, Loop, Marker, Model, Parameter, PointMass,
                    Rod, Segment, Spring, check_name, telescopic)
-from .expr import Expression, ExpressionError, parse
 from .dump import dump, to_dict
+from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
 from .valid import (AnyModel, Extension, ValidContact, ValidGround, ValidJoint, ValidLink, ValidLoop, ValidMarker,
                     ValidModel, ValidParameter, ValidPointMass, ValidRod, ValidSegment, ValidSpring, valid_model)
 
-__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment",
-           "Spring", "check_name", "telescopic", "Expression", "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
+__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
+           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",
+           "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
            "valid_model"]

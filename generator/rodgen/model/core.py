@@ -34,7 +34,7 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from ..errors import ModelError
 from .expr import CONSTANTS, FUNCTIONS, Expression, ExpressionError, Value, as_expression
@@ -306,9 +306,9 @@ class Link:
         self.segments.append(seg)
         return seg
 
-    def telescopic(self, name: str, **kw: object) -> Segment:
+    def telescopic(self, name: str, **kw: Any) -> Segment:
         """Append a telescopic segment (see :func:`rodgen.model.telescopic`) and return it."""
-        seg = telescopic(name, **kw)  # type: ignore[arg-type]
+        seg = telescopic(name, **kw)
         self.segments.append(seg)
         return seg
 
@@ -419,6 +419,10 @@ class Model:
     independent coordinates and the parameters (a kinematic coupling such as a
     cable or gear transmission: ``{"th2": "-2*th1"}``). The symbolic stage
     eliminates the dependent coordinates; see :meth:`couple`.
+
+    A Model is mutable and never changed by rodgen: :meth:`validate` returns
+    a separate immutable :class:`~rodgen.model.valid.ValidModel`, and the
+    later stages validate a Model each time they are given one.
     """
 
     name: str

@@ -14,8 +14,18 @@ import yaml
 
 from .core import default_angle_coordinate, default_force, default_length_coordinate, default_torque
 from .expr import Expression
-from .valid import (AnyModel, Extension, ValidJoint, ValidLink, ValidMarker, ValidPointMass, ValidRod, ValidSegment,
-                    ValidSpring, valid_model)
+from .valid import (
+    AnyModel,
+    Extension,
+    ValidJoint,
+    ValidLink,
+    ValidMarker,
+    ValidPointMass,
+    ValidRod,
+    ValidSegment,
+    ValidSpring,
+    valid_model,
+)
 
 
 def _v(value: object) -> Any:

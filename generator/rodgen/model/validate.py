@@ -11,12 +11,46 @@ from types import MappingProxyType
 from typing import Optional
 
 from ..errors import ModelError
-from .core import (ANGLE_CONVENTIONS, BASES, Contact, Ground, Joint, default_angle_coordinate, default_force,
-                   default_length_coordinate, default_torque, Link, Loop, Marker, Model, Parameter, PointMass, Rod,
-                   Segment, Spring, check_name, is_finite_number)
+from .core import (
+    ANGLE_CONVENTIONS,
+    BASES,
+    Contact,
+    Ground,
+    Joint,
+    Link,
+    Loop,
+    Marker,
+    Model,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    check_name,
+    default_angle_coordinate,
+    default_force,
+    default_length_coordinate,
+    default_torque,
+    is_finite_number,
+)
 from .expr import Expression, ExpressionError, as_expression
-from .valid import (SEGMENT_KINDS, Bounds, Extension, ValidContact, ValidGround, ValidJoint, ValidLink, ValidLoop,
-                    ValidMarker, ValidModel, ValidParameter, ValidPointMass, ValidRod, ValidSegment, ValidSpring)
+from .valid import (
+    SEGMENT_KINDS,
+    Bounds,
+    Extension,
+    ValidContact,
+    ValidGround,
+    ValidJoint,
+    ValidLink,
+    ValidLoop,
+    ValidMarker,
+    ValidModel,
+    ValidParameter,
+    ValidPointMass,
+    ValidRod,
+    ValidSegment,
+    ValidSpring,
+)
 
 
 class _Ctx:

@@ -18,8 +18,8 @@ from typing import Optional
 
 import sympy as sp
 
-from ..model.valid import ValidLink, ValidModel
 from ..model.expr import Expression, as_expression
+from ..model.valid import ValidLink, ValidModel
 from .convert import to_sympy
 
 

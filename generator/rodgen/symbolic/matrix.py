@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..model.valid import ValidModel
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .equations import Equations
 from .kinematics import DVec, Kinematics, build_kinematics
-from ..model.valid import ValidModel
 
 
 def derive_matrix(model: ValidModel) -> Equations:

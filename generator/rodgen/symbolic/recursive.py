@@ -54,8 +54,8 @@ from typing import Optional
 import sympy as sp
 
 from ..errors import DerivationError
-from ..model.valid import ValidLink, ValidModel
 from ..model.expr import Expression
+from ..model.valid import AnyModel, ValidLink, ValidModel, valid_model
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
@@ -222,14 +222,15 @@ class _TreeBuilder:
         return self._station(parent, idx, mk.fraction, mk.offset, mk.lateral)
 
 
-def expanded_tree(model: ValidModel) -> tuple[list[Node], Kinematics]:
-    """The expanded rigid tree of a model (see the module docstring) and its kinematics.
+def expanded_tree(model: AnyModel) -> tuple[list[Node], Kinematics]:
+    """The expanded rigid tree of a model (a Model is validated on the way in) and its kinematics.
 
     Useful to rebuild the same mechanism in a rigid-body library (Pinocchio, MuJoCo):
     node ``i`` is a joint whose coordinate is ``nodes[i].coord`` (linear in ``kinematics.q``).
     """
-    k = build_kinematics(model)
-    return _TreeBuilder(model, k).build(), k
+    vm = valid_model(model)
+    k = build_kinematics(vm)
+    return _TreeBuilder(vm, k).build(), k
 
 
 def _prefix(k: Kinematics) -> str:
@@ -434,8 +435,10 @@ def derive_recursive(model: ValidModel) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-def forward_dynamics(model: ValidModel) -> ForwardDynamics:
+def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
+
+    ``source`` is a ValidModel, or a Model (validated on the way in).
 
     Applies when the expanded tree's joints are the model's coordinates up to a
     constant invertible map (``T`` square): chains and trees of links whose
@@ -444,6 +447,7 @@ def forward_dynamics(model: ValidModel) -> ForwardDynamics:
     two joints of the tree; such models raise DerivationError (use the mass
     matrix and a Cholesky solve instead).
     """
+    model = valid_model(source)
     k = build_kinematics(model)
     if model.couplings:
         raise DerivationError(f"model {model.name!r} couples coordinates; the articulated-body algorithm "
