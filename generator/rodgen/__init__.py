@@ -10,11 +10,12 @@ import importlib
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (Contact, Ground, Joint, Limit, Link, Loop, Marker, Model, Parameter, PointMass, Rod, Segment,
-                    Spring, dump, load, telescopic)
+                    Spring, ValidModel, dump, load, telescopic)
 from .symbolic import Equations, Method, derive
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "Equations", "Method",
+           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
