@@ -161,7 +161,8 @@ def test_constrained_dynamics_matches_kkt(H, model, active) -> None:
             qdd_ref, lam_ref = _kkt(e, u, rows, qd, alpha, beta, target)
             scale = 1 + np.max(np.abs(qdd_ref))
             np.testing.assert_allclose(qdd, qdd_ref, rtol=0, atol=1e-9 * scale)
-            np.testing.assert_allclose(lam[rows], lam_ref, rtol=0, atol=1e-9 * (1 + np.max(np.abs(lam_ref), initial=0.0)))
+            lam_scale = 1 + np.max(np.abs(lam_ref), initial=0.0)
+            np.testing.assert_allclose(lam[rows], lam_ref, rtol=0, atol=1e-9 * lam_scale)
             assert np.all(lam[[r for r in range(nr) if r not in rows]] == 0.0)
 
 
