@@ -340,8 +340,8 @@ int main(int argc, char **argv) {{
 def aba_c_source(model: rodgen.Model, name: str) -> str:
     """C of rodgen's articulated-body forward dynamics (rodgen.symbolic.recursive.forward_dynamics),
     printed with the code stage's CSE and printer: ``void <name>(q, qd, u, p, qdd)``."""
-    from rodgen.codegen.straight import straight_line
     from rodgen.codegen.printer import SlotPrinter
+    from rodgen.codegen.straight import straight_line
     from rodgen.symbolic.recursive import forward_dynamics
     fd = forward_dynamics(model)
     temps, outs = straight_line(fd.assignments, list(fd.qdd))

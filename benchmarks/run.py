@@ -37,8 +37,8 @@ import rodgen  # noqa: E402
 from rodgen.build import build as rodgen_build  # noqa: E402
 from rodgen.build import compile_files  # noqa: E402
 from rodgen.codegen import CodegenOptions, lower, render  # noqa: E402
-from rodgen.codegen.straight import straight_line  # noqa: E402
 from rodgen.codegen.printer import count_ops  # noqa: E402
+from rodgen.codegen.straight import straight_line  # noqa: E402
 from rodgen.examples import vl_chain  # noqa: E402
 from rodgen.symbolic.recursive import forward_dynamics  # noqa: E402
 

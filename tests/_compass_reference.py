@@ -96,8 +96,12 @@ def _cross(r: np.ndarray, v: np.ndarray) -> float:
 
 def _points(w: Walker, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     ts, tw, ws, ww = x
-    d = lambda th: np.array([np.sin(th), np.cos(th)])
-    dd = lambda th: np.array([np.cos(th), -np.sin(th)])
+    def d(th: float) -> np.ndarray:
+        return np.array([np.sin(th), np.cos(th)])
+
+    def dd(th: float) -> np.ndarray:
+        return np.array([np.cos(th), -np.sin(th)])
+
     hip, vhip = w.l * d(ts), w.l * dd(ts) * ws
     return {"hip": (hip, vhip), "p1": (w.a * d(ts), w.a * dd(ts) * ws),
             "p2": (hip - w.b * d(tw), vhip - w.b * dd(tw) * ww), "foot2": (hip - w.l * d(tw), None)}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+
 from rodgen.symbolic.equations import Equations
 from rodgen.symbolic.numeric import NumericModel
 

@@ -11,11 +11,10 @@ import pytest
 
 import rodgen
 import rodgen.build
+from conftest import EXAMPLES, REPO
 from rodgen.build import BuildOptions, build_key, compile_count
 from rodgen.codegen import generate
 from rodgen.errors import BuildError
-
-from conftest import EXAMPLES, REPO
 
 compiler_mod = importlib.import_module("rodgen.build.compiler")
 

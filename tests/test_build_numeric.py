@@ -16,10 +16,9 @@ import sympy as sp
 
 import rodgen
 import rodgen.build
+from conftest import EXAMPLES
 from rodgen.model.core import Joint, Model, PointMass, Rod, Spring
 from rodgen.symbolic import available_methods
-
-from conftest import EXAMPLES
 
 #: Both sides evaluate the same expressions in double precision; only the order
 #: of operations differs (CSE, Cholesky against LAPACK), so they agree to a few ulps

@@ -10,10 +10,9 @@ from scipy.integrate import solve_ivp
 
 import rodgen
 import rodgen.build
+from conftest import EXAMPLES
 from rodgen.model.core import Joint, Model, PointMass
 from rodgen.runtime import CompiledModel, DynamicsError
-
-from conftest import EXAMPLES
 
 
 @pytest.fixture(scope="session")

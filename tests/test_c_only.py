@@ -14,10 +14,9 @@ import pytest
 
 import rodgen
 import rodgen.build
+from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions, generate
 from rodgen.model.core import Joint, Model, PointMass
-
-from conftest import EXAMPLES
 
 CC = shutil.which("gcc") or shutil.which("cc")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -104,7 +103,8 @@ def test_header_is_cplusplus_clean(tmp_path: Path) -> None:
     cxx = shutil.which("g++")
     if cxx is None:
         pytest.skip("no C++ compiler")
-    (tmp_path / "use.cpp").write_text(f'#include "{files.spec.header}"\nint main() {{ return {files.spec.macro}_NQ - 2; }}\n')
+    (tmp_path / "use.cpp").write_text(f'#include "{files.spec.header}"\n'
+                                      f'int main() {{ return {files.spec.macro}_NQ - 2; }}\n')
     res = subprocess.run([cxx, "-Wall", "-Wextra", "-Werror", "-pedantic", "use.cpp", "-o", "use"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rodgen.cli import main
-
 from conftest import EXAMPLES, REPO
+from rodgen.cli import main
 
 
 def test_generate_writes_the_three_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,8 @@ import pytest
 import sympy as sp
 
 import rodgen
-from rodgen.model.loader import load_dict
 from _num import numeric, rel_err
+from rodgen.model.loader import load_dict
 
 METHODS = ["matrix", "lagrange"]
 
@@ -108,8 +108,8 @@ def test_two_link_point_masses_free_base(method: str) -> None:
     e = rodgen.derive(load_dict(data), method=method)
     assert [str(s) for s in e.q] == ["x", "y", "phi_1", "l_1", "phi_2", "l_2"]
     P = {str(s): v for s, v in e.param_values.items()}
-    m1 = np.array([P["m10"], P["m11"], P["m12"]]); a1 = np.array([P["a10"], P["a11"], P["a12"]])
-    m2 = np.array([P["m20"], P["m21"], P["m22"]]); a2 = np.array([P["a20"], P["a21"], P["a22"]])
+    m1, a1 = np.array([P["m10"], P["m11"], P["m12"]]), np.array([P["a10"], P["a11"], P["a12"]])
+    m2, a2 = np.array([P["m20"], P["m21"], P["m22"]]), np.array([P["a20"], P["a21"], P["a22"]])
     theta = m1.sum() + m2.sum()
     eta = [np.sum(m1 * (1 - a1)), -np.sum(m2 * a2)]
     zeta = [np.sum(m1 * (1 - a1) ** 2), np.sum(m2 * a2 ** 2)]
@@ -118,7 +118,7 @@ def test_two_link_point_masses_free_base(method: str) -> None:
     for _ in range(4):
         x, y, p1, l1, p2, l2 = rng.uniform(0.2, 1.4, 6)
         dx, dy, dp1, dl1, dp2, dl2 = rng.normal(size=6)
-        q = np.array([x, y, p1, l1, p2, l2]); qd = np.array([dx, dy, dp1, dl1, dp2, dl2])
+        q, qd = np.array([x, y, p1, l1, p2, l2]), np.array([dx, dy, dp1, dl1, dp2, dl2])
         qdd = rng.normal(size=6)
         ddx, ddy, ddp1, ddl1, ddp2, ddl2 = qdd
         phis, ls, dps, dls, ddps, ddls = (p1, p2), (l1, l2), (dp1, dp2), (dl1, dl2), (ddp1, ddp2), (ddl1, ddl2)

@@ -8,12 +8,20 @@ import pytest
 import sympy as sp
 
 import rodgen
-from rodgen.codegen import (CodegenOptions, SlotPrinter, c_double, comment_text, generate, lower, prefix_of,
-                            render, straight_line)
+from conftest import EXAMPLES
+from rodgen.codegen import (
+    CodegenOptions,
+    SlotPrinter,
+    c_double,
+    comment_text,
+    generate,
+    lower,
+    prefix_of,
+    render,
+    straight_line,
+)
 from rodgen.errors import CodegenError, ModelError
 from rodgen.model.core import Model, PointMass
-
-from conftest import EXAMPLES
 
 x, y, z = sp.symbols("x y z")
 
@@ -128,7 +136,7 @@ def test_names_appear_in_comments_only(tmp_path: "pytest.TempPathFactory") -> No
     # the hand-written parts of the source (Cholesky, integrators, input laws) use the words of their templates
     from rodgen.codegen import template_root
     c_words |= {w for name in ("model.c.jinja", "simulate.c.jinja", "jacobian.c.jinja")
-                for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template_root().joinpath("c").joinpath(name).read_text())}
+                for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", (template_root() / "c" / name).read_text())}
     leftover = {w for w in idents if not w.startswith(allowed_prefix) and w not in c_words
                 and not re.fullmatch(r"t\d+", w)}
     assert not leftover, leftover
@@ -137,8 +145,9 @@ def test_names_appear_in_comments_only(tmp_path: "pytest.TempPathFactory") -> No
 
 def test_split_routines_give_the_same_numbers(build_dir: "pytest.TempPathFactory") -> None:
     """A routine cut into parts (shared temporaries in a work array) computes what the whole one does."""
-    import rodgen.build
     from test_build_numeric import Reference, close, random_state
+
+    import rodgen.build
     eqs = rodgen.derive(rodgen.load(EXAMPLES / "exo5.yaml"), method="recursive")
     split = rodgen.build(eqs, build_dir=build_dir, codegen=CodegenOptions(max_statements=25))
     assert all(r.parts for r in lower(eqs, options=CodegenOptions(max_statements=25)).routines

@@ -35,13 +35,17 @@ def _impact_by_impulse(x: np.ndarray) -> np.ndarray:
     xf, yf, t1, t2 = sp.symbols("xf yf t1 t2")
     q = sp.Matrix([xf, yf, t1, t2])
     qd = sp.Matrix(sp.symbols("vx vy w1 w2"))
-    d = lambda th: sp.Matrix([sp.sin(th), sp.cos(th)])
+    def d(th: sp.Expr) -> sp.Matrix:
+        return sp.Matrix([sp.sin(th), sp.cos(th)])
+
     foot = sp.Matrix([xf, yf])
     hip = foot + W.l * d(t1)
     p1 = foot + W.a * d(t1)
     p2 = hip - W.b * d(t2)
     foot2 = hip - W.l * d(t2)
-    v = lambda r: r.jacobian(q) * qd
+    def v(r: sp.Matrix) -> sp.Matrix:
+        return r.jacobian(q) * qd
+
     T = (W.m_hip * v(hip).dot(v(hip)) + W.m * v(p1).dot(v(p1)) + W.m * v(p2).dot(v(p2))) / 2
     M = np.array(sp.hessian(T, qd).subs({xf: 0, yf: 0, t1: x[0], t2: x[1]}), float)
     J = np.array(foot2.jacobian(q).subs({t1: x[0], t2: x[1]}), float)

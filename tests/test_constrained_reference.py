@@ -12,8 +12,9 @@ import math
 
 import numpy as np
 import pytest
-import rodgen
 from _constrained import ConstrainedNumeric, constrained_dynamics, impact, rk4
+
+import rodgen
 
 METHODS = ["lagrange", "matrix", "recursive"]
 
@@ -70,7 +71,10 @@ def test_fourbar_statics_by_moment_balance(fourbar: ConstrainedNumeric) -> None:
     B = A + a * e[0]
     C = B + b * e[1]
     G1, G2, G3 = A + a / 2 * e[0], B + b / 2 * e[1], D + c / 2 * e[2]
-    w = lambda mass: np.array([0.0, -mass * g])
+
+    def w(mass: float) -> np.ndarray:
+        return np.array([0.0, -mass * g])
+
     # λ acts on the rocker at C, -λ on the coupler at C; hinges are passive:
     #   rocker about D:   (C-D) x λ + (G3-D) x w3 = 0
     #   coupler about B: -(C-B) x λ + (G2-B) x w2 = 0

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import rodgen
 import sympy as sp
+
+import rodgen
 from conftest import EXAMPLES
 from rodgen.codegen import generate, lower
 from rodgen.errors import CodegenError
@@ -196,3 +197,40 @@ def test_coupled_rows_are_projected_onto_the_independent_coordinates() -> None:
     reduced.articulated_reason = "the model couples coordinates"
     spec = lower(reduced)
     assert spec.nrows == 3 and spec.forward == "cholesky"
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+@pytest.mark.parametrize("name", ["fourbar", "compass_gait", "exo5_walk"])
+def test_model_files_with_contacts_and_loops(tmp_path: Path, name: str) -> None:
+    """Rows the symbolic stage derives from a model file's contacts, loops and limits, lowered and compiled:
+    the C equals the SymPy rows, and its Jacobian equals central differences of its positions."""
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / f"{name}.yaml"), method="recursive")
+    assert eqs.constraints
+    files = generate(eqs)
+    spec = files.spec
+    assert [(b.name, b.kind) for b in spec.constraints] == [(c.name, c.kind) for c in eqs.constraints]
+    lib = compile_shared(files, tmp_path)
+    n, nrows, pre = spec.nq, spec.nrows, spec.prefix
+    ex = eqs.expanded()
+    pos = sp.lambdify([eqs.q, eqs.params], sp.Matrix.vstack(*[c.position for c in ex.constraints]), "numpy")
+    bias = sp.lambdify([eqs.q, eqs.qd, eqs.params], sp.Matrix.vstack(*[c.bias for c in ex.constraints]), "numpy")
+    p = np.array([float(eqs.param_values[s]) for s in eqs.params])
+    rng = np.random.default_rng(99)
+    for _ in range(3):
+        q = np.array([float(v) for v in dict(spec.meta)["INITIAL_Q"].strip("()").split(",") if v.strip()])
+        q = q + 0.1 * rng.normal(size=n)
+        qd = rng.normal(size=n)
+        c = call(lib, f"{pre}_constraint_position", nrows, q, p)
+        np.testing.assert_allclose(c, np.asarray(pos(q, p), float).ravel(), rtol=RTOL_SAME, atol=1e-14)
+        b = call(lib, f"{pre}_constraint_bias", nrows, q, qd, p)
+        np.testing.assert_allclose(b, np.asarray(bias(q, qd, p), float).ravel(), rtol=RTOL_SAME, atol=1e-13)
+        J = call(lib, f"{pre}_constraint_jacobian", nrows * n, q, p).reshape(nrows, n)
+        h = 1e-5
+        fd_J = np.stack([(call(lib, f"{pre}_constraint_position", nrows, q + h * e, p)
+                          - call(lib, f"{pre}_constraint_position", nrows, q - h * e, p)) / (2 * h)
+                         for e in np.eye(n)], axis=1)
+        np.testing.assert_allclose(J, fd_J, atol=TOL_FD_JAC)
+    mu = call(lib, f"{pre}_constraint_friction", spec.nconstraints, p)
+    want = [float(sp.sympify(c.friction).xreplace(eqs.param_values)) if c.kind == "contact" and c.friction is not None
+            else 0.0 for c in eqs.constraints]
+    np.testing.assert_allclose(mu, want, rtol=1e-15)

@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 import pytest
-import rodgen
 import yaml
 from _constrained import ConstrainedNumeric
+
+import rodgen
 from rodgen import ModelError
 from rodgen.model import load_dict, to_dict
 

@@ -4,7 +4,8 @@
   torques, and the ground reaction equals total mass times (CM acceleration - g);
 - the passive compass gait: the reactions of the reference KKT solve come back;
 - double support (underdetermined): residual zero, Newton's law for the whole walker, the least
-  weighted norm (orthogonal to the null space), a prescribed split of the tangential force (the normal forces are fixed by the motion).
+  weighted norm (orthogonal to the null space), a prescribed split of the tangential force (the normal forces
+  are fixed by the motion).
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import math
 
 import numpy as np
 import pytest
-import rodgen
 from _constrained import ConstrainedNumeric, constrained_dynamics
+
+import rodgen
 from rodgen.runtime import ContactInverseDynamicsError, contact_inverse_dynamics
 from rodgen.symbolic.numeric import lambdify_equations
 
@@ -46,7 +48,10 @@ def _cm(num, q: np.ndarray) -> np.ndarray:
 def _cm_acc(num, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
     """CM acceleration along q(t) = q + qd t + qdd t^2/2 by central differences."""
     t = 1e-3
-    path = lambda s: q + qd * s + qdd * s * s / 2
+
+    def path(s: float) -> np.ndarray:
+        return q + qd * s + qdd * s * s / 2
+
     return (_cm(num, path(t)) - 2 * _cm(num, path(0.0)) + _cm(num, path(-t))) / (t * t)
 
 

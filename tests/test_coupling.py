@@ -177,7 +177,8 @@ def test_springs_and_dampers_are_projected() -> None:
     x, xd = eqs.q[0], eqs.qd[0]
     c = -2
     pv = {s: sp.Rational(str(v)) for s, v in eqs.param_values.items()}
-    assert sp.simplify(eqs.K[0].xreplace(pv) - (3 * (x - sp.Rational(1, 10)) + c * 5 * (c * x + sp.Rational(1, 5)))) == 0
+    expected = 3 * (x - sp.Rational(1, 10)) + c * 5 * (c * x + sp.Rational(1, 5))
+    assert sp.simplify(eqs.K[0].xreplace(pv) - expected) == 0
     assert sp.simplify(eqs.D[0].xreplace(pv) - (sp.Rational(7, 10) + c * c * sp.Rational(2, 5)) * xd) == 0
     assert eqs.B == sp.Matrix([[1]])
 

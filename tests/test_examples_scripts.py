@@ -37,8 +37,8 @@ def test_exo5_gait_power_balance_and_periodicity(tmp_path: "os.PathLike[str]") -
     np.testing.assert_allclose(res.u[0], res.u[-1], rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(res.residual, 0.0, atol=1e-9)
     # power of the generalized forces = d(T + V)/dt (central difference of the energy, h = 1e-5)
-    from rodgen.runtime.trajectory import Motion, as_evaluator
     import rodgen
+    from rodgen.runtime.trajectory import Motion, as_evaluator
     ev = as_evaluator(rodgen.load(os.path.join(EXAMPLES, "exo5.yaml")))
     motion = Motion(mod.gait(1.2), ev.coordinates)
     h = 1e-5

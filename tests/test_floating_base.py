@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 import pytest
-import rodgen
 from _constrained import rk4
+
+import rodgen
 from rodgen.symbolic.numeric import lambdify_equations
 
 METHODS = ["lagrange", "matrix", "recursive"]

@@ -12,10 +12,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
 from rodgen.errors import RodgenError
-
-from conftest import EXAMPLES
 
 EXAMPLE_FILES = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
 #: Step of the central differences, relative to the size of each state entry: truncation

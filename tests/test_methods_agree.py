@@ -73,7 +73,9 @@ def test_kinetic_energy_is_quadratic_form_of_mass_matrix() -> None:
     assert abs(T - 0.5 * qd @ a.mass(q) @ qd) < 1e-12 * abs(T)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+# Lagrange's equations of 4- and 5-link chains take minutes: slow (-m slow); n = 1..3 already couple every
+# link with its parent and grandparent, and the matrix method meets Pinocchio on longer chains
+@pytest.mark.parametrize("n", [1, 2, 3, *(pytest.param(n, marks=pytest.mark.slow) for n in (4, 5))])
 @pytest.mark.parametrize("link_model", ["point_masses", "joint_masses", "rod_variable", "rod_two_variable",
                                         "telescopic", "rigid"])
 def test_matrix_equals_lagrange_on_chains(link_model: str, n: int) -> None:

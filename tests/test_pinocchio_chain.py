@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import rodgen
-from rodgen.model.loader import load_dict
 from _num import numeric, rel_err
+from rodgen.model.loader import load_dict
 
 pin = pytest.importorskip("pinocchio")
 

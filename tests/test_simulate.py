@@ -14,10 +14,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen.runtime import PD, ComputedTorque, InputTable, Reference
 from rodgen.runtime.result import Status
-
-from conftest import EXAMPLES
 
 #: SciPy's reference solution: DOP853 at rtol = atol = 1e-12 (its own error is far below the bounds below).
 REF = dict(method="DOP853", rtol=1e-12, atol=1e-12)

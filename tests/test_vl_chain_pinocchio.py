@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_recursive import evaluator
 
 import rodgen
 from rodgen.examples import vl_chain
-from test_recursive import evaluator
 
 pin = pytest.importorskip("pinocchio")
 
@@ -74,8 +74,9 @@ def test_symbolic_qdd_matches_pinocchio_aba(n: int) -> None:
 
 @pytest.mark.parametrize("n", [1, 2, 5, 12])
 def test_articulated_body_qdd_matches_pinocchio_aba(n: int) -> None:
-    from rodgen.symbolic.recursive import forward_dynamics
     from test_recursive import aba_evaluator
+
+    from rodgen.symbolic.recursive import forward_dynamics
     fd = forward_dynamics(vl_chain(n))
     f = aba_evaluator(fd)
     p = np.array([fd.param_values[s] for s in fd.params])

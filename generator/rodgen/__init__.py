@@ -9,8 +9,25 @@ import importlib
 
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
-from .model import (Contact, Ground, Joint, Limit, Link, Loop, Marker, Model, Parameter, PointMass, Rod, Segment,
-                    Spring, ValidModel, dump, load, telescopic)
+from .model import (
+    Contact,
+    Ground,
+    Joint,
+    Limit,
+    Link,
+    Loop,
+    Marker,
+    Model,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    ValidModel,
+    dump,
+    load,
+    telescopic,
+)
 from .symbolic import Equations, Method, derive
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",

@@ -77,7 +77,7 @@ def equations_of(source: Union[AnyModel, Equations], *, method: Optional[str] = 
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
 
 
-__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD", "GeneratedFiles", "ModelSpec",
-           "ConstraintBlock",
-           "Routine", "Part", "Section", "Statement", "Argument", "Slot", "Kernel", "SlotPrinter", "c_double",
-           "comment_text", "prefix_of", "straight_line", "environment", "template_digest", "template_root"]
+__all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD",
+           "GeneratedFiles", "ModelSpec", "ConstraintBlock", "Routine", "Part", "Section", "Statement", "Argument",
+           "Slot", "Kernel", "SlotPrinter", "c_double", "comment_text", "prefix_of", "straight_line", "environment",
+           "template_digest", "template_root"]

@@ -20,7 +20,6 @@ import sympy as sp
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
-from .derivative import forward_derivatives
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
 from .slots import slots_of
@@ -214,13 +213,11 @@ def jacobian_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
 
     g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
     d qdd / d x = -M^-1 dg/dx (the C solves with the Cholesky factor of M). The
-    derivative is carried through the straight-line code (:mod:`.derivative`).
+    symbolic stage derives dg/dx (``Equations.inverse_dynamics_jacobian``).
     """
     n = len(eqs.q)
     NQ = g.NQ
-    bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
-    gexpr = eqs.M * sp.Matrix(eqs.qdd) + eqs.bias - bu
-    d_assign, jac = forward_derivatives(eqs.assignments, list(gexpr), list(eqs.q) + list(eqs.qd))
+    d_assign, jac = eqs.inverse_dynamics_jacobian()
     return build_routine(
         "inverse_dynamics_jacobian", f"{prefix}_inverse_dynamics_jacobian",
         "G = d(M a + bias - B u)/d[q, qd] at fixed a and u (used by rhs_jacobian).", (),

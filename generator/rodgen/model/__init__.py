@@ -4,13 +4,45 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 :class:`ValidModel` that ``Model.validate()`` returns and the later stages read (see
 :mod:`rodgen.model.valid`).
 """
-from .core import (Contact, Coordinate, Ground, Input, Joint, Limit, Link, Loop, Marker, Model, Parameter, PointMass,
-                   Rod, Segment, Spring, check_name, telescopic)
+from .core import (
+                   Contact,
+                   Coordinate,
+                   Ground,
+                   Input,
+                   Joint,
+                   Limit,
+                   Link,
+                   Loop,
+                   Marker,
+                   Model,
+                   Parameter,
+                   PointMass,
+                   Rod,
+                   Segment,
+                   Spring,
+                   check_name,
+                   telescopic,
+)
 from .dump import dump, to_dict
 from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
-from .valid import (AnyModel, Extension, ValidContact, ValidGround, ValidJoint, ValidLink, ValidLoop, ValidMarker,
-                    ValidModel, ValidParameter, ValidPointMass, ValidRod, ValidSegment, ValidSpring, valid_model)
+from .valid import (
+                   AnyModel,
+                   Extension,
+                   ValidContact,
+                   ValidGround,
+                   ValidJoint,
+                   ValidLink,
+                   ValidLoop,
+                   ValidMarker,
+                   ValidModel,
+                   ValidParameter,
+                   ValidPointMass,
+                   ValidRod,
+                   ValidSegment,
+                   ValidSpring,
+                   valid_model,
+)
 
 __all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
            "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",

@@ -170,6 +170,7 @@ def fold(node: ast.AST, number: Callable[[Union[int, float]], Any], name: Callab
     SymPy expressions.
     """
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, (int, float)), "unchecked constant"
         return number(node.value)
     if isinstance(node, ast.Name):
         return name(node.id)
@@ -196,7 +197,7 @@ def fold(node: ast.AST, number: Callable[[Union[int, float]], Any], name: Callab
 
 
 def _math_call(fn: str, args: list[float]) -> float:
-    impl = {"abs": abs, "atan2": math.atan2}.get(fn) or getattr(math, fn)
+    impl: Callable[..., float] = abs if fn == "abs" else getattr(math, fn)
     return float(impl(*args))
 
 

@@ -12,8 +12,21 @@ from typing import Any, Mapping, Optional, Union
 import yaml
 
 from ..errors import ModelError
-from .core import (Contact, Ground, Joint, Link, Loop, Marker, Model, Parameter, PointMass, Rod, Segment, Spring,
-                   telescopic)
+from .core import (
+    Contact,
+    Ground,
+    Joint,
+    Link,
+    Loop,
+    Marker,
+    Model,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    telescopic,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 

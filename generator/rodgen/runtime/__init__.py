@@ -6,5 +6,5 @@ from .contact import ContactInverseDynamics, ContactInverseDynamicsError, contac
 from .control import PD, ComputedTorque, InputTable, Reference
 from .integrate import Integrator
 
-__all__ = ["contact_inverse_dynamics", "ContactInverseDynamics", "ContactInverseDynamicsError", "CompiledModel", "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque",
-           "Integrator"]
+__all__ = ["contact_inverse_dynamics", "ContactInverseDynamics", "ContactInverseDynamicsError", "CompiledModel",
+           "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque", "Integrator"]

@@ -132,6 +132,8 @@ class Equations:
     constraints: list[ConstraintEquations] = field(default_factory=list)
     articulated: Optional[ForwardDynamics] = None
     articulated_reason: str = NOT_DERIVED
+    _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -163,6 +165,23 @@ class Equations:
                                               None if c.friction is None else c.friction.xreplace(subs))
                           for c in self.constraints],
                          self.articulated, self.articulated_reason)
+
+    def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
+        """d(M a + bias - B u)/d[q, qd] with a (the ``qdd`` symbols) and u held fixed, as straight-line code.
+
+        Returns ``(assignments, rows)``: intermediate ``(symbol, expression)`` pairs in evaluation
+        order (the equations' own assignments and their derivatives) and the n x 2n derivative in
+        them (see :mod:`rodgen.symbolic.derivative`). At ``a = qdd`` the Jacobian of the
+        accelerations is ``-M^-1`` times it. Derived on the first call and kept; its size grows
+        like nq times the inverse dynamics, so it is not derived unless asked for.
+        """
+        if self._jacobian is None:
+            from .derivative import forward_derivatives
+            n = len(self.q)
+            bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
+            g = self.M * sp.Matrix(self.qdd) + self.bias - bu
+            self._jacobian = forward_derivatives(self.assignments, list(g), list(self.q) + list(self.qd))
+        return self._jacobian
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - B u (zero along solutions)."""

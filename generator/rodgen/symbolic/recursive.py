@@ -569,4 +569,5 @@ def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     return fd, ""
 
 
-__all__ = ["derive_recursive", "forward_dynamics", "articulated_body", "ForwardDynamics", "expanded_tree", "Node", "Ref"]
+__all__ = ["derive_recursive", "forward_dynamics", "articulated_body", "ForwardDynamics", "expanded_tree", "Node",
+           "Ref"]
