@@ -368,7 +368,7 @@ class CHarness:
         self.dir = Path(tempfile.mkdtemp(prefix="rodgen_harness_"))
         for fname, text in files.files.items():
             (self.dir / fname).write_text(text)
-        name = next(f[:-2] for f in files.files if f.endswith(".h"))
+        name = files.spec.prefix
         nq, nu, npar = len(eqs.q), max(len(eqs.u), 1), max(len(eqs.params), 1)
         pvals = [eqs.param_values[s] for s in eqs.params] or [0.0]
 
@@ -386,11 +386,12 @@ class CHarness:
                                             "\n{ (void)q; (void)qd; (void)u; (void)p; (void)qdd; }\n")
             self.has_aba = False
         self.exe = self.dir / "harness"
-        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "aba.c", "-lm"]
+        cmd = [CC, *(cflags or C_FLAGS), "-o", str(self.exe), "harness.c", f"{name}.c", "rodgen_linalg.c", "aba.c",
+               "-lm"]
         proc = subprocess.run(cmd, cwd=self.dir, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"harness failed to compile: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-        self.c_bytes = sum(len(t) for f, t in files.files.items() if f.endswith(".c"))
+        self.c_bytes = len(files.source)
 
     def forward_dynamics_seconds(self, reps: int = 200000, repeat: int = 5, *, aba: bool = False) -> float:
         """Seconds per call of the generated forward dynamics (``aba``: of the articulated-body one)."""

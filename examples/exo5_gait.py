@@ -47,7 +47,7 @@ def gait(period: float) -> dict[str, sp.Expr]:
 
 def evaluator(model: rodgen.Model, compile_: bool) -> Any:
     if compile_:
-        from rodgen.build import build
+        from rodgen.toolchain import build
         return build(model)
     return as_evaluator(model)
 

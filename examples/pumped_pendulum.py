@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def evaluator(model: rodgen.Model, compile_: bool) -> Any:
     if compile_:
-        from rodgen.build import build
+        from rodgen.toolchain import build
         return build(model)
     return as_evaluator(model)
 

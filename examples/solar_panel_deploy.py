@@ -31,7 +31,7 @@ STEP = 1e-6  # directional-difference step for point velocities (error ~ STEP^2)
 
 def evaluator(model: rodgen.Model, compile_: bool) -> Any:
     if compile_:
-        from rodgen.build import build
+        from rodgen.toolchain import build
         return build(model)
     return as_evaluator(model)
 

@@ -15,7 +15,7 @@ import pytest
 import sympy as sp
 
 import rodgen
-import rodgen.build
+import rodgen.toolchain
 from conftest import EXAMPLES
 from rodgen.model.core import Joint, Model, PointMass, Rod, Spring
 from rodgen.symbolic import available_methods

@@ -9,7 +9,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import rodgen
-import rodgen.build
+import rodgen.toolchain
 from conftest import EXAMPLES
 from rodgen.model.core import Joint, Model, PointMass
 from rodgen.runtime import CompiledModel, DynamicsError

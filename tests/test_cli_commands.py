@@ -11,10 +11,11 @@ from conftest import EXAMPLES, REPO
 from rodgen.cli import main
 
 
-def test_generate_writes_the_three_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_generate_writes_the_model_and_the_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rodgen.codegen.runtime import runtime_sources
     out = tmp_path / "gen"
     assert main(["generate", str(EXAMPLES / "exo5.yaml"), "-o", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["_exo5.pyx", "exo5.c", "exo5.h"]
+    assert sorted(p.name for p in out.iterdir()) == sorted({"exo5.c", "exo5.h"} | set(runtime_sources()))
     printed = capsys.readouterr().out.split()
     assert str(out / "exo5.h") in printed
 
@@ -23,7 +24,7 @@ def test_build_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str], bu
     assert main(["build", str(EXAMPLES / "double_pendulum.yaml"), "--build-dir", str(build_dir)]) == 0
     out = capsys.readouterr().out
     assert "built double_pendulum: nq=2, nu=2, np=5" in out
-    module = Path(out.split("module: ")[1].split()[0])
+    module = Path(out.split("library: ")[1].split()[0])
     assert module.is_file() and module.parent.parent == build_dir
 
 

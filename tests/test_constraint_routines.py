@@ -67,7 +67,7 @@ def with_constraints(eqs: Equations) -> Equations:
 def compile_shared(files: Any, folder: Path) -> ctypes.CDLL:
     files.write(folder)
     lib = folder / f"lib{files.spec.prefix}.so"
-    cmd = [CC, *STRICT, "-O1", "-shared", "-fPIC", files.spec.source, "-o", str(lib), "-lm"]
+    cmd = [CC, *STRICT, "-O1", "-shared", "-fPIC", files.spec.source, "rodgen_linalg.c", "-o", str(lib), "-lm"]
     res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
     assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
     return ctypes.CDLL(str(lib))

@@ -231,7 +231,7 @@ def test_motion_errors() -> None:
 @pytest.mark.parametrize("name", ["solar_panel.yaml", "exo5.yaml"])
 def test_compiled_model_gives_the_same_forces_as_the_equations(name: str, build_dir: "os.PathLike[str]") -> None:
     """prescribed_forces through the compiled, batched inverse dynamics and input map vs lambdify."""
-    from rodgen.build import build
+    from rodgen.toolchain import build
     model = ex(name)
     eqs = rodgen.derive(model)
     compiled = build(eqs, build_dir=build_dir)

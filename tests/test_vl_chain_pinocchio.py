@@ -92,7 +92,7 @@ def test_articulated_body_qdd_matches_pinocchio_aba(n: int) -> None:
 
 def _compiled(n: int, forward: str = "auto") -> object:
     try:
-        import rodgen.build as stage
+        import rodgen.toolchain as stage
         from rodgen.codegen import CodegenOptions
         build = stage.build
     except (ImportError, AttributeError) as exc:
@@ -105,7 +105,7 @@ def test_compiled_forward_dynamics_matches_pinocchio_aba(n: int) -> None:
     """Both generated algorithms (articulated-body, the default here, and mass matrix + Cholesky) against
     pin.aba, one state at a time (the runtime's one-state path) and as a batch (the batch kernel)."""
     aba, chol = _compiled(n, "aba"), _compiled(n, "cholesky")
-    assert aba._m.FORWARD == "aba" and chol._m.FORWARD == "cholesky"  # type: ignore[attr-defined]
+    assert aba.forward == "aba" and chol.forward == "cholesky"  # type: ignore[attr-defined]
     pm = pinocchio_chain(n)
     data = pm.createData()
     seed = 5300 + n
@@ -114,7 +114,7 @@ def test_compiled_forward_dynamics_matches_pinocchio_aba(n: int) -> None:
     expected = np.array([pin.aba(pm, data, q, qd, u) for q, qd, u in states])
     Q, QD, U = (np.array([s[k] for s in states]) for k in range(3))
     for sysm in (aba, chol):
-        kind = sysm._m.FORWARD  # type: ignore[attr-defined]
+        kind = sysm.forward  # type: ignore[attr-defined]
         for (q, qd, u), want in zip(states, expected):
             qdd = np.asarray(sysm.forward_dynamics(q, qd, u))  # type: ignore[attr-defined]
             err = rel_err(qdd, want)

@@ -24,7 +24,7 @@ from conftest import EXAMPLES, REPO
 SCRIPT = r"""
 import sys
 from pathlib import Path
-import rodgen, rodgen.build
+import rodgen, rodgen.toolchain
 from rodgen.codegen import template_root
 venv = Path(sys.prefix).resolve()
 assert Path(rodgen.__file__).resolve().is_relative_to(venv), rodgen.__file__

@@ -1,7 +1,7 @@
 """rodgen: equations of motion of rod and link mechanisms, compiled to C.
 
 Pipeline: model (``load``/``Model``) -> symbolic (``derive``) -> code
-(``generate``) -> build (``build``) -> runtime (the compiled model).
+(``generate``) -> toolchain (``build``) -> runtime (the compiled model).
 """
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "examples", "__version__"]
 
 # Later stages are imported on first use so that `import rodgen` stays light.
-# `rodgen.build` is both the build-stage package and its entry point: the
-# package module is callable (rodgen.build(model)), so the name works either way.
+# `rodgen.build` is the toolchain stage's entry point (rodgen.toolchain.build).
 _LAZY = {
-    "build": (".build", None),
+    "build": (".toolchain", "build"),
+    "toolchain": (".toolchain", None),
     "generate": (".codegen", "generate"),
     "examples": (".examples", None),
     "plot": (".runtime.plot", "plot"),

@@ -1,6 +1,6 @@
 """The ``rodgen`` command line.
 
-    rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and _<model>.pyx into DIR
+    rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and the C runtime into DIR
     rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
@@ -58,13 +58,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import load
-    from .build import BuildOptions, build
+    from .toolchain import BuildOptions, build
     model = load(args.model)
     options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
     sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,
                  codegen=_codegen_options(args))
     print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
-    print(f"module: {sys_.path}")
+    print(f"library: {sys_.path}")
     print(f"C sources: {sys_.header} {sys_.source}")
     return 0
 
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    g = sub.add_parser("generate", help="write the C header, C source and Cython module of a model")
+    g = sub.add_parser("generate", help="write the C header and source of a model and the C runtime beside them")
     _add_model_args(g)
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
@@ -90,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
     _add_model_args(b)
     b.add_argument("--build-dir", default=None, metavar="DIR", help="cache folder (default ./build)")
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
-    b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O2", help="optimisation level (default O2)")
+    b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O1", help="optimisation level (default O1)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)

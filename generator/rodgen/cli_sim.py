@@ -113,7 +113,7 @@ def _evaluator(args: argparse.Namespace, model: Any) -> Any:
     if args.no_compile:
         from .symbolic.numeric import lambdify_equations
         return lambdify_equations(eqs)
-    from .build import build
+    from .toolchain import build
     return build(eqs, build_dir=args.build_dir)
 
 

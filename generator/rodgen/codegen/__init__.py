@@ -1,7 +1,7 @@
-"""Code stage: Equations -> routine spec -> C header, C source and Cython module.
+"""Code stage: Equations -> routine spec -> C header and C source (with the C runtime beside them).
 
     spec = lower(equations)            # straight-line code per routine, no names from the model
-    files = render(spec)               # GeneratedFiles: {"exo5.h": ..., "exo5.c": ..., "_exo5.pyx": ...}
+    files = render(spec)               # GeneratedFiles: {"exo5.h": ..., "exo5.c": ..., "rodgen_runtime.h": ...}
     files.write("out/")
 
 or in one step ``generate(model_or_equations, out_dir)``.
@@ -19,24 +19,13 @@ from .lower import lower
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .printer import SlotPrinter, c_double
 from .render import GeneratedFiles, environment, render, template_digest, template_root
-from .spec import (
-    Argument,
-    ConstraintBlock,
-    Kernel,
-    ModelSpec,
-    Part,
-    Routine,
-    Section,
-    Slot,
-    Statement,
-    comment_text,
-)
+from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
 from .straight import straight_line
 
 
 def generate(source: Union[AnyModel, Equations], out_dir: Union[str, Path, None] = None, *,
              method: Optional[str] = None, options: Optional[CodegenOptions] = None) -> GeneratedFiles:
-    """Generate the C header, C source and Cython module of a model.
+    """Generate the C header and C source of a model, with the files of rodgen's C runtime.
 
     Parameters
     ----------
@@ -79,5 +68,5 @@ def equations_of(source: Union[AnyModel, Equations], *, method: Optional[str] = 
 
 __all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD",
            "GeneratedFiles", "ModelSpec", "ConstraintBlock", "Routine", "Part", "Section", "Statement", "Argument",
-           "Slot", "Kernel", "SlotPrinter", "c_double", "comment_text", "prefix_of", "straight_line", "environment",
+           "Slot", "SlotPrinter", "c_double", "comment_text", "prefix_of", "straight_line", "environment",
            "template_digest", "template_root"]

@@ -25,7 +25,6 @@ from .routine import Group, build_routine, output
 from .slots import slots_of
 from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
 from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
-from .wrapper_spec import _kernels, _singles
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
 CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
@@ -83,8 +82,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
                  ("CONSTRAINTS", repr(tuple((b.name, b.kind, b.row, b.nrows) for b in blocks))))
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
-                     tuple(r), _kernels(prefix, macro, jacobian), meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), _singles(prefix, macro), len(blocks), nrows, blocks)
+                     tuple(r), meta, jacobian, forward, forward_ops,
+                     comment_text(forward_note, 200), len(blocks), nrows, blocks)
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 

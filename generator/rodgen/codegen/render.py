@@ -1,5 +1,9 @@
 """Rendering: ModelSpec -> GeneratedFiles, through one Jinja environment.
 
+A model's files are its C header and source, rendered here, and the files of
+rodgen's C runtime (``rodgen_model.h``, ``rodgen_runtime.h``, ``rodgen_*.c``),
+copied beside them so that the folder builds on its own.
+
 The templates live in the top-level ``templates/`` folder, shipped inside the
 package as ``rodgen.templates`` and read with :mod:`importlib.resources`.
 """
@@ -18,7 +22,10 @@ from ..errors import CodegenError
 from .spec import ModelSpec
 
 #: Template of each generated file, by the role of the file.
-TEMPLATES = {"header": "c/model.h.jinja", "source": "c/model.c.jinja", "pyx": "cython/model.pyx.jinja"}
+TEMPLATES = {"header": "c/model.h.jinja", "source": "c/model.c.jinja"}
+
+#: Prefixes a model may not take: its functions would collide with the runtime's names.
+RESERVED_PREFIXES = frozenset({"rodgen"})
 
 
 class _ResourceLoader(jinja2.BaseLoader):
@@ -54,8 +61,27 @@ def template_root() -> importlib.resources.abc.Traversable:
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The one Jinja environment of the code stage."""
-    return jinja2.Environment(loader=_ResourceLoader(), undefined=jinja2.StrictUndefined, trim_blocks=True,
-                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    from .. import contract
+    env = jinja2.Environment(loader=_ResourceLoader(), undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters["c_string"] = c_string
+    env.globals["contract"] = contract
+    return env
+
+
+def c_string(text: object) -> str:
+    """A C99 string literal holding ``text`` exactly (UTF-8; octal escapes for anything but plain ASCII)."""
+    out = ['"']
+    for byte in str(text).encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    out.append('"')
+    return "".join(out)
 
 
 def template_digest() -> str:
@@ -78,7 +104,8 @@ def template_digest() -> str:
 class GeneratedFiles:
     """The files of one model: file name -> text, and the spec they came from.
 
-    ``files`` holds ``<prefix>.h``, ``<prefix>.c`` and ``_<prefix>.pyx``.
+    ``files`` holds ``<prefix>.h``, ``<prefix>.c`` and the runtime's files (``rodgen_model.h``,
+    ``rodgen_runtime.h``, ``rodgen_*.c``): everything a C program of the model compiles.
     """
 
     spec: ModelSpec
@@ -97,8 +124,9 @@ class GeneratedFiles:
         return self.files[self.spec.source]
 
     @property
-    def pyx(self) -> str:
-        return self.files[self.spec.pyx]
+    def runtime(self) -> list[str]:
+        """Names of the runtime's files among ``files``."""
+        return sorted(n for n in self.files if n not in (self.spec.header, self.spec.source))
 
     def digest(self) -> str:
         """SHA-256 of the file names and contents, in name order."""
@@ -120,10 +148,17 @@ class GeneratedFiles:
 
 
 def render(spec: ModelSpec) -> GeneratedFiles:
-    """Render the C header, the C source and the Cython module of a lowered model."""
+    """Render the C header and the C source of a lowered model; add the runtime's files."""
+    from .runtime import runtime_sources
+    if spec.prefix in RESERVED_PREFIXES:
+        raise CodegenError(f"model name {spec.name!r} gives the C prefix {spec.prefix!r}, which rodgen's C runtime "
+                           f"uses; rename the model")
     env = environment()
-    names = {"header": spec.header, "source": spec.source, "pyx": spec.pyx}
-    files = {}
+    names = {"header": spec.header, "source": spec.source}
+    files = runtime_sources()
+    if spec.header in files or spec.source in files:
+        raise CodegenError(f"model name {spec.name!r} gives files that clash with rodgen's C runtime "
+                           f"({spec.header}, {spec.source}); rename the model")
     for role, template in TEMPLATES.items():
         try:
             text = env.get_template(template).render(m=spec)

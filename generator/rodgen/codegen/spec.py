@@ -93,42 +93,6 @@ class Routine:
 
 
 @dataclass(frozen=True)
-class Kernel:
-    """A batch loop of the Cython module around one C function.
-
-    ``inputs``/``outputs``: ``(name, row length as C text)``; ``call``: the C
-    arguments, in order; ``status``: the C function returns an int status.
-    """
-
-    name: str
-    c_name: str
-    inputs: tuple[tuple[str, str], ...]
-    outputs: tuple[tuple[str, str], ...]
-    call: tuple[str, ...]
-    status: bool = False
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class Single:
-    """A one-state method of the Cython module's ``Single`` class around one C function.
-
-    ``args``: the Python arguments, in order; ``inputs``: the array arguments ``(name, length as C
-    text)``, ``u`` and ``p`` may be None (zero inputs, default parameters); ``shape``: the result's
-    shape as Python text; ``call``: the C arguments; ``time``: the first argument is a scalar ``t``.
-    """
-
-    name: str
-    c_name: str
-    args: tuple[str, ...]
-    inputs: tuple[tuple[str, str], ...]
-    shape: str
-    call: tuple[str, ...]
-    status: bool = False
-    time: bool = False
-
-
-@dataclass(frozen=True)
 class ConstraintBlock:
     """One row of the model's constraint table (``rodgen_constraint`` in ``rodgen_model.h``).
 
@@ -147,7 +111,7 @@ class ConstraintBlock:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Everything the templates need to write ``<prefix>.h``, ``<prefix>.c`` and ``_<prefix>.pyx``."""
+    """Everything the templates need to write ``<prefix>.h`` and ``<prefix>.c``."""
 
     name: str                      # model name (a validated identifier), e.g. "exo5"
     prefix: str                    # lower-case function prefix and file stem
@@ -165,17 +129,16 @@ class ModelSpec:
     parameters: tuple[Slot, ...]
     points: tuple[Slot, ...]
     routines: tuple[Routine, ...]
-    kernels: tuple[Kernel, ...]
-    # plain Python values for the Cython module's metadata (printed with repr)
+    # plain Python values describing the model (printed with repr): names, defaults, provenance
     meta: tuple[tuple[str, str], ...] = field(default=())
     jacobian: bool = False         # <prefix>_rhs_jacobian is generated
     forward: str = "cholesky"      # algorithm of <prefix>_forward_dynamics: "aba" or "cholesky"
     forward_ops: int = 0           # operations of one forward-dynamics call (the Cholesky loops counted too)
     forward_note: str = ""         # why the Cholesky path was taken where the articulated-body one was not
-    singles: tuple[Single, ...] = ()   # one-state methods of the Cython module (the runtime's fast path)
     nconstraints: int = 0          # constraint blocks (contacts, loops, limits)
     nrows: int = 0                 # constraint rows in all
-    constraints: tuple[ConstraintBlock, ...] = ()   # the block table, in row order
+    # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
+    constraints: tuple[ConstraintBlock, ...] = ()
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:
@@ -192,12 +155,74 @@ class ModelSpec:
         return f"{self.prefix}.c"
 
     @property
-    def pyx(self) -> str:
-        return f"_{self.prefix}.pyx"
+    def library(self) -> str:
+        """Stem of the model's shared library (``lib<prefix>``)."""
+        return f"lib{self.prefix}"
 
     @property
-    def module(self) -> str:
-        return f"_{self.prefix}"
+    def table_routines(self) -> frozenset[str]:
+        """Names of the routines the C defines as ``<prefix>_<name>`` with external linkage: the fields of
+        the model's table (``rodgen_model``) that point at a function; the others are NULL."""
+        names = {r.name for r in self.routines if not r.static}
+        names.update(("forward_dynamics", "rhs"))
+        if self.jacobian:
+            names.add("rhs_jacobian")
+        return frozenset(names)
+
+    def compile_groups(self) -> tuple[tuple[str, int], ...]:
+        """Groups of the C source a build may compile as separate translation units, in parallel.
+
+        Each public routine is a group of its own (``forward_dynamics`` with ``rhs``), ``table`` holds the
+        model's table; a static routine goes with the groups that call it. Returns ``(group, weight)`` with
+        the weight in operations. A translation unit defines ``<MACRO>_UNIT`` and
+        ``<MACRO>_UNIT_<GROUP>`` for each of its groups (see :meth:`unit_guard`); without
+        ``<MACRO>_UNIT`` the source is one unit, as a firmware compiles it. The weight is the number
+        of statements, which the compile time follows.
+        """
+        weight: dict[str, int] = {"table": 1}
+        for r in self.routines:
+            size = sum(len(sec.statements) for sec in r.sections) + sum(
+                len(sec.statements) for part in r.parts for sec in part.sections)
+            for g in self._groups_of(r.name, r.static):
+                weight[g] = weight.get(g, 0) + max(size, 1)
+        weight["forward_dynamics"] = weight.get("forward_dynamics", 0) + 1
+        if self.jacobian:
+            weight["rhs_jacobian"] = weight.get("rhs_jacobian", 0) + 1
+        return tuple(sorted(weight.items()))
+
+    def _groups_of(self, name: str, static: bool) -> tuple[str, ...]:
+        if name == "rhs":
+            return ("forward_dynamics",)
+        if not static:
+            return (name,)
+        users = {"articulated": ("forward_dynamics",),
+                 "mass_force": (("forward_dynamics",) if self.forward == "cholesky" else ())
+                 + (("rhs_jacobian",) if self.jacobian else ()),
+                 "inverse_dynamics_jacobian": ("rhs_jacobian",)}
+        if name in users and users[name]:
+            return users[name]
+        return tuple(g for g, _ in self._all_groups())
+
+    def _all_groups(self) -> tuple[tuple[str, int], ...]:
+        names = {r.name for r in self.routines if not r.static and r.name != "rhs"}
+        names.update(("forward_dynamics", "table"))
+        if self.jacobian:
+            names.add("rhs_jacobian")
+        return tuple((n, 0) for n in sorted(names))
+
+    def unit_guard(self, name: str, static: bool = False) -> str:
+        """The ``#if`` line that keeps routine ``name`` (or group ``table``) in the units compiling it."""
+        groups = ("table",) if name == "table" else self._groups_of(name, static)
+        tests = " || ".join(f"defined({self.macro}_UNIT_{g.upper()})" for g in groups)
+        return f"#if !defined({self.macro}_UNIT) || {tests}"
+
+    def names(self, key: str) -> tuple[str, ...]:
+        """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""
+        import ast
+        for k, v in self.meta:
+            if k == key:
+                return tuple(str(x) for x in ast.literal_eval(v))
+        return ()
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -69,6 +69,17 @@ typedef struct rodgen_model {
     void (*constraint_bias)(const double *q, const double *qd, const double *p,
                             double *b);                                            /* b [nrows] = Jdot qd */
     void (*constraint_friction)(const double *p, double *mu);                      /* mu [nconstraints] */
+
+    /* Names and provenance, for bindings and tools (NULL where a list is empty). */
+    const char *const *coordinate_names;    /* [nq] */
+    const char *const *input_names;         /* [nu] */
+    const char *const *parameter_names;     /* [np] */
+    const char *const *point_names;         /* [npoints] */
+    const char *prefix;                     /* prefix of the model's C functions and files */
+    const char *version;                    /* version of rodgen that generated the model */
+    const char *method;                     /* derivation method */
+    const char *forward;                    /* forward dynamics: "aba" or "cholesky" */
+    const char *content_hash;               /* hash of the generated code */
 } rodgen_model;
 
 #ifdef __cplusplus

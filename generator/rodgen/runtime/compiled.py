@@ -1,7 +1,9 @@
 """CompiledModel: the Python face of a compiled model.
 
 Every array function takes one state (1-D arrays) or a stacked batch (2-D
-arrays of N rows), which the Cython kernels loop over in C without the GIL.
+arrays of N rows), which the runtime's kernels loop over in C without the GIL.
+The model's functions are reached through its table (``rodgen_model``), bound
+by the runtime extension's ``Model``.
 Inputs given as one row are used for every row of a batch (the parameters
 ``p``, say, or a constant ``u``). Arguments are checked here, once, with
 messages that name the model and the expected size; the C code itself does
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 
 import numpy as np
 
+from ..contract import StatusCode
 from ..errors import RodgenError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,12 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
 
-#: Status codes of forward_dynamics and rhs in the generated C (``<MODEL>_OK``, ``<MODEL>_ERR_...``).
-STATUS_MESSAGES = {
-    1: "the state, the inputs or the parameters hold inf or NaN",
-    2: "the mass matrix is not positive definite",
-    3: "the accelerations are not finite",
-}
+#: Messages of the status codes of the C (``RODGEN_OK``, ``RODGEN_ERR_...``), from :mod:`rodgen.contract`.
+STATUS_MESSAGES = {int(code): code.message for code in StatusCode}
 
 
 class DynamicsError(RodgenError, ArithmeticError):
@@ -43,25 +42,6 @@ class DynamicsError(RodgenError, ArithmeticError):
         super().__init__(message)
 
 
-class _NoSingle:
-    """Stands in for the compiled ``Single`` of a module generated before it existed: no fast path."""
-
-    def mass_matrix(self, q: Any, p: Any) -> None:
-        return None
-
-    def bias(self, q: Any, qd: Any, p: Any) -> None:
-        return None
-
-    def forward_dynamics(self, q: Any, qd: Any, u: Any, p: Any) -> None:
-        return None
-
-    def inverse_dynamics(self, q: Any, qd: Any, qdd: Any, p: Any) -> None:
-        return None
-
-    def rhs(self, t: Any, y: Any, u: Any, p: Any) -> None:
-        return None
-
-
 class CompiledModel:
     """A compiled model (returned by :func:`rodgen.build`).
 
@@ -72,36 +52,45 @@ class CompiledModel:
     coordinates, inputs : names, in the order of q and u.
     parameters : dict name -> default value, in the order of p.
     point_names : names of the marker points, in the order of ``points``.
-    path : the module file; ``folder`` the build folder with the C sources.
+    path : the model's shared library; ``folder`` the build folder with the C sources.
+    forward : the forward-dynamics algorithm of the C (``"aba"`` or ``"cholesky"``).
 
     The state vector is y = [q0..q(nq-1), qd0..qd(nq-1)].
     """
 
-    def __init__(self, module: ModuleType, path: Union[str, Path, None] = None) -> None:
-        self._m = module
-        self.name: str = module.NAME
-        self.prefix: str = module.PREFIX
-        self.nq: int = int(module.NQ)
-        self.nu: int = int(module.NU)
-        self.np: int = int(module.NP)
-        self.npoints: int = int(module.NPOINTS)
-        self.coordinates: list[str] = list(module.COORDINATES)
-        self.inputs: list[str] = list(module.INPUTS)
-        self.parameters: dict[str, float] = dict(zip(module.PARAMETERS, module.PARAMETER_VALUES))
-        self.point_names: list[str] = list(module.POINTS)
-        self.content_hash: str = module.CONTENT_HASH
-        self.version: str = module.VERSION
-        self.method: str = module.METHOD
-        self.has_jacobian: bool = bool(getattr(module, "HAS_JACOBIAN", False))
-        self.path = Path(path) if path is not None else Path(getattr(module, "__file__", "") or ".")
+    def __init__(self, model: Any, path: Union[str, Path], runtime: ModuleType) -> None:
+        # model: the runtime extension's Model around the table of the model's library
+        self._m = model
+        self._runtime = runtime
+        info = model.info()
+        self.name: str = info["name"]
+        self.prefix: str = info["prefix"]
+        self.nq: int = int(info["nq"])
+        self.nu: int = int(info["nu"])
+        self.np: int = int(info["np"])
+        self.npoints: int = int(info["npoints"])
+        self.coordinates: list[str] = list(info["coordinates"])
+        self.inputs: list[str] = list(info["inputs"])
+        self.parameters: dict[str, float] = dict(zip(info["parameters"], info["parameter_values"]))
+        self.point_names: list[str] = list(info["points"])
+        self.content_hash: str = info["content_hash"]
+        self.version: str = info["version"]
+        self.method: str = info["method"]
+        self.forward: str = info["forward"]
+        self.has_jacobian: bool = bool(info["routines"]["rhs_jacobian"])
+        self.path = Path(path)
         self.folder = self.path.parent
-        self._p0 = np.array(module.PARAMETER_VALUES, dtype=float).reshape(1, self.np)
+        self._p0 = np.array(info["parameter_values"], dtype=float).reshape(1, self.np)
         self._p0.setflags(write=False)
-        self._q0 = np.array(module.INITIAL_Q, dtype=float)
-        self._p_index = {nm: i for i, nm in enumerate(module.PARAMETERS)}
-        # one state of 1-D float64 arrays: checked and evaluated in the compiled module, no copies;
+        self._q0 = np.array(info["initial_q"], dtype=float)
+        self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
+        # one state of 1-D float64 arrays: checked and evaluated in the runtime extension, no copies;
         # anything else (or a failed status) returns None and takes the checked path below
-        self._one: Any = module.Single() if hasattr(module, "Single") else _NoSingle()
+        self._one_mass_matrix = model.one_mass_matrix
+        self._one_bias = model.one_bias
+        self._one_forward_dynamics = model.one_forward_dynamics
+        self._one_inverse_dynamics = model.one_inverse_dynamics
+        self._one_rhs = model.one_rhs
         self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nq, "coordinate rates"),
                        "qdd": (self.nq, "coordinate accelerations"), "u": (self.nu, "inputs"),
                        "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
@@ -109,6 +98,18 @@ class CompiledModel:
     def __repr__(self) -> str:
         return (f"<CompiledModel {self.name!r}: nq={self.nq}, nu={self.nu}, np={self.np}, "
                 f"npoints={self.npoints}, {self.path}>")
+
+    @property
+    def table(self) -> Any:
+        """The runtime extension's ``Model`` bound to this model's table: the batch kernels
+        ``<routine>(n, ...)``, the one-state methods ``one_<routine>``, ``info()`` and ``address()`` (the
+        ``const rodgen_model *``, for further C of the runtime)."""
+        return self._m
+
+    @property
+    def runtime(self) -> ModuleType:
+        """rodgen's runtime extension (``Model``, ``Simulation`` and the bindings of ``csrc/*.pxi``)."""
+        return self._runtime
 
     @property
     def header(self) -> Path:
@@ -197,14 +198,14 @@ class CompiledModel:
             code = int(status[row])
             where = f" at row {row} of {status.size}" if batched else ""
             raise DynamicsError(f"{what} of the model {self.name!r} failed{where}: "
-                                f"{STATUS_MESSAGES.get(code, f'status {code}')}.", status=code,
+                                f"{StatusCode.describe(code)}.", status=code,
                                 row=row if batched else None)
 
     # -- the compiled functions ------------------------------------------------
     def mass_matrix(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Mass matrix M(q): (nq, nq), or (N, nq, nq) for q of shape (N, nq)."""
         if out is None:
-            r = self._one.mass_matrix(q, p)
+            r = self._one_mass_matrix(q, p)
             if r is not None:
                 return r
         q2, nq_ = self._rows(q, "q")
@@ -218,7 +219,7 @@ class CompiledModel:
              out: Optional[np.ndarray] = None) -> np.ndarray:
         """Bias forces h + G + K + D (velocity terms, gravity, springs, dampers), as in M qdd + bias = B u."""
         if out is None:
-            r = self._one.bias(q, qd, p)
+            r = self._one_bias(q, qd, p)
             if r is not None:
                 return r
         return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nq)
@@ -244,7 +245,7 @@ class CompiledModel:
         definite; with ``check=False`` those rows hold NaN instead.
         """
         if out is None:
-            r = self._one.forward_dynamics(q, qd, u, p)
+            r = self._one_forward_dynamics(q, qd, u, p)
             if r is not None:
                 return r
         q2, a = self._rows(q, "q")
@@ -267,7 +268,7 @@ class CompiledModel:
         actuated model with square B, u = solve(B, Q)).
         """
         if out is None:
-            r = self._one.inverse_dynamics(q, qd, qdd, p)
+            r = self._one_inverse_dynamics(q, qd, qdd, p)
             if r is not None:
                 return r
         return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nq)
@@ -276,7 +277,7 @@ class CompiledModel:
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
         """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq). ``u`` defaults to zero; ``t`` is not used by the model."""
         if out is None:
-            r = self._one.rhs(t, y, u, p)
+            r = self._one_rhs(t, y, u, p)
             if r is not None:
                 return r
         y2, a = self._rows(y, "y")
@@ -319,7 +320,7 @@ class CompiledModel:
         def status_error(st: np.ndarray, t: float) -> None:
             code = int(st[0])
             raise DynamicsError(f"rhs of the model {self.name!r} failed at t = {t!r}: "
-                                f"{STATUS_MESSAGES.get(code, f'status {code}')}.", status=code, row=None)
+                                f"{StatusCode.describe(code)}.", status=code, row=None)
 
         jac_kernel = self._m.rhs_jacobian if self.has_jacobian else None
         nq = self.nq

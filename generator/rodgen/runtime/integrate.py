@@ -2,8 +2,8 @@
 
 ``sys.simulate(y0, t_end, dt, method="rk4", u=..., controller=...)`` (see
 :func:`simulate`) integrates ``y' = rhs(t, y)`` with the fixed-step RK4 or
-the adaptive Dormand–Prince 5(4) written into the model's C
-(``<prefix>_simulate``); the inputs are evaluated in C at every stage (a
+the adaptive Dormand–Prince 5(4) of rodgen's C runtime
+(``rodgen_simulate`` on the model's table); the inputs are evaluated in C at every stage (a
 constant, an :class:`~rodgen.runtime.control.InputTable`, a PD or
 computed-torque law toward a :class:`~rodgen.runtime.control.Reference`) or,
 on the slow path, by a Python callable ``u(t, q, qd)``. Every
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
+from ..contract import StatusCode, constant
 from .control import PD, ComputedTorque, InputTable, Reference, _gains
 from .progress import Progress
 from .result import SimulationResult, Status
@@ -34,21 +35,11 @@ class Integrator(str, enum.Enum):
     DOPRI5 = "dopri5"    # Dormand-Prince 5(4), adaptive step under rtol/atol, FSAL
 
 
-#: Input kinds of the generated C (``<MODEL>_INPUT_...``).
-_CONSTANT, _TABLE, _PD, _COMPUTED_TORQUE, _CALLBACK = range(5)
-#: Status codes of ``<prefix>_simulate``.
-_FULL = 10
-_OPTIONS = 9
-_STATUS = {
-    1: (Status.NONFINITE, "the state holds inf or NaN"),
-    2: (Status.SINGULAR_MASS, "the mass matrix is not positive definite"),
-    3: (Status.NONFINITE, "the accelerations are not finite"),
-    4: (Status.NONFINITE, "the state became inf or NaN"),
-    5: (Status.STEP_UNDERFLOW, "the step size fell below its minimum"),
-    6: (Status.MAX_STEPS, "the number of steps reached max_steps"),
-    7: (Status.NONFINITE_INPUT, "the inputs are inf or NaN"),
-    8: (Status.FAILED, "the input law failed"),
-}
+#: Input kinds of the C runtime (``RODGEN_INPUT_...``).
+_CONSTANT, _TABLE, _PD, _COMPUTED_TORQUE, _CALLBACK = (
+    constant(k) for k in ("INPUT_CONSTANT", "INPUT_TABLE", "INPUT_PD", "INPUT_COMPUTED_TORQUE", "INPUT_CALLBACK"))
+#: Integration methods of the C runtime (``RODGEN_RK4``, ``RODGEN_DOPRI5``).
+_METHOD = {"rk4": constant("RK4"), "dopri5": constant("DOPRI5")}
 #: Default most steps of DOPRI5 (accepted and rejected).
 DOPRI5_MAX_STEPS = 10_000_000
 #: Rows of one chunk of output (the progress bar and Ctrl-C act between chunks).
@@ -127,10 +118,11 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     pv = _parameters(sys, p)
     kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
 
-    sim = sys._m.Simulation(0 if method is Integrator.RK4 else 1, t0, t_end, float(dt or 0.0), float(rtol),
-                            float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
-                            kind, uc, times, values, kp, kd, fn, pv, y)
+    sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
+                                  float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
+                                  kind, uc, times, values, kp, kd, fn, pv, y)
     if method is Integrator.RK4:
+        assert dt is not None  # checked above
         steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
         rows = min(CHUNK_ROWS, steps // store_every + 2)
     else:
@@ -151,24 +143,24 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
             us.append(ub[: n * nu].reshape(n, nu))
             bar.update(sim.t - done)
             done = sim.t
-            if code == _FULL:
+            if code == StatusCode.SIM_FULL:
                 continue
-            if code == 0:
+            if code == StatusCode.OK:
                 break
-            if code == _OPTIONS:
+            if code == StatusCode.ERR_OPTIONS:
                 raise ValueError(f"the compiled integrator of {sys.name!r} rejected its options")
-            status, why = _STATUS.get(code, (Status.FAILED, f"status {code}"))
+            status, why = _outcome(code)
             err = sim.error
-            if code == 8 and err is not None:
+            if code == StatusCode.ERR_INPUT_FAILED and err is not None:
                 if isinstance(err, KeyboardInterrupt):
                     status, why = Status.INTERRUPTED, "interrupted in the input function"
                 else:
                     why = f"the input function raised {type(err).__name__}: {err}"
-            elif code == 8 and isinstance(controller, ComputedTorque):
+            elif code == StatusCode.ERR_INPUT_FAILED and isinstance(controller, ComputedTorque):
                 why = "B^T B is singular: computed torque needs inputs whose directions B(q) are independent"
-            elif code == 5:
+            elif code == StatusCode.ERR_STEP_UNDERFLOW:
                 why += f" (h_min = {max(h_min, 16 * np.finfo(float).eps * abs(sim.t)):.3g})"
-            elif code == 6:
+            elif code == StatusCode.ERR_MAX_STEPS:
                 why += f" = {max_steps}"
             message = f"stopped at t = {sim.t:.9g}: {why}"
             break
@@ -185,6 +177,17 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
     return res
+
+
+def _outcome(code: int) -> tuple[Status, str]:
+    """(how the run ended, why) for a status code of the C."""
+    c = StatusCode.find(code)
+    if c is None:
+        return Status.FAILED, StatusCode.describe(code)
+    try:
+        return Status(c.outcome), c.message
+    except ValueError:
+        return Status.FAILED, c.message
 
 
 def _method(method: Union[Integrator, str]) -> Integrator:

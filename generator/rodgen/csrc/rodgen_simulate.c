@@ -1,13 +1,27 @@
-{# The compiled integrators and input laws (part of model.c). Licence of this template: MIT. #}
-{% set P = m.prefix %}
-{% set X = m.macro %}
-/* ---- Simulation (templates/c/simulate.c.jinja): input laws, RK4, Dormand-Prince 5(4) ---- */
+/*
+ * rodgen_simulate.c: input laws, fixed-step RK4 and adaptive Dormand-Prince 5(4)
+ * on any model's `const rodgen_model *` (see rodgen_runtime.h). Pure C99, only
+ * <math.h>; no allocation, no globals. Vectors of the size of the model are C99
+ * variable-length arrays (a few times 2*nq doubles on the stack); the state of a
+ * simulation lives in the caller's storage.
+ */
+#include <math.h>
 
-#define {{ X }}_NY (2 * {{ X }}_NQ)
-#define {{ X }}_NU_ARRAY ({{ X }}_NU > 0 ? {{ X }}_NU : 1)
+#include "rodgen_runtime.h"
+
+static int rodgen_all_finite(const double *x, int n)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        if (!isfinite(x[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* Index i of the sample with times[i] <= t < times[i+1] (0 before the first, n-1 after the last). */
-static long {{ P }}_find_sample(const double *times, long n, double t)
+static long rodgen_find_sample(const double *times, long n, double t)
 {
     long lo = 0, hi = n - 1;
     if (n <= 1 || t <= times[0]) {
@@ -28,10 +42,10 @@ static long {{ P }}_find_sample(const double *times, long n, double t)
 }
 
 /* Rows of `width` values at the sample times, interpolated linearly at t (constant outside). */
-static void {{ P }}_interpolate(const double *times, const double *values, long n, int width, double t,
+static void rodgen_interpolate(const double *times, const double *values, long n, int width, double t,
     double *out)
 {
-    const long i = {{ P }}_find_sample(times, n, t);
+    const long i = rodgen_find_sample(times, n, t);
     int j;
     if (i >= n - 1 || t <= times[0]) {
         for (j = 0; j < width; ++j) {
@@ -47,45 +61,47 @@ static void {{ P }}_interpolate(const double *times, const double *values, long 
     }
 }
 
-int {{ P }}_input_eval(const {{ P }}_input *in, double t, const double *y, const double *p, double *u)
+int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double t, const double *y,
+    const double *p, double *u)
 {
-    const int n = {{ X }}_NQ, m = {{ X }}_NU;
+    const int n = model->nq, m = model->nu;
+    const int mu = m > 0 ? m : 1;
     int i, j, k;
-    switch (in->kind) {
-    case {{ X }}_INPUT_CONSTANT:
+    switch (inp->kind) {
+    case RODGEN_INPUT_CONSTANT:
         for (j = 0; j < m; ++j) {
-            u[j] = in->u != 0 ? in->u[j] : 0.0;
+            u[j] = inp->u != 0 ? inp->u[j] : 0.0;
         }
         break;
-    case {{ X }}_INPUT_TABLE:
-        {{ P }}_interpolate(in->times, in->values, in->n, m, t, u);
+    case RODGEN_INPUT_TABLE:
+        rodgen_interpolate(inp->times, inp->values, inp->n, m, t, u);
         break;
-    case {{ X }}_INPUT_PD: {
-        double ref[3 * {{ X }}_NQ];
-        double B[{{ X }}_NQ * {{ X }}_NU_ARRAY];
-        {{ P }}_interpolate(in->times, in->values, in->n, 3 * n, t, ref);
-        {{ P }}_input_map(y, p, B);
+    case RODGEN_INPUT_PD: {
+        double ref[3 * n];
+        double B[n * mu];
+        rodgen_interpolate(inp->times, inp->values, inp->n, 3 * n, t, ref);
+        model->input_map(y, p, B);
         for (j = 0; j < m; ++j) {
             double be = 0.0, bed = 0.0;
             for (i = 0; i < n; ++i) {
                 be += B[i * m + j] * (ref[i] - y[i]);
                 bed += B[i * m + j] * (ref[n + i] - y[n + i]);
             }
-            u[j] = (in->u != 0 ? in->u[j] : 0.0) + in->kp[j] * be + in->kd[j] * bed;
+            u[j] = (inp->u != 0 ? inp->u[j] : 0.0) + inp->kp[j] * be + inp->kd[j] * bed;
         }
         break;
     }
-    case {{ X }}_INPUT_COMPUTED_TORQUE: {
-        double ref[3 * {{ X }}_NQ];
-        double a[{{ X }}_NQ], Q[{{ X }}_NQ];
-        double B[{{ X }}_NQ * {{ X }}_NU_ARRAY];
-        double A[{{ X }}_NU_ARRAY * {{ X }}_NU_ARRAY];
-        {{ P }}_interpolate(in->times, in->values, in->n, 3 * n, t, ref);
+    case RODGEN_INPUT_COMPUTED_TORQUE: {
+        double ref[3 * n];
+        double a[n], Q[n];
+        double B[n * mu];
+        double A[mu * mu];
+        rodgen_interpolate(inp->times, inp->values, inp->n, 3 * n, t, ref);
         for (i = 0; i < n; ++i) {
-            a[i] = ref[2 * n + i] + in->kp[i] * (ref[i] - y[i]) + in->kd[i] * (ref[n + i] - y[n + i]);
+            a[i] = ref[2 * n + i] + inp->kp[i] * (ref[i] - y[i]) + inp->kd[i] * (ref[n + i] - y[n + i]);
         }
-        {{ P }}_inverse_dynamics(y, y + n, a, p, Q);
-        {{ P }}_input_map(y, p, B);
+        model->inverse_dynamics(y, y + n, a, p, Q);
+        model->input_map(y, p, B);
         for (j = 0; j < m; ++j) {
             double s = 0.0;
             for (i = 0; i < n; ++i) {
@@ -100,61 +116,65 @@ int {{ P }}_input_eval(const {{ P }}_input *in, double t, const double *y, const
                 A[j * m + k] = bb;
             }
         }
-        if ({{ P }}_cholesky(A, m) != {{ X }}_OK) {
-            return {{ X }}_ERR_INPUT_FAILED;
+        if (rodgen_cholesky(A, m) != RODGEN_OK) {
+            return RODGEN_ERR_INPUT_FAILED;
         }
-        {{ P }}_cholesky_solve(A, u, m);
+        rodgen_cholesky_solve(A, u, m);
         break;
     }
-    case {{ X }}_INPUT_CALLBACK:
-        if (in->fn == 0 || in->fn(in->context, t, y, u) != 0) {
-            return {{ X }}_ERR_INPUT_FAILED;
+    case RODGEN_INPUT_CALLBACK:
+        if (inp->fn == 0 || inp->fn(inp->context, t, y, u) != 0) {
+            return RODGEN_ERR_INPUT_FAILED;
         }
         break;
     default:
-        return {{ X }}_ERR_OPTIONS;
+        return RODGEN_ERR_OPTIONS;
     }
-    return {{ P }}_all_finite(u, m) ? {{ X }}_OK : {{ X }}_ERR_INPUT_NONFINITE;
+    return rodgen_all_finite(u, m) ? RODGEN_OK : RODGEN_ERR_INPUT_NONFINITE;
 }
 
 /* dy = rhs(t, y) under the input law; a non-finite y is reported as a non-finite state. */
-static int {{ P }}_sim_f(const {{ P }}_input *in, const double *p, {{ P }}_sim_state *s, double t,
-    const double *y, double *dy)
+static int rodgen_sim_f(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
+    double t, const double *y, double *dy)
 {
-    double u[{{ X }}_NU_ARRAY];
-    int status = {{ P }}_input_eval(in, t, y, p, u);
+    double u[m->nu > 0 ? m->nu : 1];
+    int status = rodgen_input_eval(m, inp, t, y, p, u);
     s->evaluations += 1;
-    if (status != {{ X }}_OK) {
+    if (status != RODGEN_OK) {
         return status;
     }
-    status = {{ P }}_rhs(t, y, u, p, dy);
-    return status == {{ X }}_ERR_NONFINITE_INPUT ? {{ X }}_ERR_NONFINITE_STATE : status;
+    status = m->rhs(t, y, u, p, dy);
+    return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
 }
 
 /* Write the state as row n of the outputs, with the inputs at that state (NaN if they fail). */
-static int {{ P }}_sim_store(const {{ P }}_input *in, const double *p, {{ P }}_sim_state *s, long n,
-    double *t_out, double *y_out, double *u_out)
+static int rodgen_sim_store(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
+    long n, double *t_out, double *y_out, double *u_out)
 {
-    double u[{{ X }}_NU_ARRAY];
+    const int ny = 2 * m->nq, nu = m->nu;
+    double u[nu > 0 ? nu : 1];
     int i, status;
     t_out[n] = s->t;
-    for (i = 0; i < {{ X }}_NY; ++i) {
-        y_out[n * {{ X }}_NY + i] = s->y[i];
+    for (i = 0; i < ny; ++i) {
+        y_out[n * ny + i] = s->y[i];
     }
-    status = {{ P }}_input_eval(in, s->t, s->y, p, u);
-    for (i = 0; i < {{ X }}_NU; ++i) {
-        u_out[n * {{ X }}_NU + i] = status == {{ X }}_OK ? u[i] : NAN;
+    status = rodgen_input_eval(m, inp, s->t, s->y, p, u);
+    for (i = 0; i < nu; ++i) {
+        u_out[n * nu + i] = status == RODGEN_OK ? u[i] : NAN;
     }
     s->stored = 1;
     return status;
 }
 
-void {{ P }}_sim_start({{ P }}_sim_state *s, double t0, const double *y0)
+void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage)
 {
+    const int ny = 2 * m->nq;
     int i;
+    s->y = storage;
+    s->f = storage + ny;
     s->t0 = t0;
     s->t = t0;
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         s->y[i] = y0[i];
         s->f[i] = 0.0;
     }
@@ -167,10 +187,11 @@ void {{ P }}_sim_start({{ P }}_sim_state *s, double t0, const double *y0)
 }
 
 /* One RK4 step; steps end on the grid t0 + k dt, the last one at t_end. */
-static int {{ P }}_rk4_step(const {{ P }}_sim_options *o, const {{ P }}_input *in, const double *p,
-    {{ P }}_sim_state *s)
+static int rodgen_rk4_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
+    const double *p, rodgen_sim_state *s)
 {
-    double k1[{{ X }}_NY], k2[{{ X }}_NY], k3[{{ X }}_NY], k4[{{ X }}_NY], yt[{{ X }}_NY];
+    const int ny = 2 * m->nq;
+    double k1[ny], k2[ny], k3[ny], k4[ny], yt[ny];
     const double t = s->t;
     double t_next = s->t0 + (double)(s->steps + 1) * o->dt;
     double h;
@@ -179,88 +200,89 @@ static int {{ P }}_rk4_step(const {{ P }}_sim_options *o, const {{ P }}_input *i
         t_next = o->t_end;
     }
     h = t_next - t;
-    status = {{ P }}_sim_f(in, p, s, t, s->y, k1);
-    if (status != {{ X }}_OK) {
+    status = rodgen_sim_f(m, inp, p, s, t, s->y, k1);
+    if (status != RODGEN_OK) {
         return status;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + 0.5 * h * k1[i];
     }
-    status = {{ P }}_sim_f(in, p, s, t + 0.5 * h, yt, k2);
-    if (status != {{ X }}_OK) {
+    status = rodgen_sim_f(m, inp, p, s, t + 0.5 * h, yt, k2);
+    if (status != RODGEN_OK) {
         return status;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + 0.5 * h * k2[i];
     }
-    status = {{ P }}_sim_f(in, p, s, t + 0.5 * h, yt, k3);
-    if (status != {{ X }}_OK) {
+    status = rodgen_sim_f(m, inp, p, s, t + 0.5 * h, yt, k3);
+    if (status != RODGEN_OK) {
         return status;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + h * k3[i];
     }
-    status = {{ P }}_sim_f(in, p, s, t_next, yt, k4);
-    if (status != {{ X }}_OK) {
+    status = rodgen_sim_f(m, inp, p, s, t_next, yt, k4);
+    if (status != RODGEN_OK) {
         return status;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + (h / 6.0) * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
     }
-    if (!{{ P }}_all_finite(yt, {{ X }}_NY)) {
-        return {{ X }}_ERR_NONFINITE_STATE;
+    if (!rodgen_all_finite(yt, ny)) {
+        return RODGEN_ERR_NONFINITE_STATE;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         s->y[i] = yt[i];
     }
     s->t = t_next;
     s->steps += 1;
     s->have_f = 0;
     s->stored = 0;
-    return {{ X }}_OK;
+    return RODGEN_OK;
 }
 
 /* Root mean square of x / (atol + rtol |y|). */
-static double {{ P }}_rms_scaled(const double *x, const double *y, double rtol, double atol)
+static double rodgen_rms_scaled(int ny, const double *x, const double *y, double rtol, double atol)
 {
     double sum = 0.0;
     int i;
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         const double r = x[i] / (atol + rtol * fabs(y[i]));
         sum += r * r;
     }
-    return sqrt(sum / {{ X }}_NY);
+    return sqrt(sum / ny);
 }
 
 /* First step of DOPRI5 from the size of y, f and an estimate of y'' (Hairer, Norsett, Wanner, II.4). */
-static double {{ P }}_initial_step(const {{ P }}_sim_options *o, const {{ P }}_input *in, const double *p,
-    {{ P }}_sim_state *s, double h_max)
+static double rodgen_initial_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
+    const double *p, rodgen_sim_state *s, double h_max)
 {
-    double yt[{{ X }}_NY], f1[{{ X }}_NY];
-    const double d0 = {{ P }}_rms_scaled(s->y, s->y, o->rtol, o->atol);
-    const double d1 = {{ P }}_rms_scaled(s->f, s->y, o->rtol, o->atol);
+    const int ny = 2 * m->nq;
+    double yt[ny], f1[ny];
+    const double d0 = rodgen_rms_scaled(ny, s->y, s->y, o->rtol, o->atol);
+    const double d1 = rodgen_rms_scaled(ny, s->f, s->y, o->rtol, o->atol);
     double h0, h1, d2, dm;
     int i;
     h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
     h0 = fmin(h0, h_max);
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + h0 * s->f[i];
     }
-    if ({{ P }}_sim_f(in, p, s, s->t + h0, yt, f1) != {{ X }}_OK) {
+    if (rodgen_sim_f(m, inp, p, s, s->t + h0, yt, f1) != RODGEN_OK) {
         return h0;
     }
-    for (i = 0; i < {{ X }}_NY; ++i) {
+    for (i = 0; i < ny; ++i) {
         f1[i] -= s->f[i];
     }
-    d2 = {{ P }}_rms_scaled(f1, s->y, o->rtol, o->atol) / h0;
+    d2 = rodgen_rms_scaled(ny, f1, s->y, o->rtol, o->atol) / h0;
     dm = fmax(d1, d2);
     h1 = dm <= 1e-15 ? fmax(1e-6, h0 * 1e-3) : pow(0.01 / dm, 0.2);
     return fmin(fmin(100.0 * h0, h1), h_max);
 }
 
 /* One accepted DOPRI5 step (rejected attempts are retried with a smaller step). */
-static int {{ P }}_dopri5_step(const {{ P }}_sim_options *o, const {{ P }}_input *in, const double *p,
-    {{ P }}_sim_state *s)
+static int rodgen_dopri5_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
+    const double *p, rodgen_sim_state *s)
 {
     static const double c2 = 1.0 / 5.0, c3 = 3.0 / 10.0, c4 = 4.0 / 5.0, c5 = 8.0 / 9.0;
     static const double a21 = 1.0 / 5.0;
@@ -276,19 +298,20 @@ static int {{ P }}_dopri5_step(const {{ P }}_sim_options *o, const {{ P }}_input
         e6 = 22.0 / 525.0, e7 = -1.0 / 40.0;
     const double eps = 2.220446049250313e-16;
     const double h_max = o->h_max > 0.0 ? o->h_max : o->t_end - s->t0;
-    double k2[{{ X }}_NY], k3[{{ X }}_NY], k4[{{ X }}_NY], k5[{{ X }}_NY], k6[{{ X }}_NY], k7[{{ X }}_NY];
-    double yt[{{ X }}_NY], yn[{{ X }}_NY], err[{{ X }}_NY];
+    const int ny = 2 * m->nq;
+    double k2[ny], k3[ny], k4[ny], k5[ny], k6[ny], k7[ny];
+    double yt[ny], yn[ny], err[ny];
     const double *k1 = s->f;
     int i, status, rejected_here = 0;
     if (!s->have_f) {
-        status = {{ P }}_sim_f(in, p, s, s->t, s->y, s->f);
-        if (status != {{ X }}_OK) {
+        status = rodgen_sim_f(m, inp, p, s, s->t, s->y, s->f);
+        if (status != RODGEN_OK) {
             return status;
         }
         s->have_f = 1;
     }
     if (!(s->h > 0.0)) {
-        s->h = o->dt > 0.0 ? o->dt : {{ P }}_initial_step(o, in, p, s, h_max);
+        s->h = o->dt > 0.0 ? o->dt : rodgen_initial_step(m, o, inp, p, s, h_max);
     }
     for (;;) {
         const double t = s->t;
@@ -300,60 +323,60 @@ static int {{ P }}_dopri5_step(const {{ P }}_sim_options *o, const {{ P }}_input
             last = 1;
         }
         if (h < h_min && !last) {
-            return {{ X }}_ERR_STEP_UNDERFLOW;
+            return RODGEN_ERR_STEP_UNDERFLOW;
         }
         if (o->max_steps > 0 && s->steps + s->rejected >= o->max_steps) {
-            return {{ X }}_ERR_MAX_STEPS;
+            return RODGEN_ERR_MAX_STEPS;
         }
-        for (i = 0; i < {{ X }}_NY; ++i) {
+        for (i = 0; i < ny; ++i) {
             yt[i] = s->y[i] + h * a21 * k1[i];
         }
-        status = {{ P }}_sim_f(in, p, s, t + c2 * h, yt, k2);
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        status = rodgen_sim_f(m, inp, p, s, t + c2 * h, yt, k2);
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 yt[i] = s->y[i] + h * (a31 * k1[i] + a32 * k2[i]);
             }
-            status = {{ P }}_sim_f(in, p, s, t + c3 * h, yt, k3);
+            status = rodgen_sim_f(m, inp, p, s, t + c3 * h, yt, k3);
         }
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 yt[i] = s->y[i] + h * (a41 * k1[i] + a42 * k2[i] + a43 * k3[i]);
             }
-            status = {{ P }}_sim_f(in, p, s, t + c4 * h, yt, k4);
+            status = rodgen_sim_f(m, inp, p, s, t + c4 * h, yt, k4);
         }
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 yt[i] = s->y[i] + h * (a51 * k1[i] + a52 * k2[i] + a53 * k3[i] + a54 * k4[i]);
             }
-            status = {{ P }}_sim_f(in, p, s, t + c5 * h, yt, k5);
+            status = rodgen_sim_f(m, inp, p, s, t + c5 * h, yt, k5);
         }
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 yt[i] = s->y[i] + h * (a61 * k1[i] + a62 * k2[i] + a63 * k3[i] + a64 * k4[i] + a65 * k5[i]);
             }
-            status = {{ P }}_sim_f(in, p, s, t + h, yt, k6);
+            status = rodgen_sim_f(m, inp, p, s, t + h, yt, k6);
         }
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 yn[i] = s->y[i] + h * (a71 * k1[i] + a73 * k3[i] + a74 * k4[i] + a75 * k5[i] + a76 * k6[i]);
             }
-            status = {{ P }}_sim_f(in, p, s, t + h, yn, k7);
+            status = rodgen_sim_f(m, inp, p, s, t + h, yn, k7);
         }
-        if (status == {{ X }}_ERR_INPUT_FAILED || status == {{ X }}_ERR_OPTIONS) {
+        if (status == RODGEN_ERR_INPUT_FAILED || status == RODGEN_ERR_OPTIONS) {
             return status;
         }
         e = NAN;
-        if (status == {{ X }}_OK) {
-            for (i = 0; i < {{ X }}_NY; ++i) {
+        if (status == RODGEN_OK) {
+            for (i = 0; i < ny; ++i) {
                 err[i] = h * (e1 * k1[i] + e3 * k3[i] + e4 * k4[i] + e5 * k5[i] + e6 * k6[i] + e7 * k7[i]);
                 yt[i] = fmax(fabs(s->y[i]), fabs(yn[i]));
             }
-            e = {{ P }}_rms_scaled(err, yt, o->rtol, o->atol);
+            e = rodgen_rms_scaled(ny, err, yt, o->rtol, o->atol);
         }
         if (e <= 1.0) {
             fac = e > 0.0 ? 0.9 * pow(e, -0.2) : 5.0;
             fac = fmin(fmax(fac, 0.2), rejected_here ? 1.0 : 5.0);
-            for (i = 0; i < {{ X }}_NY; ++i) {
+            for (i = 0; i < ny; ++i) {
                 s->y[i] = yn[i];
                 s->f[i] = k7[i];
             }
@@ -363,7 +386,7 @@ static int {{ P }}_dopri5_step(const {{ P }}_sim_options *o, const {{ P }}_input
             }
             s->steps += 1;
             s->stored = 0;
-            return {{ X }}_OK;
+            return RODGEN_OK;
         }
         /* rejected: a too large error, or a stage that failed (a singular M or a
          * non-finite value at a trial state); the failure is reported once the
@@ -372,55 +395,56 @@ static int {{ P }}_dopri5_step(const {{ P }}_sim_options *o, const {{ P }}_input
         rejected_here = 1;
         fac = (e == e) ? fmax(0.2, 0.9 * pow(e, -0.2)) : 0.25;
         s->h = h * fac;
-        if (status != {{ X }}_OK && s->h < h_min) {
+        if (status != RODGEN_OK && s->h < h_min) {
             return status;
         }
     }
 }
 
-int {{ P }}_simulate(const {{ P }}_sim_options *o, const {{ P }}_input *in, const double *p, {{ P }}_sim_state *s,
+int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
+    const double *p, rodgen_sim_state *s,
     long capacity, double *t_out, double *y_out, double *u_out, long *n_out)
 {
     long n = 0;
     int status;
     *n_out = 0;
-    if ((o->method != {{ X }}_RK4 && o->method != {{ X }}_DOPRI5) || !(o->t_end > s->t0) || o->store_every < 1
-        || capacity < 1 || (o->method == {{ X }}_RK4 && !(o->dt > 0.0))
-        || (o->method == {{ X }}_DOPRI5 && (!(o->rtol >= 0.0) || !(o->atol >= 0.0) || !(o->rtol + o->atol > 0.0)
+    if ((o->method != RODGEN_RK4 && o->method != RODGEN_DOPRI5) || !(o->t_end > s->t0) || o->store_every < 1
+        || capacity < 1 || (o->method == RODGEN_RK4 && !(o->dt > 0.0))
+        || (o->method == RODGEN_DOPRI5 && (!(o->rtol >= 0.0) || !(o->atol >= 0.0) || !(o->rtol + o->atol > 0.0)
                                              || !(o->dt >= 0.0) || !(o->h_min >= 0.0) || !(o->h_max >= 0.0)))) {
-        return {{ X }}_ERR_OPTIONS;
+        return RODGEN_ERR_OPTIONS;
     }
     for (;;) {
         const int due = !s->stored && (s->steps % o->store_every == 0 || s->t >= o->t_end);
         if (due) {
             if (n >= capacity) {
-                status = {{ X }}_SIM_FULL;
+                status = RODGEN_SIM_FULL;
                 break;
             }
-            status = {{ P }}_sim_store(in, p, s, n, t_out, y_out, u_out);
+            status = rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out);
             n += 1;
-            if (status != {{ X }}_OK) {
+            if (status != RODGEN_OK) {
                 break;
             }
         }
         if (s->t >= o->t_end) {
-            status = {{ X }}_OK;
+            status = RODGEN_OK;
             break;
         }
         if (n >= capacity) {   /* keep a row free for the state a failure stops at */
-            status = {{ X }}_SIM_FULL;
+            status = RODGEN_SIM_FULL;
             break;
         }
         if (o->max_steps > 0 && s->steps + s->rejected >= o->max_steps) {
-            status = {{ X }}_ERR_MAX_STEPS;
-        } else if (o->method == {{ X }}_RK4) {
-            status = {{ P }}_rk4_step(o, in, p, s);
+            status = RODGEN_ERR_MAX_STEPS;
+        } else if (o->method == RODGEN_RK4) {
+            status = rodgen_rk4_step(m, o, inp, p, s);
         } else {
-            status = {{ P }}_dopri5_step(o, in, p, s);
+            status = rodgen_dopri5_step(m, o, inp, p, s);
         }
-        if (status != {{ X }}_OK) {
+        if (status != RODGEN_OK) {
             if (!s->stored) {
-                (void){{ P }}_sim_store(in, p, s, n, t_out, y_out, u_out);
+                (void)rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out);
                 n += 1;
             }
             break;

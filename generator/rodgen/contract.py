@@ -1,0 +1,372 @@
+"""The contract between the C of a model, rodgen's C runtime and Python, written once.
+
+This table is the single source of:
+
+* the routines of a model (``<prefix>_<name>``, reached through the fields of
+  ``rodgen_model`` in ``csrc/rodgen_model.h``): their arguments with widths,
+  which are outputs, whether they return a status;
+* the status codes of the C (``RODGEN_<NAME>``), with their messages;
+* the integration methods, the kinds of input law and the shared structs
+  (``rodgen_input``, ``rodgen_sim_options``, ``rodgen_sim_state``) and the
+  functions of the runtime.
+
+From it the code stage renders the runtime header ``rodgen_runtime.h`` (and the
+``rodgen_model`` table of every generated model), the Cython declarations of
+the runtime wrapper and its batch kernels and one-state methods; the runtime
+reads :class:`StatusCode` for its messages. Nothing here imports SymPy or any
+stage: it is plain data.
+
+Adding a routine of a model: append a :class:`Routine` to :data:`ROUTINES`
+(and its field at the end of ``rodgen_model`` in ``csrc/rodgen_model.h``; a
+test checks that both agree). The generated table points the field at
+``<prefix>_<name>`` when the model's spec has a routine of that name, else
+NULL; the wrapper gains a batch kernel ``Model.<name>`` without further code.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+# ---------------------------------------------------------------------------
+# routines of a model
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a routine: an array of ``width`` doubles, or the scalar time ``t`` (width "")."""
+
+    name: str
+    width: str            # an expression in nq, nu, np, npoints, nconstraints, nrows; "" for a scalar double
+    doc: str
+    output: bool = False
+    shape: str = ""       # shape of one result in Python, comma-separated (default: the width, 1-D)
+
+    def width_expr(self, owner: str) -> str:
+        """The width as an expression of the sizes held by ``owner`` (``"self."`` gives ``self.nq*self.nq``)."""
+        return _expr(self.width, owner)
+
+    def shape_expr(self, owner: str) -> str:
+        """A Python tuple expression of the shape of one result."""
+        parts = (self.shape or self.width).split(",")
+        return "(" + ", ".join(_expr(x.strip(), owner) for x in parts) + ",)"
+
+    @property
+    def scalar(self) -> bool:
+        return self.width == ""
+
+    @property
+    def c_decl(self) -> str:
+        if self.scalar:
+            return f"double {self.name}"
+        return f"double *{self.name}" if self.output else f"const double *{self.name}"
+
+
+@dataclass(frozen=True)
+class Routine:
+    """A routine of a model, a field of ``rodgen_model`` (``<prefix>_<name>`` in the generated C).
+
+    status : returns an ``int`` status (a :class:`StatusCode`), else ``void``.
+    optional : the field may be NULL (a model may not generate it).
+    single : the wrapper gives it a one-state fast path (``Model.one_<name>``).
+    """
+
+    name: str
+    args: tuple[Arg, ...]
+    doc: str
+    status: bool = False
+    optional: bool = False
+    single: bool = False
+
+    @property
+    def inputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if not a.output)
+
+    @property
+    def outputs(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.output)
+
+    @property
+    def c_return(self) -> str:
+        return "int" if self.status else "void"
+
+    @property
+    def c_params(self) -> str:
+        return ", ".join(a.c_decl for a in self.args)
+
+
+def _expr(width: str, owner: str) -> str:
+    return "*".join(f.strip() if f.strip().isdigit() else owner + f.strip() for f in width.split("*"))
+
+
+_q = Arg("q", "nq", "coordinates")
+_qd = Arg("qd", "nq", "coordinate rates")
+_qdd = Arg("qdd", "nq", "coordinate accelerations")
+_u = Arg("u", "nu", "inputs")
+_p = Arg("p", "np", "parameters")
+
+
+def _out(name: str, width: str, doc: str, shape: str = "") -> Arg:
+    return Arg(name, width, doc, output=True, shape=shape)
+
+
+#: The routines of a model, in the order of the fields of ``rodgen_model``.
+ROUTINES: tuple[Routine, ...] = (
+    Routine("mass_matrix", (_q, _p, _out("M", "nq*nq", "mass matrix, row-major", "nq,nq")),
+            "Mass matrix M(q), symmetric positive definite.", single=True),
+    Routine("bias", (_q, _qd, _p, _out("h", "nq", "bias forces")),
+            "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", single=True),
+    Routine("gravity", (_q, _p, _out("g", "nq", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
+    Routine("input_map", (_q, _p, _out("B", "nq*nu", "input map, row-major", "nq,nu")),
+            "Input map B(q): generalized forces = B u."),
+    Routine("forward_dynamics", (_q, _qd, _u, _p, _out("qdd", "nq", "coordinate accelerations")),
+            "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
+    Routine("inverse_dynamics", (_q, _qd, _qdd, _p, _out("Q", "nq", "generalized forces")),
+            "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
+    Routine("rhs", (Arg("t", "", "time (unused: the model is autonomous)"), Arg("y", "2*nq", "state [q, qd]"), _u,
+                    _p, _out("dy", "2*nq", "state derivative [qd, qdd]")),
+            "Right-hand side of y' = f(t, y), y = [q, qd].", status=True, single=True),
+    Routine("energy", (_q, _qd, _p, _out("e", "2", "kinetic, potential energy")),
+            "Kinetic and potential energy: e[0] = T, e[1] = V."),
+    Routine("points", (_q, _p, _out("r", "2*npoints", "point positions x, y")),
+            "Positions of the marker points: r[2*i] = x, r[2*i+1] = y."),
+    Routine("rhs_jacobian", (_q, _qd, _u, _p, _out("J", "4*nq*nq", "d[qd, qdd]/d[q, qd], row-major", "2*nq,2*nq")),
+            "Exact Jacobian of the right-hand side at constant u.", status=True, optional=True),
+    Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
+            "Positions of the constraint rows c(q).", optional=True),
+    Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq")),
+            "Jacobian of the constraint rows dc/dq.", optional=True),
+    Routine("constraint_bias", (_q, _qd, _p, _out("b", "nrows", "Jdot qd")),
+            "Velocity product of the constraint rows Jdot qd.", optional=True),
+    Routine("constraint_friction", (_p, _out("mu", "nconstraints", "friction coefficients")),
+            "Friction coefficient of each constraint block.", optional=True),
+)
+
+
+def routine(name: str) -> Routine:
+    """The entry of :data:`ROUTINES` called ``name``."""
+    for r in ROUTINES:
+        if r.name == name:
+            return r
+    raise KeyError(name)
+
+
+#: Sizes a width may name; the fields of ``rodgen_model`` holding them.
+SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows")
+
+
+def width_value(width: str, sizes: dict[str, int]) -> int:
+    """The number of doubles of a width (``"2*nq"``) for a model's sizes."""
+    out = 1
+    for factor in width.split("*"):
+        factor = factor.strip()
+        out *= int(factor) if factor.isdigit() else int(sizes[factor])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# status codes
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """A status code: ``RODGEN_<name>`` in C, ``StatusCode.<name>`` in Python.
+
+    outcome : the :class:`rodgen.runtime.result.Status` value a simulation that stops with it reports.
+    """
+
+    name: str
+    value: int
+    message: str
+    outcome: str = "failed"
+
+
+class StatusCode(enum.IntEnum):
+    """The status codes of the C, ``RODGEN_<NAME>`` (model routines and runtime), in order of value.
+
+    Each member carries ``message`` (what it means, for a user) and ``outcome`` (the value of
+    :class:`rodgen.runtime.result.Status` a simulation reports when it stops with it).
+    """
+
+    message: str
+    outcome: str
+
+    def __new__(cls, value: int, message: str, outcome: str = "failed") -> "StatusCode":
+        obj = int.__new__(cls, value)
+        obj._value_ = value
+        obj.message = message
+        obj.outcome = outcome
+        return obj
+
+    OK = 0, "success", "success"
+    ERR_NONFINITE_INPUT = 1, "the state, the inputs or the parameters hold inf or NaN", "nonfinite"
+    ERR_NOT_POSITIVE_DEFINITE = 2, "the mass matrix is not positive definite", "singular_mass"
+    ERR_NONFINITE_RESULT = 3, "the accelerations are not finite", "nonfinite"
+    ERR_NONFINITE_STATE = 4, "the state became inf or NaN", "nonfinite"
+    ERR_STEP_UNDERFLOW = 5, "the step size fell below its minimum", "step_underflow"
+    ERR_MAX_STEPS = 6, "the number of steps reached max_steps", "max_steps"
+    ERR_INPUT_NONFINITE = 7, "the inputs are inf or NaN", "nonfinite_input"
+    ERR_INPUT_FAILED = 8, "the input law failed (callback error, B^T B singular)"
+    ERR_OPTIONS = 9, "invalid options"
+    SIM_FULL = 10, "not an error: the output arrays are full, call again"
+    ERR_SINGULAR_CONSTRAINTS = 11, "the active constraint set is singular (dependent constraint rows)"
+    ERR_EVENT_NOT_LOCATED = 12, "an event could not be located to tolerance"
+    ERR_FRICTION_CONE = 13, "a contact force left its friction cone"
+    ERR_INITIAL_STATE = 14, ("the initial state violates a constraint (a contact point below the ground or a loop "
+                             "not closed)")
+    ERR_TOO_MANY_EVENTS = 15, "too many events in one step or run"
+
+    @classmethod
+    def find(cls, code: int) -> "StatusCode | None":
+        """The member of value ``code``, or None for a code unknown to this table."""
+        member = cls._value2member_map_.get(int(code))
+        return member if isinstance(member, StatusCode) else None
+
+    @classmethod
+    def describe(cls, code: int) -> str:
+        """The message of a status code, also for a code unknown to this table."""
+        member = cls.find(code)
+        return member.message if member is not None else f"status {int(code)}"
+
+
+#: The status codes as plain entries (what the templates render), from :class:`StatusCode`.
+STATUSES: tuple[StatusEntry, ...] = tuple(StatusEntry(c.name, int(c), c.message, c.outcome) for c in StatusCode)
+
+
+# ---------------------------------------------------------------------------
+# constants, structs and functions of the runtime
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A named integer constant ``RODGEN_<name>``."""
+
+    name: str
+    value: int
+    doc: str
+
+
+#: Integration methods (``rodgen_sim_options.method``).
+METHODS: tuple[Constant, ...] = (
+    Constant("RK4", 0, "classical Runge-Kutta, fixed step dt (the last step ends at t_end)"),
+    Constant("DOPRI5", 1, "Dormand-Prince 5(4), local extrapolation, FSAL, step-size control"),
+)
+
+#: Kinds of input law (``rodgen_input.kind``).
+INPUT_KINDS: tuple[Constant, ...] = (
+    Constant("INPUT_CONSTANT", 0, "u (NULL: zero)"),
+    Constant("INPUT_TABLE", 1, "values [n*nu] at times [n], linear interpolation"),
+    Constant("INPUT_PD", 2, "times, values [n*3*nq], kp, kd [nu], u: feedforward or NULL"),
+    Constant("INPUT_COMPUTED_TORQUE", 3, "times, values [n*3*nq], kp, kd [nq]"),
+    Constant("INPUT_CALLBACK", 4, "fn(context, t, y, u) fills u[nu], returns 0 (else: failed)"),
+)
+
+
+def constant(name: str) -> int:
+    """The value of a method or input kind by name (``"RK4"``, ``"INPUT_PD"``)."""
+    for c in METHODS + INPUT_KINDS:
+        if c.name == name:
+            return c.value
+    raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field of a shared struct: C type, name, comment."""
+
+    ctype: str
+    name: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    doc: str
+    fields: tuple[Field, ...]
+
+
+#: The callback of an input law: fills u [nu] at (t, y); returns 0, anything else is a failure.
+INPUT_FN = ("rodgen_input_fn", "int", "void *context, double t, const double *y, double *u")
+
+STRUCTS: tuple[Struct, ...] = (
+    Struct("rodgen_input", "An input law, evaluated at every stage of the integrators.", (
+        Field("int", "kind", "RODGEN_INPUT_..."),
+        Field("const double *", "u", "CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none"),
+        Field("long", "n", "number of samples (TABLE, PD, COMPUTED_TORQUE), at least 1"),
+        Field("const double *", "times", "[n] sample times, strictly increasing"),
+        Field("const double *", "values", "TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*3*nq] rows q_ref, qd_ref, qdd_ref"),
+        Field("const double *", "kp", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
+        Field("const double *", "kd", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
+        Field("rodgen_input_fn", "fn", "CALLBACK"),
+        Field("void *", "context", "CALLBACK: passed to fn"),
+    )),
+    Struct("rodgen_sim_options", "Options of rodgen_simulate.", (
+        Field("int", "method", "RODGEN_RK4 or RODGEN_DOPRI5"),
+        Field("double", "t_end", "end time"),
+        Field("double", "dt", "RK4: the step; DOPRI5: the first step (0: chosen from the RHS)"),
+        Field("double", "rtol", "DOPRI5: relative tolerance, per component atol + rtol |y|"),
+        Field("double", "atol", "DOPRI5: absolute tolerance"),
+        Field("double", "h_min", "DOPRI5: smallest step (0: 16 eps |t|)"),
+        Field("double", "h_max", "DOPRI5: largest step (0: t_end - t0)"),
+        Field("long", "max_steps", "most steps, accepted and rejected (0: no limit)"),
+        Field("long", "store_every", "store every k-th accepted step (1: all)"),
+    )),
+    Struct("rodgen_sim_state", "The state of a simulation; y and f point into the caller's storage "
+                               "(rodgen_sim_start).", (
+        Field("double", "t0", "start time"),
+        Field("double", "t", "time of the state y"),
+        Field("double *", "y", "[2*nq] state [q, qd]"),
+        Field("double *", "f", "[2*nq] its derivative (valid when have_f)"),
+        Field("double", "h", "DOPRI5: next step size"),
+        Field("long", "steps", "accepted steps"),
+        Field("long", "rejected", "rejected steps (DOPRI5)"),
+        Field("long", "evaluations", "calls of the model's rhs"),
+        Field("int", "have_f", "f holds the derivative at y"),
+        Field("int", "stored", "y has been written to the outputs"),
+    )),
+)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function of the runtime (``csrc/*.c``)."""
+
+    ret: str
+    name: str
+    params: str
+    doc: str
+
+
+#: Functions of the model-independent runtime, declared in rodgen_runtime.h.
+FUNCTIONS: tuple[Function, ...] = (
+    Function("int", "rodgen_cholesky", "double *A, int n",
+             "Cholesky factorisation A = L L^T in place (A n x n, row-major, symmetric; L in its lower "
+             "triangle). Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot falls below "
+             "RODGEN_PIVOT_RTOL times its diagonal entry."),
+    Function("void", "rodgen_cholesky_solve", "const double *L, double *b, int n",
+             "Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky."),
+    Function("void", "rodgen_sim_start",
+             "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
+             "Start a simulation at time t0 from the state y0 [2*nq]; storage [RODGEN_SIM_STORAGE(nq)] "
+             "doubles, owned by the caller, holds s->y and s->f for the life of the simulation."),
+    Function("int", "rodgen_simulate",
+             "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp, const double *p, "
+             "rodgen_sim_state *s, long capacity, double *t_out, double *y_out, double *u_out, long *n_out",
+             "Integrate from s->t towards o->t_end, writing at most capacity rows: t_out [capacity], "
+             "y_out [capacity*2*nq], u_out [capacity*nu] (the inputs at the stored states). *n_out receives "
+             "the number of rows written. Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when the arrays are "
+             "full (call again with fresh arrays), or an error code; on an error the state holds the last "
+             "good step (written as the last row)."),
+    Function("int", "rodgen_input_eval",
+             "const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, "
+             "double *u",
+             "The inputs u [nu] of an input law at time t and state y. Returns RODGEN_OK or an error code."),
+)
+
+
+__all__ = ["Arg", "Routine", "ROUTINES", "routine", "SIZES", "width_value", "StatusEntry", "STATUSES",
+           "StatusCode", "Constant", "METHODS", "INPUT_KINDS", "constant", "Field", "Struct", "STRUCTS",
+           "INPUT_FN", "Function", "FUNCTIONS"]

@@ -1,0 +1,183 @@
+"""Toolchain stage: compile a model's generated C, cache the result, load it.
+
+    sys = rodgen.build(model)                          # derive, generate, compile (or reuse), load
+    sys = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
+    sys = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
+
+A model compiles into a plain shared library (its own C and the runtime's
+Cholesky; no Python headers, no Cython) in ``<build_dir>/<model>-<hash12>/``,
+``build_dir`` defaulting to ``./build``. The hash covers the generated sources
+(the runtime's C copied beside them included), the compiler and its flags,
+rodgen's version and the platform; a folder with that hash is reused without
+compiling. The library is bound through its table (``<prefix>_model()``) by
+rodgen's runtime extension, which is compiled once per machine into the user
+cache (:mod:`rodgen.toolchain.runtime`).
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from ..codegen import CodegenOptions, GeneratedFiles, equations_of, generate, lower, render
+from ..errors import BuildError
+from ..model.valid import AnyModel
+from ..symbolic.equations import Equations
+from . import cache
+from .compiler import (
+    BuildOptions,
+    Optimization,
+    compile_count,
+    compile_model,
+    compiler_identity,
+    find_compiler,
+    library_suffix,
+)
+from .runtime import cache_dir, load_runtime, runtime_path
+
+#: Runtime C files a model's library compiles with its own C (the rest lives in the runtime extension).
+MODEL_RUNTIME_SOURCES = ("rodgen_linalg.c",)
+
+
+def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
+    """The hash of a build (64 hex digits); its first 12 digits name the folder."""
+    from .. import __version__
+    compiler = find_compiler(options.compiler)
+    parts = {
+        "sources": files.digest(),
+        "rodgen": __version__,
+        "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
+        "cflags": " ".join(options.cflags()),
+        "library": library_suffix(),
+        "platform": sys.platform,
+    }
+    return cache.build_hash(parts)
+
+
+def library_name(prefix: str) -> str:
+    """File name of a model's shared library: ``lib<prefix>.so`` (``.dylib``, ``.dll``)."""
+    return f"lib{prefix}{library_suffix()}"
+
+
+def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = None,
+                  options: Optional[BuildOptions] = None) -> Path:
+    """Compile generated files into ``<build_dir>/<model>-<hash12>/`` (or reuse it); return the library path."""
+    options = options or BuildOptions()
+    root = Path(build_dir) if build_dir is not None else cache.default_build_dir()
+    spec = files.spec
+    digest = build_key(files, options)
+    key = f"{spec.prefix}-{digest[:12]}"
+    final = root / key
+    lib_file = library_name(spec.prefix)
+    if cache.complete(final, lib_file):
+        return final / lib_file
+    root.mkdir(parents=True, exist_ok=True)
+    with cache.locked(root, key):
+        if cache.complete(final, lib_file):  # another process built it while we waited
+            return final / lib_file
+        cache.clear_stale(root, key)
+        tmp = cache.new_temp_folder(root, key)
+        start = time.perf_counter()
+        try:
+            files.write(tmp)
+            sources = [spec.source] + [s for s in MODEL_RUNTIME_SOURCES if s in files.files]
+            compile_model(tmp, sources=sources, library=lib_file, options=options, macro=spec.macro,
+                          groups=spec.compile_groups())
+        except BuildError as exc:
+            failed = cache.keep_failed(tmp, root, key)
+            exc.folder = str(failed)
+            raise BuildError(f"building the model {spec.name!r} failed (see {failed / 'build.log'})",
+                             command=exc.command, returncode=exc.returncode, log=exc.log,
+                             folder=str(failed)) from None
+        except BaseException:
+            cache.keep_failed(tmp, root, key)
+            raise
+        manifest = {
+            "model": spec.name, "content_hash": spec.content_hash, "build_hash": digest,
+            "rodgen": spec.version, "method": spec.method, "library": lib_file, "prefix": spec.prefix,
+            "files": sorted(files.files), "cflags": options.cflags(),
+            "compiler": " ".join(find_compiler(options.compiler)),
+            "compile_seconds": round(time.perf_counter() - start, 3),
+        }
+        cache.publish(tmp, final, manifest)
+    return final / lib_file
+
+
+def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
+          method: Optional[str] = None, options: Optional[BuildOptions] = None,
+          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
+    """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
+
+    Parameters
+    ----------
+    source : a Model (validated on the way in), a ValidModel, or its Equations.
+    build_dir : the cache folder (default ``./build`` relative to the working directory).
+    method : derivation method when ``source`` is a Model (default: the recursive method).
+    options : BuildOptions (compiler, optimisation, fast math, extra flags).
+    codegen : CodegenOptions.
+    progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
+
+    Returns
+    -------
+    CompiledModel : the compiled functions (mass_matrix, forward_dynamics, rhs, ...).
+    """
+    from ..runtime.progress import Progress
+    name = source.model.name if isinstance(source, Equations) else getattr(source, "name", "model")
+    with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
+        eqs = equations_of(source, method=method)
+        bar.update(1)
+        files = render(lower(eqs, options=codegen))
+        bar.update(1)
+        path = compile_files(files, build_dir=build_dir, options=options)
+        bar.update(1)
+    return load_module(path)
+
+
+_libraries: dict[str, ctypes.CDLL] = {}
+_libraries_guard = threading.Lock()
+
+
+def load_module(path: Union[str, Path]) -> "CompiledModel":
+    """Load a model's shared library built before (``<build_dir>/<model>-<hash>/lib<model>.so``).
+
+    The library is opened once per process (``ctypes``); its table ``<prefix>_model()`` is bound by
+    the runtime extension (built into the user cache on first use).
+    """
+    from ..runtime import CompiledModel
+    path = Path(path)
+    if not path.is_file():
+        raise BuildError(f"no compiled model at {path}")
+    name = path.name
+    if not (name.startswith("lib") and name.endswith(library_suffix())):
+        raise BuildError(f"{path} is not a model library (expected lib<model>{library_suffix()})")
+    prefix = name[3:-len(library_suffix())]
+    key = str(path.resolve())
+    with _libraries_guard:
+        lib = _libraries.get(key)
+        if lib is None:
+            try:
+                lib = ctypes.CDLL(key)
+            except OSError as exc:
+                raise BuildError(f"loading the compiled model {path.name} failed: {exc}",
+                                 folder=str(path.parent)) from None
+            _libraries[key] = lib
+    try:
+        table = getattr(lib, f"{prefix}_model")
+    except AttributeError:
+        raise BuildError(f"{path.name} has no function {prefix}_model(): not a rodgen model library",
+                         folder=str(path.parent)) from None
+    table.restype = ctypes.c_void_p
+    table.argtypes = []
+    runtime = load_runtime()
+    return CompiledModel(runtime.Model(table(), lib), path, runtime)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runtime import CompiledModel
+
+__all__ = ["build", "compile_files", "load_module", "build_key", "library_name", "generate", "BuildOptions",
+           "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions", "load_runtime",
+           "runtime_path", "cache_dir"]

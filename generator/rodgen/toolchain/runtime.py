@@ -1,0 +1,131 @@
+"""The runtime's extension module, compiled once per rodgen version and machine.
+
+``_rodgen_runtime`` (the Cython wrapper rendered from :mod:`rodgen.contract`
+with every ``csrc/*.c`` compiled in) binds any model through its table, so it
+does not depend on a model. It is built on first use into the user cache:
+
+    $RODGEN_CACHE_DIR              if set, else
+    $XDG_CACHE_HOME/rodgen         if XDG_CACHE_HOME is set, else
+    ~/.cache/rodgen
+
+as ``_runtime-<hash12>/_rodgen_runtime<EXT_SUFFIX>``, where the hash covers the
+runtime's sources and the rendered wrapper, rodgen's version, the Cython
+version, the compiler and its flags, Python's extension suffix (its ABI) and
+the platform. The folder is written in a temporary sibling and renamed into
+place under a lock (the same cache discipline as model builds), so concurrent
+processes compile it once.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Optional
+
+from ..errors import BuildError
+from . import cache
+from .compiler import RUNTIME_CFLAGS, compile_extension, compiler_identity, ext_suffix, find_compiler
+
+#: Environment variable naming the cache folder of the runtime.
+CACHE_ENV = "RODGEN_CACHE_DIR"
+#: Name of the runtime's extension module.
+MODULE = "_rodgen_runtime"
+
+_lock = threading.Lock()
+_build_seconds: dict[str, float] = {}
+
+
+def cache_dir() -> Path:
+    """The folder holding compiled runtimes (see the module's docstring)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "rodgen"
+    return Path.home() / ".cache" / "rodgen"
+
+
+def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:
+    """(hash, the wrapper's files) of the runtime for this machine."""
+    import Cython
+
+    from .. import __version__
+    from ..codegen.runtime import files_digest, wrapper_files
+    files = wrapper_files()
+    cc = find_compiler(compiler)
+    parts = {
+        "sources": files_digest(files),
+        "rodgen": __version__,
+        "cython": str(Cython.__version__),
+        "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
+        "cflags": " ".join(RUNTIME_CFLAGS),
+        "ext_suffix": ext_suffix(),
+        "python": sys.implementation.cache_tag or sys.version,
+        "platform": sys.platform,
+    }
+    return cache.build_hash(parts), files
+
+
+def runtime_path(compiler: Optional[str] = None) -> Path:
+    """Build the runtime's extension module if needed; return its path."""
+    digest, files = runtime_key(compiler)
+    root = cache_dir()
+    key = f"_runtime-{digest[:12]}"
+    final = root / key
+    module_file = f"{MODULE}{ext_suffix()}"
+    if cache.complete(final, module_file):
+        return final / module_file
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create the runtime's cache folder {root}: {exc.strerror or exc}; set "
+                         f"{CACHE_ENV} to a writable folder") from None
+    with cache.locked(root, key):
+        if cache.complete(final, module_file):
+            return final / module_file
+        cache.clear_stale(root, key)
+        tmp = cache.new_temp_folder(root, key)
+        start = time.perf_counter()
+        try:
+            for name in sorted(files):
+                (tmp / name).write_bytes(files[name].encode("utf-8"))
+            sources = sorted(n for n in files if n.endswith(".c"))
+            compile_extension(tmp, pyx=f"{MODULE}.pyx", sources=sources, module=MODULE, compiler=compiler)
+        except BuildError as exc:
+            failed = cache.keep_failed(tmp, root, key)
+            raise BuildError(f"building rodgen's runtime failed (see {failed / 'build.log'})", command=exc.command,
+                             returncode=exc.returncode, log=exc.log, folder=str(failed)) from None
+        except BaseException:
+            cache.keep_failed(tmp, root, key)
+            raise
+        seconds = time.perf_counter() - start
+        _build_seconds[str(final)] = seconds
+        manifest = {"module": module_file, "build_hash": digest, "files": sorted(files),
+                    "cflags": list(RUNTIME_CFLAGS), "compiler": " ".join(find_compiler(compiler)),
+                    "compile_seconds": round(seconds, 3)}
+        cache.publish(tmp, final, manifest)
+    return final / module_file
+
+
+@functools.lru_cache(maxsize=None)
+def _load(compiler: Optional[str]) -> ModuleType:
+    return cache.import_module_file(runtime_path(compiler), MODULE)
+
+
+def load_runtime(compiler: Optional[str] = None) -> ModuleType:
+    """The runtime's extension module (built into the cache on first use)."""
+    with _lock:
+        return _load(compiler)
+
+
+def build_seconds() -> dict[str, float]:
+    """Seconds spent compiling runtimes in this process, by folder (empty when the cache was warm)."""
+    return dict(_build_seconds)
+
+
+__all__ = ["cache_dir", "runtime_key", "runtime_path", "load_runtime", "build_seconds", "CACHE_ENV", "MODULE"]
