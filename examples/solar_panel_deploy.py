@@ -45,7 +45,8 @@ def link_kinetic_energies(ev: Any, model: rodgen.Model, q: np.ndarray, qd: np.nd
     """
     plus, minus = ev.points(q + STEP * qd), ev.points(q - STEP * qd)
     out: dict[str, np.ndarray] = {}
-    for lk in model.links:
+    vm = model.validate()            # rod inertias and lengths resolved, fields as expressions
+    for lk in vm.links:
         first = lk.segments[0].name
         ang = []
         for pts in (plus, minus):
@@ -57,7 +58,7 @@ def link_kinetic_energies(ev: Any, model: rodgen.Model, q: np.ndarray, qd: np.nd
             for i, rd in enumerate(sg.rods):
                 nm = rd.name or f"{sg.name}.rod{i}"
                 v = (plus[nm] - minus[nm]) / (2 * STEP)
-                T += 0.5 * model.value(rd.mass) * np.sum(v**2, axis=1) + 0.5 * model.value(rd.inertia) * w**2
+                T += 0.5 * vm.value(rd.mass) * np.sum(v**2, axis=1) + 0.5 * vm.value(rd.inertia) * w**2
         out[lk.name] = T
     return out
 

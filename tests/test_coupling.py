@@ -187,7 +187,7 @@ def test_springs_and_dampers_are_projected() -> None:
 
 def test_builder_and_file_give_the_same_couplings() -> None:
     m = example("solar_panel.yaml")
-    assert {k: v.text for k, v in m.couplings.items()} == {"q2": "-2*q1", "q3": "2*q1"}
+    assert {k: v.text for k, v in m.validate().couplings.items()} == {"q2": "-2*q1", "q3": "2*q1"}
     assert [c.name for c in m.independent_coordinates()] == ["q1"]
     assert [c.name for c in m.coordinates()] == ["q1", "q2", "q3"]
 

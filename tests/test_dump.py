@@ -41,8 +41,7 @@ def test_bundled_chain_files_are_the_chain_builder(link_model: str) -> None:
 
 def test_round_trip_keeps_floating_base_and_names() -> None:
     m = chain(2, "rod_two_variable")
-    m.base, m.base_coordinates, m._validated = "floating", ("xb", "yb"), False
-    m.validate()
+    m.base, m.base_coordinates = "floating", ("xb", "yb")
     again = load_dict(rodgen.model.to_dict(m))
     assert again.base == "floating" and again.base_coordinates == ("xb", "yb")
     _same(m, again)

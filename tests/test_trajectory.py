@@ -115,7 +115,6 @@ def test_underactuated_motion_reports_the_missing_forces() -> None:
     """The solar panel without its couplings: only joint 1 is driven; the residual is the force on 2, 3."""
     model = ex("solar_panel.yaml")
     model.couplings = {}
-    model._validated = False
     ev = as_evaluator(model)
     rng = np.random.default_rng(SEED)
     t = np.linspace(0, 1, 11)

@@ -23,6 +23,7 @@ from .model import (
     Rod,
     Segment,
     Spring,
+    ValidModel,
     dump,
     load,
     telescopic,
@@ -30,7 +31,8 @@ from .model import (
 from .symbolic import Equations, Method, derive
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "Equations", "Method",
+           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",

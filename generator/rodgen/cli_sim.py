@@ -123,7 +123,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from .model.loader import load
     from .runtime.plot import animate, plot
     from .runtime.solve import solve
-    model = load(args.model)
+    model = load(args.model).validate()
     ev = _evaluator(args, model)
     names = list(ev.parameters)
     unknown = [k for k, _ in args.params if k not in ev.parameters]

@@ -13,6 +13,7 @@ from typing import Optional, Union
 
 from ..errors import CodegenError
 from ..model.core import Model
+from ..model.valid import AnyModel, ValidModel
 from ..symbolic.equations import Equations
 from .lower import lower
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
@@ -22,13 +23,13 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, 
 from .straight import straight_line
 
 
-def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = None, *,
+def generate(source: Union[AnyModel, Equations], out_dir: Union[str, Path, None] = None, *,
              method: Optional[str] = None, options: Optional[CodegenOptions] = None) -> GeneratedFiles:
     """Generate the C header and C source of a model, with the files of rodgen's C runtime.
 
     Parameters
     ----------
-    source : a Model (derived here with ``method``) or its Equations.
+    source : a Model (validated and derived here with ``method``), a ValidModel, or its Equations.
     out_dir : if given, the files are written there.
     method : derivation method when ``source`` is a Model (default: :data:`DEFAULT_METHOD`,
         the recursive method, whose code grows like n or n^2).
@@ -51,15 +52,15 @@ def generate(source: Union[Model, Equations], out_dir: Union[str, Path, None] = 
 DEFAULT_METHOD = "recursive"
 
 
-def equations_of(source: Union[Model, Equations], *, method: Optional[str] = None) -> Equations:
-    """The Equations of a Model (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given) or the
+def equations_of(source: Union[AnyModel, Equations], *, method: Optional[str] = None) -> Equations:
+    """The Equations of a Model or ValidModel (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given) or the
     Equations themselves."""
     if isinstance(source, Equations):
         if method is not None and str(getattr(method, "value", method)) != str(source.method):
             raise CodegenError(f"method={method!r} was given with Equations derived by {source.method!r}; "
                                f"pass the Model to derive it again")
         return source
-    if isinstance(source, Model):
+    if isinstance(source, (Model, ValidModel)):
         from ..symbolic import derive
         return derive(source, method=DEFAULT_METHOD if method is None else method)
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")

@@ -80,7 +80,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if blocks:
         meta += (("NCONSTRAINTS", repr(len(blocks))), ("NROWS", repr(nrows)),
                  ("CONSTRAINTS", repr(tuple((b.name, b.kind, b.row, b.nrows) for b in blocks))))
-    spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(getattr(model, "doc", "")),
+    spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
                      comment_text(forward_note, 200), len(blocks), nrows, blocks)

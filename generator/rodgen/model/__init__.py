@@ -1,4 +1,9 @@
-"""Model stage: the vocabulary of rod/link mechanisms, model files, validation (no SymPy here)."""
+"""Model stage: the vocabulary of rod/link mechanisms, model files, validation (no SymPy here).
+
+Two types: the mutable :class:`Model` that users build, load and dump, and the immutable
+:class:`ValidModel` that ``Model.validate()`` returns and the later stages read (see
+:mod:`rodgen.model.valid`).
+"""
 from .core import (
                    Contact,
                    Coordinate,
@@ -21,7 +26,27 @@ from .core import (
 from .dump import dump, to_dict
 from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
+from .valid import (
+                   AnyModel,
+                   Extension,
+                   ValidContact,
+                   ValidGround,
+                   ValidJoint,
+                   ValidLink,
+                   ValidLoop,
+                   ValidMarker,
+                   ValidModel,
+                   ValidParameter,
+                   ValidPointMass,
+                   ValidRod,
+                   ValidSegment,
+                   ValidSpring,
+                   valid_model,
+)
 
-__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model", "Parameter",
-           "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression", "ExpressionError",
-           "parse", "load", "load_dict", "dump", "to_dict"]
+__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
+           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",
+           "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
+           "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
+           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
+           "valid_model"]

@@ -14,10 +14,17 @@ variable segment a mass at ``fraction=0.5`` therefore slides as the segment
 changes length, while one at ``offset=0.1`` stays put.
 
 Every numeric field accepts a number, a parameter name, or an arithmetic
-expression of parameters (see :mod:`rodgen.model.expr`). Call
-:meth:`Model.validate` (``rodgen.load`` does) to check the model; it fills in
-default names and turns every numeric field into an
-:class:`~rodgen.model.expr.Expression`.
+expression of parameters (see :mod:`rodgen.model.expr`).
+
+These classes are the *mutable* model that users build and edit (builder
+methods, ``rodgen.load``, ``rodgen.dump``); optional names stay None until
+they are needed. :meth:`Model.validate` checks the model and returns a new,
+immutable :class:`~rodgen.model.valid.ValidModel` (frozen dataclasses and
+tuples, every default resolved, every numeric field an
+:class:`~rodgen.model.expr.Expression`), which is what the later stages
+read; it never changes the Model. ``rodgen.derive``, ``generate`` and
+``build`` validate a Model on the way in, each time, so an edited model is
+never used with stale values.
 
 This module uses no SymPy.
 """
@@ -27,10 +34,13 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from ..errors import ModelError
 from .expr import CONSTANTS, FUNCTIONS, Expression, ExpressionError, Value, as_expression
+
+if TYPE_CHECKING:
+    from .valid import ValidModel
 
 ANGLE_CONVENTIONS = ("absolute", "relative")
 BASES = ("fixed", "floating")
@@ -144,6 +154,12 @@ class Segment:
     ``force`` (default ``F_<name>``) unless ``actuated=False``, with an
     optional ``spring`` and ``damping`` along it. ``limits=(lower, upper)``
     bounds the length (either side may be None); see :class:`Limit`.
+
+    ``kind`` records how the segment was made: ``"rigid"`` (the default; with
+    ``variable=True`` validation reads it as ``"variable"``), ``"variable"``
+    or ``"telescopic"`` (:func:`telescopic`, which also sets
+    ``variable=True``). In the validated model
+    (:class:`~rodgen.model.valid.ValidSegment`) ``kind`` is the only truth.
     """
 
     name: str
@@ -181,9 +197,17 @@ def telescopic(name: str, *, length: Value, outer_length: Value, outer_mass: Val
                 offset=_half(outer_length), name=f"{name}_outer")
     inner = Rod(mass=inner_mass, length=inner_length, fraction=1.0,
                 offset=_neg_half(inner_length), name=f"{name}_inner")
-    seg = Segment(name=name, length=length, variable=True, rods=[outer, inner], kind="telescopic",
-                  **options)  # type: ignore[arg-type]
+    seg = Segment(name=name, length=length, variable=True, rods=[outer, inner], kind="telescopic")
+    for key, value in options.items():
+        if key not in _TELESCOPIC_OPTIONS:
+            raise TypeError(f"telescopic() got an unexpected keyword argument {key!r} "
+                            f"(options: {', '.join(_TELESCOPIC_OPTIONS)})")
+        setattr(seg, key, value)
     return seg
+
+
+#: The options of a telescopic segment besides its sections (those of a variable segment).
+_TELESCOPIC_OPTIONS = ("coordinate", "force", "actuated", "spring", "damping", "limits", "masses")
 
 
 def _half(v: Value) -> Value:
@@ -202,7 +226,8 @@ class Joint:
     ``tau_<link>``), except at a link hinged to a *floating* base, where a
     torque would push against nothing (the base carries no mass); such a
     joint gets an input only when ``actuated=True`` or a ``torque`` name is
-    given. Validation replaces None by True or False.
+    given. The validated joint (:class:`~rodgen.model.valid.ValidJoint`)
+    holds the resolved input name, or None for a joint without input.
     """
 
     torque: Optional[str] = None
@@ -281,9 +306,9 @@ class Link:
         self.segments.append(seg)
         return seg
 
-    def telescopic(self, name: str, **kw: object) -> Segment:
+    def telescopic(self, name: str, **kw: Any) -> Segment:
         """Append a telescopic segment (see :func:`rodgen.model.telescopic`) and return it."""
-        seg = telescopic(name, **kw)  # type: ignore[arg-type]
+        seg = telescopic(name, **kw)
         self.segments.append(seg)
         return seg
 
@@ -394,6 +419,10 @@ class Model:
     independent coordinates and the parameters (a kinematic coupling such as a
     cable or gear transmission: ``{"th2": "-2*th1"}``). The symbolic stage
     eliminates the dependent coordinates; see :meth:`couple`.
+
+    A Model is mutable and never changed by rodgen: :meth:`validate` returns
+    a separate immutable :class:`~rodgen.model.valid.ValidModel`, and the
+    later stages validate a Model each time they are given one.
     """
 
     name: str
@@ -409,13 +438,11 @@ class Model:
     loops: list[Loop] = field(default_factory=list)
     base_initial: tuple[Value, Value] = (0.0, 0.0)
     source: Optional[str] = None
-    _validated: bool = field(default=False, repr=False, compare=False)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
         """Declare a parameter and return its name (for use in expressions)."""
         self.parameters.append(Parameter(name, value, unit, doc))
-        self._validated = False
         return name
 
     def link(self, name: str, *, parent: str | None = None, at: str = "end", angle: str = "absolute",
@@ -426,7 +453,6 @@ class Model:
         lk = Link(name=name, parent=parent, at=at, angle=angle, origin=origin, coordinate=coordinate,
                   offset=offset, initial=initial, joint=joint or Joint(), limits=limits)
         self.links.append(lk)
-        self._validated = False
         return lk
 
     def couple(self, coordinate: str, expression: Value) -> str:
@@ -440,24 +466,21 @@ class Model:
         coupling (virtual work), and the inputs keep their names.
         """
         self.couplings[coordinate] = expression
-        self._validated = False
         return coordinate
 
     def contact(self, name: str, marker: str | None = None, friction: Value = 1.0) -> Contact:
         """Declare a point contact at a marker (default: the marker named ``name``) and return it."""
         c = Contact(name, marker, friction)
         self.contacts.append(c)
-        self._validated = False
         return c
 
     def loop(self, name: str, a: str, b: str) -> Loop:
         """Declare a loop closure: markers ``a`` and ``b`` coincide; return it."""
         lp = Loop(name, a, b)
         self.loops.append(lp)
-        self._validated = False
         return lp
 
-    # -- queries (valid after validate()) ----------------------------------
+    # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> Link:
         for lk in self.links:
             if lk.name == name:
@@ -469,62 +492,22 @@ class Model:
 
     def coordinates(self) -> list[Coordinate]:
         """Generalized coordinates in order: base (x, y) if floating; then per link (tree order) its
-        angle followed by the lengths of its variable segments."""
-        self.validate()
-        out: list[Coordinate] = []
-        if self.base == "floating":
-            for nm, x0 in zip(self.base_coordinates, self.base_initial):
-                out.append(Coordinate(nm, "base", None, None, as_expression(x0)))
-        for lk in self.links:
-            assert lk.coordinate is not None
-            out.append(Coordinate(lk.coordinate, "angle", lk.name, None, as_expression(lk.initial)))
-            for sg in lk.segments:
-                if sg.variable:
-                    assert sg.coordinate is not None
-                    out.append(Coordinate(sg.coordinate, "length", lk.name, sg.name, as_expression(sg.length)))
-        return out
+        angle followed by the lengths of its variable segments (validates the model)."""
+        return self.validate().coordinates()
 
     def independent_coordinates(self) -> list[Coordinate]:
         """The coordinates that are not coupled (all of them if the model declares no couplings)."""
-        return [c for c in self.coordinates() if c.name not in self.couplings]
+        return self.validate().independent_coordinates()
 
     def inputs(self) -> list[Input]:
-        """Inputs in order: per link, its joint torque then the forces of its variable segments."""
-        self.validate()
-        out: list[Input] = []
-        for lk in self.links:
-            if lk.joint.actuated:
-                assert lk.joint.torque is not None
-                out.append(Input(lk.joint.torque, "torque", lk.name, None))
-            for sg in lk.segments:
-                if sg.variable and sg.actuated:
-                    assert sg.force is not None
-                    out.append(Input(sg.force, "force", lk.name, sg.name))
-        return out
+        """Inputs in order: per link, its joint torque then the forces of its variable segments
+        (validates the model)."""
+        return self.validate().inputs()
 
     def limits(self) -> list[Limit]:
         """The limit blocks in order: per link, its angle's lower then upper bound, then those of the
-        lengths of its variable segments (sides without a bound are left out)."""
-        self.validate()
-        return self._limit_blocks()
-
-    def _limit_blocks(self) -> list[Limit]:
-        out: list[Limit] = []
-
-        def add(bounds: object, coord: Optional[str], link: str, segment: Optional[str]) -> None:
-            if bounds is None:
-                return
-            assert coord is not None and isinstance(bounds, tuple)
-            for side, bound in zip(("lower", "upper"), bounds):
-                if bound is not None:
-                    out.append(Limit(f"{coord}_{side}", coord, side, as_expression(bound), link, segment))
-
-        for lk in self.links:
-            add(lk.limits, lk.coordinate, lk.name, None)
-            for sg in lk.segments:
-                if sg.variable:
-                    add(sg.limits, sg.coordinate, lk.name, sg.name)
-        return out
+        lengths of its variable segments (sides without a bound are left out; validates the model)."""
+        return self.validate().limits()
 
     def markers(self) -> dict[str, tuple[Link, Marker]]:
         """Every marker by name, with its link."""
@@ -543,14 +526,12 @@ class Model:
                 yield lk, sg
 
     # -- validation --------------------------------------------------------
-    def validate(self) -> "Model":
-        """Check the model; fill in default names; return self. Raises ModelError naming the place."""
-        if self._validated:
-            return self
+    def validate(self) -> "ValidModel":
+        """Check the model and return its :class:`~rodgen.model.valid.ValidModel`, a new immutable value
+        with every default resolved. Raises ModelError naming the place. The Model is not changed, and
+        nothing is cached: each call reads the model as it is now."""
         from .validate import validate_model
-        validate_model(self)
-        self._validated = True
-        return self
+        return validate_model(self)
 
 
 def is_finite_number(x: object) -> bool:

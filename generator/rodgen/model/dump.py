@@ -1,5 +1,7 @@
 """Model -> the model-file schema (a dict, or YAML text): the inverse of :mod:`rodgen.model.loader`.
 
+A :class:`~rodgen.model.core.Model` is validated first and its
+:class:`~rodgen.model.valid.ValidModel` written (a ValidModel is written as it is).
 ``load_dict(to_dict(model))`` gives a model with the same coordinates,
 inputs, parameters and equations. Fields at their default value are left out.
 """
@@ -10,21 +12,20 @@ from typing import Any, Optional, Union
 
 import yaml
 
-from .core import (
-    Joint,
-    Link,
-    Marker,
-    Model,
-    PointMass,
-    Rod,
-    Segment,
-    Spring,
-    default_angle_coordinate,
-    default_force,
-    default_length_coordinate,
-    default_torque,
-)
+from .core import default_angle_coordinate, default_force, default_length_coordinate, default_torque
 from .expr import Expression
+from .valid import (
+    AnyModel,
+    Extension,
+    ValidJoint,
+    ValidLink,
+    ValidMarker,
+    ValidPointMass,
+    ValidRod,
+    ValidSegment,
+    ValidSpring,
+    valid_model,
+)
 
 
 def _v(value: object) -> Any:
@@ -42,7 +43,7 @@ def _is(value: object, default: float) -> bool:
     return isinstance(v, (int, float)) and float(v) == default
 
 
-def _spring(s: Optional[Spring]) -> Optional[dict[str, Any]]:
+def _spring(s: Optional[ValidSpring]) -> Optional[dict[str, Any]]:
     if s is None:
         return None
     out = {"stiffness": _v(s.stiffness)}
@@ -51,7 +52,7 @@ def _spring(s: Optional[Spring]) -> Optional[dict[str, Any]]:
     return out
 
 
-def _station(obj: Union[PointMass, Rod, Marker], out: dict[str, Any], fraction_default: float) -> None:
+def _station(obj: Union[ValidPointMass, ValidRod, ValidMarker], out: dict[str, Any], fraction_default: float) -> None:
     if not _is(obj.fraction, fraction_default):
         out["fraction"] = _v(obj.fraction)
     if not _is(obj.offset, 0.0):
@@ -60,10 +61,11 @@ def _station(obj: Union[PointMass, Rod, Marker], out: dict[str, Any], fraction_d
         out["lateral"] = _v(obj.lateral)
 
 
-def _actuation(out: dict[str, Any], obj: Union[Joint, Segment], input_key: str, input_name: Optional[str],
+def _actuation(out: dict[str, Any], obj: Union[ValidJoint, Extension], input_key: str, input_name: Optional[str],
                default_input: str, actuated_by_default: bool = True) -> None:
-    """The fields a joint and a variable segment share: actuated / input name, spring, damping."""
-    if not obj.actuated:
+    """The fields a joint and a variable segment share (a ValidJoint or an Extension): the input name
+    (None: not actuated), spring, damping."""
+    if input_name is None:
         if actuated_by_default:
             out["actuated"] = False
     else:
@@ -77,16 +79,17 @@ def _actuation(out: dict[str, Any], obj: Union[Joint, Segment], input_key: str, 
         out["damping"] = _v(obj.damping)
 
 
-def _segment(sg: Segment) -> dict[str, Any]:
+def _segment(sg: ValidSegment) -> dict[str, Any]:
     out: dict[str, Any] = {"name": sg.name}
-    if sg.variable:
+    ext = sg.extension
+    if ext is not None:  # a telescopic segment is written as the variable segment with rods it is
         out["type"] = "variable"
     out["length"] = _v(sg.length)
-    if sg.variable:
-        if sg.coordinate is not None and sg.coordinate != default_length_coordinate(sg.name):
-            out["coordinate"] = sg.coordinate
-        _actuation(out, sg, "force", sg.force, default_force(sg.name))
-        _limits(out, sg.limits)
+    if ext is not None:
+        if ext.coordinate != default_length_coordinate(sg.name):
+            out["coordinate"] = ext.coordinate
+        _actuation(out, ext, "force", ext.force, default_force(sg.name))
+        _limits(out, ext.limits)
     if sg.masses:
         masses = []
         for pm in sg.masses:
@@ -99,11 +102,7 @@ def _segment(sg: Segment) -> dict[str, Any]:
     if sg.rods:
         rods = []
         for rd in sg.rods:
-            d = {"mass": _v(rd.mass)}
-            if rd.length is not None:
-                d["length"] = _v(rd.length)
-            if rd.inertia is not None:
-                d["inertia"] = _v(rd.inertia)
+            d = {"mass": _v(rd.mass), "length": _v(rd.length), "inertia": _v(rd.inertia)}
             _station(rd, d, 0.5)
             if rd.name:
                 d["name"] = rd.name
@@ -117,7 +116,7 @@ def _limits(out: dict[str, Any], limits: Optional[tuple[Any, Any]]) -> None:
         out["limits"] = [None if v is None else _v(v) for v in limits]
 
 
-def _link(lk: Link, floating: bool) -> dict[str, Any]:
+def _link(lk: ValidLink, floating: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": lk.name}
     if lk.parent is not None:
         out["parent"] = lk.parent
@@ -126,7 +125,7 @@ def _link(lk: Link, floating: bool) -> dict[str, Any]:
     elif not (_is(lk.origin[0], 0.0) and _is(lk.origin[1], 0.0)):
         out["origin"] = [_v(lk.origin[0]), _v(lk.origin[1])]
     out["angle"] = lk.angle
-    if lk.coordinate is not None and lk.coordinate != default_angle_coordinate(lk.name, lk.angle):
+    if lk.coordinate != default_angle_coordinate(lk.name, lk.angle):
         out["coordinate"] = lk.coordinate
     if not _is(lk.offset, 0.0):
         out["offset"] = _v(lk.offset)
@@ -151,9 +150,9 @@ def _link(lk: Link, floating: bool) -> dict[str, Any]:
     return out
 
 
-def to_dict(model: Model) -> dict[str, Any]:
-    """The model in the model-file schema (validates the model first)."""
-    model.validate()
+def to_dict(source: AnyModel) -> dict[str, Any]:
+    """The model in the model-file schema (validates a Model first)."""
+    model = valid_model(source)
     out: dict[str, Any] = {"name": model.name}
     if model.doc:
         out["doc"] = model.doc
@@ -200,7 +199,7 @@ def to_dict(model: Model) -> dict[str, Any]:
     return out
 
 
-def dump(model: Model, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+def dump(model: AnyModel, path: Union[str, "os.PathLike[str]", None] = None) -> str:
     """The model as YAML text; written to ``path`` if given."""
     text = yaml.safe_dump(to_dict(model), sort_keys=False, default_flow_style=None, width=100)
     if path is not None:

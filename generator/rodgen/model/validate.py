@@ -1,11 +1,13 @@
 """Validation of a Model: names, topology, expressions, values.
 
-Called by :meth:`Model.validate`. Every error is a :class:`ModelError` that
-names the source file (if any), the place (link, segment, field) and what
-was expected.
+Called by :meth:`Model.validate`. Reads the mutable :class:`Model` and
+returns a new :class:`~rodgen.model.valid.ValidModel`; the Model is left as
+it was. Every error is a :class:`ModelError` that names the source file (if
+any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Optional
 
 from ..errors import ModelError
@@ -31,7 +33,24 @@ from .core import (
     default_torque,
     is_finite_number,
 )
-from .expr import Expression, ExpressionError, Value, as_expression
+from .expr import Expression, ExpressionError, as_expression
+from .valid import (
+    SEGMENT_KINDS,
+    Bounds,
+    Extension,
+    ValidContact,
+    ValidGround,
+    ValidJoint,
+    ValidLink,
+    ValidLoop,
+    ValidMarker,
+    ValidModel,
+    ValidParameter,
+    ValidPointMass,
+    ValidRod,
+    ValidSegment,
+    ValidSpring,
+)
 
 
 class _Ctx:
@@ -48,7 +67,7 @@ class _Ctx:
         if isinstance(value, bool) or not isinstance(value, (int, float, str, Expression)):
             raise self.err(f"expected a number or {what}, got {type(value).__name__} {value!r}", where)
         try:
-            return as_expression(value)  # type: ignore[arg-type]
+            return as_expression(value)
         except ExpressionError as exc:
             raise self.err(str(exc), where) from None
 
@@ -78,7 +97,8 @@ def _typed(ctx: _Ctx, obj: object, cls: type, where: str) -> None:
         raise ctx.err(f"expected a {cls.__name__}, got {type(obj).__name__}", where)
 
 
-def validate_model(model: Model) -> None:
+def validate_model(model: Model) -> ValidModel:
+    """Check ``model`` and return its :class:`ValidModel`; ``model`` itself is not changed."""
     ctx = _Ctx(model)
     check_name(model.name, "model name", "name", model.source)
     if model.base not in BASES:
@@ -87,12 +107,14 @@ def validate_model(model: Model) -> None:
     # parameters first: expressions refer to them
     seen: dict[str, str] = {}
 
-    def claim(name: str, what: str, where: str) -> None:
-        check_name(name, what, where, model.source)
-        if name in seen:
-            raise ctx.err(f"{what} {name!r} has the same name as {seen[name]}", where)
-        seen[name] = f"{what} ({where})"
+    def claim(name: object, what: str, where: str) -> str:
+        nm = check_name(name, what, where, model.source)
+        if nm in seen:
+            raise ctx.err(f"{what} {nm!r} has the same name as {seen[nm]}", where)
+        seen[nm] = f"{what} ({where})"
+        return nm
 
+    parameters: list[ValidParameter] = []
     for i, par in enumerate(model.parameters):
         where = f"parameters[{i}]"
         _typed(ctx, par, Parameter, where)
@@ -100,21 +122,23 @@ def validate_model(model: Model) -> None:
         if not is_finite_number(par.value):
             raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
         ctx.params[par.name] = float(par.value)
+        parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
 
     if len(model.gravity) != 2:
         raise ctx.err("gravity must have two components [gx, gy]", "gravity")
-    model.gravity = (ctx.expr(model.gravity[0], "gravity[0]"), ctx.expr(model.gravity[1], "gravity[1]"))
+    gravity = (ctx.expr(model.gravity[0], "gravity[0]"), ctx.expr(model.gravity[1], "gravity[1]"))
 
+    base_coordinates = tuple(model.base_coordinates)
     if model.base == "floating":
-        if len(model.base_coordinates) != 2:
+        if len(base_coordinates) != 2:
             raise ctx.err("base_coordinates must name two coordinates", "base_coordinates")
-        for nm in model.base_coordinates:
+        for nm in base_coordinates:
             claim(nm, "base coordinate", "base_coordinates")
     if not isinstance(model.base_initial, (tuple, list)) or len(model.base_initial) != 2:
         raise ctx.err("base_initial must be [x, y]", "base_initial")
-    model.base_initial = (ctx.expr(model.base_initial[0], "base_initial[0]"),
-                          ctx.expr(model.base_initial[1], "base_initial[1]"))
-    if model.base == "fixed" and any(v.evaluate(ctx.params) != 0 for v in model.base_initial):
+    base_initial = (ctx.expr(model.base_initial[0], "base_initial[0]"),
+                    ctx.expr(model.base_initial[1], "base_initial[1]"))
+    if model.base == "fixed" and any(v.evaluate(ctx.params) != 0 for v in base_initial):
         raise ctx.err("base_initial applies to a floating base only", "base_initial")
 
     if not model.links:
@@ -151,40 +175,42 @@ def validate_model(model: Model) -> None:
                 placed.add(lk.name)
                 pending.remove(lk)
                 break
-    model.links = ordered
 
     seg_names: dict[str, str] = {}
-    for lk in model.links:
+    links: list[ValidLink] = []
+    for lk in ordered:
         lw = f"link {lk.name!r}"
         if lk.angle not in ANGLE_CONVENTIONS:
             raise ctx.err(f"angle must be 'absolute' or 'relative', got {lk.angle!r}", f"{lw}.angle")
-        if lk.coordinate is None:
-            lk.coordinate = default_angle_coordinate(lk.name, lk.angle)
-        claim(lk.coordinate, "coordinate", f"{lw}.coordinate")
-        lk.offset = ctx.expr(lk.offset, f"{lw}.offset")
-        lk.initial = ctx.expr(lk.initial, f"{lw}.initial")
+        coordinate = claim(lk.coordinate if lk.coordinate is not None else
+                           default_angle_coordinate(lk.name, lk.angle), "coordinate", f"{lw}.coordinate")
+        offset = ctx.expr(lk.offset, f"{lw}.offset")
+        initial = ctx.expr(lk.initial, f"{lw}.initial")
         if not isinstance(lk.origin, (tuple, list)) or len(lk.origin) != 2:
             raise ctx.err("origin must be [x, y]", f"{lw}.origin")
         if lk.parent is not None and any(ctx.expr(c, f"{lw}.origin").evaluate(ctx.params) != 0
                                          for c in lk.origin):
             raise ctx.err("origin applies to links on the ground or base only; use 'at' for a child link",
                           f"{lw}.origin")
-        lk.origin = (ctx.expr(lk.origin[0], f"{lw}.origin[0]"), ctx.expr(lk.origin[1], f"{lw}.origin[1]"))
+        origin = (ctx.expr(lk.origin[0], f"{lw}.origin[0]"), ctx.expr(lk.origin[1], f"{lw}.origin[1]"))
         _typed(ctx, lk.joint, Joint, f"{lw}.joint")
         jt = lk.joint
-        if jt.actuated is None:
+        actuated = jt.actuated
+        if actuated is None:
             # a torque at a joint on a floating base pushes against nothing: opt in only
-            jt.actuated = not (model.base == "floating" and lk.parent is None) or jt.torque is not None
-        if not isinstance(jt.actuated, bool):
-            raise ctx.err(f"actuated must be true or false, got {jt.actuated!r}", f"{lw}.joint.actuated")
-        if jt.actuated:
-            if jt.torque is None:
-                jt.torque = default_torque(lk.name)
-            claim(jt.torque, "input", f"{lw}.joint.torque")
-        _spring_damper(ctx, jt, f"{lw}.joint")
-        lk.limits = _limits(ctx, lk.limits, f"{lw}.limits")
+            actuated = not (model.base == "floating" and lk.parent is None) or jt.torque is not None
+        if not isinstance(actuated, bool):
+            raise ctx.err(f"actuated must be true or false, got {actuated!r}", f"{lw}.joint.actuated")
+        torque = None
+        if actuated:
+            torque = claim(jt.torque if jt.torque is not None else default_torque(lk.name), "input",
+                           f"{lw}.joint.torque")
+        spring, damping = _spring_damper(ctx, jt, f"{lw}.joint")
+        joint = ValidJoint(torque, spring, damping)
+        link_limits = _limits(ctx, lk.limits, f"{lw}.limits")
         if not isinstance(lk.segments, list) or not lk.segments:
             raise ctx.err("a link needs at least one segment", f"{lw}.segments")
+        segments: list[ValidSegment] = []
         for j, sg in enumerate(lk.segments):
             _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
             check_name(sg.name, "segment name", f"{lw}.segments[{j}]", model.source)
@@ -193,44 +219,53 @@ def validate_model(model: Model) -> None:
                               f"{lw}.segments[{j}]")
             seg_names[sg.name] = lk.name
             sw = f"{lw}, segment {sg.name!r}"
-            sg.length = ctx.expr(sg.length, f"{sw}.length", positive=True)
-            if sg.variable:
-                if sg.coordinate is None:
-                    sg.coordinate = default_length_coordinate(sg.name)
-                claim(sg.coordinate, "coordinate", f"{sw}.coordinate")
+            kind = _segment_kind(ctx, sg, sw)
+            length = ctx.expr(sg.length, f"{sw}.length", positive=True)
+            extension = None
+            if kind != "rigid":
+                seg_coordinate = claim(sg.coordinate if sg.coordinate is not None else
+                                       default_length_coordinate(sg.name), "coordinate", f"{sw}.coordinate")
+                force = None
                 if sg.actuated:
-                    if sg.force is None:
-                        sg.force = default_force(sg.name)
-                    claim(sg.force, "input", f"{sw}.force")
-                _spring_damper(ctx, sg, sw)
-                sg.limits = _limits(ctx, sg.limits, f"{sw}.limits")
+                    force = claim(sg.force if sg.force is not None else default_force(sg.name), "input",
+                                  f"{sw}.force")
+                seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
+                extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
+                                      _limits(ctx, sg.limits, f"{sw}.limits"))
             else:
                 for fld in ("spring", "damping", "limits"):
                     if getattr(sg, fld) is not None:
                         raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
+            masses: list[ValidPointMass] = []
             for k, pm in enumerate(sg.masses):
                 mw = f"{sw}.masses[{k}]"
                 _typed(ctx, pm, PointMass, mw)
-                pm.mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
-                _station(ctx, pm, mw)
+                mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
+                fraction, moff, lateral = _station(ctx, pm, mw)
                 if pm.name is not None:
                     claim(pm.name, "point name", f"{mw}.name")
+                masses.append(ValidPointMass(mass, fraction, moff, lateral, pm.name))
+            rods: list[ValidRod] = []
             for k, rd in enumerate(sg.rods):
                 rw = f"{sw}.rods[{k}]"
                 _typed(ctx, rd, Rod, rw)
-                rd.mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
+                mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
                 if rd.length is None:
-                    if sg.variable and rd.inertia is None:
+                    if kind != "rigid" and rd.inertia is None:
                         raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
-                    rd.length = sg.length
-                rd.length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
-                if rd.inertia is None:
-                    rd.inertia = as_expression(f"({rd.mass.text})*({rd.length.text})**2/12")
-                rd.inertia = ctx.expr(rd.inertia, f"{rw}.inertia", nonneg=True)
-                _station(ctx, rd, rw)
+                    rod_length = length
+                else:
+                    rod_length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
+                inertia = ctx.expr(rd.inertia if rd.inertia is not None else
+                                   as_expression(f"({mass.text})*({rod_length.text})**2/12"),
+                                   f"{rw}.inertia", nonneg=True)
+                fraction, roff, lateral = _station(ctx, rd, rw)
                 if rd.name is not None:
                     claim(rd.name, "point name", f"{rw}.name")
+                rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
+            segments.append(ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension))
         seg_of = {sg.name for sg in lk.segments}
+        markers: list[ValidMarker] = []
         for k, mk in enumerate(lk.markers):
             mw = f"{lw}.markers[{k}]"
             _typed(ctx, mk, Marker, mw)
@@ -238,26 +273,51 @@ def validate_model(model: Model) -> None:
             if mk.segment is not None and mk.segment not in seg_of:
                 raise ctx.err(f"unknown segment {mk.segment!r} (segments of {lk.name!r}: {', '.join(seg_of)})",
                               f"{mw}.segment")
-            _station(ctx, mk, mw)
-            if mk.segment is None and model.value(mk.fraction) != 0:
+            fraction, koff, lateral = _station(ctx, mk, mw)
+            if mk.segment is None and fraction.evaluate(ctx.params) != 0:
                 raise ctx.err("fraction needs a segment; give offset along the link instead", f"{mw}.fraction")
+            markers.append(ValidMarker(mk.name, mk.segment, fraction, koff, lateral))
+        links.append(ValidLink(lk.name, tuple(segments), lk.parent, lk.at, origin, lk.angle, coordinate, offset,
+                               initial, joint, tuple(markers), link_limits))
 
     # attachment points of children
     for lk in model.links:
         if lk.parent is None:
             continue
-        par = names[lk.parent]
-        valid = {"end", "start"} | {s.name for s in par.segments} | {m.name for m in par.markers}
+        up = names[lk.parent]
+        valid = {"end", "start"} | {s.name for s in up.segments} | {m.name for m in up.markers}
         if not isinstance(lk.at, str) or lk.at not in valid:
-            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {par.name!r} "
-                          f"(use 'end', 'start', a segment or a marker of {par.name!r}: "
+            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {up.name!r} "
+                          f"(use 'end', 'start', a segment or a marker of {up.name!r}: "
                           f"{', '.join(sorted(valid))})", f"link {lk.name!r}.at")
 
-    _couplings(ctx, model)
-    _constraints(ctx, model)
+    out = ValidModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
+                     base=model.base, base_coordinates=(base_coordinates[0], base_coordinates[1]),
+                     base_initial=base_initial, ground=ValidGround(*_ground(ctx, model)),
+                     doc=model.doc, source=model.source)
+    couplings = _couplings(ctx, model, out)
+    contacts, loops = _constraints(ctx, model, out)
+    return ValidModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
+                      base=out.base, base_coordinates=out.base_coordinates, base_initial=out.base_initial,
+                      ground=out.ground, contacts=contacts, loops=loops, couplings=MappingProxyType(couplings),
+                      doc=out.doc, source=out.source)
 
 
-def _limits(ctx: _Ctx, limits: object, where: str) -> Optional[tuple[Optional[Expression], Optional[Expression]]]:
+def _segment_kind(ctx: _Ctx, sg: Segment, where: str) -> str:
+    """The segment's kind: ``kind`` as given, ``"variable"`` for ``variable=True`` with the default kind."""
+    if sg.kind not in SEGMENT_KINDS:
+        raise ctx.err(f"kind must be one of {', '.join(SEGMENT_KINDS)}, got {sg.kind!r}", f"{where}.kind")
+    if not isinstance(sg.variable, bool):
+        raise ctx.err(f"variable must be true or false, got {sg.variable!r}", f"{where}.variable")
+    if sg.kind == "rigid":
+        return "variable" if sg.variable else "rigid"
+    if not sg.variable:
+        raise ctx.err(f"a {sg.kind} segment has a length coordinate; it cannot have variable=False",
+                      f"{where}.variable")
+    return sg.kind
+
+
+def _limits(ctx: _Ctx, limits: object, where: str) -> Bounds:
     """``[lower, upper]`` (either may be None): expressions with lower < upper at the default parameters."""
     if limits is None:
         return None
@@ -273,12 +333,14 @@ def _limits(ctx: _Ctx, limits: object, where: str) -> Optional[tuple[Optional[Ex
     return (lo, hi)
 
 
-def _constraints(ctx: _Ctx, model: Model) -> None:
-    """Ground, contacts, loops and the names of every constraint block (their own namespace)."""
+def _ground(ctx: _Ctx, model: Model) -> tuple[Expression, Expression]:
     _typed(ctx, model.ground, Ground, "ground")
-    model.ground.slope = ctx.expr(model.ground.slope, "ground.slope")
-    model.ground.height = ctx.expr(model.ground.height, "ground.height")
-    markers = {mk.name: (lk, mk) for lk in model.links for mk in lk.markers}
+    return ctx.expr(model.ground.slope, "ground.slope"), ctx.expr(model.ground.height, "ground.height")
+
+
+def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
+    """Contacts, loops and the names of every constraint block (their own namespace)."""
+    markers = vm.markers()
     known = f"markers: {', '.join(markers)}" if markers else "the model has no markers; add one to a link"
     blocks: dict[str, str] = {}
 
@@ -289,27 +351,28 @@ def _constraints(ctx: _Ctx, model: Model) -> None:
         blocks[nm] = f"{what} {nm!r}"
         return nm
 
-    def marker(name: object, where: str) -> tuple[Link, Marker]:
+    def marker(name: object, where: str) -> tuple[ValidLink, ValidMarker]:
         if not isinstance(name, str) or name not in markers:
             raise ctx.err(f"unknown marker {name!r} ({known})", where)
         return markers[name]
 
     if not isinstance(model.contacts, list):
         raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
+    contacts: list[ValidContact] = []
     for i, c in enumerate(model.contacts):
         _typed(ctx, c, Contact, f"contacts[{i}]")
         cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
-        block(c.name, "contact", cw)
-        if c.marker is None:
-            c.marker = c.name
-        marker(c.marker, f"{cw}.marker")
-        c.friction = ctx.expr(c.friction, f"{cw}.friction", nonneg=True)
+        name = block(c.name, "contact", cw)
+        mk_name = c.marker if c.marker is not None else name
+        marker(mk_name, f"{cw}.marker")
+        contacts.append(ValidContact(name, mk_name, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
     if not isinstance(model.loops, list):
         raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
+    loops: list[ValidLoop] = []
     for i, lp in enumerate(model.loops):
         _typed(ctx, lp, Loop, f"loops[{i}]")
         lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
-        block(lp.name, "loop", lw)
+        name = block(lp.name, "loop", lw)
         la, ma = marker(lp.a, f"{lw}.a")
         lb, mb = marker(lp.b, f"{lw}.b")
         if lp.a == lp.b:
@@ -318,12 +381,14 @@ def _constraints(ctx: _Ctx, model: Model) -> None:
             raise ctx.err(f"markers {lp.a!r} and {lp.b!r} are on one rigid part of link {la.name!r}: their "
                           f"distance never changes, so the loop is either always closed or never; join markers "
                           f"of different links", lw)
-    for lim in model._limit_blocks():
+        loops.append(ValidLoop(name, ma.name, mb.name))
+    for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
         block(lim.name, "limit", where)
+    return tuple(contacts), tuple(loops)
 
 
-def _stretch(ctx: _Ctx, lk: Link, mk: Marker) -> tuple[float, ...]:
+def _stretch(ctx: _Ctx, lk: ValidLink, mk: ValidMarker) -> tuple[float, ...]:
     """How a marker's distance from its link's hinge depends on the link's variable lengths (coefficients);
     two markers of one link with equal coefficients keep a constant distance."""
     idx = None if mk.segment is None else [s.name for s in lk.segments].index(mk.segment)
@@ -336,27 +401,20 @@ def _stretch(ctx: _Ctx, lk: Link, mk: Marker) -> tuple[float, ...]:
         elif k < idx:
             out.append(1.0)
         else:
-            out.append(round(value_of(mk.fraction).evaluate(ctx.params), 12))
+            out.append(round(mk.fraction.evaluate(ctx.params), 12))
     return tuple(out)
 
 
-def _couplings(ctx: _Ctx, model: Model) -> None:
+def _couplings(ctx: _Ctx, model: Model, vm: ValidModel) -> dict[str, Expression]:
     """Couplings: each target is a coordinate; expressions use independent coordinates and parameters."""
     if not isinstance(model.couplings, dict):
         raise ctx.err(f"expected a mapping coordinate: expression, got {type(model.couplings).__name__}",
                       "couplings")
     if not model.couplings:
-        return
+        return {}
     initial: dict[str, float] = {}
-    if model.base == "floating":
-        initial.update({nm: 0.0 for nm in model.base_coordinates})
-    for lk in model.links:
-        assert lk.coordinate is not None
-        initial[lk.coordinate] = value_of(lk.initial).evaluate(ctx.params)
-        for sg in lk.segments:
-            if sg.variable:
-                assert sg.coordinate is not None
-                initial[sg.coordinate] = value_of(sg.length).evaluate(ctx.params)
+    for c in vm.coordinates():
+        initial[c.name] = 0.0 if c.kind == "base" else c.initial.evaluate(ctx.params)
     coords = list(initial)
     for target in model.couplings:
         if not isinstance(target, str) or target not in initial:
@@ -364,7 +422,7 @@ def _couplings(ctx: _Ctx, model: Model) -> None:
                           f"couplings.{target}")
     if len(model.couplings) >= len(coords):
         raise ctx.err("every coordinate is coupled; at least one must stay independent", "couplings")
-    checked: dict[str, Value] = {}
+    checked: dict[str, Expression] = {}
     for target, value in model.couplings.items():
         where = f"couplings.{target}"
         ex = ctx.parse(value, where, "an expression of coordinates and parameters")
@@ -383,24 +441,21 @@ def _couplings(ctx: _Ctx, model: Model) -> None:
         if val != val or val in (float("inf"), float("-inf")):
             raise ctx.err(f"{ex.text!r} is not finite at the initial coordinates", where)
         checked[target] = ex
-    model.couplings = checked
+    return checked
 
 
-def _station(ctx: _Ctx, obj: PointMass | Rod | Marker, where: str) -> None:
-    obj.fraction = ctx.expr(obj.fraction, f"{where}.fraction")
-    obj.offset = ctx.expr(obj.offset, f"{where}.offset")
-    obj.lateral = ctx.expr(obj.lateral, f"{where}.lateral")
+def _station(ctx: _Ctx, obj: PointMass | Rod | Marker, where: str) -> tuple[Expression, Expression, Expression]:
+    """``(fraction, offset, lateral)`` of a point on a segment."""
+    return (ctx.expr(obj.fraction, f"{where}.fraction"), ctx.expr(obj.offset, f"{where}.offset"),
+            ctx.expr(obj.lateral, f"{where}.lateral"))
 
 
-def _spring_damper(ctx: _Ctx, obj: Joint | Segment, where: str) -> None:
+def _spring_damper(ctx: _Ctx, obj: Joint | Segment, where: str) -> tuple[Optional[ValidSpring], Optional[Expression]]:
+    spring = damping = None
     if obj.spring is not None:
         _typed(ctx, obj.spring, Spring, f"{where}.spring")
-        obj.spring.stiffness = ctx.expr(obj.spring.stiffness, f"{where}.spring.stiffness", nonneg=True)
-        obj.spring.rest = ctx.expr(obj.spring.rest, f"{where}.spring.rest")
+        spring = ValidSpring(ctx.expr(obj.spring.stiffness, f"{where}.spring.stiffness", nonneg=True),
+                             ctx.expr(obj.spring.rest, f"{where}.spring.rest"))
     if obj.damping is not None:
-        obj.damping = ctx.expr(obj.damping, f"{where}.damping", nonneg=True)
-
-
-def value_of(v: Value) -> Expression:
-    """The Expression of a validated field."""
-    return as_expression(v)
+        damping = ctx.expr(obj.damping, f"{where}.damping", nonneg=True)
+    return spring, damping

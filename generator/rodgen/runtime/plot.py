@@ -123,14 +123,17 @@ def _model_of(sys: Any) -> Any:
 def skeleton(names: Sequence[str], model: Any = None) -> tuple[list[list[str]], dict[str, float]]:
     """Polylines (lists of point names, one per link) and mass points (name -> mass, 0 if unknown).
 
-    With a :class:`rodgen.Model` the structure is read from it; otherwise from
-    the point names (``<link>.joint`` opens a link, ``<segment>.end`` extends
-    it; other points are drawn as masses).
+    With a :class:`rodgen.Model` (validated here) or its ValidModel the
+    structure is read from it; otherwise from the point names
+    (``<link>.joint`` opens a link, ``<segment>.end`` extends it; other points
+    are drawn as masses).
     """
     have = set(names)
     lines: list[list[str]] = []
     masses: dict[str, float] = {}
     if model is not None:
+        from ..model.valid import valid_model
+        model = valid_model(model)
         for lk in model.links:
             line = [f"{lk.name}.joint"] + [f"{sg.name}.end" for sg in lk.segments]
             lines.append([n for n in line if n in have])

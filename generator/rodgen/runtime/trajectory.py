@@ -59,11 +59,12 @@ MotionSpec = Any  # array | callable | sequence/mapping of (number | sympy.Expr 
 def as_evaluator(model: Any) -> Any:
     """A batched evaluator for ``model`` (see module docstring for what is accepted)."""
     from ..model.core import Model
+    from ..model.valid import ValidModel
     from ..symbolic.equations import Equations
     from ..symbolic.numeric import NumericModel, lambdify_equations
     if isinstance(model, NumericModel):
         return model
-    if isinstance(model, Model):
+    if isinstance(model, (Model, ValidModel)):
         from ..symbolic import derive
         return lambdify_equations(derive(model, method="matrix"))
     if isinstance(model, Equations):

@@ -6,6 +6,7 @@ from typing import Union
 
 from ..errors import DerivationError, ModelError
 from ..model.core import Model
+from ..model.valid import AnyModel, ValidModel, valid_model
 from .equations import ConstraintEquations, Equations, ForwardDynamics
 
 
@@ -28,7 +29,7 @@ def available_methods() -> list[str]:
     return out
 
 
-def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
+def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
 
     A model with ``couplings`` gets equations in its independent coordinates
@@ -42,29 +43,30 @@ def derive(model: Model, method: Union[str, Method] = "matrix") -> Equations:
 
     Parameters
     ----------
-    model : a :class:`rodgen.Model` (validated on the way in).
+    model : a :class:`rodgen.Model` (validated on the way in, each call: later changes to it are
+        seen by the next call) or a :class:`~rodgen.model.valid.ValidModel`.
     method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``.
     """
-    if not isinstance(model, Model):
+    if not isinstance(model, (Model, ValidModel)):
         raise TypeError(f"derive() takes a rodgen.Model, got {type(model).__name__}")
     try:
         m = Method(method)
     except ValueError:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(available_methods())}") from None
-    model.validate()
+    vm = valid_model(model)
     if m is Method.LAGRANGE:
         from .lagrange import derive_lagrange
-        eqs = derive_lagrange(model)
+        eqs = derive_lagrange(vm)
     elif m is Method.MATRIX:
         from .matrix import derive_matrix
-        eqs = derive_matrix(model)
+        eqs = derive_matrix(vm)
     else:
         try:
             from .recursive import derive_recursive
         except ImportError:
             raise DerivationError("the recursive method is not available in this version") from None
-        eqs = derive_recursive(model)
-    if model.couplings:
+        eqs = derive_recursive(vm)
+    if vm.couplings:
         from .coupling import reduce_couplings
         eqs = reduce_couplings(eqs)
     _check_inertia(eqs)

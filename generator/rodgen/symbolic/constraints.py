@@ -42,12 +42,11 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     model = eqs.model
     if not (model.contacts or model.loops or model.limits()):
         return []
-    names: dict[str, sp.Expr] = {str(s): s for s in eqs.params}
+    names: dict[str, sp.Symbol] = {str(s): s for s in eqs.params}
     q, qd = list(eqs.q), list(eqs.qd)
 
-    def X(v: object) -> sp.Expr:
-        assert isinstance(v, Expression), v
-        return to_sympy(v, names)  # type: ignore[arg-type]
+    def X(v: Expression) -> sp.Expr:
+        return to_sympy(v, names)
 
     inline = _inliner(eqs)
 
@@ -65,7 +64,6 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     t = sp.Matrix([sp.cos(s), sp.sin(s)])
     n = sp.Matrix([-sp.sin(s), sp.cos(s)])
     for c in model.contacts:
-        assert c.marker is not None
         r = point(c.marker)
         pos = sp.Matrix([(t.T * r)[0], (n.T * r)[0] - height * sp.cos(s)])
         out.append(block(c.name, "contact", pos, X(c.friction)))

@@ -44,8 +44,7 @@ def coupling_functions(eqs: Equations) -> dict[sp.Symbol, sp.Expr]:
     out: dict[sp.Symbol, sp.Expr] = {}
     for s in eqs.q:
         if str(s) in model.couplings:
-            ex = model.couplings[str(s)]
-            out[s] = to_sympy(ex, names) if not isinstance(ex, (int, float)) else sp.sympify(ex)  # type: ignore
+            out[s] = to_sympy(model.couplings[str(s)], names)
     return out
 
 

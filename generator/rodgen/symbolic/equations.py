@@ -13,7 +13,8 @@ from typing import Optional
 
 import sympy as sp
 
-from ..model.core import Coordinate, Input, Model
+from ..model.core import Coordinate, Input
+from ..model.valid import ValidModel
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ForwardDynamics:
     model's coordinates; it solves ``M qdd + h + G + K + D = B u``.
     """
 
-    model: Model
+    model: ValidModel
     q: list[sp.Symbol]
     qd: list[sp.Symbol]
     u: list[sp.Symbol]
@@ -76,7 +77,8 @@ class Equations:
 
     Attributes
     ----------
-    model : the validated Model they were derived from.
+    model : the :class:`~rodgen.model.valid.ValidModel` they were derived from (immutable: a
+        later change to the user's Model does not reach it).
     method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``.
     q, qd, qdd : lists of Symbols: coordinates, their rates and accelerations, in
         the order of ``model.coordinates()``.
@@ -106,7 +108,7 @@ class Equations:
         substitutes them.
     """
 
-    model: Model
+    model: ValidModel
     method: str
     q: list[sp.Symbol]
     qd: list[sp.Symbol]

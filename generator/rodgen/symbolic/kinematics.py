@@ -18,8 +18,8 @@ from typing import Optional
 
 import sympy as sp
 
-from ..model.core import Link, Model
 from ..model.expr import Expression, as_expression
+from ..model.valid import ValidLink, ValidModel
 from .convert import to_sympy
 
 
@@ -153,7 +153,7 @@ class MassElement:
 class Kinematics:
     """Symbols and positions of a model."""
 
-    model: Model
+    model: ValidModel
     q: list[sp.Symbol]
     qd: list[sp.Symbol]
     qdd: list[sp.Symbol]
@@ -172,14 +172,12 @@ class Kinematics:
     dampers: list[tuple[sp.Expr, sp.Expr]]           # (damping, variable)
 
 
-def build_kinematics(model: Model) -> Kinematics:
-    model.validate()
+def build_kinematics(model: ValidModel) -> Kinematics:
     params = [sp.Symbol(p.name, real=True) for p in model.parameters]
     pmap = {p.name: s for p, s in zip(model.parameters, params)}
-    pvals = {s: float(p.value) for p, s in zip(model.parameters, params)}
+    pvals = {s: p.value for p, s in zip(model.parameters, params)}
 
-    def X(v: object) -> sp.Expr:
-        assert isinstance(v, Expression), v
+    def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pmap)
 
     coords = model.coordinates()
@@ -208,9 +206,10 @@ def build_kinematics(model: Model) -> Kinematics:
 
     for lk in model.links:
         for sg in lk.segments:
-            lengths[sg.name] = qmap[sg.coordinate] if sg.variable else X(sg.length)  # type: ignore[index]
+            lengths[sg.name] = qmap[sg.extension.coordinate] if sg.extension else X(sg.length)
 
-    def station(link: Link, seg_index: Optional[int], fraction: object, offset: object, lateral: object) -> DVec:
+    def station(link: ValidLink, seg_index: Optional[int], fraction: Expression, offset: Expression,
+                lateral: Expression) -> DVec:
         s: sp.Expr = sp.Integer(0)
         if seg_index is not None:
             for sg in link.segments[:seg_index]:
@@ -219,11 +218,11 @@ def build_kinematics(model: Model) -> Kinematics:
         s += X(offset)
         return jpos[link.name] + DVec.along(theta[link.name], s, X(lateral))
 
-    def seg_index(link: Link, name: str) -> int:
+    def seg_index(link: ValidLink, name: str) -> int:
         return [s.name for s in link.segments].index(name)
 
     for lk in model.links:
-        coord = qmap[lk.coordinate]  # type: ignore[index]
+        coord = qmap[lk.coordinate]
         off = X(lk.offset)
         if lk.parent is None:
             parent_theta: sp.Expr = sp.Integer(0)
@@ -248,22 +247,23 @@ def build_kinematics(model: Model) -> Kinematics:
         jangle[lk.name] = theta[lk.name] - parent_theta - off
         points[f"{lk.name}.joint"] = jpos[lk.name]
         jt = lk.joint
-        if jt.actuated:
-            gen.append((umap[jt.torque], jangle[lk.name]))  # type: ignore[index]
+        if jt.torque is not None:
+            gen.append((umap[jt.torque], jangle[lk.name]))
         if jt.spring is not None:
             springs.append((X(jt.spring.stiffness), jangle[lk.name], X(jt.spring.rest)))
         if jt.damping is not None:
             dampers.append((X(jt.damping), jangle[lk.name]))
         for k, sg in enumerate(lk.segments):
             points[f"{sg.name}.end"] = station(lk, k, _ONE, _ZERO, _ZERO)
-            if sg.variable:
+            ext = sg.extension
+            if ext is not None:
                 lvar = lengths[sg.name]
-                if sg.actuated:
-                    gen.append((umap[sg.force], lvar))  # type: ignore[index]
-                if sg.spring is not None:
-                    springs.append((X(sg.spring.stiffness), lvar, X(sg.spring.rest)))
-                if sg.damping is not None:
-                    dampers.append((X(sg.damping), lvar))
+                if ext.force is not None:
+                    gen.append((umap[ext.force], lvar))
+                if ext.spring is not None:
+                    springs.append((X(ext.spring.stiffness), lvar, X(ext.spring.rest)))
+                if ext.damping is not None:
+                    dampers.append((X(ext.damping), lvar))
             for i, pm in enumerate(sg.masses):
                 nm = pm.name or f"{sg.name}.m{i}"
                 pos = station(lk, k, pm.fraction, pm.offset, pm.lateral)

@@ -24,8 +24,8 @@ from typing import Optional, Union
 
 import sympy as sp
 
-from ..model.core import Link, Model, PointMass, Rod
 from ..model.expr import Expression, as_expression
+from ..model.valid import ValidLink, ValidModel, ValidPointMass, ValidRod, ValidSegment
 from .convert import to_sympy
 from .equations import Equations
 
@@ -36,7 +36,7 @@ _0 = sp.Integer(0)
 class _Geometry:
     """Absolute angles, lengths and Cartesian positions of a validated model."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: ValidModel) -> None:
         self.model = model
         self.params = [sp.Symbol(p.name, real=True) for p in model.parameters]
         self.pmap = {p.name: s for p, s in zip(model.parameters, self.params)}
@@ -56,18 +56,17 @@ class _Geometry:
         for lk in model.links:
             self._place(lk)
 
-    def X(self, v: object) -> sp.Expr:
-        assert isinstance(v, Expression), v
+    def X(self, v: Expression) -> sp.Expr:
         return to_sympy(v, self.pmap)
 
-    def length(self, seg: object) -> sp.Expr:
-        return self.qmap[seg.coordinate] if seg.variable else self.X(seg.length)  # type: ignore[attr-defined]
+    def length(self, seg: ValidSegment) -> sp.Expr:
+        return self.qmap[seg.extension.coordinate] if seg.extension else self.X(seg.length)
 
-    def _place(self, lk: Link) -> None:
+    def _place(self, lk: ValidLink) -> None:
         """Angle and joint position of a link (its parent placed first)."""
         if lk.name in self.theta:
             return
-        own = self.qmap[lk.coordinate] + self.X(lk.offset)  # type: ignore[index]
+        own = self.qmap[lk.coordinate] + self.X(lk.offset)
         if lk.parent is None:
             self.theta[lk.name] = own
             self.joint[lk.name] = (self.base[0] + self.X(lk.origin[0]), self.base[1] + self.X(lk.origin[1]))
@@ -87,13 +86,14 @@ class _Geometry:
             mk = next(m for m in parent.markers if m.name == lk.at)
             self.joint[lk.name] = self.station(parent, mk.segment, mk.fraction, mk.offset, mk.lateral)
 
-    def along(self, lk: Link, s: sp.Expr, lateral: sp.Expr) -> Vec:
+    def along(self, lk: ValidLink, s: sp.Expr, lateral: sp.Expr) -> Vec:
         """The point ``s`` along the axis of a link and ``lateral`` to its left."""
         th = self.theta[lk.name]
         x0, y0 = self.joint[lk.name]
         return (x0 + s * sp.cos(th) - lateral * sp.sin(th), y0 + s * sp.sin(th) + lateral * sp.cos(th))
 
-    def station(self, lk: Link, segment: Optional[str], fraction: object, offset: object, lateral: object) -> Vec:
+    def station(self, lk: ValidLink, segment: Optional[str], fraction: Expression, offset: Expression,
+                lateral: Expression) -> Vec:
         """``fraction`` of a segment's current length plus ``offset`` from its start (the link's joint
         when no segment is named), ``lateral`` to the left."""
         s = self.X(offset)
@@ -107,9 +107,9 @@ class _Geometry:
         return sp.Add(*[sp.diff(expr, qi) * qdi for qi, qdi in zip(self.q, self.qd)])
 
 
-def derive_lagrange(model: Model) -> Equations:
+def derive_lagrange(model: ValidModel) -> Equations:
     """Equations of motion by Lagrange's equations from the model's own Cartesian positions."""
-    geo = _Geometry(model.validate())
+    geo = _Geometry(model)
     q, qd = geo.q, geo.qd
     n = len(q)
     gx, gy = geo.X(model.gravity[0]), geo.X(model.gravity[1])
@@ -127,8 +127,8 @@ def derive_lagrange(model: Model) -> Equations:
         joint_angle = th - parent_th - geo.X(lk.offset)
         points[f"{lk.name}.joint"] = geo.joint[lk.name]
         jt = lk.joint
-        if jt.actuated:
-            W += geo.umap[jt.torque] * joint_angle  # type: ignore[index]
+        if jt.torque is not None:
+            W += geo.umap[jt.torque] * joint_angle
         if jt.spring is not None:
             Vs += geo.X(jt.spring.stiffness) * (joint_angle - geo.X(jt.spring.rest)) ** 2 / 2
         if jt.damping is not None:
@@ -136,15 +136,16 @@ def derive_lagrange(model: Model) -> Equations:
         for sg in lk.segments:
             points[f"{sg.name}.end"] = geo.station(lk, sg.name, as_expression(1), as_expression(0),
                                                    as_expression(0))
-            if sg.variable:
+            ext = sg.extension
+            if ext is not None:
                 ell = geo.length(sg)
-                if sg.actuated:
-                    W += geo.umap[sg.force] * ell  # type: ignore[index]
-                if sg.spring is not None:
-                    Vs += geo.X(sg.spring.stiffness) * (ell - geo.X(sg.spring.rest)) ** 2 / 2
-                if sg.damping is not None:
-                    R += geo.X(sg.damping) * geo.rate(ell) ** 2 / 2
-            bodies: list[tuple[str, Union[PointMass, Rod], sp.Expr]] = [
+                if ext.force is not None:
+                    W += geo.umap[ext.force] * ell
+                if ext.spring is not None:
+                    Vs += geo.X(ext.spring.stiffness) * (ell - geo.X(ext.spring.rest)) ** 2 / 2
+                if ext.damping is not None:
+                    R += geo.X(ext.damping) * geo.rate(ell) ** 2 / 2
+            bodies: list[tuple[str, Union[ValidPointMass, ValidRod], sp.Expr]] = [
                 (pm.name or f"{sg.name}.m{i}", pm, _0) for i, pm in enumerate(sg.masses)]
             bodies += [(rd.name or f"{sg.name}.rod{i}", rd, geo.X(rd.inertia)) for i, rd in enumerate(sg.rods)]
             for name, body, inertia in bodies:
@@ -166,7 +167,7 @@ def derive_lagrange(model: Model) -> Equations:
         h[i] = sp.Add(*[sp.diff(dT_dqd[i], qj) * qdj for qj, qdj in zip(q, qd)]) - sp.diff(T, q[i])
     return Equations(
         model=model, method="lagrange", q=q, qd=qd, qdd=geo.qdd, u=geo.u, params=geo.params,
-        param_values={s: float(p.value) for p, s in zip(model.parameters, geo.params)},
+        param_values={s: p.value for p, s in zip(model.parameters, geo.params)},
         M=M, h=h, G=sp.Matrix([sp.diff(Vg, s) for s in q]), K=sp.Matrix([sp.diff(Vs, s) for s in q]),
         D=sp.Matrix([sp.diff(R, s) for s in qd]),
         B=sp.Matrix(n, len(geo.u), lambda i, j: sp.diff(W, q[i], geo.u[j])), T=T, V=Vg + Vs,

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..model.core import Model
+from ..model.valid import ValidModel
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .equations import Equations
 from .kinematics import DVec, Kinematics, build_kinematics
 
 
-def derive_matrix(model: Model) -> Equations:
+def derive_matrix(model: ValidModel) -> Equations:
     k = build_kinematics(model)
     n = len(k.q)
     # collect the terms of every entry, add once at the end (repeated += re-flattens sums)

@@ -54,8 +54,8 @@ from typing import Optional
 import sympy as sp
 
 from ..errors import DerivationError
-from ..model.core import Link, Model
 from ..model.expr import Expression
+from ..model.valid import AnyModel, ValidLink, ValidModel, valid_model
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
@@ -110,9 +110,9 @@ class _Emitter:
 
 
 class _TreeBuilder:
-    """Turns a validated Model into the expanded tree (see module docstring)."""
+    """Turns a ValidModel into the expanded tree (see module docstring)."""
 
-    def __init__(self, model: Model, k: Kinematics) -> None:
+    def __init__(self, model: ValidModel, k: Kinematics) -> None:
         self.model = model
         self.k = k
         self.pmap = {p.name: s for p, s in zip(model.parameters, k.params)}
@@ -123,8 +123,7 @@ class _TreeBuilder:
         self.seg_end: dict[str, list[Ref]] = {}
         self._virtual: dict[tuple[str, int, sp.Expr], int] = {}
 
-    def X(self, v: object) -> sp.Expr:
-        assert isinstance(v, Expression), v
+    def X(self, v: Expression) -> sp.Expr:
         return to_sympy(v, self.pmap)
 
     def add(self, node: Node) -> int:
@@ -153,7 +152,7 @@ class _TreeBuilder:
                 raise DerivationError(f"links {[lk.name for lk in pending]} do not hang from the ground")
         return self.nodes
 
-    def _link(self, lk: Link, base: Ref) -> None:
+    def _link(self, lk: ValidLink, base: Ref) -> None:
         k = self.k
         if lk.parent is None:
             hinge = base.shifted(self.X(lk.origin[0]), self.X(lk.origin[1]))
@@ -189,7 +188,8 @@ class _TreeBuilder:
                 at = self._station(lk, i, rd.fraction, rd.offset, rd.lateral)
                 self.nodes[at.node].bodies.append((self.X(rd.mass), at.x, at.y, self.X(rd.inertia)))
 
-    def _station(self, lk: Link, i: Optional[int], fraction: object, offset: object, lateral: object) -> Ref:
+    def _station(self, lk: ValidLink, i: Optional[int], fraction: Expression, offset: Expression,
+                 lateral: Expression) -> Ref:
         """The point ``fraction*length + offset`` (+ ``lateral`` to the left) of segment i of a link."""
         off, lat = self.X(offset), self.X(lateral)
         if i is None:
@@ -209,7 +209,7 @@ class _TreeBuilder:
                                                a * self.k.lengths[sg.name]))
         return Ref(self._virtual[key], off, lat)
 
-    def _attachment(self, parent: Link, at: str) -> Ref:
+    def _attachment(self, parent: ValidLink, at: str) -> Ref:
         names = [s.name for s in parent.segments]
         if at == "start":
             return self.link_frame[parent.name]
@@ -222,14 +222,15 @@ class _TreeBuilder:
         return self._station(parent, idx, mk.fraction, mk.offset, mk.lateral)
 
 
-def expanded_tree(model: Model) -> tuple[list[Node], Kinematics]:
-    """The expanded rigid tree of a model (see the module docstring) and its kinematics.
+def expanded_tree(model: AnyModel) -> tuple[list[Node], Kinematics]:
+    """The expanded rigid tree of a model (a Model is validated on the way in) and its kinematics.
 
     Useful to rebuild the same mechanism in a rigid-body library (Pinocchio, MuJoCo):
     node ``i`` is a joint whose coordinate is ``nodes[i].coord`` (linear in ``kinematics.q``).
     """
-    k = build_kinematics(model.validate())
-    return _TreeBuilder(model, k).build(), k
+    vm = valid_model(model)
+    k = build_kinematics(vm)
+    return _TreeBuilder(vm, k).build(), k
 
 
 def _prefix(k: Kinematics) -> str:
@@ -302,7 +303,7 @@ class _Joints:
         return (e(nn + self.px[i] * Fy - self.py[i] * Fx, f"{tag}n"), Fx, Fy)
 
 
-def derive_recursive(model: Model) -> Equations:
+def derive_recursive(model: ValidModel) -> Equations:
     """Equations of motion by the composite-body (M) and Newton–Euler (h, G) recursions."""
     k = build_kinematics(model)
     nodes = _TreeBuilder(model, k).build()
@@ -434,8 +435,10 @@ def derive_recursive(model: Model) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-def forward_dynamics(model: Model) -> ForwardDynamics:
+def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
+
+    ``source`` is a ValidModel, or a Model (validated on the way in).
 
     Applies when the expanded tree's joints are the model's coordinates up to a
     constant invertible map (``T`` square): chains and trees of links whose
@@ -444,8 +447,9 @@ def forward_dynamics(model: Model) -> ForwardDynamics:
     two joints of the tree; such models raise DerivationError (use the mass
     matrix and a Cholesky solve instead).
     """
-    k = build_kinematics(model.validate())
-    if getattr(model, "couplings", None):
+    model = valid_model(source)
+    k = build_kinematics(model)
+    if model.couplings:
         raise DerivationError(f"model {model.name!r} couples coordinates; the articulated-body algorithm "
                               f"needs independent joints (use the mass matrix and a Cholesky solve)")
     nodes = _TreeBuilder(model, k).build()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ..codegen import CodegenOptions, GeneratedFiles, equations_of, generate, lower, render
 from ..errors import BuildError
-from ..model.core import Model
+from ..model.valid import AnyModel
 from ..symbolic.equations import Equations
 from . import cache
 from .compiler import (
@@ -106,14 +106,14 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
     return final / lib_file
 
 
-def build(source: Union[Model, Equations], *, build_dir: Union[str, Path, None] = None,
+def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
           codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
     """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
 
     Parameters
     ----------
-    source : a Model, or its Equations.
+    source : a Model (validated on the way in), a ValidModel, or its Equations.
     build_dir : the cache folder (default ``./build`` relative to the working directory).
     method : derivation method when ``source`` is a Model (default: the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
