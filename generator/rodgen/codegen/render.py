@@ -14,7 +14,7 @@ import hashlib
 import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Callable, Optional, Union
 
 import jinja2
 
@@ -31,7 +31,8 @@ RESERVED_PREFIXES = frozenset({"rodgen"})
 class _ResourceLoader(jinja2.BaseLoader):
     """Loads templates from the ``rodgen.templates`` package resources (works from a wheel or a zip)."""
 
-    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, object]:
+    def get_source(self, environment: jinja2.Environment,
+                   template: str) -> tuple[str, Optional[str], Optional[Callable[[], bool]]]:
         node = template_root()
         for part in template.split("/"):
             if part in ("", ".", ".."):

@@ -277,8 +277,8 @@ class _Reader:
         seg = Segment(name=self.string(d["name"], f"{sw}.name"), length=d["length"], variable=(kind == "variable"))
         if kind == "variable":
             self._variable_options(d, sw, common)
-            for k, v in common.items():
-                setattr(seg, k, v)
+            for key, v in common.items():
+                setattr(seg, key, v)
         else:
             for fld in ("coordinate", "force", "actuated", "spring", "damping", "limits"):
                 if fld in d:
