@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 
-from common import NumericTree, machine, missing, write_json  # noqa: E402
+from common import NumericTree, machine, missing, mjcf, write_json  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 T_END, DT = 10.0, 1e-3
@@ -53,42 +53,12 @@ def _median(fn: Any, repeat: int) -> float:
 
 
 def compass_mjcf(tree: NumericTree, slope: float, leg: float) -> str:
-    """The compass gait for MuJoCo: bodies and joints from rodgen's tree, sphere feet, a sloped plane."""
-    children: dict[int, list[int]] = {}
-    for i, p in enumerate(tree.parent):
-        children.setdefault(p, []).append(i)
-
-    def body(i: int, depth: int) -> str:
-        pad = "  " * depth
-        px, py = tree.p0[i]
-        if tree.revolute[i]:
-            frame = f'pos="{px!r} {py!r} 0" euler="0 0 {tree.beta[i]!r}"'
-            joint = f'<joint name="j{i}" type="hinge" axis="0 0 1"/>'
-        else:
-            ax, ay = tree.axis[i]
-            frame = f'pos="{px!r} {py!r} 0"'
-            joint = f'<joint name="j{i}" type="slide" axis="{ax!r} {ay!r} 0"/>'
-        m, cx, cy, inertia = tree.body[i]
-        m, iz = (m, max(inertia, 1e-9)) if m > 0 else (1e-9, 1e-12)
-        lines = [f'{pad}<body name="b{i}" {frame}>', f"{pad}  {joint}",
-                 f'{pad}  <inertial pos="{cx!r} {cy!r} 0" mass="{m!r}" diaginertia="{iz!r} {iz!r} {iz!r}"/>']
-        if tree.revolute[i]:      # a leg: its foot at the far end of its axis
-            lines.append(f'{pad}  <geom type="sphere" size="0.001" pos="{leg!r} 0 0" mass="0"/>')
-        for c in children.get(i, []):
-            lines.append(body(c, depth + 1))
-        lines.append(f"{pad}</body>")
-        return "\n".join(lines)
-
-    gx, gy = tree.gravity
+    """The compass gait for MuJoCo: bodies and joints from rodgen's tree, a sphere foot at the far end of each
+    leg (the revolute nodes), a plane of the same slope."""
+    foot = f'<geom type="sphere" size="0.001" pos="{leg!r} 0 0" mass="0"/>'
     normal = (float(-np.sin(slope)), float(np.cos(slope)))
-    return f"""<mujoco model="compass_gait">
-  <option timestep="{DT!r}" integrator="RK4" gravity="{gx!r} {gy!r} 0"/>
-  <worldbody>
-    <geom type="plane" size="0 0 1" zaxis="{normal[0]!r} {normal[1]!r} 0"/>
-{chr(10).join(body(i, 2) for i in children.get(-1, []))}
-  </worldbody>
-</mujoco>
-"""
+    return mjcf(tree, "compass_gait", DT, geoms={i: [foot] for i in range(tree.n) if tree.revolute[i]},
+                ground=f'<geom type="plane" size="0 0 1" zaxis="{normal[0]!r} {normal[1]!r} 0"/>')
 
 
 def compass(build_dir: str, repeat: int) -> dict[str, Any]:

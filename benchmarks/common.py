@@ -155,9 +155,12 @@ def pinocchio_model(tree: NumericTree) -> Any:
     return model
 
 
-def mjcf(tree: NumericTree, name: str, dt: float = 1e-3) -> str:
-    """The tree as an MJCF model: hinge and slide joints, inertials only (no geoms, so no contact),
-    no armature or damping, RK4 with time step ``dt``."""
+def mjcf(tree: NumericTree, name: str, dt: float = 1e-3, *, geoms: Optional[dict[int, list[str]]] = None,
+         ground: Optional[str] = None) -> str:
+    """The tree as an MJCF model: hinge and slide joints, no armature or damping, RK4 with time step ``dt``.
+
+    Without ``geoms`` and ``ground``: inertials only, contact disabled. ``geoms`` adds MJCF geom elements to
+    the bodies of the given tree nodes and ``ground`` to the world body; contact is then MuJoCo's default."""
     children: dict[int, list[int]] = {}
     for i, p in enumerate(tree.parent):
         children.setdefault(p, []).append(i)
@@ -177,20 +180,22 @@ def mjcf(tree: NumericTree, name: str, dt: float = 1e-3) -> str:
         m, iz = (m, max(inertia, 1e-9)) if m > 0 else (1e-9, 1e-12)
         lines = [f'{pad}<body name="b{i}" {frame}>', f"{pad}  {joint}",
                  f'{pad}  <inertial pos="{cx!r} {cy!r} 0" mass="{m!r}" diaginertia="{iz!r} {iz!r} {iz!r}"/>']
+        lines += [f"{pad}  {g}" for g in (geoms or {}).get(i, [])]
         for c in children.get(i, []):
             lines.append(body(c, depth + 1))
         lines.append(f"{pad}</body>")
         return "\n".join(lines)
 
+    contact = geoms is not None or ground is not None
+    flags = "" if contact else '\n    <flag contact="disable" constraint="disable"/>\n  '
+    world = f"    {ground}\n" if ground else ""
     motors = "\n".join(f'    <motor joint="j{i}" gear="1" ctrllimited="false"/>' for i in range(tree.n))
     bodies = "\n".join(body(i, 2) for i in children.get(-1, []))
     gx, gy = tree.gravity
     return f"""<mujoco model="{name}">
-  <option timestep="{dt!r}" integrator="RK4" gravity="{gx!r} {gy!r} 0">
-    <flag contact="disable" constraint="disable"/>
-  </option>
+  <option timestep="{dt!r}" integrator="RK4" gravity="{gx!r} {gy!r} 0">{flags}</option>
   <worldbody>
-{bodies}
+{world}{bodies}
   </worldbody>
   <actuator>
 {motors}
