@@ -56,6 +56,8 @@ class VirtualConstraints:
         self.rows = {b.name: (b.row, b.nrows) for b in model.constraints}
         self.outputs = {leg: self._output_matrix(leg) for leg in ("a", "b")}
         self.current = "a"
+        self.zero_u = np.zeros(len(model.inputs))
+        self.unit_u = list(np.eye(len(model.inputs)))
 
     def _output_matrix(self, stance: str) -> tuple[np.ndarray, np.ndarray]:
         """C (8 x nq) of the outputs y = C q and c (nq) of the phase variable theta = c q, stance leg ``stance``."""
@@ -102,17 +104,11 @@ class VirtualConstraints:
         sys_ = self.sys
         stance = self.stance(q)
         C, c = self.outputs[stance]
-        row = self.rows[f"foot_{stance}"][0]
-        M, bias, B = sys_.mass_matrix(q), sys_.bias(q, qd), sys_.input_map(q)
-        J = sys_.constraint_jacobian(q)[row:row + 2]
-        jd = sys_.constraint_bias(q, qd)[row:row + 2]
-        # the constrained dynamics of single support: qdd = a0 + G u
-        K = np.block([[M, -J.T], [J, np.zeros((2, 2))]])
-        rhs = np.zeros((self.nq + 2, 1 + B.shape[1]))
-        rhs[:self.nq, 0], rhs[self.nq:, 0] = -bias, -jd
-        rhs[:self.nq, 1:] = B
-        sol = np.linalg.solve(K, rhs)[:self.nq]
-        a0, G = sol[:, 0], sol[:, 1:]
+        # the constrained dynamics of single support, affine in the inputs: qdd = a0 + G u (exact KKT, no
+        # drift correction: the compiled model's constrained_dynamics with its gains at zero)
+        foot = [f"foot_{stance}"]
+        a0 = sys_.constrained_dynamics(q, qd, self.zero_u, active=foot)[0]
+        G = np.column_stack([sys_.constrained_dynamics(q, qd, e, active=foot)[0] - a0 for e in self.unit_u])
         ds = -1.0 / (2 * self.alpha0)
         s, thd = self.phase(q, stance), c @ qd
         h, dh, ddh = self.desired(s)

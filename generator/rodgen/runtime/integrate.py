@@ -149,16 +149,8 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                 break
             if code == StatusCode.ERR_OPTIONS:
                 raise ValueError(f"the compiled integrator of {sys.name!r} rejected its options")
-            status, why = _outcome(code)
-            err = sim.error
-            if code == StatusCode.ERR_INPUT_FAILED and err is not None:
-                if isinstance(err, KeyboardInterrupt):
-                    status, why = Status.INTERRUPTED, "interrupted in the input function"
-                else:
-                    why = f"the input function raised {type(err).__name__}: {err}"
-            elif code == StatusCode.ERR_INPUT_FAILED and isinstance(controller, ComputedTorque):
-                why = "B^T B is singular: computed torque needs inputs whose directions B(q) are independent"
-            elif code == StatusCode.ERR_STEP_UNDERFLOW:
+            status, why = _failure(code, sim.error, controller)
+            if code == StatusCode.ERR_STEP_UNDERFLOW:
                 why += f" (h_min = {max(h_min, 16 * np.finfo(float).eps * abs(sim.t)):.3g})"
             elif code == StatusCode.ERR_MAX_STEPS:
                 why += f" = {max_steps}"
@@ -188,6 +180,18 @@ def _outcome(code: int) -> tuple[Status, str]:
         return Status(c.outcome), c.message
     except ValueError:
         return Status.FAILED, c.message
+
+
+def _failure(code: int, error: Optional[BaseException], controller: Any) -> tuple[Status, str]:
+    """(how the run ended, why) for a failing status code, naming what the input law did wrong."""
+    status, why = _outcome(code)
+    if code == StatusCode.ERR_INPUT_FAILED and error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return Status.INTERRUPTED, "interrupted in the input function"
+        return status, f"the input function raised {type(error).__name__}: {error}"
+    if code == StatusCode.ERR_INPUT_FAILED and isinstance(controller, ComputedTorque):
+        return status, "B^T B is singular: computed torque needs inputs whose directions B(q) are independent"
+    return status, why
 
 
 def _method(method: Union[Integrator, str]) -> Integrator:
@@ -355,10 +359,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             break
         if code == StatusCode.ERR_OPTIONS:
             raise ValueError(f"the hybrid simulation of {sys.name!r} rejected its options")
-        status, why = _outcome(code)
-        err = law.error
-        if code == StatusCode.ERR_INPUT_FAILED and err is not None:
-            why = f"the input function raised {type(err).__name__}: {err}"
+        status, why = _failure(code, law.error, controller)
         if run.block >= 0 and code in (StatusCode.ERR_FRICTION_CONE, StatusCode.ERR_EVENT_NOT_LOCATED,
                                        StatusCode.ERR_INITIAL_STATE):
             why += f" (block {block_name(run.block)!r})"
