@@ -32,7 +32,8 @@ from .model import (
 from .symbolic import Equations, Method, derive
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
+           "Ground", "Contact", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",

@@ -46,7 +46,8 @@ from .valid import (
 )
 
 __all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
-           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "elastic", "rule_table", "Expression",
+           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "elastic", "rule_table",
+           "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",

@@ -50,7 +50,7 @@ stages see nothing new. This module uses no SymPy.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..errors import ModelError
 from .core import Joint, Link, Marker, Model, Rod, Segment, Spring, Value, is_finite_number
@@ -85,6 +85,10 @@ def rule_table(rule: str, n: int) -> tuple[tuple[float, ...], tuple[float, ...]]
     Raises ValueError for an unknown rule or an ``n`` for which the rule does not exist.
     """
     import numpy as np  # imported here so that `import rodgen` stays light
+
+    t: Any
+    lam: Any
+    a: Any
 
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} (rules: {', '.join(RULES)})")
@@ -140,9 +144,7 @@ def rule_table(rule: str, n: int) -> tuple[tuple[float, ...], tuple[float, ...]]
             return _M6
         raise _not_available(rule, n, "the optimised models exist for n = 3 (M_3) and n = 6 (M_6)")
     order = np.argsort(-lam)  # increasing x = 1 - lambda
-    xs = tuple(float(max(0.0, 1.0 - lam[i])) for i in order)
-    cs = tuple(float(1.0 / a[i]) for i in order)
-    return xs, cs
+    return (tuple(float(max(0.0, 1.0 - lam[i])) for i in order), tuple(float(1.0 / a[i]) for i in order))
 
 
 def _num(v: Value) -> bool:
@@ -151,7 +153,9 @@ def _num(v: Value) -> bool:
 
 def _times(v: Value, c: float) -> Value:
     """``v * c`` as a number when ``v`` is one, else as an expression string."""
-    return float(v) * c if _num(v) else f"({as_expression(v).text})*{c!r}"
+    if _num(v):
+        return float(v) * c  # type: ignore[arg-type]
+    return f"({as_expression(v).text})*{c!r}"
 
 
 def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = None, mass: Optional[Value] = None,
@@ -207,7 +211,7 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
 
     if not isinstance(name, str):
         raise ModelError(f"an elastic link's name must be a string, got {name!r}", source=src, where="links")
-    Lval = positive(length, "length")
+    positive(length, "length")
     if (mass is None) == (mass_per_length is None):
         raise err("give exactly one of 'mass' (total) and 'mass_per_length'", "mass")
     if mass is not None:
@@ -257,7 +261,7 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
             raise err(str(exc), "rule" if str(exc).startswith("unknown rule") else "n") from None
         xs = list(xs_t)
         if _num(EJ) and _num(length):
-            cs_values = [float(EJ) / float(length) * c for c in cl]
+            cs_values = [float(EJ) / float(length) * c for c in cl]  # type: ignore[arg-type]
         else:
             ratio = f"({as_expression(EJ).text})/({as_expression(length).text})"
             cs_values = [f"{ratio}*{c!r}" for c in cl]

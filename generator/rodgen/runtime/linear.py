@@ -27,14 +27,14 @@ Damping is left out of the modes (the undamped natural frequencies); use
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..errors import RodgenError
 
-ArrayLike = Union[Sequence[float], np.ndarray]
-Params = Union[None, Sequence[float], np.ndarray, Mapping[str, float]]
+ArrayLike = Any  # a sequence of floats or an ndarray
+Params = Any  # None, a parameter vector, or a mapping name -> value
 
 
 def linearize(sys: Any, q0: ArrayLike, qd0: Optional[ArrayLike] = None, u0: Optional[ArrayLike] = None,
@@ -66,7 +66,7 @@ class Modes:
     hz : (k,) the same in Hz.
     omega2 : (k,) the eigenvalues w**2 (negative: the equilibrium is unstable in that mode).
     shapes : (nq, k) mode shapes in the coordinates, mass-normalised (shapes.T M shapes = I), each with
-        its largest entry positive.
+        its largest entry positive (zero in the rows of ``fixed`` coordinates).
     M, K : the numeric mass and stiffness matrices at q0.
     q0, u0 : the equilibrium; coordinates : names in the order of q.
     points : marker positions at q0, name -> (2,); point_shapes : name -> (k, 2), the displacement of
@@ -111,7 +111,7 @@ def _stiffness_fd(sys: Any, q: np.ndarray, u: np.ndarray, p: Params) -> np.ndarr
 
 
 def modes(obj: Any, q0: Optional[ArrayLike] = None, *, u0: Optional[ArrayLike] = None, p: Params = None,
-          count: Optional[int] = None, tol: float = 1e-8) -> Modes:
+          count: Optional[int] = None, tol: float = 1e-8, fixed: Sequence[str] = ()) -> Modes:
     """Natural frequencies and mode shapes of ``obj`` about the equilibrium ``q0``.
 
     Parameters
@@ -123,6 +123,8 @@ def modes(obj: Any, q0: Optional[ArrayLike] = None, *, u0: Optional[ArrayLike] =
     u0 : constant inputs that hold the equilibrium (default zero).
     p : parameter values (defaults of the model).
     count : keep the ``count`` lowest modes (default all).
+    fixed : names of coordinates held at q0 (a locked hub, a clamped joint): the modes of the
+        others, from the sub-blocks of M and K; their shapes have zeros in the fixed rows.
     tol : q0 must be an equilibrium: the residual force ``|bias(q0, 0) - B u0|`` may be at most
         ``tol * max(1, |K|)``, else RodgenError.
     """
@@ -146,23 +148,35 @@ def modes(obj: Any, q0: Optional[ArrayLike] = None, *, u0: Optional[ArrayLike] =
         K = -M @ A[nq:, :nq]
     else:
         K = _stiffness_fd(sys, q, u, p)
+    names = list(sys.coordinates)
+    unknown = [c for c in fixed if c not in names]
+    if unknown:
+        raise ValueError(f"fixed: {unknown[0]!r} is not a coordinate of {sys.name!r} "
+                         f"(coordinates: {', '.join(names)})")
+    free = [i for i, c in enumerate(names) if c not in fixed]
     residual = np.asarray(sys.bias(q, z, p), dtype=float)
     if nu:
         residual = residual - np.asarray(sys.input_map(q, p)) @ u
+    residual = residual[free]  # a fixed coordinate is held by whatever force it takes
     scale = max(1.0, float(np.max(np.abs(K))) if K.size else 1.0)
     if np.max(np.abs(residual), initial=0.0) > tol * scale:
         worst = int(np.argmax(np.abs(residual)))
         raise RodgenError(f"q0 is not an equilibrium of {sys.name!r}: the residual force on "
-                          f"{sys.coordinates[worst]!r} is {residual[worst]:.3g} (bias(q0, 0) - B u0 must vanish); "
+                          f"{names[free[worst]]!r} is {residual[worst]:.3g} (bias(q0, 0) - B u0 must vanish); "
                           f"give the rest state in q0 (and the holding inputs in u0)")
     Ks = 0.5 * (K + K.T)  # a conservative system's K is symmetric at an equilibrium
     from scipy.linalg import eigh
-    w2, phi = eigh(Ks, M)
+    w2, phi_free = eigh(Ks[np.ix_(free, free)], M[np.ix_(free, free)])
+    phi = np.zeros((nq, len(free)))
+    phi[free] = phi_free
     for k in range(phi.shape[1]):
         if phi[np.argmax(np.abs(phi[:, k])), k] < 0:
             phi[:, k] = -phi[:, k]
     if count is not None:
         w2, phi = w2[:count], phi[:, :count]
+    # a rigid-body mode has w**2 = 0 up to round-off: treat |w**2| below 1e-10 of the largest as zero
+    zero = np.abs(w2) <= 1e-10 * max(float(np.max(np.abs(w2), initial=0.0)), 1e-300)
+    w2 = np.where(zero, 0.0, w2)
     omega = np.where(w2 >= 0, np.sqrt(np.abs(w2)), np.nan)
     pts = sys.points(q, p)
     shapes_pts: dict[str, np.ndarray] = {nm: np.zeros((phi.shape[1], 2)) for nm in pts}

@@ -234,7 +234,8 @@ class ChainModel:
     def _q(self, q: Any, what: str = "q") -> np.ndarray:
         a = np.asarray(q, dtype=float)
         if a.shape != (self.nq,):
-            raise ValueError(f"Input {what!r} has shape {a.shape}; expected ({self.nq},) ({', '.join(self.coordinates)})")
+            raise ValueError(f"Input {what!r} has shape {a.shape}; expected ({self.nq},) "
+                             f"({', '.join(self.coordinates)})")
         return a
 
     def mass_matrix(self, q: Any, p: ParamsLike = None) -> np.ndarray:
