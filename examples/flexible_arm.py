@@ -19,7 +19,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -39,7 +39,8 @@ class ArmRun:
     t: np.ndarray
     tip_deflection: np.ndarray   # tip distance from the hub's axis [m]
     hub_torque: np.ndarray       # the torque the prescribed hub motion needs [N m]
-    ring_hz: float               # frequency of the tip's vibration after the manoeuvre (zero crossings)
+    ring_hz: float               # frequency of the tip's vibration after the manoeuvre (fitted)
+    result: Any                  # the mixed problem's SimulationResult (all coordinates, energies)
 
 
 def cycloid(angle: float, duration: float) -> tuple:
@@ -126,7 +127,7 @@ def main(argv: Optional[Sequence[str]] = None) -> ArmRun:
     ax2.set_ylabel("hub torque [N m]")
     ax2.set_xlabel("t [s]")
     fig.savefig(os.path.join(args.out, "flexible_arm_slew.png"), dpi=100)
-    return ArmRun(clamped.hz, free.hz, beam_hz, res.t, deflection, torque, ring)
+    return ArmRun(clamped.hz, free.hz, beam_hz, res.t, deflection, torque, ring, res)
 
 
 if __name__ == "__main__":
