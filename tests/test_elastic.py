@@ -129,6 +129,8 @@ links:
     md = rodgen.modes(model)
     ref = rodgen.modes(cantilever("B", 3, L=2.0, EJ=3.0, mass=1.5))
     assert md.omega == pytest.approx(ref.omega, rel=1e-12)
+    rodgen.dump(model, tmp_path / "dumped.yaml")  # dump writes the expanded chain; it loads back the same
+    assert rodgen.modes(rodgen.load(tmp_path / "dumped.yaml")).omega == pytest.approx(md.omega, rel=1e-12)
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("rule: B", "rule: Ch").replace("n: 3", "n: 10"))
     with pytest.raises(ModelError, match=r"bad.yaml: link 'beam'.n: rule Ch_10 is not available"):

@@ -133,7 +133,12 @@ def modes(obj: Any, q0: Optional[ArrayLike] = None, *, u0: Optional[ArrayLike] =
         raise TypeError(f"modes() takes a model or a compiled model, got {type(obj).__name__}")
     nq, nu = sys.nq, sys.nu
     if q0 is None:
-        q = np.asarray(sys.initial_q if hasattr(sys, "initial_q") else sys.initial_state()[:nq], dtype=float)
+        if hasattr(sys, "initial_q"):
+            q = np.asarray(sys.initial_q, dtype=float)
+        elif hasattr(sys, "initial_state"):
+            q = np.asarray(sys.initial_state()[:nq], dtype=float)
+        else:
+            raise ValueError(f"give the equilibrium q0: {type(sys).__name__} has no initial coordinates")
     else:
         q = np.asarray(q0, dtype=float)
     u = np.zeros(nu) if u0 is None else np.asarray(u0, dtype=float)
