@@ -96,6 +96,139 @@ def compass(build_dir: str, repeat: int) -> dict[str, Any]:
     return out
 
 
+def _foot_offsets(mj: Any, tree: NumericTree, robot: Any, feet: list[str]) -> dict[str, tuple[int, np.ndarray]]:
+    """For each foot marker, the tree node (MuJoCo body b<i>) it is fixed to and its position in that body's
+    frame: the deepest node whose local offset of the marker is the same in two different postures."""
+    import mujoco
+    md = mujoco.MjData(mj)
+    q_a = robot.initial_state()[:robot.nq]
+    postures = [q_a, q_a + 0.2 * np.random.default_rng(1).standard_normal(robot.nq)]
+    local: list[dict[tuple[int, str], np.ndarray]] = []
+    for q in postures:
+        md.qpos[:] = tree.T @ q
+        mujoco.mj_kinematics(mj, md)
+        pts = robot.points(q)
+        per: dict[tuple[int, str], np.ndarray] = {}
+        for foot in feet:
+            r = np.array([pts[foot][0], pts[foot][1], 0.0])
+            for i in range(tree.n):
+                body = mj.body(f"b{i}").id
+                per[(i, foot)] = md.xmat[body].reshape(3, 3).T @ (r - md.xpos[body])
+        local.append(per)
+    out: dict[str, tuple[int, np.ndarray]] = {}
+    for foot in feet:
+        fixed = [i for i in range(tree.n) if np.allclose(local[0][(i, foot)], local[1][(i, foot)], atol=1e-9)]
+        if not fixed:
+            raise RuntimeError(f"no body of the tree carries the marker {foot!r} rigidly")
+        out[foot] = (max(fixed), local[0][(max(fixed), foot)])
+    return out
+
+
+def walker_mjcf(tree: NumericTree, robot: Any, radius: float) -> str:
+    """exo5_walk for MuJoCo: hinge and slide joints and inertias from rodgen's tree (common.mjcf), a sphere
+    of ``radius`` centred on each foot marker, the ground plane ``radius`` below rodgen's ground (so the
+    spheres touch it where rodgen's point feet do). The feet collide with the ground, not with each other."""
+    import mujoco
+    plain = mujoco.MjModel.from_xml_string(mjcf(tree, "exo5_walk", DT))
+    feet = _foot_offsets(plain, tree, robot, ["foot_a", "foot_b"])
+    geoms: dict[int, list[str]] = {}
+    for _foot, (i, r) in feet.items():
+        geoms.setdefault(i, []).append(f'<geom type="sphere" size="{radius!r}" pos="{float(r[0])!r} {float(r[1])!r} 0" '
+                                       f'mass="0" contype="1" conaffinity="0"/>')
+    ground = (f'<geom type="plane" size="0 0 1" pos="0 {-radius!r} 0" zaxis="0 1 0" contype="0" '
+              f'conaffinity="1"/>')
+    return mjcf(tree, "exo5_walk", DT, geoms=geoms, ground=ground)
+
+
+def _c_array(values: Any) -> str:
+    return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
+
+
+def exo5_walking(build_dir: str, repeat: int) -> dict[str, Any]:
+    """10 s of walking at dt = 1 ms: rodgen's hybrid RK4 with the C controller against MuJoCo (C harness,
+    the same controller as mjcb_control)."""
+    import subprocess
+    import tempfile
+
+    import exo5_walk  # examples/exo5_walk.py: the controller's parameters and the initial state
+    from rodgen.codegen import generate
+    from rodgen.codegen.runtime import runtime_sources
+    model = rodgen.load(EXAMPLES / "exo5_walk.yaml")
+    robot = rodgen.build(model, build_dir=build_dir)
+    law = exo5_walk.VirtualConstraints(robot)
+    y0 = law.initial_state()
+    ctrl = law.c_controller(build_dir)
+    out: dict[str, Any] = {"t_end": T_END, "dt": DT, "model": "examples/exo5_walk.yaml",
+                           "controller": "examples/exo5_walk_controller.c"}
+
+    def run() -> Any:
+        return robot.simulate(y0, T_END, DT, controller=ctrl, contacts=["foot_a"], arm_gap=0.01,
+                              on_slip="continue")
+
+    res = run()
+    strikes = [e for e in res.events if e["kind"] == "touchdown"]
+    out["rodgen_status"] = res.message
+    out["rodgen_heel_strikes"] = len(strikes)
+    out["rodgen_distance_m"] = float(res.q[-1, 0] - res.q[0, 0])
+    out["rodgen_lowest_hip_m"] = float(res.q[:, 1].min())
+    out["rodgen_events"] = len(res.events)
+    out["rodgen_s"] = _median(run, repeat)
+    out["rodgen_s_per_simulated_s"] = out["rodgen_s"] / T_END
+    why = missing("mujoco")
+    if why:
+        out["mujoco"] = why
+        return out
+    import mujoco
+    tree = NumericTree(model)
+    radius = 1e-3
+    work = Path(tempfile.mkdtemp(prefix="rodgen_mjwalk_"))
+    generate(model, work)
+    for name, text in runtime_sources().items():
+        (work / name).write_text(text)
+    (work / "exo5_walk.xml").write_text(walker_mjcf(tree, robot, radius))
+    (work / "walk_data.h").write_text(
+        f"#define WALK_PARAMS {_c_array(ctrl.params)}\n#define WALK_TINV {_c_array(np.linalg.inv(tree.T))}\n"
+        f"#define WALK_QPOS0 {_c_array(tree.T @ y0[:tree.n])}\n#define WALK_QVEL0 {_c_array(tree.T @ y0[tree.n:])}\n")
+    mjdir = Path(mujoco.__file__).parent
+    lib = next(iter(sorted(mjdir.glob("libmujoco.so*"))), None)
+    if lib is None:
+        out["mujoco"] = f"no libmujoco in {mjdir}"
+        return out
+    cc = ["gcc", "-std=c99", "-fPIC"]
+    objs = []
+    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime and the controller at -O2
+    for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", "-O2"), ("rodgen_contact.c", "-O2"),
+                     ("rodgen_simulate.c", "-O2"), (str(EXAMPLES / "exo5_walk_controller.c"), "-O2"),
+                     (str(HERE / "mujoco_walk.c"), "-O2")):
+        obj = f"{Path(src).stem}.o"
+        subprocess.run(cc + [opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj], cwd=work, check=True)
+        objs.append(obj)
+    subprocess.run(["gcc", *objs, "-o", "mujoco_walk", f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}",
+                    "-lm"], cwd=work, check=True)
+    steps = int(round(T_END / DT))
+    out["mujoco_version"] = mujoco.__version__
+    out["mujoco_contact"] = (f"default soft contact and solver options; sphere feet of radius {radius} m, "
+                             f"friction 1 (rodgen's mu = 1)")
+    for integrator in ("rk4", "euler"):
+        proc = subprocess.run([str(work / "mujoco_walk"), "exo5_walk.xml", integrator, str(steps), str(repeat)],
+                              cwd=work, capture_output=True, text=True, check=True)
+        lines = proc.stdout.split("\n")
+        times = [float(x) for x in lines[:repeat]]
+        info = lines[repeat].split()
+        kv = {info[i]: info[i + 1] for i in range(0, len(info), 2)}
+        key = f"mujoco_{integrator}"
+        out[f"{key}_s"] = statistics.median(times)
+        out[f"{key}_s_per_simulated_s"] = out[f"{key}_s"] / T_END
+        out[f"{key}_controller_calls"] = int(kv["calls"])
+        out[f"{key}_stance_changes"] = int(kv["switches"])
+        out[f"{key}_controller_failed"] = bool(int(kv["failed"]))
+        out[f"{key}_distance_m"] = float(kv["x"]) - float(tree.T[0] @ y0[:tree.n])
+        out[f"{key}_lowest_hip_m"] = float(kv["low"])
+        out[f"ratio_{key}_over_rodgen"] = out[f"{key}_s"] / out["rodgen_s"]
+    out["rodgen_controller_calls"] = int(res.extra["evaluations"])
+    return out
+
+
 def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
     robot = rodgen.build(rodgen.load(EXAMPLES / "exo5_walk.yaml"), build_dir=build_dir)
     y0 = np.asarray(robot.initial_state(), float)
@@ -130,7 +263,8 @@ def main() -> int:
     ap.add_argument("--build-dir", default=str(HERE / "results" / ".build"))
     args = ap.parse_args()
     sys.path.insert(0, str(EXAMPLES))
-    payload = {"machine": machine(), "compass_gait": compass(args.build_dir, args.repeat),
+    payload = {"machine": machine(), "exo5_walking": exo5_walking(args.build_dir, args.repeat),
+               "compass_gait": compass(args.build_dir, args.repeat),
                "constrained": constrained(args.build_dir, args.repeat)}
     path = write_json("walk", payload)
     print(f"wrote {path}")
