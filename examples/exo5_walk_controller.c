@@ -30,7 +30,8 @@
 
 #include "rodgen_runtime.h"
 
-#define NOUT 8
+#define NOUT 8                   /* outputs = inputs */
+#define NCOL (NOUT + 3)           /* columns of X = M^-1 [B, h, J^T] */
 #define HEAD 9
 
 int exo5_walk_controller(void *context, double t, const double *y, double *u);
@@ -94,14 +95,14 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
 {
     const rodgen_controller *c = (const rodgen_controller *)context;
     const rodgen_model *m = c->model;
-    const int n = m->nq, nu = m->nu, nr = m->nrows;
+    const int n = m->nq, nr = m->nrows;
     const double *q = y, *qd = y + n, *par = c->params;
     const double alpha0 = par[0], lean = par[1], shorten = par[2], kp = par[3], kd = par[4];
     const double pi = 3.14159265358979323846;
     const double ds = -1.0 / (2.0 * alpha0);
     int i, j, k, blk[2], stance;
     (void)t;
-    if (nu != NOUT || c->nparams != HEAD + 2 * (NOUT + 1) * n || c->nstate < 1 || m->nconstraints < 2) {
+    if (m->nu != NOUT || c->nparams != HEAD + 2 * (NOUT + 1) * n || c->nstate < 1 || m->nconstraints < 2) {
         return 1;
     }
     blk[0] = (int)par[7];
@@ -125,9 +126,9 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
     {
         const double *C = par + HEAD + stance * (NOUT + 1) * n, *cv = C + NOUT * n;
         const int row = m->constraints[blk[stance]].row;
-        double M[n * n], h[n], B[n * nu], Jall[(nr > 0 ? nr : 1) * n], ball[nr > 0 ? nr : 1];
-        double X[n * (nu + 3)];           /* columns: M^-1 B (nu), M^-1 h, M^-1 J^T (2) */
-        double col[n], S[4], a0[n], G[n * nu];
+        double M[n * n], h[n], B[n * NOUT], Jall[(nr > 0 ? nr : 1) * n], ball[nr > 0 ? nr : 1];
+        double X[n * NCOL];             /* columns: M^-1 B (NOUT), M^-1 h, M^-1 J^T (2) */
+        double inv_pivot[n], S[4], a0[n], G[n * NOUT];
         double A[NOUT * NOUT], v[NOUT];
         double sn, cn, hs[NOUT], dh[NOUT], ddh[NOUT], theta, thd;
         /* 2. qdd = a0 + G u in single support */
@@ -139,13 +140,42 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         if (rodgen_cholesky(M, n) != RODGEN_OK) {
             return 2;
         }
-        for (k = 0; k < nu + 3; ++k) {
-            for (i = 0; i < n; ++i) {
-                col[i] = k < nu ? B[i * nu + k] : k == nu ? h[i] : Jall[(row + k - nu - 1) * n + i];
+        /* X = M^-1 [B, h, J^T]: both triangular solves on all NOUT + 3 columns at once (row-major X, the
+         * inner loops run along a row of columns), dividing by the pivots through their reciprocals */
+        for (i = 0; i < n; ++i) {
+            double *xi = X + i * NCOL;
+            for (k = 0; k < NOUT; ++k) {
+                xi[k] = B[i * NOUT + k];
             }
-            rodgen_cholesky_solve(M, col, n);
-            for (i = 0; i < n; ++i) {
-                X[i * (nu + 3) + k] = col[i];
+            xi[NOUT] = h[i];
+            xi[NOUT + 1] = Jall[row * n + i];
+            xi[NOUT + 2] = Jall[(row + 1) * n + i];
+            inv_pivot[i] = 1.0 / M[i * n + i];
+        }
+        for (i = 0; i < n; ++i) {
+            double *xi = X + i * NCOL;
+            for (j = 0; j < i; ++j) {
+                const double l = M[i * n + j];
+                const double *xj = X + j * NCOL;
+                for (k = 0; k < NCOL; ++k) {
+                    xi[k] -= l * xj[k];
+                }
+            }
+            for (k = 0; k < NCOL; ++k) {
+                xi[k] *= inv_pivot[i];
+            }
+        }
+        for (i = n - 1; i >= 0; --i) {
+            double *xi = X + i * NCOL;
+            for (j = i + 1; j < n; ++j) {
+                const double l = M[j * n + i];
+                const double *xj = X + j * NCOL;
+                for (k = 0; k < NCOL; ++k) {
+                    xi[k] -= l * xj[k];
+                }
+            }
+            for (k = 0; k < NCOL; ++k) {
+                xi[k] *= inv_pivot[i];
             }
         }
         /* S = J M^-1 J^T (2 x 2) */
@@ -153,7 +183,7 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
             for (j = 0; j < 2; ++j) {
                 double s = 0.0;
                 for (k = 0; k < n; ++k) {
-                    s += Jall[(row + i) * n + k] * X[k * (nu + 3) + nu + 1 + j];
+                    s += Jall[(row + i) * n + k] * X[k * NCOL + NOUT + 1 + j];
                 }
                 S[i * 2 + j] = s;
             }
@@ -168,29 +198,29 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
             for (i = 0; i < 2; ++i) {
                 double s = -ball[row + i];
                 for (k = 0; k < n; ++k) {
-                    s += Jall[(row + i) * n + k] * X[k * (nu + 3) + nu];
+                    s += Jall[(row + i) * n + k] * X[k * NCOL + NOUT];
                 }
                 r[i] = s;
             }
             lam[0] = (S[3] * r[0] - S[1] * r[1]) / det;
             lam[1] = (-S[2] * r[0] + S[0] * r[1]) / det;
             for (k = 0; k < n; ++k) {
-                a0[k] = -X[k * (nu + 3) + nu] + X[k * (nu + 3) + nu + 1] * lam[0] + X[k * (nu + 3) + nu + 2] * lam[1];
+                a0[k] = -X[k * NCOL + NOUT] + X[k * NCOL + NOUT + 1] * lam[0] + X[k * NCOL + NOUT + 2] * lam[1];
             }
             /* G = M^-1 B - M^-1 J^T S^-1 J M^-1 B */
-            for (j = 0; j < nu; ++j) {
+            for (j = 0; j < NOUT; ++j) {
                 for (i = 0; i < 2; ++i) {
                     double s = 0.0;
                     for (k = 0; k < n; ++k) {
-                        s += Jall[(row + i) * n + k] * X[k * (nu + 3) + j];
+                        s += Jall[(row + i) * n + k] * X[k * NCOL + j];
                     }
                     r[i] = s;
                 }
                 lam[0] = (S[3] * r[0] - S[1] * r[1]) / det;
                 lam[1] = (-S[2] * r[0] + S[0] * r[1]) / det;
                 for (k = 0; k < n; ++k) {
-                    G[k * nu + j] = X[k * (nu + 3) + j] - X[k * (nu + 3) + nu + 1] * lam[0]
-                        - X[k * (nu + 3) + nu + 2] * lam[1];
+                    G[k * NOUT + j] = X[k * NCOL + j] - X[k * NCOL + NOUT + 1] * lam[0]
+                        - X[k * NCOL + NOUT + 2] * lam[1];
                 }
             }
         }
@@ -218,20 +248,22 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         ddh[6] = ddh[7] = shorten * pi * pi * sn;
         for (i = 0; i < NOUT; ++i) {
             const double *Ci = C + i * n;
-            double yo = dot(Ci, q, n) - hs[i];
-            double yd = dot(Ci, qd, n) - dh[i] * ds * thd;
+            const double yo = dot(Ci, q, n) - hs[i];
+            const double yd = dot(Ci, qd, n) - dh[i] * ds * thd;
             double cha0 = 0.0;
-            for (k = 0; k < n; ++k) {
-                cha0 += (Ci[k] - dh[i] * ds * cv[k]) * a0[k];
+            for (j = 0; j < NOUT; ++j) {
+                A[i * NOUT + j] = 0.0;
+            }
+            for (k = 0; k < n; ++k) {                 /* row i of Ch = C - (h' s') c^T, times a0 and G */
+                const double ch = Ci[k] - dh[i] * ds * cv[k];
+                if (ch != 0.0) {
+                    cha0 += ch * a0[k];
+                    for (j = 0; j < NOUT; ++j) {
+                        A[i * NOUT + j] += ch * G[k * NOUT + j];
+                    }
+                }
             }
             v[i] = -kp * yo - kd * yd + ddh[i] * ds * ds * thd * thd - cha0;
-            for (j = 0; j < NOUT; ++j) {
-                double s = 0.0;
-                for (k = 0; k < n; ++k) {
-                    s += (Ci[k] - dh[i] * ds * cv[k]) * G[k * nu + j];
-                }
-                A[i * NOUT + j] = s;
-            }
         }
         if (solve_lu(A, v, NOUT) != 0) {
             return 4;
