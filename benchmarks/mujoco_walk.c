@@ -2,7 +2,7 @@
  * mujoco_walk.c: the exo5 walker in MuJoCo, driven by the same C controller as rodgen's simulation
  * (examples/exo5_walk_controller.c), set as MuJoCo's control callback. Built and run by bench_walk.py:
  *
- *     mujoco_walk MODEL.xml rk4|euler STEPS REPEAT
+ *     mujoco_walk MODEL.xml rk4|euler|controller STEPS REPEAT
  *
  * walk_data.h (written by bench_walk.py) holds the joint map s = T q of the expanded tree (MuJoCo's
  * hinge and slide coordinates s from rodgen's q), its inverse, the controller's parameters and the
@@ -10,7 +10,7 @@
  * and turns its inputs into joint forces: generalized forces Q = B(q) u in q are tau = T^-T Q in s (equal
  * power), one motor of gear 1 per joint. Prints, per run: seconds of the STEPS mj_step calls, then once
  * the controller's calls, its stance changes, whether it failed, the hip's x at the end, its lowest
- * height, and the final time.
+ * height, and the final time. Mode "controller" times the controller alone (seconds per call).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -108,6 +108,37 @@ int main(int argc, char **argv)
     m->opt.integrator = strcmp(argv[2], "euler") == 0 ? mjINT_EULER : mjINT_RK4;
     steps = atol(argv[3]);
     repeat = atoi(argv[4]);
+    if (strcmp(argv[2], "controller") == 0) {
+        /* the controller alone: STEPS calls at the initial state (the first stance), seconds per call */
+        double y[2 * N], u[NU], t0, acc = 0.0;
+        int i, j;
+        for (i = 0; i < N; ++i) {
+            y[i] = y[N + i] = 0.0;
+            for (j = 0; j < N; ++j) {
+                y[i] += Tinv[i * N + j] * qpos0[j];
+                y[N + i] += Tinv[i * N + j] * qvel0[j];
+            }
+        }
+        ctx.model = exo5_walk_model();
+        ctx.p = p;
+        ctx.params = params;
+        ctx.nparams = (long)(sizeof params / sizeof params[0]);
+        ctx.state = state;
+        ctx.nstate = 1;
+        for (r = 0; r < repeat; ++r) {
+            state[0] = 0.0;
+            t0 = now();
+            for (k = 0; k < steps; ++k) {
+                y[N] += 1e-12;                      /* a new state every call */
+                failed |= exo5_walk_controller(&ctx, 0.0, y, u);
+                acc += u[0];
+            }
+            printf("%.9e\n", (now() - t0) / (double)steps);
+        }
+        printf("calls %ld switches 0 failed %d x %.9g low 0 t 0\n", steps, failed, acc);
+        mj_deleteModel(m);
+        return 0;
+    }
     if (m->nq != N || m->nv != N || m->nu != N) {
         fprintf(stderr, "the MJCF has nq = %d, nu = %d; expected %d\n", m->nq, m->nu, N);
         return 2;

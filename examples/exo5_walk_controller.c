@@ -152,30 +152,34 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
             xi[NOUT + 2] = Jall[(row + 1) * n + i];
             inv_pivot[i] = 1.0 / M[i * n + i];
         }
-        for (i = 0; i < n; ++i) {
-            double *xi = X + i * NCOL;
+        for (i = 0; i < n; ++i) {               /* L Z = [B, h, J^T] */
+            double acc[NCOL];
+            for (k = 0; k < NCOL; ++k) {
+                acc[k] = X[i * NCOL + k];
+            }
             for (j = 0; j < i; ++j) {
                 const double l = M[i * n + j];
-                const double *xj = X + j * NCOL;
                 for (k = 0; k < NCOL; ++k) {
-                    xi[k] -= l * xj[k];
+                    acc[k] -= l * X[j * NCOL + k];
                 }
             }
             for (k = 0; k < NCOL; ++k) {
-                xi[k] *= inv_pivot[i];
+                X[i * NCOL + k] = acc[k] * inv_pivot[i];
             }
         }
-        for (i = n - 1; i >= 0; --i) {
-            double *xi = X + i * NCOL;
+        for (i = n - 1; i >= 0; --i) {          /* L^T X = Z */
+            double acc[NCOL];
+            for (k = 0; k < NCOL; ++k) {
+                acc[k] = X[i * NCOL + k];
+            }
             for (j = i + 1; j < n; ++j) {
                 const double l = M[j * n + i];
-                const double *xj = X + j * NCOL;
                 for (k = 0; k < NCOL; ++k) {
-                    xi[k] -= l * xj[k];
+                    acc[k] -= l * X[j * NCOL + k];
                 }
             }
             for (k = 0; k < NCOL; ++k) {
-                xi[k] *= inv_pivot[i];
+                X[i * NCOL + k] = acc[k] * inv_pivot[i];
             }
         }
         /* S = J M^-1 J^T (2 x 2) */
