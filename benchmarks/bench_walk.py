@@ -1,7 +1,19 @@
 """Walking: rodgen's compiled hybrid simulation against MuJoCo's, and the cost of the constraints.
 
-    python benchmarks/bench_walk.py [--repeat 5]
+    python benchmarks/bench_walk.py [--repeat 5] [--instructions]
 
+0. **exo5 walking, 10 s at dt = 1 ms, RK4 with events.** rodgen: `sys.simulate(..., contacts=["foot_a"])`
+   of examples/exo5_walk.yaml with the walking controller in C (examples/exo5_walk_controller.c through
+   `rodgen.CController`: no Python in the loop). MuJoCo: the same walker rebuilt from rodgen's expanded
+   tree (hinge and slide joints, the same masses and inertias, a motor of gear 1 on every joint), a
+   sphere of radius 1 mm centred on each foot marker, a plane 1 mm below rodgen's ground, MuJoCo's default
+   soft contact and solver options, driven by the *same* C function as `mjcb_control` in a C program
+   (benchmarks/mujoco_walk.c) that links the mujoco wheel's libmujoco and steps 10 000 times, with
+   `integrator="RK4"` and with MuJoCo's default Euler. The callback maps MuJoCo's joint coordinates to
+   rodgen's (q = T^-1 s) and the inputs to joint forces (tau = T^-T B u). Runs are interleaved; the
+   controller's own time per call is measured alone, so that each simulator's time without it is
+   reported too. ``--instructions`` counts instructions with callgrind (the machine is shared; counts
+   are not disturbed by other work).
 1. **Compass gait, 10 s at dt = 1 ms, RK4.** rodgen: `sys.simulate(..., contacts=[...])`
    of examples/compass_gait.yaml from its period-one gait (about 14 steps:
    constrained dynamics of the stance phase, heel strikes located in the step and
@@ -24,6 +36,7 @@ Writes benchmarks/results/walk.json.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import time
@@ -144,13 +157,42 @@ def _c_array(values: Any) -> str:
     return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
 
 
-def exo5_walking(build_dir: str, repeat: int) -> dict[str, Any]:
+RODGEN_ONCE = """
+import sys
+import numpy as np
+import rodgen
+from rodgen.toolchain import load_module
+robot = load_module(sys.argv[1])
+ctrl = rodgen.CController(sys.argv[2], "exo5_walk_controller", params=np.load(sys.argv[3]), state=[0.0])
+res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
+                     contacts=["foot_a"], arm_gap=0.01, on_slip="continue")
+print(res.message)
+"""
+
+
+def _callgrind(cmd: list[str], cwd: Path, collect: str, out_file: Path) -> tuple[int, int]:
+    """(instructions inside ``collect``, of them inside the controller) of one run under callgrind."""
+    import os
+    import re
+    import subprocess
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
+                           f"--toggle-collect={collect}", *cmd], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ), check=True)
+    total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True,
+                         text=True).stdout
+    m = re.search(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:exo5_walk_controller \[", ann, re.M)
+    return total, int(m.group(1).replace(",", "")) if m else 0
+
+
+def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dict[str, Any]:
     """10 s of walking at dt = 1 ms: rodgen's hybrid RK4 with the C controller against MuJoCo (C harness,
-    the same controller as mjcb_control)."""
+    the same controller as mjcb_control). ``instructions``: also count instructions with callgrind."""
     import subprocess
     import tempfile
 
     import exo5_walk  # examples/exo5_walk.py: the controller's parameters and the initial state
+
     from rodgen.codegen import generate
     from rodgen.codegen.runtime import runtime_sources
     model = rodgen.load(EXAMPLES / "exo5_walk.yaml")
@@ -194,9 +236,12 @@ def exo5_walking(build_dir: str, repeat: int) -> dict[str, Any]:
         return out
     cc = ["gcc", "-std=c99", "-fPIC"]
     objs = []
-    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime and the controller at -O2
-    for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", "-O2"), ("rodgen_contact.c", "-O2"),
-                     ("rodgen_simulate.c", "-O2"), (str(EXAMPLES / "exo5_walk_controller.c"), "-O2"),
+    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime at -O2 (its extension), the
+    # controller at rodgen's CONTROLLER_CFLAGS
+    from rodgen.toolchain.controller import CONTROLLER_CFLAGS
+    ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
+    for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", ctl_opt), ("rodgen_contact.c", "-O2"),
+                     ("rodgen_simulate.c", "-O2"), (str(EXAMPLES / "exo5_walk_controller.c"), ctl_opt),
                      (str(HERE / "mujoco_walk.c"), "-O2")):
         obj = f"{Path(src).stem}.o"
         subprocess.run(cc + [opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj], cwd=work, check=True)
@@ -244,6 +289,25 @@ def exo5_walking(build_dir: str, repeat: int) -> dict[str, Any]:
         out[f"{key}_s_without_controller"] = out[f"{key}_s"] - int(kv["calls"]) * statistics.median(per_call)
         out[f"ratio_{key}_over_rodgen_without_controller"] = (out[f"{key}_s_without_controller"]
                                                               / out["rodgen_s_without_controller"])
+    if instructions and shutil.which("valgrind"):
+        # instructions are not disturbed by other work on the machine: rodgen inside rodgen_hybrid_simulate
+        # (the model and the controller loaded from their libraries: no SymPy under valgrind), MuJoCo inside
+        # mj_step; the controller's share from callgrind's inclusive counts
+        (work / "rodgen_once.py").write_text(RODGEN_ONCE)
+        np.save(work / "params.npy", ctrl.params)
+        np.save(work / "y0.npy", y0)
+        ins: dict[str, Any] = {}
+        tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library), "params.npy",
+                               "y0.npy", repr(T_END), repr(DT)], work, "rodgen_hybrid_simulate", work / "cg.rodgen")
+        ins["rodgen"], ins["rodgen_controller"] = tot, ctl
+        for integrator in ("rk4", "euler"):
+            tot, ctl = _callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", integrator, str(steps), "1"], work,
+                                  "mj_step", work / f"cg.{integrator}")
+            ins[f"mujoco_{integrator}"], ins[f"mujoco_{integrator}_controller"] = tot, ctl
+            ins[f"ratio_mujoco_{integrator}_over_rodgen"] = tot / ins["rodgen"]
+            ins[f"ratio_mujoco_{integrator}_over_rodgen_without_controller"] = (tot - ctl) / (
+                ins["rodgen"] - ins["rodgen_controller"])
+        out["instructions"] = ins
     return out
 
 
@@ -278,10 +342,12 @@ def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the walking runs' instructions with valgrind's callgrind (a few minutes)")
     ap.add_argument("--build-dir", default=str(HERE / "results" / ".build"))
     args = ap.parse_args()
     sys.path.insert(0, str(EXAMPLES))
-    payload = {"machine": machine(), "exo5_walking": exo5_walking(args.build_dir, args.repeat),
+    payload = {"machine": machine(), "exo5_walking": exo5_walking(args.build_dir, args.repeat, args.instructions),
                "compass_gait": compass(args.build_dir, args.repeat),
                "constrained": constrained(args.build_dir, args.repeat)}
     path = write_json("walk", payload)
