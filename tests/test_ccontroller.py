@@ -201,3 +201,27 @@ def test_walking_controller_in_c_walks_like_the_python_reference(walker, build_d
     np.testing.assert_allclose(res_c.u, res_py.u, rtol=0, atol=1e-6 * (1 + np.abs(res_py.u).max()))
     # it walks: the hip moves forwards by about a metre a second
     assert res_c.q[-1, 0] - res_c.q[0, 0] > 0.8 * 0.4 * 4 * 0.9
+
+
+def test_ctypes_context_has_the_layout_of_the_c_struct(tmp_path) -> None:
+    """The Python mirror of rodgen_controller (from the contract) has the C compiler's sizes and offsets."""
+    import shutil
+    import subprocess
+
+    from rodgen.codegen.runtime import runtime_sources
+    from rodgen.runtime.ccontroller import ControllerContext
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    for name, text in runtime_sources().items():
+        (tmp_path / name).write_text(text)
+    fields = [f[0] for f in ControllerContext._fields_]
+    prog = ('#include <stdio.h>\n#include <stddef.h>\n#include "rodgen_runtime.h"\nint main(void) {\n'
+            '    printf("%zu", sizeof(rodgen_controller));\n'
+            + "".join(f'    printf(" %zu", offsetof(rodgen_controller, {f}));\n' for f in fields)
+            + "    return 0;\n}\n")
+    (tmp_path / "layout.c").write_text(prog)
+    subprocess.run(["gcc", "-std=c99", "-I.", "layout.c", "-o", "layout"], cwd=tmp_path, check=True)
+    out = [int(x) for x in subprocess.run(["./layout"], cwd=tmp_path, capture_output=True, text=True,
+                                          check=True).stdout.split()]
+    import ctypes
+    assert out == [ctypes.sizeof(ControllerContext)] + [getattr(ControllerContext, f).offset for f in fields]
