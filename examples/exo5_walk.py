@@ -1,6 +1,6 @@
 """The five-link exoskeleton walks: virtual constraints, variable-length legs, heel-strike impacts.
 
-    python examples/exo5_walk.py [OUT_DIR] [--steps N]
+    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python]
 
 The model (examples/exo5_walk.yaml) has a free hip, so single support,
 double support and the impacts between them are all phases of one model;
@@ -26,6 +26,13 @@ bias = B u + Jᵀ λ, J qdd = −J̇ q̇): with qdd affine in u, the eight outpu
 accelerations are set to a PD law on the output errors (input-output
 linearisation). The script prints each step, plots the ground reaction forces
 and the phases, and writes a stick-figure animation.
+
+The controller runs in C by default: exo5_walk_controller.c is the same law,
+compiled by ``rodgen.CController`` and called by the C simulation at every
+stage with no Python in the loop (``VirtualConstraints.c_params`` hands it the
+gains and output matrices). The class VirtualConstraints below is the readable
+reference (``--controller python``, called back from C at every stage); the
+two give the same heel strikes to 1e-9 s (tests/test_ccontroller.py).
 """
 from __future__ import annotations
 
