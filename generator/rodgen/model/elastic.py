@@ -164,7 +164,7 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
             parent: Optional[str] = None, at: str = "end", origin: tuple[Value, Value] = (0.0, 0.0),
             angle: Optional[str] = None, coordinate: Optional[str] = None, offset: Value = 0.0,
             initial: Value = 0.0, clamped: bool = True, joint: Optional[Joint] = None,
-            damping: Optional[Value] = None) -> list[Link]:
+            damping: Optional[Value] = None, elements: int = 1) -> list[Link]:
     """Append an elastic link to ``model`` as a chain of rigid segments on sprung hinges; return its links.
 
     Parameters
@@ -188,6 +188,9 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
         or ``th_<name>_0``), which needs a rule whose first hinge lies inside the rod (G, Ch, or
         explicit positions with positions[0] > 0).
     damping : viscous damping of every elastic hinge (N m s/rad), optional.
+    elements : split the rod into this many equal elements, each discretised by the rule (the
+        seed's "2 x M_3" is ``rule="M", n=3, elements=2``): hinge positions scaled into each
+        element, stiffnesses ``C_i = EJ k / L * c_i`` for element length L/k; n*k hinges in all.
 
     Raises ModelError naming the link and field for an unknown rule, a rule that does not exist for
     ``n``, a non-positive L, EJ or mass, or inconsistent positions/stiffnesses.
@@ -245,6 +248,8 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
         cs_values: list[Value] = list(stiffnesses)
         if n is not None and n != len(xs):
             raise err(f"n = {n!r} does not match the {len(xs)} positions given", "n")
+        if elements != 1:
+            raise err("elements applies to a rule; give the positions of every hinge instead", "elements")
     else:
         if rule is None:
             raise err("give a rule (Cp, E, B, G, R, Ch, M) or explicit positions and stiffnesses", "rule")
@@ -259,7 +264,14 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
             xs_t, cl = rule_table(rule, n)
         except ValueError as exc:
             raise err(str(exc), "rule" if str(exc).startswith("unknown rule") else "n") from None
-        xs = list(xs_t)
+        if isinstance(elements, bool) or not isinstance(elements, int) or not 1 <= elements <= 200:
+            raise err(f"elements must be a whole number from 1 to 200, got {elements!r}", "elements")
+        if n * elements > 200:
+            raise err(f"{n} hinges in each of {elements} elements is more than rodgen supports for an elastic "
+                      f"link (200 hinges)", "elements")
+        k = elements
+        xs = [(e + x) / k for e in range(k) for x in xs_t]
+        cl = tuple(c * k for _ in range(k) for c in cl)
         if _num(EJ) and _num(length):
             cs_values = [float(EJ) / float(length) * c for c in cl]  # type: ignore[arg-type]
         else:

@@ -41,7 +41,7 @@ _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force",
               "masses", "limits"}
 _ELASTIC_KEYS = {"name", "type", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint",
                  "clamped", "length", "EJ", "mass", "mass_per_length", "rule", "n", "positions", "stiffnesses",
-                 "damping"}
+                 "damping", "elements"}
 _GROUND_KEYS = {"slope", "height"}
 _CONTACT_KEYS = {"name", "marker", "friction"}
 _LOOP_KEYS = {"name", "a", "b"}
@@ -281,11 +281,12 @@ class _Reader:
             kw["rule"] = rule
         elif "positions" in d or "stiffnesses" in d:
             kw["rule"] = None
-        if "n" in d:
-            n = d["n"]
-            if isinstance(n, bool) or not isinstance(n, int):
-                raise self.err(f"n must be a whole number of hinges, got {n!r}", f"{lw}.n")
-            kw["n"] = n
+        for key in ("n", "elements"):
+            if key in d:
+                v = d[key]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise self.err(f"{key} must be a whole number, got {v!r}", f"{lw}.{key}")
+                kw[key] = v
         for key in ("positions", "stiffnesses"):
             if key in d:
                 kw[key] = self.seq(d[key], f"{lw}.{key}")
