@@ -323,3 +323,17 @@ def test_flexible_arm_example(tmp_path: Path, build_dir: Path) -> None:
     assert work == pytest.approx(energy + dissipated, rel=2e-3)
     for name in ("flexible_arm_modes.png", "flexible_arm_slew.png"):
         assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_cli_modes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from rodgen.cli import main
+    arm = str(Path(__file__).parents[1] / "examples" / "flexible_arm.yaml")
+    assert main(["modes", arm, "--fixed", "phi_hub", "--count", "2", "--plot", str(tmp_path / "m.png"),
+                 "--link", "beam"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    hz = float(rows[0][2])
+    assert len(rows) == 2 and hz == pytest.approx(1.8751040687 ** 2 * math.sqrt(10.0 / 0.8) / (2 * math.pi),
+                                                  rel=1e-4)  # the clamped beam (M_6)
+    assert (tmp_path / "m.png").stat().st_size > 1000
+    assert main(["modes", arm, "--q0", "1,2"]) == 2
+    assert "q0 must have shape (7,)" in capsys.readouterr().err
