@@ -181,6 +181,26 @@ def test_single_hinge_closed_forms() -> None:
     assert md.omega[0] == pytest.approx(3.0 * math.sqrt(EJ / (mass * L ** 3)), rel=1e-12)
 
 
+def test_tip_mass_against_the_beam_with_a_tip_mass() -> None:
+    """Cp with a tip mass: omega**2 = (3 EJ/L) / (m L**2/3 + M L**2). G_8 against the Euler–Bernoulli
+    cantilever with a tip mass M = mu m: 1 + cos b cosh b + mu b (cos b sinh b - sin b cosh b) = 0."""
+    from scipy.optimize import brentq
+    L, EJ, m, M = 1.2, 3.0, 0.9, 0.45
+    md = rodgen.modes(cantilever("Cp", 1, L=L, EJ=EJ, mass=m, tip_mass=M))
+    assert md.omega[0] == pytest.approx(math.sqrt(3 * EJ / L / (m * L ** 2 / 3 + M * L ** 2)), rel=1e-12)
+    mu = M / m
+
+    def freq_eq(b: float) -> float:
+        return 1 + math.cos(b) * math.cosh(b) + mu * b * (math.cos(b) * math.sinh(b) - math.sin(b) * math.cosh(b))
+    b1, b2 = brentq(freq_eq, 0.5, 2.5), brentq(freq_eq, 2.5, 5.5)
+    exact = np.array([b1, b2]) ** 2 * math.sqrt(EJ / (m * L ** 3))
+    g8 = rodgen.modes(cantilever("G", 8, L=L, EJ=EJ, mass=m, tip_mass=M))
+    err = g8.omega[:2] / exact - 1
+    assert abs(err[0]) < 2e-5 and abs(err[1]) < 1e-3, err
+    with pytest.raises(ModelError, match=r"link 'beam'.tip_mass: must be positive"):
+        cantilever("G", 2, tip_mass=-1.0)
+
+
 def test_gravity_stiffness_of_a_hanging_rod() -> None:
     """A rigid rod hanging from a hinge with a spring: omega**2 = (k + m g L/2) / (m L**2/3)."""
     m = rodgen.Model("hang", gravity=(0.0, -9.81))

@@ -53,7 +53,7 @@ import math
 from typing import Any, Optional, Sequence
 
 from ..errors import ModelError
-from .core import Joint, Link, Marker, Model, Rod, Segment, Spring, Value, is_finite_number
+from .core import Joint, Link, Marker, Model, PointMass, Rod, Segment, Spring, Value, is_finite_number
 from .expr import ExpressionError, as_expression
 
 #: Rule names accepted by :func:`rule_table` and ``type: elastic``.
@@ -164,7 +164,7 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
             parent: Optional[str] = None, at: str = "end", origin: tuple[Value, Value] = (0.0, 0.0),
             angle: Optional[str] = None, coordinate: Optional[str] = None, offset: Value = 0.0,
             initial: Value = 0.0, clamped: bool = True, joint: Optional[Joint] = None,
-            damping: Optional[Value] = None, elements: int = 1) -> list[Link]:
+            damping: Optional[Value] = None, elements: int = 1, tip_mass: Optional[Value] = None) -> list[Link]:
     """Append an elastic link to ``model`` as a chain of rigid segments on sprung hinges; return its links.
 
     Parameters
@@ -188,6 +188,7 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
         or ``th_<name>_0``), which needs a rule whose first hinge lies inside the rod (G, Ch, or
         explicit positions with positions[0] > 0).
     damping : viscous damping of every elastic hinge (N m s/rad), optional.
+    tip_mass : a point mass at the free end (a tip load), optional.
     elements : split the rod into this many equal elements, each discretised by the rule (the
         seed's "2 x M_3" is ``rule="M", n=3, elements=2``): hinge positions scaled into each
         element, stiffnesses ``C_i = EJ k / L * c_i`` for element length L/k; n*k hinges in all.
@@ -279,6 +280,8 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
             cs_values = [f"{ratio}*{c!r}" for c in cl]
     if explicit and EJ is not None:
         positive(EJ, "EJ")
+    if tip_mass is not None:
+        positive(tip_mass, "tip_mass")
     if not isinstance(clamped, bool):
         raise err(f"clamped must be true or false, got {clamped!r}", "clamped")
     if angle is None:
@@ -327,6 +330,8 @@ def elastic(model: Model, name: str, *, length: Value, EJ: Optional[Value] = Non
         links.append(lk)
         prev = lk.name
     links[-1].markers.append(Marker(name=f"{name}_tip", segment=f"{name}_s{len(xs)}", fraction=1.0))
+    if tip_mass is not None:
+        links[-1].segments[0].masses.append(PointMass(mass=tip_mass, fraction=1.0, name=f"{name}_tip_mass"))
     model.links.extend(links)
     return links
 

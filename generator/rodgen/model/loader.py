@@ -41,7 +41,7 @@ _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force",
               "masses", "limits"}
 _ELASTIC_KEYS = {"name", "type", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint",
                  "clamped", "length", "EJ", "mass", "mass_per_length", "rule", "n", "positions", "stiffnesses",
-                 "damping", "elements"}
+                 "damping", "elements", "tip_mass"}
 _GROUND_KEYS = {"slope", "height"}
 _CONTACT_KEYS = {"name", "marker", "friction"}
 _LOOP_KEYS = {"name", "a", "b"}
@@ -267,7 +267,7 @@ class _Reader:
         for key in ("parent", "at", "angle", "coordinate"):
             if d.get(key) is not None:
                 kw[key] = self.string(d[key], f"{lw}.{key}")
-        for key in ("length", "EJ", "mass", "mass_per_length", "offset", "initial", "damping"):
+        for key in ("length", "EJ", "mass", "mass_per_length", "offset", "initial", "damping", "tip_mass"):
             if key in d:
                 kw[key] = d[key]
         if "origin" in d:
