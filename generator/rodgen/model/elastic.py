@@ -42,6 +42,11 @@ moments of the uniform measure on [-1, 1] (Newton's identities). M_3 and
 M_6 are the parameter sets of SEEDS.md §3.1 (M_3 inferred there: it solves
 s = 1..4 exactly; M_6 solves s = 1..6 to the printed digits).
 
+The models serve as finite elements (SEEDS.md §3.1: they meet the end-matching
+conditions): ``elements=k`` splits the rod into k equal parts, each discretised
+by the rule, so that the fixed-n rules (M, Ch) and short Gauss rules reach any
+accuracy (the seed's "2 x M_3" is ``rule="M", n=3, elements=2``).
+
 The expansion is a macro of the model stage: :func:`elastic` appends plain
 links (rigid segments with uniform rods, relative-angle joints with springs)
 to a :class:`~rodgen.model.core.Model`, so the symbolic, code and build
