@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from .codegen.options import DEFAULT_METHOD
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ FORWARD = ("auto", "aba", "cholesky")
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.yaml", help="the model file")
     p.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: recursive, the code stage's default)")
+                   help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
 
 
 def _add_codegen_args(p: argparse.ArgumentParser) -> None:

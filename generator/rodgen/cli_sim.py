@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .codegen.options import DEFAULT_METHOD
 from .errors import RodgenError
 
 METHODS = ("lagrange", "matrix", "recursive")
@@ -82,7 +83,7 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--animate", metavar="FILE.gif", help="write a stick-figure animation")
     s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
     s.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: recursive, the code stage's default)")
+                   help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
     s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
     s.add_argument("--no-compile", action="store_true",
                    help="evaluate the equations with NumPy instead of compiling (slow; small models only)")
@@ -105,16 +106,15 @@ def add_equations_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _evaluator(args: argparse.Namespace, model: Any) -> Any:
-    """The compiled model (derived by ``--method``, by default the code stage's, recursive), or with
+    """The compiled model, built exactly as ``rodgen build`` builds it (the same method, by default the
+    code stage's, and the same options: one cache entry, found without deriving), or with
     ``--no-compile`` its equations evaluated by NumPy."""
-    from .codegen import DEFAULT_METHOD
-    from .symbolic import derive
-    eqs = derive(model, method=args.method or DEFAULT_METHOD)
     if args.no_compile:
+        from .symbolic import derive
         from .symbolic.numeric import lambdify_equations
-        return lambdify_equations(eqs)
+        return lambdify_equations(derive(model, method=args.method or DEFAULT_METHOD))
     from .toolchain import build
-    return build(eqs, build_dir=args.build_dir)
+    return build(model, build_dir=args.build_dir, method=args.method)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
