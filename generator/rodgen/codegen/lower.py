@@ -52,7 +52,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
     blocks = constraint_blocks(eqs)
-    slots = slots_of(eqs)
+    slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
     jacobian = options.wants_jacobian(n)
     forward, forward_note, fd = forward_choice(eqs, options)

@@ -23,6 +23,7 @@ class Slot:
     doc: str = ""
     value: str = ""
     label: str = ""      # where it lives, e.g. "q[3]" or "r[6], r[7]"
+    macro: str = ""      # the header's index macro, e.g. "EXO5_Q_PHI_TORSO" (#define EXO5_Q_PHI_TORSO 3)
 
 
 @dataclass(frozen=True)
