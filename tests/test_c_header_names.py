@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_build_warm import closed_form_mass_matrix
 
 import rodgen
 from conftest import EXAMPLES
 from rodgen.codegen import generate
 from rodgen.errors import CodegenError
-from test_build_warm import closed_form_mass_matrix
 
 CC = shutil.which("gcc") or shutil.which("cc")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from .codegen.options import DEFAULT_METHOD
+from .codegen.options import DEFAULT_METHOD, REAL_TYPES
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
@@ -40,10 +40,16 @@ def _add_codegen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-jacobian", dest="jacobian", action="store_false", help="do not generate it")
 
 
+def _add_real_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--real", choices=REAL_TYPES, default="double",
+                   help="C type of every number (default double); float for microcontrollers with a "
+                        "single-precision FPU (no runtime table, no RHS Jacobian)")
+
+
 def _codegen_options(args: argparse.Namespace) -> "CodegenOptions":
     from .codegen import CodegenOptions
     return CodegenOptions(max_statements=getattr(args, "max_statements", 2000), forward=args.forward,
-                          jacobian=args.jacobian)
+                          jacobian=args.jacobian, real=getattr(args, "real", "double"))
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -85,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
                    help="split generated functions longer than N statements (default 2000)")
     _add_codegen_args(g)
+    _add_real_arg(g)
     g.set_defaults(func=_cmd_generate)
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")

@@ -83,7 +83,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), len(blocks), nrows, blocks)
+                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real)
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 

@@ -140,6 +140,7 @@ class ModelSpec:
     nrows: int = 0                 # constraint rows in all
     # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
     constraints: tuple[ConstraintBlock, ...] = ()
+    real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

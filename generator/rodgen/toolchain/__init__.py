@@ -133,6 +133,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     CompiledModel : the compiled functions (mass_matrix, forward_dynamics, rhs, ...).
     """
     options = options or BuildOptions()
+    if codegen is not None and codegen.real != "double":
+        raise BuildError(f"code in {codegen.real} is for firmware (rodgen generate --real {codegen.real}); "
+                         f"rodgen's runtime computes in double: build with the default real='double'")
     root = Path(build_dir) if build_dir is not None else cache.default_build_dir()
     key = None
     if isinstance(source, (Model, ValidModel)):
