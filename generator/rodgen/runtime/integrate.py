@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 import numpy as np
 
 from ..contract import StatusCode, constant
+from .callables import input_function, names_text
 from .control import PD, ComputedTorque, InputTable, Reference, _gains
 from .progress import Progress
 from .result import SimulationResult, Status
@@ -68,8 +69,9 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
         err_i / (atol + rtol max(|y_i|, |y_new_i|)) is at most 1.
     u : the inputs: None (zero), a constant (nu,) vector, an
         :class:`InputTable`, or a callable ``u(t, q, qd) -> (nu,)`` (slow:
-        Python is called at every stage). With a PD controller a constant
-        ``u`` is its feedforward.
+        Python is called at every stage; ``u(t, y)`` is accepted too, see
+        :mod:`rodgen.runtime.callables`; it is called once at (t0, y0) to check
+        it). With a PD controller a constant ``u`` is its feedforward.
     p : parameters (vector or dict of overrides); defaults of the model if None.
     controller : a :class:`PD` or :class:`ComputedTorque` law toward a
         :class:`Reference`, evaluated in C.
@@ -92,7 +94,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     t0, t_end = float(t0), float(t_end)
@@ -116,7 +118,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     if not h_min >= 0:
         raise ValueError(f"h_min must be non-negative; got {h_min!r}")
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, t0, y)
 
     sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
                                   float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
@@ -212,8 +214,9 @@ def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
     return pv
 
 
-def _input_law(sys: "CompiledModel", u: UInput, controller: Any) -> tuple:
-    """(kind, u, times, values, kp, kd, function) for the C input struct."""
+def _input_law(sys: "CompiledModel", u: UInput, controller: Any, t0: float, y0: np.ndarray) -> tuple:
+    """(kind, u, times, values, kp, kd, function) for the C input struct; a callable ``u`` is read by the one
+    rule of :mod:`rodgen.runtime.callables` and checked once at (t0, y0)."""
     nq, nu = sys.nq, sys.nu
     none = np.empty(0)
     if controller is not None:
@@ -246,11 +249,8 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any) -> tuple:
             raise ValueError(f"the InputTable has {u.u.shape[1]} inputs per row; the model {sys.name!r} has {nu}")
         return _TABLE, none, u.t, np.ascontiguousarray(u.u.reshape(-1)), none, none, None
     if callable(u):
-        ufun = u
-
-        def through_state(t: float, y: np.ndarray) -> Any:
-            return ufun(t, y[:nq], y[nq:])
-        return _CALLBACK, none, none, none, none, none, through_state
+        fn = input_function(u, nq=nq, inputs=sys.inputs, model=sys.name, t0=t0, y0=y0)
+        return _CALLBACK, none, none, none, none, none, fn
     return _CONSTANT, _constant(sys, u), none, none, none, none, None
 
 
@@ -260,7 +260,7 @@ def _constant(sys: "CompiledModel", u: Any) -> np.ndarray:
         raise ValueError(f"Input 'u' has length 1; the model {sys.name!r} expects {sys.nu} inputs")
     if a.shape != (sys.nu,):
         raise ValueError(f"Input 'u' has length {a.size}; the model {sys.name!r} expects {sys.nu} inputs "
-                         f"(see {sys.prefix}.h for the order).")
+                         f"({names_text(sys.inputs)})")
     return np.ascontiguousarray(a)
 
 
@@ -290,7 +290,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     if not sys.constraints:
@@ -315,7 +315,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     active0 = sys.active_mask(contacts)
     disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, t0, y)
     law = rt.Simulation(sys._m, _METHOD["rk4"], t0, t_end, float(dt), 0.0, 0.0, 0.0, 0.0, 0, 1,
                         kind, uc, times, values, kp, kd, fn, pv, y)
     run = rt.Hybrid(law, pv, t0, t_end, float(dt), int(store_every), float(event_tol or 0.0),
