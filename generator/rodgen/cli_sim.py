@@ -9,7 +9,9 @@ from the model's initial state (or ``--set`` values) with the compiled
 integrators (``sys.simulate``; RK4 by default, DOPRI5 on request, SciPy's
 methods as a fallback), with no inputs or, with ``--hold KP,KD``, a PD law
 that holds the initial posture; prints a summary and writes the requested
-files. The CSV columns are documented in
+files. The summary is the run's energy balance (:mod:`rodgen.runtime.balance`:
+the change of kinetic + potential energy, the input work, the energy the dampers
+dissipated, and the residual, the integration error). The CSV columns are documented in
 :meth:`rodgen.runtime.result.SimulationResult.to_csv`.
 """
 from __future__ import annotations
@@ -168,9 +170,10 @@ def run_simulate(args: argparse.Namespace) -> int:
                 return kp * (B.T @ (q0 - y[:nq])) - kd * (B.T @ y[nq:])
         res = solve(ev, y0, args.t_end, dt=args.dt, p=p, u=u_fun, method=integrator, rtol=args.rtol,
                     atol=args.atol, progress=progress)
-    E = res.kinetic + res.potential
     print(f"{res.model}: {len(res.t)} samples to t = {res.t[-1]:g} s, status {res.status.value} ({res.message})")
-    print(f"energy: start {E[0]:.10g} J, end {E[-1]:.10g} J, drift {E[-1] - E[0]:.3g} J")
+    from .runtime.balance import energy_balance
+    for line in energy_balance(ev, res, p).lines():
+        print(line)
     if args.csv:
         res.to_csv(args.csv)
         print(f"wrote {args.csv}")
