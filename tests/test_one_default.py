@@ -71,3 +71,4 @@ def test_the_default_is_written_once(capsys: pytest.CaptureFixture[str]) -> None
     # no entry point that generates code names a method of its own
     for fn in (rodgen.build, rodgen.generate):
         assert inspect.signature(fn).parameters["method"].default is None
+

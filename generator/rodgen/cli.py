@@ -5,11 +5,13 @@
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
 
-Errors print one line (``rodgen: error: ...``) and exit with status 2.
+Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
+output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
@@ -114,7 +116,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        status = func(args)
+        sys.stdout.flush()      # a broken pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except BuildError as exc:
         where = f" (see {exc.folder}/build.log)" if exc.folder else ""
         _error(str(exc).splitlines()[0] + where)
@@ -127,6 +133,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         _error(" ".join(str(exc).split()))
     return 2
+
+
+#: Exit status when the reader of standard output went away (``rodgen equations ... | head``): that of a
+#: program ended by SIGPIPE, as ``cat`` or ``seq`` end in the same pipe.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _reader_gone() -> int:
+    """Stop quietly: what is left in the buffer of standard output goes nowhere (else Python reports
+    the broken pipe once more when it flushes at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _error(message: str) -> None:

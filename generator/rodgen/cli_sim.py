@@ -178,7 +178,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         res.to_csv(args.csv)
         print(f"wrote {args.csv}")
     if args.plot:
-        plot(res, args.plot)
+        plot(res, args.plot, model=model)
         print(f"wrote {args.plot}")
     if args.animate:
         animate(ev, res, args.animate, p=p, model=model)
