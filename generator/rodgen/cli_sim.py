@@ -24,6 +24,7 @@ import numpy as np
 
 from .codegen.options import DEFAULT_METHOD
 from .errors import RodgenError
+from .model.suggest import did_you_mean
 
 METHODS = ("lagrange", "matrix", "recursive")
 
@@ -130,16 +131,18 @@ def run_simulate(args: argparse.Namespace) -> int:
     names = list(ev.parameters)
     unknown = [k for k, _ in args.params if k not in ev.parameters]
     if unknown:
-        raise UsageError(f"--param {unknown[0]}: the model has no such parameter "
+        raise UsageError(f"--param {unknown[0]}: the model has no such parameter{did_you_mean(unknown[0], names)} "
                          f"(parameters: {', '.join(names) or 'none'})")
     p = np.array([dict(args.params).get(k, v) for k, v in ev.parameters.items()])
+    from .model.values import check_parameter_values
+    check_parameter_values(model, dict(args.params), what="--param")
     nq = ev.nq
     values = {c.name: c.initial.evaluate(dict(zip(names, p))) for c in model.independent_coordinates()}
     y0 = np.concatenate([[values[c] for c in ev.coordinates], np.zeros(nq)])
     for k, v in args.initial:
         base = k[:-4] if k.endswith("_dot") else k
         if base not in ev.coordinates:
-            raise UsageError(f"--set {k}: not a coordinate (coordinates: "
+            raise UsageError(f"--set {k}: not a coordinate{did_you_mean(base, ev.coordinates)} (coordinates: "
                              f"{', '.join(ev.coordinates)})")
         y0[ev.coordinates.index(base) + (nq if k.endswith("_dot") else 0)] = v
     progress = True if args.progress else None

@@ -116,6 +116,10 @@ class CompiledModel:
         self.has_jacobian: bool = bool(info["routines"]["rhs_jacobian"])
         self.path = Path(path)
         self.folder = self.path.parent
+        #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
+        #: parameters given to ``simulate(p=...)`` are checked (masses positive, ...), and plots and
+        #: animations know the model.
+        self.model: Any = None
         self._p0 = np.array(info["parameter_values"], dtype=float).reshape(1, self.np)
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
@@ -169,7 +173,9 @@ class CompiledModel:
         for nm, v in {**(values or {}), **overrides}.items():
             if nm not in self._p_index:
                 known = ", ".join(self._p_index) or "none"
-                raise KeyError(f"the model {self.name!r} has no parameter {nm!r} (parameters: {known})")
+                from ..model.suggest import did_you_mean
+                raise KeyError(f"the model {self.name!r} has no parameter {nm!r}{did_you_mean(nm, self._p_index)} "
+                               f"(parameters: {known})")
             p[self._p_index[nm]] = float(v)
         return p
 

@@ -211,6 +211,11 @@ def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
     pv = np.ascontiguousarray(p2.reshape(-1), dtype=float).copy()
     if not np.all(np.isfinite(pv)):
         raise ValueError(f"the parameters hold inf or NaN: {pv.tolist()}")
+    model = getattr(sys, "model", None)
+    if p is not None and model is not None and hasattr(model, "links"):
+        # masses, lengths, inertias of the run's parameters: the sign rules of validation (a ModelError)
+        from ..model.values import check_parameter_values
+        check_parameter_values(model, dict(zip(sys.parameters, pv.tolist())))
     return pv
 
 

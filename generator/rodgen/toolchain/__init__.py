@@ -147,7 +147,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         if folder is not None:
             lib_file = library_name(source.name.lower())
             if cache.complete(folder, lib_file):
-                return load_module(folder / lib_file)
+                robot = load_module(folder / lib_file)
+                robot.model = source
+                return robot
     from ..codegen import equations_of
     from ..codegen.lower import lower
     from ..codegen.render import render
@@ -162,7 +164,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         bar.update(1)
     if key is not None:
         cache.write_index(root, key, path.parent)
-    return load_module(path)
+    robot = load_module(path)
+    robot.model = eqs.model
+    return robot
 
 
 _libraries: dict[str, ctypes.CDLL] = {}
