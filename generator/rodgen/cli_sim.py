@@ -6,7 +6,7 @@
 
 ``simulate`` builds the model (or reuses the cached build), integrates it
 from the model's initial state (or ``--set`` values) with the compiled
-integrators (``sys.simulate``; RK4 by default, DOPRI5 on request, SciPy's
+integrators (``robot.simulate``; RK4 by default, DOPRI5 on request, SciPy's
 methods as a fallback), with no inputs or, with ``--hold KP,KD``, a PD law
 that holds the initial posture; prints a summary and writes the requested
 files. The summary is the run's energy balance (:mod:`rodgen.runtime.balance`:

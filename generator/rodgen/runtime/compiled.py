@@ -386,7 +386,7 @@ class CompiledModel:
         The returned function carries ``f.jac(t, y)``, the exact (2 nq, 2 nq)
         Jacobian of f (see :meth:`rhs_jacobian`), for the implicit methods::
 
-            f = sys.ode(u=u0)
+            f = robot.ode(u=u0)
             solve_ivp(f, (0, 10), y0, method="Radau", jac=f.jac)
 
         With a function ``u`` the Jacobian holds the inputs fixed at

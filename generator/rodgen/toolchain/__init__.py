@@ -1,12 +1,14 @@
 """Toolchain stage: compile a model's generated C, cache the result, load it.
 
-    sys = rodgen.build(model)                          # derive, generate, compile (or reuse), load
-    sys = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
-    sys = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
+    robot = rodgen.build(model)                        # found in the cache, or derive, generate, compile; load
+    robot = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
+    robot = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
 
 A model compiles into a plain shared library (its own C and the runtime's
 Cholesky; no Python headers, no Cython) in ``<build_dir>/<model>-<hash12>/``,
-``build_dir`` defaulting to ``./build``. The hash covers the generated sources
+``build_dir`` defaulting to ``./build``, and looked up first by the key of
+:mod:`rodgen.toolchain.key` (known before derivation: a hit loads without
+SymPy). The folder's hash covers the generated sources
 (the runtime's C copied beside them included), the compiler and its flags,
 rodgen's version and the platform; a folder with that hash is reused without
 compiling. The library is bound through its table (``<prefix>_model()``) by
