@@ -71,6 +71,15 @@ def test_a_wrong_result_raises_before_the_run(robot) -> None:
     with pytest.raises(ValueError, match="not finite"):
         robot.simulate(y0, 1.0, 1e-3, u=lambda t, q, qd: [np.nan, 0.0])
 
+    def late(t: float, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        if t > 0.5:
+            raise RuntimeError("no torque after 0.5 s")
+        return np.zeros(2)
+    # a function that raises is left to the run: it ends there with the message and the samples so far
+    res = robot.simulate(y0, 1.0, 1e-3, u=late)
+    assert res.status.value == "failed" and "no torque after 0.5 s" in res.message
+    assert 0.49 < res.t[-1] <= 0.5
+
 
 def test_arity_rule() -> None:
     assert arity(lambda t, q, qd: 0) == 3

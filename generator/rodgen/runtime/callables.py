@@ -11,7 +11,9 @@ reads it the same way:
 
 The function is called once at the start, at the initial time and state, and its result
 checked (nu numbers, finite), so a wrong function fails before the run with a message naming
-the model's inputs, not as a failed status from the integrator.
+the model's inputs, not as a failed status from the integrator. A function that raises is left
+to the run, which ends with status ``failed`` and the exception's message (and the samples up to
+then).
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 InputFunction = Callable[[float, np.ndarray], np.ndarray]
+
+#: The result of a first call that raised (or was not made).
+_RAISED = object()
 
 #: How many names a message lists before it shortens the list.
 NAMES_SHOWN = 12
@@ -66,9 +71,13 @@ def input_function(u: Callable[..., Any], *, nq: int, inputs: Sequence[str], mod
         fn: Callable[[float, np.ndarray], Any] = through_state
     else:
         fn = u
+    first: Any = _RAISED
     if y0 is not None:
-        y = np.array(y0, dtype=float).reshape(-1)
-        first = fn(float(t0), y.copy())
+        try:
+            first = fn(float(t0), np.array(y0, dtype=float).reshape(-1))
+        except Exception:   # noqa: BLE001 - the run calls it again and ends with its message, as documented
+            first = _RAISED
+    if first is not _RAISED:
         checked = input_values(first, nu=nu, inputs=inputs, model=model,
                                what=f"the input function {argument} at t = {t0:g}")
         if not np.all(np.isfinite(checked)):
