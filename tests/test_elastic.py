@@ -133,7 +133,7 @@ links:
     assert rodgen.modes(rodgen.load(tmp_path / "dumped.yaml")).omega == pytest.approx(md.omega, rel=1e-12)
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("rule: B", "rule: Ch").replace("n: 3", "n: 10"))
-    with pytest.raises(ModelError, match=r"bad.yaml: link 'beam'.n: rule Ch_10 is not available"):
+    with pytest.raises(ModelError, match=r"bad.yaml: (line \d+, )?link 'beam'.n: rule Ch_10 is not available"):
         rodgen.load(bad)
     bad.write_text(text.replace("mass: 1.5", "mass: -1.5"))
     with pytest.raises(ModelError, match=r"link 'beam'.mass: must be positive"):
