@@ -11,6 +11,7 @@ from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (
     Contact,
+    Force,
     Ground,
     Joint,
     Limit,
@@ -31,7 +32,7 @@ from .model import (
 from .symbolic import Equations, Method, derive
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",

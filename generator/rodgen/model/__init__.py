@@ -7,6 +7,7 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 from .core import (
                    Contact,
                    Coordinate,
+                   Force,
                    Ground,
                    Input,
                    Joint,
@@ -30,6 +31,7 @@ from .valid import (
                    AnyModel,
                    Extension,
                    ValidContact,
+                   ValidForce,
                    ValidGround,
                    ValidJoint,
                    ValidLink,
@@ -44,7 +46,7 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
+__all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
            "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",

@@ -435,10 +435,11 @@ def derive_recursive(model: ValidModel) -> Equations:
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
 
 
-def forward_dynamics(source: AnyModel) -> ForwardDynamics:
+def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None) -> ForwardDynamics:
     """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
 
-    ``source`` is a ValidModel, or a Model (validated on the way in).
+    ``source`` is a ValidModel, or a Model (validated on the way in). ``extra`` (n x 1) are further
+    generalized forces on the right-hand side in the model's symbols (the force elements' Jᵀ F).
 
     Applies when the expanded tree's joints are the model's coordinates up to a
     constant invertible map (``T`` square): chains and trees of links whose
@@ -474,6 +475,8 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     Q = -spring_forces(k) - damper_forces(k)
     if k.u:
         Q += input_map(k) * sp.Matrix(k.u)
+    if extra is not None:
+        Q += extra
     tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(N)]
 
     keys = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -555,8 +558,13 @@ def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     """
     if eqs.couplings or getattr(eqs.model, "couplings", None):
         return None, "the model couples coordinates"
+    extra = None
+    if eqs.forces:
+        extra = sp.zeros(len(eqs.q), 1)
+        for el in eqs.forces:
+            extra += el.generalized
     try:
-        fd = forward_dynamics(eqs.model)
+        fd = forward_dynamics(eqs.model, extra)
     except DerivationError as exc:
         return None, str(exc)
     same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
