@@ -46,7 +46,8 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
+__all__ = ["Contact", "Force", "ValidForce",
+           "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
            "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",

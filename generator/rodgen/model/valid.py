@@ -381,5 +381,6 @@ def valid_model(model: object) -> ValidModel:
 
 
 __all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
-           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "ValidForce", "SEGMENT_KINDS",
+           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "ValidForce",
+           "SEGMENT_KINDS",
            "AnyModel", "valid_model"]

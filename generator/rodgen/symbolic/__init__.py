@@ -90,4 +90,5 @@ def _check_inertia(eqs: Equations) -> None:
                              source=eqs.model.source, where=f"link {c.link!r}" if c.link else "base")
 
 
-__all__ = ["derive", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method", "available_methods"]
+__all__ = ["derive", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method",
+           "available_methods"]
