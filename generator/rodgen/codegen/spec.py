@@ -139,6 +139,7 @@ class ModelSpec:
     nrows: int = 0                 # constraint rows in all
     # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
     constraints: tuple[ConstraintBlock, ...] = ()
+    nforces: int = 0               # force elements (element_forces fills 2 per element)
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:
