@@ -94,6 +94,14 @@ class SlotPrinter(C99CodePrinter):
         raise CodegenError("the equations contain NaN (an undefined expression in the model?)")
 
     # -- powers --------------------------------------------------------------
+    def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
+        """As SymPy's, and a power printed as a product (``x*x``, ``x*sqrt(x)``) in parentheses: SymPy takes
+        a power for an atom of a product, so ``y/x**2`` would print as ``y/x*x``."""
+        text = super().parenthesize(item, level, strict)
+        if isinstance(item, sp.Pow) and item not in self.slots and "*" in text and not text.startswith("("):
+            return f"({text})"
+        return text
+
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:  # noqa: ARG002
         base, e = expr.base, expr.exp
         simple = base.is_Atom or base in self.slots

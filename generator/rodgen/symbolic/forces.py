@@ -84,19 +84,9 @@ def _law(f: ValidForce, r: sp.Matrix, v: sp.Matrix, ea: sp.Matrix, ec: sp.Matrix
             assert f.force is not None
             fx, fy = (to_sympy(c, names) for c in f.force)  # type: ignore[arg-type]
         return sp.Matrix([fx, fy]) if f.frame == "world" else fx * ea + fy * ec
-    va, vc = (ea.T * v)[0], (ec.T * v)[0]
-    if f.type == "viscous":
-        assert f.along is not None and f.across is not None
-        if f.isotropic:
-            return -X(f.along) * v
-        return -(X(f.along) * va) * ea - (X(f.across) * vc) * ec
-    if f.type == "coulomb":
-        assert f.along is not None and f.across is not None and f.normal is not None
-        assert f.velocity_scale is not None
-        N, vs = X(f.normal), X(f.velocity_scale)
-        if f.isotropic:
-            return -(X(f.along) * N / sp.sqrt(v[0] ** 2 + v[1] ** 2 + vs ** 2)) * v
-        return -(N * X(f.along) * sp.tanh(va / vs)) * ea - (N * X(f.across) * sp.tanh(vc / vs)) * ec
+    if f.type in LINK_FRAME_LAWS:
+        fa, fc = link_frame_law(f, (ea.T * v)[0], (ec.T * v)[0], X)
+        return fa * ea + fc * ec
     # ground_contact
     assert f.stiffness is not None and f.exponent is not None and f.damping is not None
     assert f.friction is not None and f.velocity_scale is not None
@@ -109,6 +99,29 @@ def _law(f: ValidForce, r: sp.Matrix, v: sp.Matrix, ea: sp.Matrix, ec: sp.Matrix
     Fn = sp.Piecewise((fn, sp.And(depth > 0, fn > 0)), (0, True))
     Ft = -X(f.friction) * Fn * sp.tanh((t.T * v)[0] / X(f.velocity_scale))
     return Fn * n + Ft * t
+
+
+#: The laws that are functions of the point's velocity in its link's frame (along, across) only.
+LINK_FRAME_LAWS = ("viscous", "coulomb")
+
+
+def link_frame_law(f: ValidForce, va: sp.Expr, vc: sp.Expr, X: Callable[[Expression], sp.Expr]
+                   ) -> tuple[sp.Expr, sp.Expr]:
+    """The force of a viscous or Coulomb element along and across its link, from the point's velocity
+    components ``va`` (along) and ``vc`` (across). The isotropic laws depend on |v| only, so the link
+    frame serves them as well as any."""
+    assert f.along is not None and f.across is not None
+    if f.type == "viscous":
+        if f.isotropic:
+            c = X(f.along)
+            return -c * va, -c * vc
+        return -X(f.along) * va, -X(f.across) * vc
+    assert f.type == "coulomb" and f.normal is not None and f.velocity_scale is not None
+    N, vs = X(f.normal), X(f.velocity_scale)
+    if f.isotropic:
+        k = -X(f.along) * N / sp.sqrt(va ** 2 + vc ** 2 + vs ** 2)
+        return k * va, k * vc
+    return -N * X(f.along) * sp.tanh(va / vs), -N * X(f.across) * sp.tanh(vc / vs)
 
 
 def _coordinates(eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix]) -> dict[str, sp.Expr]:
@@ -149,4 +162,4 @@ def apply_forces(eqs: Equations) -> None:
     eqs.B = B
 
 
-__all__ = ["force_equations", "apply_forces"]
+__all__ = ["force_equations", "apply_forces", "link_frame_law", "LINK_FRAME_LAWS"]
