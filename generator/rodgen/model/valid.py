@@ -351,7 +351,7 @@ class ValidModel:
         return self
 
 
-def point_links(model: Union[Model, ValidModel]) -> dict[str, str]:
+def point_links(model: ValidModel) -> dict[str, str]:
     """The named points of a model with their link (see :meth:`ValidModel.point_links`)."""
     out: dict[str, str] = {}
     for lk in model.links:

@@ -8,7 +8,7 @@ any), the place (link, segment, field) and what was expected.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..errors import ModelError
 from .core import (
@@ -341,7 +341,7 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
             if fld not in FORCE_FIELDS[f.type] and getattr(f, fld) != getattr(defaults, fld):
                 raise ctx.err(f"a {f.type} element takes no {fld!r} (fields: {', '.join(FORCE_FIELDS[f.type])})",
                               f"{fw}.{fld}")
-        vf = dict(name=name, type=f.type, point=f.at, link=points[f.at])
+        vf: dict[str, Any] = dict(name=name, type=f.type, point=f.at, link=points[f.at])
 
         def coef(value: object, fld: str, *, positive: bool = False) -> Expression:
             where = f"{fw}.{fld}"
@@ -405,7 +405,7 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                       damping=coef(0.0 if f.damping is None else f.damping, "damping"),
                       friction=coef(0.0 if f.friction is None else f.friction, "friction"),
                       velocity_scale=scale(f.velocity_scale))
-        out.append(ValidForce(**vf))  # type: ignore[arg-type]
+        out.append(ValidForce(**vf))
     return tuple(out)
 
 
