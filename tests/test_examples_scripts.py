@@ -193,3 +193,17 @@ def test_snake_crawls_forward_and_friction_is_the_only_external_force(tmp_path: 
     total = sum(res.element_forces.values())[1:-1]
     late = res.t[1:-1] > 1.0
     np.testing.assert_allclose(8.0 * acc[late], total[late], atol=2e-3 * np.abs(total[late]).max() + 1e-3)
+
+
+def test_exo5_stands_on_compliant_contacts_carrying_its_weight(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("exo5_stand")
+    out = os.path.join(str(tmp_path), "out")
+    res, info = mod.run(out, t_end=1.5)
+    image_ok(os.path.join(out, "exo5_stand.png"))
+    # at rest the vertical ground reactions carry the weight (masses of the model file times g)
+    weight = (30.0 + 2 * (7.0 + 3.5 + 1.0)) * 9.81
+    np.testing.assert_allclose(info["weight"], weight)
+    np.testing.assert_allclose(info["vertical"], weight, rtol=5e-3)
+    assert info["peak"] > 1.5 * weight                     # the landing
+    assert all(f[:, 1].min() >= 0 for f in res.element_forces.values())   # the ground never pulls
+    assert abs(info["horizontal"]) < 0.05 * weight
