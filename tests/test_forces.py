@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen.errors import ModelError
 from rodgen.examples import snake
 from rodgen.model.loader import load_dict
@@ -401,3 +402,38 @@ def test_builder_refuses_non_finite_coefficients(value):
     m.viscous_friction("f", "cm", value)
     with pytest.raises(ModelError, match=r"force 'f'.coefficient: .* is not a finite number"):
         m.validate()
+
+
+def test_coupled_model_forces_in_the_independent_coordinate():
+    # the solar panel boom: q2 = -2 q1, q3 = 2 q1; drag at the tip, a force of q1 and its rate at link 2's end
+    from rodgen.symbolic.numeric import lambdify_equations
+    m = rodgen.load(EXAMPLES / "solar_panel.yaml")
+    bare = lambdify_equations(rodgen.derive(m, "matrix"))
+    m.parameter("c_t", 0.3)
+    m.parameter("c_n", 2.0)
+    m.viscous_friction("drag", "tube3.end", along="c_t", across="c_n")
+    m.point_force("push", "tube2.end", ("0", "-2*q1 - q1_dot"))
+    for method in ("matrix", "lagrange"):
+        num = lambdify_equations(rodgen.derive(m, method))
+        q, qd = np.array([0.3]), np.array([0.7])
+
+        def J(name):
+            return ((num.points(q + EPS)[name] - num.points(q - EPS)[name]) / (2 * EPS)).reshape(2, 1)
+        pts = num.points(q)
+        a = pts["tube3.end"] - pts["link3.joint"]
+        a = a / np.linalg.norm(a)
+        n = np.array([-a[1], a[0]])
+        v = (J("tube3.end") @ qd)
+        drag = -0.3 * (a @ v) * a - 2.0 * (n @ v) * n
+        push = np.array([0.0, -2 * q[0] - qd[0]])
+        f = num.contact_forces(q, qd)
+        np.testing.assert_allclose(f["drag"], drag, rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(f["push"], push, rtol=1e-12)
+        Q = J("tube3.end").T @ drag + J("tube2.end").T @ push
+        np.testing.assert_allclose(bare.bias(q, qd) - num.bias(q, qd), Q, rtol=1e-7, atol=1e-10)
+
+
+def test_latex_shows_the_force_column():
+    eqs = rodgen.derive(block_model("isotropic"), "matrix")
+    tex = eqs.latex()
+    assert r"= B(q)\,u + F(q,\dot{q})" in tex and "F = " in tex
