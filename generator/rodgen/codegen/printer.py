@@ -46,6 +46,7 @@ class SlotPrinter(C99CodePrinter):
         self.slots = slots
         self.routine = routine
         self.groups = groups
+        self._denominators: set[sp.Basic] = set()
 
     def _print(self, expr: Any, **kwargs: Any) -> str:
         if isinstance(expr, sp.Basic):
@@ -94,11 +95,21 @@ class SlotPrinter(C99CodePrinter):
         raise CodegenError("the equations contain NaN (an undefined expression in the model?)")
 
     # -- powers --------------------------------------------------------------
+    def _print_Mul(self, expr: sp.Mul, **kwargs: Any) -> str:
+        # the factors SymPy will print as a denominator, for parenthesize below
+        saved = self._denominators
+        self._denominators = {sp.Pow(a.base, -a.exp) for a in expr.args
+                              if a.is_Pow and a.exp.is_number and a.exp.is_negative}
+        try:
+            return str(super()._print_Mul(expr, **kwargs))
+        finally:
+            self._denominators = saved
+
     def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
-        """As SymPy's, and a power printed as a product (``x*x``, ``x*sqrt(x)``) in parentheses: SymPy takes
-        a power for an atom of a product, so ``y/x**2`` would print as ``y/x*x``."""
-        text = super().parenthesize(item, level, strict)
-        if isinstance(item, sp.Pow) and item not in self.slots and "*" in text and not text.startswith("("):
+        """As SymPy's, and a denominator printed as a product (``x*x``, ``x*sqrt(x)``) in parentheses: SymPy
+        takes a power for an atom of a product, so ``y/x**2`` would print as ``y/x*x``."""
+        text = str(super().parenthesize(item, level, strict))
+        if item in self._denominators and "*" in text and not text.startswith("("):
             return f"({text})"
         return text
 
