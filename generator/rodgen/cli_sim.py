@@ -199,13 +199,14 @@ def run_equations(args: argparse.Namespace) -> int:
     if args.latex or args.blocks:
         text = eqs.latex(blocks=args.blocks)
     else:
-        lines = [f"model {eqs.model.name} ({eqs.method} method): M qdd + h + G + K + D = B u",
+        rhs = "B u + F" if eqs.forces else "B u"
+        lines = [f"model {eqs.model.name} ({eqs.method} method): M qdd + h + G + K + D = {rhs}",
                  "coordinates q: " + ", ".join(map(str, eqs.q)),
                  "inputs u: " + (", ".join(map(str, eqs.u)) or "(none)"),
                  "parameters: " + (", ".join(f"{s} = {eqs.param_values[s]:g}" for s in eqs.params) or "(none)")]
         if eqs.couplings:
             lines.append("couplings: " + ", ".join(f"{k} = {v}" for k, v in eqs.couplings.items()))
-        for name in ("M", "h", "G", "K", "D", "B"):
+        for name in ("M", "h", "G", "K", "D", "B") + (("F",) if eqs.forces else ()):
             mat = getattr(eqs, name)
             if name != "M" and name != "B" and all(e == 0 for e in mat):
                 lines.append(f"{name} = 0")
@@ -216,6 +217,10 @@ def run_equations(args: argparse.Namespace) -> int:
                     if mat[i, j] != 0:
                         lines.append(f"  [{i},{j}] {sp.sstr(mat[i, j])}" if mat.cols > 1 else
                                      f"  [{i}] {sp.sstr(mat[i, j])}")
+        for el in eqs.forces:
+            lines.append(f"force element {el.name} ({el.type} at {el.point}), ground frame:")
+            for i, comp in enumerate(("x", "y")):
+                lines.append(f"  F{comp} = {sp.sstr(el.force[i])}")
         lines.append(f"T = {sp.sstr(eqs.T)}")
         lines.append(f"V = {sp.sstr(eqs.V)}")
         text = "\n".join(lines)

@@ -140,6 +140,8 @@ ROUTINES: tuple[Routine, ...] = (
             "Velocity product of the constraint rows Jdot qd.", optional=True),
     Routine("constraint_friction", (_p, _out("mu", "nconstraints", "friction coefficients")),
             "Friction coefficient of each constraint block.", optional=True),
+    Routine("element_forces", (_q, _qd, _u, _p, _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
+            "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
 )
 
 
@@ -152,7 +154,7 @@ def routine(name: str) -> Routine:
 
 
 #: Sizes a width may name; the fields of ``rodgen_model`` holding them.
-SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows")
+SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:

@@ -62,6 +62,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if jacobian:
         r.append(jacobian_routine(eqs, prefix, g, options))
     r += constraint_routines(eqs, prefix, g, options, blocks)
+    r += force_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
                    else _find(r, "mass_force").ops + cholesky_ops(n))
 
@@ -77,13 +78,17 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         ("POINTS", repr(tuple(str(nm) for nm in eqs.points))),
         ("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)),
     )
+    if eqs.forces:
+        meta += (("NFORCES", repr(len(eqs.forces))), ("FORCES", repr(tuple(f.name for f in eqs.forces))),
+                 ("FORCE_TYPES", repr(tuple(f.type for f in eqs.forces))))
     if blocks:
         meta += (("NCONSTRAINTS", repr(len(blocks))), ("NROWS", repr(nrows)),
                  ("CONSTRAINTS", repr(tuple((b.name, b.kind, b.row, b.nrows) for b in blocks))))
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real)
+                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real,
+                     len(eqs.forces))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
@@ -290,6 +295,25 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             [g.p, output("mu", str(nblocks), "friction coefficients")],
             [("mu", "friction coefficients", [(f"mu[{i}]", ex) for i, ex in enumerate(mu)])], [], a, options),
     ]
+
+
+def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """element_forces: the force of each force element on its point (none without force elements)."""
+    if not eqs.forces:
+        return []
+    for f in eqs.forces:
+        if tuple(f.force.shape) != (2, 1):
+            raise CodegenError(f"model {eqs.model.name!r}, force {f.name!r}: the force has shape "
+                               f"{tuple(f.force.shape)}; expected (2, 1)")
+    k = len(eqs.forces)
+    items = [(f"f[{2 * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(2)]
+    names = ", ".join(f.name for f in eqs.forces)
+    return [build_routine(
+        "element_forces", f"{prefix}_element_forces",
+        "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.",
+        (f"elements in model order: {comment_text(names, 400)}.",),
+        [g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
+        [("f", "element forces, ground frame", items)], [], eqs.assignments, options)]
 
 
 # ---------------------------------------------------------------------------
