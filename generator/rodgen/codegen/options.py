@@ -27,6 +27,10 @@ class ForwardAlgorithm(str, Enum):
 #: (a 12-coordinate chain by the recursive method: about 10 s of generation on one core).
 JACOBIAN_AUTO_MAX_NQ = 12
 
+#: Largest number of coordinates for which a model with constraints gets ``<prefix>_constrained_terms``
+#: by default (its factorisation of M is straight-line code of up to nq^3/6 operations).
+CONSTRAINED_TERMS_AUTO_MAX_NQ = 30
+
 
 @dataclass(frozen=True)
 class CodegenOptions:
@@ -43,12 +47,19 @@ class CodegenOptions:
     forward : algorithm of the forward dynamics, a :class:`ForwardAlgorithm` or its value
         (``"auto"``, ``"aba"``, ``"cholesky"``); ``"auto"`` uses the articulated-body
         algorithm wherever it applies.
+    constrained_terms : generate ``<prefix>_constrained_terms`` for a model with constraint
+        blocks (``True``/``False``): M factorised as sparse straight-line code, the free
+        accelerations, J, Jdot qd, c, M^-1 J^T and J M^-1 J^T in one routine, which the
+        constrained dynamics, the impact map and the hybrid simulation use; ``None`` (the
+        default) generates it for models of at most :data:`CONSTRAINED_TERMS_AUTO_MAX_NQ`
+        coordinates. Without it they factorise M by a dense Cholesky at run time.
     """
 
     cse: bool = True
     max_statements: int = 2000
     jacobian: Optional[bool] = None
     forward: Union[ForwardAlgorithm, str] = ForwardAlgorithm.AUTO
+    constrained_terms: Optional[bool] = None
 
     def __post_init__(self) -> None:
         try:
@@ -60,10 +71,19 @@ class CodegenOptions:
             raise CodegenError(f"max_statements must be an integer of at least 10, got {self.max_statements!r}")
         if self.jacobian not in (None, True, False):
             raise CodegenError(f"jacobian must be True, False or None (automatic), got {self.jacobian!r}")
+        if self.constrained_terms not in (None, True, False):
+            raise CodegenError(f"constrained_terms must be True, False or None (automatic), "
+                               f"got {self.constrained_terms!r}")
 
     def wants_jacobian(self, nq: int) -> bool:
         """Whether the Jacobian of the right-hand side is generated for a model of ``nq`` coordinates."""
         return nq <= JACOBIAN_AUTO_MAX_NQ if self.jacobian is None else bool(self.jacobian)
+
+    def wants_constrained_terms(self, nq: int) -> bool:
+        """Whether a model of ``nq`` coordinates with constraint blocks gets ``<prefix>_constrained_terms``."""
+        if self.constrained_terms is None:
+            return nq <= CONSTRAINED_TERMS_AUTO_MAX_NQ
+        return bool(self.constrained_terms)
 
 
 def prefix_of(name: str) -> str:

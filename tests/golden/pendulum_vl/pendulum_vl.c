@@ -499,6 +499,7 @@ const rodgen_model *pendulum_vl_model(void)
         0,   /* constraint_jacobian */
         0,   /* constraint_bias */
         0,   /* constraint_friction */
+        0,   /* constrained_terms */
         pendulum_vl_coordinate_names,
         pendulum_vl_input_names,
         pendulum_vl_parameter_names,
