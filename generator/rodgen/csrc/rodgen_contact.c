@@ -73,7 +73,11 @@ static void solve_upper(const double *L, int n, double *x)
 static void axpy(double *restrict y, double a, const double *restrict x, int n)
 {
     int i;
-    for (i = 0; i < n; ++i) {
+    for (i = 0; i + 1 < n; i += 2) {
+        y[i] += a * x[i];
+        y[i + 1] += a * x[i + 1];
+    }
+    if (i < n) {
         y[i] += a * x[i];
     }
 }
@@ -155,12 +159,18 @@ static void lu_solve(const double *A, int n, const int *piv, double *x)
  * the sum (no branch per entry). */
 static int all_finite(const double *x, int n)
 {
-    double s = 0.0;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i;
-    for (i = 0; i < n; ++i) {
-        s += x[i] * 0.0;
+    for (i = 0; i + 3 < n; i += 4) {
+        s0 += x[i] * 0.0;
+        s1 += x[i + 1] * 0.0;
+        s2 += x[i + 2] * 0.0;
+        s3 += x[i + 3] * 0.0;
     }
-    return s == 0.0;
+    for (; i < n; ++i) {
+        s0 += x[i] * 0.0;
+    }
+    return s0 + s1 + s2 + s3 == 0.0;
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
@@ -896,10 +906,9 @@ static int hy_rk4(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
 {
     const int ny = 2 * s->model->nq;
     int i, status;
-    status = hy_dyn(s, o, w, t, y, w->k1, 0);
-    if (status != RODGEN_OK) {
-        return status;
-    }
+    /* w->k1 holds the derivative at (t, y): every step and every trial step of the event location
+     * starts from (t, w->y0), and hy_step puts the derivative there, which hy_events computed at the
+     * end of the previous step */
     for (i = 0; i < ny; ++i) {
         w->yt[i] = y[i] + 0.5 * h * w->k1[i];
     }
@@ -971,9 +980,23 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     if (status != RODGEN_OK) {
         return status;
     }
-    m->constraint_position(y, s->p, w->c);
-    if (sliding) {
-        m->constraint_jacobian(y, s->p, w->J);
+    if (m->constrained_terms != 0) {
+        /* the constrained dynamics just evaluated the rows at y (constrained_terms, into its scratch) */
+        scratch cs;
+        carve(m, w->work, &cs);
+        for (i = 0; i < m->nrows; ++i) {
+            w->c[i] = cs.c[i];
+        }
+        if (sliding) {
+            for (i = 0; i < m->nrows * m->nq; ++i) {
+                w->J[i] = cs.J[i];
+            }
+        }
+    } else {
+        m->constraint_position(y, s->p, w->c);
+        if (sliding) {
+            m->constraint_jacobian(y, s->p, w->J);
+        }
     }
     for (i = 0; i < m->nconstraints; ++i) {
         g[2 * i] = 1.0;
@@ -1281,8 +1304,12 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         }
         s->have_g = 1;
     }
+    /* hy_events left the derivative at (t, s->y) in w->dy: it was called at this state (above, or at
+     * the end of the previous step, which s->y is) and nothing has evaluated another state since
+     * (hy_store evaluates this one) */
     for (i = 0; i < ny; ++i) {
         w->y0[i] = s->y[i];
+        w->k1[i] = w->dy[i];
     }
     status = hy_rk4(s, o, w, t, w->y0, h, w->y1);
     if (status == RODGEN_OK) {

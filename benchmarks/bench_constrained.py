@@ -1,0 +1,225 @@
+"""Constrained forward dynamics in C against the unconstrained forward dynamics of the same model.
+
+    python benchmarks/bench_constrained.py [--rounds 15] [--reps 100000] [--no-callgrind]
+
+For examples/exo5_walk.yaml (floating base, 11 coordinates) in double support
+(both feet held: 4 constraint rows) and single support (foot_a: 2 rows), and
+for the closed loop examples/fourbar.yaml (3 coordinates, 2 rows), a C main()
+times, in the same run and interleaved round by round:
+
+* ``fd``: the model's ``<prefix>_forward_dynamics`` (the articulated-body
+  algorithm where it applies, the default build);
+* ``cfd``: ``rodgen_constrained_dynamics`` with the blocks held, default
+  Baumgarte gains, through the model's ``constrained_terms`` (the default
+  build);
+* ``cfd_dense``: the same call on the model generated with
+  ``CodegenOptions(constrained_terms=False)``: the separate routines (M, bias,
+  B, J, Jdot qd, c) and a dense Cholesky factorisation of M at run time (the
+  implementation before ``constrained_terms``).
+
+The C is compiled as ``rodgen.build`` compiles it: the model's C with the
+default BuildOptions (-O1), the runtime's C with its flags (-O2). Each round
+times ``reps`` calls of each; the reported time of a call is the minimum over
+the rounds (the least disturbed by other work on the machine), the ratio is
+that of the minima (the median of the per-round ratios is reported beside it).
+With valgrind installed, the instructions per call (callgrind, repeatable on a
+loaded machine) are counted too. The results of the three calls are compared
+(largest difference of qdd).
+
+Writes benchmarks/results/constrained.json.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import rodgen  # noqa: E402
+from rodgen.codegen import CodegenOptions, generate  # noqa: E402
+from rodgen.toolchain.compiler import RUNTIME_CFLAGS, BuildOptions  # noqa: E402
+
+from common import CC, machine, write_json  # noqa: E402
+
+EXAMPLES = HERE.parent / "examples"
+
+#: (label, model file, active blocks)
+CASES = (
+    ("exo5_walk double support", "exo5_walk.yaml", ("foot_a", "foot_b")),
+    ("exo5_walk single support", "exo5_walk.yaml", ("foot_a",)),
+    ("fourbar closed loop", "fourbar.yaml", ()),
+)
+
+HARNESS = r"""
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "rodgen_contact.h"
+const rodgen_model *{fast}_model(void);
+const rodgen_model *{dense}_model(void);
+static const int ACTIVE[{NC}] = {ACTIVE};
+static double now(void) {{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}}
+/* which: 0 fd, 1 cfd, 2 cfd_dense; returns seconds per call, qdd of the last call in out */
+static double run(int which, long reps, double *work, double *out, int *status) {{
+    const rodgen_model *m = which == 2 ? {dense}_model() : {fast}_model();
+    double q[{NQ}], qd[{NQ}], u[{NU}], lam[{NR}], t0;
+    long i;
+    int j, st = 0;
+    for (j = 0; j < {NQ}; ++j) {{ q[j] = m->initial_q[j]; qd[j] = 0.1 * (j % 3) - 0.1; }}
+    for (j = 0; j < {NU}; ++j) u[j] = 0.0;
+    t0 = now();
+    for (i = 0; i < reps; ++i) {{
+        q[0] = m->initial_q[0] + 1e-9 * (double)(i & 15);   /* defeat hoisting */
+        if (which == 0) st |= m->forward_dynamics(q, qd, u, m->default_p, out);
+        else st |= rodgen_constrained_dynamics(m, m->default_p, q, qd, u, ACTIVE, 0, 0, out, lam, work);
+    }}
+    *status |= st;
+    return reps > 0 ? (now() - t0) / (double)reps : 0.0;
+}}
+int main(int argc, char **argv) {{
+    const char *mode = argc > 1 ? argv[1] : "rounds";
+    long reps = argc > 2 ? atol(argv[2]) : 100000;
+    int rounds = argc > 3 ? atoi(argv[3]) : 10;
+    double *work = malloc((size_t)rodgen_contact_work_bytes({dense}_model()) + 64);
+    double *work2 = malloc((size_t)rodgen_contact_work_bytes({fast}_model()) + 64);
+    double out[3][{NQ}];
+    int r, w, j, status = 0;
+    if (work == 0 || work2 == 0) return 2;
+    if (strcmp(mode, "rounds") == 0) {{
+        for (r = 0; r < rounds; ++r) {{
+            for (w = 0; w < 3; ++w) printf("%s%.6e", w ? " " : "", run(w, reps, w == 2 ? work : work2, out[w], &status));
+            printf("\n");
+        }}
+        printf("status %d\n", status);
+        for (w = 0; w < 3; ++w) {{
+            for (j = 0; j < {NQ}; ++j) printf("%s%.17g", j ? " " : "", out[w][j]);
+            printf("\n");
+        }}
+    }} else {{
+        w = atoi(mode);   /* one kind only, for callgrind */
+        run(w, reps, w == 2 ? work : work2, out[0], &status);
+    }}
+    free(work);
+    free(work2);
+    return status;
+}}
+"""
+
+
+def _sources(model: rodgen.Model, folder: Path, prefix: str, options: CodegenOptions) -> list[Path]:
+    files = generate(model, options=options).files
+    out = []
+    for name, text in files.items():
+        if name.startswith(model.name.lower()):
+            name = name.replace(model.name.lower(), prefix, 1)
+            text = text.replace(model.name.lower() + "_", prefix + "_").replace(
+                model.name.upper() + "_", prefix.upper() + "_").replace(
+                f'"{model.name.lower()}.h"', f'"{prefix}.h"')
+        (folder / name).write_text(text)
+        if name.endswith(".c") and (name.startswith(prefix) or name in ("rodgen_contact.c", "rodgen_linalg.c")):
+            out.append(folder / name)
+    return out
+
+
+def build(model: rodgen.Model, active: tuple[str, ...], folder: Path) -> Path:
+    fast = _sources(model, folder, "fast", CodegenOptions())
+    dense = _sources(model, folder, "dense", CodegenOptions(constrained_terms=False))
+    eqs = rodgen.derive(model, method="recursive")
+    names = [c.name for c in eqs.constraints]
+    flags = ",".join("1" if n in active else "0" for n in names)
+    nrows = sum(c.nrows for c in eqs.constraints)
+    (folder / "harness.c").write_text(HARNESS.format(
+        fast="fast", dense="dense", NC=len(names), ACTIVE="{" + flags + "}", NQ=len(eqs.q),
+        NU=max(len(eqs.u), 1), NR=max(nrows, 1)))
+    model_flags = [f for f in BuildOptions().cflags() if f != "-fPIC"]
+    runtime_flags = [f for f in RUNTIME_CFLAGS if f not in ("-fPIC", "-fvisibility=hidden")]
+    objects = []
+    for src in dict.fromkeys(fast + dense):   # rodgen_contact.c once
+        obj = src.with_suffix(".o")
+        fl = runtime_flags if src.name.startswith("rodgen_") else model_flags
+        subprocess.run([CC, "-std=c99", *fl, "-c", str(src), "-o", str(obj)], cwd=folder, check=True)
+        objects.append(obj)
+    exe = folder / "harness"
+    subprocess.run([CC, "-std=c99", *runtime_flags, "-o", str(exe), "harness.c", *map(str, objects), "-lm"],
+                   cwd=folder, check=True)
+    return exe
+
+
+def instructions(exe: Path, which: int, reps: int) -> float | None:
+    """Instructions per call counted by callgrind (None without valgrind)."""
+    if shutil.which("valgrind") is None:
+        return None
+
+    def count(n: int) -> int:
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(exe),
+                              str(which), str(n)], capture_output=True, text=True)
+        for line in out.stderr.splitlines():
+            if "refs:" in line:
+                return int(line.split("refs:")[1].replace(",", "").strip())
+        raise RuntimeError(out.stderr[-2000:])
+    return (count(reps) - count(0)) / reps
+
+
+def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: int, grind: bool) -> dict[str, Any]:
+    model = rodgen.load(EXAMPLES / file)
+    folder = Path(tempfile.mkdtemp(prefix="rodgen_cfd_"))
+    try:
+        exe = build(model, active, folder)
+        out = subprocess.run([str(exe), "rounds", str(reps), str(rounds)], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+        times = [[float(x) for x in line.split()] for line in out[:rounds]]
+        qdd = [[float(x) for x in line.split()] for line in out[rounds + 1:rounds + 4]]
+        res: dict[str, Any] = {"case": label, "model": f"examples/{file}", "active": list(active),
+                               "rounds": rounds, "reps": reps, "status": out[rounds]}
+        for k, name in enumerate(("fd", "cfd", "cfd_dense")):
+            res[f"{name}_us"] = 1e6 * min(t[k] for t in times)
+            res[f"{name}_us_median"] = 1e6 * statistics.median(t[k] for t in times)
+        res["ratio_cfd_over_fd"] = res["cfd_us"] / res["fd_us"]
+        res["ratio_cfd_over_fd_median_of_rounds"] = statistics.median(t[1] / t[0] for t in times)
+        res["ratio_cfd_dense_over_fd"] = res["cfd_dense_us"] / res["fd_us"]
+        res["speedup_cfd_dense_over_cfd"] = res["cfd_dense_us"] / res["cfd_us"]
+        res["max_abs_diff_qdd_cfd_vs_dense"] = max(abs(a - b) for a, b in zip(qdd[1], qdd[2]))
+        if grind:
+            n = max(1000, reps // 20)
+            ins = {name: instructions(exe, k, n) for k, name in enumerate(("fd", "cfd", "cfd_dense"))}
+            if ins["fd"] is not None:
+                res.update({f"{k}_instructions": v for k, v in ins.items()})
+                res["instruction_ratio_cfd_over_fd"] = ins["cfd"] / ins["fd"]
+                res["instruction_ratio_cfd_dense_over_fd"] = ins["cfd_dense"] / ins["fd"]
+        return res
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=100000)
+    ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
+    args = ap.parse_args()
+    cases = [measure(label, f, act, args.rounds, args.reps, not args.no_callgrind) for label, f, act in CASES]
+    for c in cases:
+        print(f"{c['case']}: fd {c['fd_us']:.3f} us, constrained {c['cfd_us']:.3f} us "
+              f"(ratio {c['ratio_cfd_over_fd']:.2f}), dense path {c['cfd_dense_us']:.3f} us "
+              f"(ratio {c['ratio_cfd_dense_over_fd']:.2f})"
+              + (f"; instructions {c['fd_instructions']:.0f} / {c['cfd_instructions']:.0f} / "
+                 f"{c['cfd_dense_instructions']:.0f}" if "fd_instructions" in c else ""))
+    write_json("constrained", {"cases": cases, "machine": machine()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
