@@ -219,38 +219,41 @@ def constrained_terms(eqs: Equations) -> ConstrainedTerms:
                 E[i][j] = new(s, "e")
                 L[i][j] = new(E[i][j] * Dinv[j], "l")
 
-    def solve(x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr]]:
-        """(v, z): v = L^-1 P x (elimination order) and z = M^-1 x (the coordinates' order)."""
+    def solve(x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr], list[sp.Expr]]:
+        """(v, y, z): v = L^-1 P x, y = D^-1 v (elimination order) and z = M^-1 x (the coordinates' order)."""
         v: list[sp.Expr] = []
         for i in range(n):
             v.append(new(x[order[i]] - sp.Add(*[L[i][k] * v[k] for k in range(i) if L[i][k] != 0 and v[k] != 0]),
                          stem + "v"))
+        y = [new(v[i] * Dinv[i], stem + "y") for i in range(n)]
         z: list[sp.Expr] = [zero] * n
         for i in range(n - 1, -1, -1):
-            w = v[i] * Dinv[i] if v[i] != 0 else zero
-            z[i] = new(w - sp.Add(*[L[k][i] * z[k] for k in range(i + 1, n) if L[k][i] != 0 and z[k] != 0]),
+            z[i] = new(y[i] - sp.Add(*[L[k][i] * z[k] for k in range(i + 1, n) if L[k][i] != 0 and z[k] != 0]),
                        stem + "z")
         out: list[sp.Expr] = [zero] * n
         for i in range(n):
             out[order[i]] = z[i]
-        return v, out
+        return v, y, out
 
     # the rows' sines and cosines from those the mass matrix and the bias already compute
     known = _trig_args([ex for _, ex in eqs.assignments] + list(M) + list(eqs.bias))
     share = _angle_sums(_trig_args(list(rows_all(eqs))), known, list(eqs.q), new)
     if share:
         rows = [row.xreplace(share) for row in rows]
-    _, qdd_free = solve([f[i] for i in range(n)], "f")
+    _, _, qdd_free = solve([f[i] for i in range(n)], "f")
     V: list[list[sp.Expr]] = []
+    Y: list[list[sp.Expr]] = []
     response: list[list[sp.Expr]] = []
     for r, row in enumerate(rows):
-        v, a = solve([row[j] for j in range(n)], f"j{r}_")
+        v, y, a = solve([row[j] for j in range(n)], f"j{r}_")
         V.append(v)
+        Y.append(y)
         response.append(a)
+    # J M^-1 J^T = (L^-1 P J^T)^T D^-1 (L^-1 P J^T)
     delassus = [[zero] * nr for _ in range(nr)]
     for r in range(nr):
         for s in range(r + 1):
-            ex = sp.Add(*[V[r][i] * V[s][i] * Dinv[i] for i in range(n) if V[r][i] != 0 and V[s][i] != 0])
+            ex = sp.Add(*[Y[r][i] * V[s][i] for i in range(n) if V[r][i] != 0 and V[s][i] != 0])
             delassus[r][s] = delassus[s][r] = new(ex, "s")
     qd = list(eqs.qd)
     velocity = [sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0]) for row in rows]
