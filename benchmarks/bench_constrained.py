@@ -100,7 +100,8 @@ int main(int argc, char **argv) {{
     if (work == 0 || work2 == 0) return 2;
     if (strcmp(mode, "rounds") == 0) {{
         for (r = 0; r < rounds; ++r) {{
-            for (w = 0; w < 3; ++w) printf("%s%.6e", w ? " " : "", run(w, reps, w == 2 ? work : work2, out[w], &status));
+            for (w = 0; w < 3; ++w)
+                printf("%s%.6e", w ? " " : "", run(w, reps, w == 2 ? work : work2, out[w], &status));
             printf("\n");
         }}
         printf("status %d\n", status);
