@@ -64,6 +64,7 @@ HARNESS = r"""
 #include <string.h>
 #include <time.h>
 #include "rodgen_contact.h"
+#include "rodgen_runtime.h"
 const rodgen_model *{fast}_model(void);
 const rodgen_model *{dense}_model(void);
 static const int ACTIVE[{NC}] = {ACTIVE};
@@ -89,6 +90,45 @@ static double run(int which, long reps, double *work, double *out, int *status) 
     *status |= st;
     return reps > 0 ? (now() - t0) / (double)reps : 0.0;
 }}
+/* seconds per step of `steps` RK4 steps of 1 ms from the initial state at rest: which 3 the hybrid
+ * simulation with the blocks of ACTIVE held (fast build), 4 the same on the dense build, 5 the
+ * unconstrained rodgen_simulate (the model's rhs, fast build) */
+static double steps_of(int which, long steps, void *hwork, double *out) {{
+    const rodgen_model *m = which == 4 ? {dense}_model() : {fast}_model();
+    double y[2 * {NQ}], t0, dt;
+    static double t_out[64], y_out[64 * 2 * {NQ}], u_out[64 * {NU}];
+    long n = 0, ne = 0;
+    int j, st;
+    for (j = 0; j < {NQ}; ++j) {{ y[j] = m->initial_q[j]; y[{NQ} + j] = 0.0; }}
+    if (which == 5) {{
+        rodgen_sim_options o;
+        rodgen_sim_state s;
+        rodgen_input in;
+        double storage[RODGEN_SIM_STORAGE({NQ})];
+        memset(&o, 0, sizeof o);
+        memset(&in, 0, sizeof in);
+        o.method = RODGEN_RK4; o.t_end = 1e-3 * (double)steps; o.dt = 1e-3; o.store_every = steps;
+        in.kind = RODGEN_INPUT_CONSTANT;
+        t0 = now();
+        rodgen_sim_start(&s, m, 0.0, y, storage);
+        st = rodgen_simulate(m, &o, &in, m->default_p, &s, 64, t_out, y_out, u_out, &n);
+        dt = now() - t0;
+        for (j = 0; j < {NQ}; ++j) out[j] = s.y[j];
+    }} else {{
+        rodgen_hybrid_options o;
+        rodgen_hybrid_state s;
+        rodgen_event ev[64];
+        rodgen_hybrid_defaults(&o);
+        o.t_end = 1e-3 * (double)steps; o.dt = 1e-3; o.store_every = steps; o.on_slip = RODGEN_SLIP_CONTINUE;
+        t0 = now();
+        st = rodgen_hybrid_start(&s, m, m->default_p, 0, 0, &o, 0.0, y, ACTIVE, 0, hwork);
+        if (st == RODGEN_OK)
+            st = rodgen_hybrid_simulate(&o, &s, 64, t_out, y_out, 0, 0, 0, &n, 64, ev, &ne);
+        dt = now() - t0;
+        for (j = 0; j < {NQ}; ++j) out[j] = s.y[j];
+    }}
+    return st == RODGEN_OK && steps > 0 ? dt / (double)steps : -1.0;
+}}
 int main(int argc, char **argv) {{
     const char *mode = argc > 1 ? argv[1] : "rounds";
     long reps = argc > 2 ? atol(argv[2]) : 100000;
@@ -109,6 +149,25 @@ int main(int argc, char **argv) {{
             for (j = 0; j < {NQ}; ++j) printf("%s%.17g", j ? " " : "", out[w][j]);
             printf("\n");
         }}
+    }} else if (strcmp(mode, "steps") == 0) {{
+        void *hwork = malloc((size_t)rodgen_hybrid_work_bytes({dense}_model()) + 64);
+        double y[3][{NQ}];
+        if (hwork == 0) return 2;
+        for (r = 0; r < rounds; ++r) {{
+            for (w = 3; w < 6; ++w) printf("%s%.6e", w > 3 ? " " : "", steps_of(w, reps, hwork, y[w - 3]));
+            printf("\n");
+        }}
+        for (w = 0; w < 2; ++w) {{
+            for (j = 0; j < {NQ}; ++j) printf("%s%.17g", j ? " " : "", y[w][j]);
+            printf("\n");
+        }}
+        free(hwork);
+    }} else if (atoi(mode) >= 3) {{
+        void *hwork = malloc((size_t)rodgen_hybrid_work_bytes({dense}_model()) + 64);
+        double y[{NQ}];
+        if (hwork == 0) return 2;
+        steps_of(atoi(mode), reps, hwork, y);
+        free(hwork);
     }} else {{
         w = atoi(mode);   /* one kind only, for callgrind */
         run(w, reps, w == 2 ? work : work2, out[0], &status);
@@ -130,7 +189,8 @@ def _sources(model: rodgen.Model, folder: Path, prefix: str, options: CodegenOpt
                 model.name.upper() + "_", prefix.upper() + "_").replace(
                 f'"{model.name.lower()}.h"', f'"{prefix}.h"')
         (folder / name).write_text(text)
-        if name.endswith(".c") and (name.startswith(prefix) or name in ("rodgen_contact.c", "rodgen_linalg.c")):
+        if name.endswith(".c") and (name.startswith(prefix) or name in ("rodgen_contact.c", "rodgen_linalg.c",
+                                                                              "rodgen_simulate.c")):
             out.append(folder / name)
     return out
 
@@ -174,7 +234,8 @@ def instructions(exe: Path, which: int, reps: int) -> float | None:
     return (count(reps) - count(0)) / reps
 
 
-def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: int, grind: bool) -> dict[str, Any]:
+def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: int, grind: bool,
+            steps: int) -> dict[str, Any]:
     model = rodgen.load(EXAMPLES / file)
     folder = Path(tempfile.mkdtemp(prefix="rodgen_cfd_"))
     try:
@@ -193,13 +254,30 @@ def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: i
         res["ratio_cfd_dense_over_fd"] = res["cfd_dense_us"] / res["fd_us"]
         res["speedup_cfd_dense_over_cfd"] = res["cfd_dense_us"] / res["cfd_us"]
         res["max_abs_diff_qdd_cfd_vs_dense"] = max(abs(a - b) for a, b in zip(qdd[1], qdd[2]))
+        if steps:
+            out = subprocess.run([str(exe), "steps", str(steps), str(rounds)], capture_output=True, text=True,
+                                 check=True).stdout.splitlines()
+            st = [[float(x) for x in line.split()] for line in out[:rounds]]
+            ys = [[float(x) for x in line.split()] for line in out[rounds:rounds + 2]]
+            for k, name in enumerate(("hybrid_step", "hybrid_step_dense", "free_step")):
+                res[f"{name}_us"] = 1e6 * min(t[k] for t in st)
+            res["ratio_hybrid_step_over_free_step"] = res["hybrid_step_us"] / res["free_step_us"]
+            res["ratio_hybrid_step_dense_over_free_step"] = res["hybrid_step_dense_us"] / res["free_step_us"]
+            res["max_abs_diff_q_hybrid_vs_dense"] = max(abs(a - b) for a, b in zip(ys[0], ys[1]))
         if grind:
             n = max(1000, reps // 20)
             ins = {name: instructions(exe, k, n) for k, name in enumerate(("fd", "cfd", "cfd_dense"))}
+            if steps:
+                ins.update({name: instructions(exe, k, max(200, steps // 5))
+                            for k, name in zip((3, 4, 5), ("hybrid_step", "hybrid_step_dense", "free_step"))})
             if ins["fd"] is not None:
                 res.update({f"{k}_instructions": v for k, v in ins.items()})
                 res["instruction_ratio_cfd_over_fd"] = ins["cfd"] / ins["fd"]
                 res["instruction_ratio_cfd_dense_over_fd"] = ins["cfd_dense"] / ins["fd"]
+                if steps:
+                    res["instruction_ratio_hybrid_step_over_free_step"] = ins["hybrid_step"] / ins["free_step"]
+                    res["instruction_ratio_hybrid_step_dense_over_free_step"] = (ins["hybrid_step_dense"]
+                                                                                / ins["free_step"])
         return res
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -209,15 +287,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--reps", type=int, default=100000)
+    ap.add_argument("--steps", type=int, default=2000, help="RK4 steps of the simulations (0: none)")
     ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
     args = ap.parse_args()
-    cases = [measure(label, f, act, args.rounds, args.reps, not args.no_callgrind) for label, f, act in CASES]
+    cases = [measure(label, f, act, args.rounds, args.reps, not args.no_callgrind, args.steps)
+             for label, f, act in CASES]
     for c in cases:
         print(f"{c['case']}: fd {c['fd_us']:.3f} us, constrained {c['cfd_us']:.3f} us "
               f"(ratio {c['ratio_cfd_over_fd']:.2f}), dense path {c['cfd_dense_us']:.3f} us "
               f"(ratio {c['ratio_cfd_dense_over_fd']:.2f})"
               + (f"; instructions {c['fd_instructions']:.0f} / {c['cfd_instructions']:.0f} / "
                  f"{c['cfd_dense_instructions']:.0f}" if "fd_instructions" in c else ""))
+        if "hybrid_step_us" in c:
+            print(f"  RK4 step: hybrid {c['hybrid_step_us']:.3f} us, free {c['free_step_us']:.3f} us "
+                  f"(ratio {c['ratio_hybrid_step_over_free_step']:.2f}), hybrid on the dense build "
+                  f"{c['hybrid_step_dense_us']:.3f} us (ratio {c['ratio_hybrid_step_dense_over_free_step']:.2f})")
     write_json("constrained", {"cases": cases, "machine": machine()})
     return 0
 
