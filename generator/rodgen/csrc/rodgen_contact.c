@@ -155,22 +155,25 @@ static void lu_solve(const double *A, int n, const int *piv, double *x)
     }
 }
 
-/* Whether every x[i] is finite: x * 0 is 0 for a finite x and NaN for inf or NaN, and a NaN survives
- * the sum (no branch per entry). */
-static int all_finite(const double *x, int n)
+/* 0 when every x[i] is finite, else NaN: x * 0 is 0 for a finite x and NaN for inf or NaN, and a NaN
+ * survives the sum (no branch per entry). */
+static double finite_sum(const double *x, int n)
 {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    double s0 = 0.0, s1 = 0.0;
     int i;
-    for (i = 0; i + 3 < n; i += 4) {
+    for (i = 0; i + 1 < n; i += 2) {
         s0 += x[i] * 0.0;
         s1 += x[i + 1] * 0.0;
-        s2 += x[i + 2] * 0.0;
-        s3 += x[i + 3] * 0.0;
     }
-    for (; i < n; ++i) {
+    if (i < n) {
         s0 += x[i] * 0.0;
     }
-    return s0 + s1 + s2 + s3 == 0.0;
+    return s0 + s1;
+}
+
+static int all_finite(const double *x, int n)
+{
+    return finite_sum(x, n) == 0.0;
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
@@ -433,17 +436,16 @@ static int cfd_terms(const rodgen_model *m, const double *p, const double *q, co
     const int nq = m->nq, nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
     double *const d = w->h, *const qdd0 = w->z, *const v = w->w, *const a0 = w->b, *const A = w->Y;
-    int k, i, j, bad = 0;
+    int k, i, j;
     k = active_rows(m, p, active, 0, w);
     if (k < 0) {
         return -k;
     }
     m->constrained_terms(q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
     for (i = 0; i < nq; ++i) {
-        bad |= !(d[i] > 0.0);
-    }
-    if (bad != 0) {
-        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+        if (!(d[i] > 0.0)) {
+            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+        }
     }
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
@@ -560,8 +562,11 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
     }
     nq = m->nq;
     nr = m->nrows;
-    if (!all_finite(q, nq) || !all_finite(qd, nq) || (m->nu > 0 && !all_finite(u, m->nu))
-        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+    if (m->np > 0 && p == 0) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    if (!(finite_sum(q, nq) + finite_sum(qd, nq) + (m->nu > 0 ? finite_sum(u, m->nu) : 0.0)
+          + finite_sum(p, m->np) == 0.0)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
