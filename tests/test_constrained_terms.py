@@ -188,3 +188,24 @@ def test_option_is_checked() -> None:
         CodegenOptions(constrained_terms="yes")  # type: ignore[arg-type]
     assert CodegenOptions().wants_constrained_terms(11)
     assert not CodegenOptions(constrained_terms=False).wants_constrained_terms(11)
+
+
+def test_compass_gait_takes_every_heel_strike_on_both_paths(build_dir: Path) -> None:
+    """Ten seconds of the passive compass gait from Goswami's published gait (4 digits), as
+    benchmarks/bench_walk.py runs it: every located touchdown is applied (the event functions and the
+    jump test the same rows), and both paths walk the same 13 steps to the same state."""
+    import sys
+    sys.path.insert(0, str(EXAMPLES))
+    import compass_gait as cg  # examples/compass_gait.py: the walker's section state and options
+    model = rodgen.load(EXAMPLES / "compass_gait.yaml")
+    runs = []
+    for opt in (CodegenOptions(), CodegenOptions(constrained_terms=False)):
+        robot = rodgen.build(model, build_dir=build_dir, codegen=opt)
+        y0 = cg.state(robot, np.array([0.2187, -1.0918, -0.3772]))
+        res = robot.simulate(y0, 10.0, 1e-3, contacts=["foot_a"], disarmed=["foot_b"], arm_gap=cg.ARM_GAP)
+        assert res.message == "reached t_end = 10", res.message
+        td = [e for e in res.events if e["kind"] == "touchdown"]
+        assert len(td) == 13
+        assert np.all(np.diff([e["t"] for e in td]) > 0.7)
+        runs.append(res)
+    np.testing.assert_allclose(runs[0].q[-1], runs[1].q[-1], atol=1e-7)

@@ -379,9 +379,10 @@ static double row_target(const rodgen_model *m, const double *target, const doub
     return 0.0;
 }
 
-/* x <- S^-1 x for a symmetric positive definite S [k*k] (its lower triangle is overwritten by the
- * Cholesky factor, the diagonal by the reciprocals of the factor's); fails (returns 1) as chol. The
- * small systems of the constrained dynamics in one pass. */
+/* x <- S^-1 x for a symmetric positive definite S [k*k], by S = L D L^T (unit L in the strict lower
+ * triangle, L D^T in the strict upper one, 1/D on the diagonal: no square roots). Fails (returns 1)
+ * when a pivot D_j is <= tol * max diag(S) or not finite: the test of chol, whose pivots are
+ * sqrt(D_j). The small systems of the constrained dynamics in one pass. */
 static int spd_solve(double *S, int k, double *x, double tol)
 {
     double dmax = 0.0;
@@ -396,30 +397,32 @@ static int spd_solve(double *S, int k, double *x, double tol)
         double *sj = S + j * k;
         double d = sj[j], r, y = x[j];
         for (c = 0; c < j; ++c) {
-            d -= sj[c] * sj[c];
+            const double e = S[c * k + j];   /* L_jc D_c */
+            d -= sj[c] * e;
             y -= sj[c] * x[c];
         }
-        if (!(d > tol * dmax)) {
+        if (!(d > tol * dmax && d < HUGE_VAL)) {
             return 1;
         }
-        r = 1.0 / sqrt(d);
+        r = 1.0 / d;
         sj[j] = r;
-        x[j] = y * r;
+        x[j] = y;
         for (i = j + 1; i < k; ++i) {
             double *si = S + i * k;
             double t = si[j];
             for (c = 0; c < j; ++c) {
-                t -= si[c] * sj[c];
+                t -= si[c] * S[c * k + j];
             }
-            si[j] = t * r;
+            sj[i] = t;          /* L_ij D_j */
+            si[j] = t * r;      /* L_ij */
         }
     }
     for (i = k - 1; i >= 0; --i) {
-        double y = x[i];
+        double y = x[i] * S[i * k + i];
         for (c = i + 1; c < k; ++c) {
             y -= S[c * k + i] * x[c];
         }
-        x[i] = y * S[i * k + i];
+        x[i] = y;
     }
     return 0;
 }
@@ -985,23 +988,11 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     if (status != RODGEN_OK) {
         return status;
     }
-    if (m->constrained_terms != 0) {
-        /* the constrained dynamics just evaluated the rows at y (constrained_terms, into its scratch) */
-        scratch cs;
-        carve(m, w->work, &cs);
-        for (i = 0; i < m->nrows; ++i) {
-            w->c[i] = cs.c[i];
-        }
-        if (sliding) {
-            for (i = 0; i < m->nrows * m->nq; ++i) {
-                w->J[i] = cs.J[i];
-            }
-        }
-    } else {
-        m->constraint_position(y, s->p, w->c);
-        if (sliding) {
-            m->constraint_jacobian(y, s->p, w->J);
-        }
+    /* the rows from the model's own routines, as hy_jump tests them (the rows of constrained_terms may
+     * differ in the last bit: a located event must be seen by the jump) */
+    m->constraint_position(y, s->p, w->c);
+    if (sliding) {
+        m->constraint_jacobian(y, s->p, w->J);
     }
     for (i = 0; i < m->nconstraints; ++i) {
         g[2 * i] = 1.0;
