@@ -19,7 +19,8 @@ times, in the same run and interleaved round by round:
 
 The C is compiled as ``rodgen.build`` compiles it: the model's C with the
 default BuildOptions (-O1), the runtime's C with its flags (-O2). Each round
-times ``reps`` calls of each; the reported time of a call is the minimum over
+times ``reps`` calls of each (short rounds, so that the load of the machine
+changes little within one); the reported time of a call is the minimum over
 the rounds (the least disturbed by other work on the machine), the ratio is
 that of the minima (the median of the per-round ratios is reported beside it).
 With valgrind installed, the instructions per call (callgrind, repeatable on a
@@ -255,20 +256,22 @@ def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: i
         res["speedup_cfd_dense_over_cfd"] = res["cfd_dense_us"] / res["cfd_us"]
         res["max_abs_diff_qdd_cfd_vs_dense"] = max(abs(a - b) for a, b in zip(qdd[1], qdd[2]))
         if steps:
-            out = subprocess.run([str(exe), "steps", str(steps), str(rounds)], capture_output=True, text=True,
+            sr = max(3, rounds // 4)
+            out = subprocess.run([str(exe), "steps", str(steps), str(sr)], capture_output=True, text=True,
                                  check=True).stdout.splitlines()
-            st = [[float(x) for x in line.split()] for line in out[:rounds]]
-            ys = [[float(x) for x in line.split()] for line in out[rounds:rounds + 2]]
+            st = [[float(x) for x in line.split()] for line in out[:sr]]
+            ys = [[float(x) for x in line.split()] for line in out[sr:sr + 2]]
             for k, name in enumerate(("hybrid_step", "hybrid_step_dense", "free_step")):
                 res[f"{name}_us"] = 1e6 * min(t[k] for t in st)
+            res["ratio_hybrid_step_over_free_step_median_of_rounds"] = statistics.median(t[0] / t[2] for t in st)
             res["ratio_hybrid_step_over_free_step"] = res["hybrid_step_us"] / res["free_step_us"]
             res["ratio_hybrid_step_dense_over_free_step"] = res["hybrid_step_dense_us"] / res["free_step_us"]
             res["max_abs_diff_q_hybrid_vs_dense"] = max(abs(a - b) for a, b in zip(ys[0], ys[1]))
         if grind:
-            n = max(1000, reps // 20)
+            n = max(1000, reps)
             ins = {name: instructions(exe, k, n) for k, name in enumerate(("fd", "cfd", "cfd_dense"))}
             if steps:
-                ins.update({name: instructions(exe, k, max(200, steps // 5))
+                ins.update({name: instructions(exe, k, max(200, steps))
                             for k, name in zip((3, 4, 5), ("hybrid_step", "hybrid_step_dense", "free_step"))})
             if ins["fd"] is not None:
                 res.update({f"{k}_instructions": v for k, v in ins.items()})
@@ -285,16 +288,18 @@ def measure(label: str, file: str, active: tuple[str, ...], rounds: int, reps: i
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--reps", type=int, default=100000)
-    ap.add_argument("--steps", type=int, default=2000, help="RK4 steps of the simulations (0: none)")
+    ap.add_argument("--rounds", type=int, default=401, help="rounds (short, so that the load of the machine "
+                    "changes little within one)")
+    ap.add_argument("--reps", type=int, default=2000, help="calls of each kind per round")
+    ap.add_argument("--steps", type=int, default=200, help="RK4 steps of each simulation per round (0: none)")
     ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
     args = ap.parse_args()
     cases = [measure(label, f, act, args.rounds, args.reps, not args.no_callgrind, args.steps)
              for label, f, act in CASES]
     for c in cases:
         print(f"{c['case']}: fd {c['fd_us']:.3f} us, constrained {c['cfd_us']:.3f} us "
-              f"(ratio {c['ratio_cfd_over_fd']:.2f}), dense path {c['cfd_dense_us']:.3f} us "
+              f"(ratio {c['ratio_cfd_over_fd']:.2f}, median of rounds {c['ratio_cfd_over_fd_median_of_rounds']:.2f}), "
+              f"dense path {c['cfd_dense_us']:.3f} us "
               f"(ratio {c['ratio_cfd_dense_over_fd']:.2f})"
               + (f"; instructions {c['fd_instructions']:.0f} / {c['cfd_instructions']:.0f} / "
                  f"{c['cfd_dense_instructions']:.0f}" if "fd_instructions" in c else ""))
