@@ -36,7 +36,7 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "examples", "__version__"]
+           "CController", "examples", "__version__"]
 
 # Later stages are imported on first use so that `import rodgen` stays light.
 # `rodgen.build` is the toolchain stage's entry point (rodgen.toolchain.build).
@@ -52,6 +52,7 @@ _LAZY = {
     "SimulationResult": (".runtime.result", "SimulationResult"),
     "DynamicsError": (".runtime", "DynamicsError"),
     "PD": (".runtime", "PD"),
+    "CController": (".runtime", "CController"),
     "ComputedTorque": (".runtime", "ComputedTorque"),
     "InputTable": (".runtime", "InputTable"),
     "Reference": (".runtime", "Reference"),
