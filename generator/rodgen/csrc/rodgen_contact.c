@@ -926,6 +926,21 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         }
         return RODGEN_OK;
     }
+    if (lambda == 0) {
+        /* an inner stage of RK4: never evaluated again, so the memo keeps the state it holds (the end of
+         * the last step, which event location starts from again) */
+        status = hy_input(s, t, y, w->u);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        s->evaluations += 1;
+        status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
+            dy + nq, 0, w->work);
+        for (i = 0; i < nq; ++i) {
+            dy[i] = y[nq + i];
+        }
+        return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
+    }
     w->memo[0] = NAN;
     status = hy_input(s, t, y, w->u);
     if (status != RODGEN_OK) {
