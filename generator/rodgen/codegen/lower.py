@@ -19,7 +19,6 @@ import sympy as sp
 
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
-from ..symbolic.constraints import constrained_terms
 from ..symbolic.equations import Equations, ForwardDynamics
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
@@ -294,12 +293,12 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
 
 
 def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
-    """``<prefix>_constrained_terms``: the symbolic stage's :func:`~rodgen.symbolic.constraints.constrained_terms`
+    """``<prefix>_constrained_terms``: the symbolic stage's ``Equations.constrained_terms()``
     with J, Jdot qd and c, in one routine so that they share their subexpressions."""
     n = len(eqs.q)
     nrows = sum(c.nrows for c in eqs.constraints)
     NQ = g.NQ
-    ct = constrained_terms(eqs)
+    ct = eqs.constrained_terms()
     pos = ct.position
     jac = [row[j] for row in ct.jacobian for j in range(n)]
     s_low = [(i, j) for i in range(nrows) for j in range(i + 1)]
