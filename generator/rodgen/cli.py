@@ -5,15 +5,18 @@
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
 
-Errors print one line (``rodgen: error: ...``) and exit with status 2.
+Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
+output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from .codegen.options import DEFAULT_METHOD, REAL_TYPES
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
@@ -27,7 +30,7 @@ FORWARD = ("auto", "aba", "cholesky")
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.yaml", help="the model file")
     p.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: recursive, the code stage's default)")
+                   help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
 
 
 def _add_codegen_args(p: argparse.ArgumentParser) -> None:
@@ -39,10 +42,16 @@ def _add_codegen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-jacobian", dest="jacobian", action="store_false", help="do not generate it")
 
 
+def _add_real_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--real", choices=REAL_TYPES, default="double",
+                   help="C type of every number (default double); float for microcontrollers with a "
+                        "single-precision FPU (no runtime table, no RHS Jacobian)")
+
+
 def _codegen_options(args: argparse.Namespace) -> "CodegenOptions":
     from .codegen import CodegenOptions
     return CodegenOptions(max_statements=getattr(args, "max_statements", 2000), forward=args.forward,
-                          jacobian=args.jacobian)
+                          jacobian=args.jacobian, real=getattr(args, "real", "double"))
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -84,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
                    help="split generated functions longer than N statements (default 2000)")
     _add_codegen_args(g)
+    _add_real_arg(g)
     g.set_defaults(func=_cmd_generate)
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")
@@ -106,7 +116,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        status = func(args)
+        sys.stdout.flush()      # a broken pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except BuildError as exc:
         where = f" (see {exc.folder}/build.log)" if exc.folder else ""
         _error(str(exc).splitlines()[0] + where)
@@ -119,6 +133,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         _error(" ".join(str(exc).split()))
     return 2
+
+
+#: Exit status when the reader of standard output went away (``rodgen equations ... | head``): that of a
+#: program ended by SIGPIPE, as ``cat`` or ``seq`` end in the same pipe.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _reader_gone() -> int:
+    """Stop quietly: what is left in the buffer of standard output goes nowhere (else Python reports
+    the broken pipe once more when it flushes at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _error(message: str) -> None:

@@ -39,13 +39,25 @@ class SlotPrinter(C99CodePrinter):
 
     printmethod = "_rodgen_ccode"
 
-    def __init__(self, slots: Mapping[sp.Basic, str], *, routine: str = "", groups: str = "") -> None:
+    def __init__(self, slots: Mapping[sp.Basic, str], *, routine: str = "", groups: str = "",
+                 real: str = "double") -> None:
         # order "none": terms and factors in SymPy's canonical argument order (deterministic, by structure),
         # not re-sorted for display, which took a quarter of the code stage's time
-        super().__init__({"strict": True, "order": "none"})
+        settings: dict[str, Any] = {"strict": True, "order": "none"}
+        if real == "float":    # sinf, sqrtf, ...: SymPy's suffix of float32 math functions
+            from sympy.codegen.ast import float32
+            from sympy.codegen.ast import real as real_type
+            settings["type_aliases"] = {real_type: float32}
+        super().__init__(settings)
         self.slots = slots
         self.routine = routine
         self.groups = groups
+        #: "f" for float code: the suffix of literals and of the functions printed here (sqrt, pow, cbrt)
+        self.suffix = "f" if real == "float" else ""
+
+    def number(self, value: float) -> str:
+        """A literal of the routine's type: ``0.5`` in double code, ``0.5f`` in float code."""
+        return c_double(value) + self.suffix
 
     def _print(self, expr: Any, **kwargs: Any) -> str:
         if isinstance(expr, sp.Basic):
@@ -67,16 +79,16 @@ class SlotPrinter(C99CodePrinter):
 
     # -- numbers -------------------------------------------------------------
     def _print_Float(self, expr: sp.Float) -> str:
-        return c_double(float(expr))
+        return self.number(float(expr))
 
     def _print_Rational(self, expr: sp.Rational) -> str:
-        return f"{c_double(int(expr.p))}/{c_double(int(expr.q))}"
+        return f"{self.number(int(expr.p))}/{self.number(int(expr.q))}"
 
     def _print_Integer(self, expr: sp.Integer) -> str:
         return str(int(expr))
 
     def _print_NumberSymbol(self, expr: sp.Basic) -> str:
-        return c_double(float(expr))
+        return self.number(float(expr))
 
     _print_Pi = _print_NumberSymbol
     _print_Exp1 = _print_NumberSymbol
@@ -98,23 +110,24 @@ class SlotPrinter(C99CodePrinter):
         base, e = expr.base, expr.exp
         simple = base.is_Atom or base in self.slots
         b = self._print(base) if simple else f"({self._print(base)})"
+        one, f = self.number(1.0), self.suffix
         if e.is_Integer:
             k = int(e)
             if simple and 2 <= abs(k) <= 4:
                 prod = "*".join([b] * abs(k))
-                return prod if k > 0 else f"1.0/({prod})"
+                return prod if k > 0 else f"{one}/({prod})"
             if k == -1:
-                return f"1.0/{b}"
+                return f"{one}/{b}"
         if e == sp.S.Half:
-            return f"sqrt({self._print(base)})"
+            return f"sqrt{f}({self._print(base)})"
         if e == -sp.S.Half:
-            return f"1.0/sqrt({self._print(base)})"
+            return f"{one}/sqrt{f}({self._print(base)})"
         if e == sp.Rational(3, 2) and simple:
-            return f"{b}*sqrt({b})"
+            return f"{b}*sqrt{f}({b})"
         if e == sp.Rational(1, 3):
-            return f"cbrt({self._print(base)})"
-        exp_text = self._print(e) if e.is_Integer else c_double(float(e)) if e.is_Number else self._print(e)
-        return f"pow({self._print(base)}, {exp_text})"
+            return f"cbrt{f}({self._print(base)})"
+        exp_text = self._print(e) if e.is_Integer else self.number(float(e)) if e.is_Number else self._print(e)
+        return f"pow{f}({self._print(base)}, {exp_text})"
 
 
 def count_ops(expr: sp.Basic) -> int:

@@ -80,7 +80,8 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
             work += 1
         else:
             names[s] = f"t{k}"
-    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names))
+    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names,
+                                                                     real=options.real))
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
     comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 import numpy as np
 
 from ..contract import StatusCode, constant
+from .callables import input_function, names_text
 from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable, Reference, _gains
 from .progress import Progress
@@ -71,8 +72,10 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     u : the inputs: None (zero), a constant (nu,) vector, an
         :class:`InputTable`, a :class:`~rodgen.runtime.ccontroller.CController`
         (a controller written in C, called from C), or a callable
-        ``u(t, q, qd) -> (nu,)`` (slow: Python is called at every stage).
-        With a PD controller a constant ``u`` is its feedforward.
+        ``u(t, q, qd) -> (nu,)`` (slow: Python is called at every stage;
+        ``u(t, y)`` is accepted too, see :mod:`rodgen.runtime.callables`; it is
+        called once at (t0, y0) to check it). With a PD controller a constant
+        ``u`` is its feedforward.
     p : parameters (vector or dict of overrides); defaults of the model if None.
     controller : a :class:`PD` or :class:`ComputedTorque` law toward a
         :class:`Reference`, evaluated in C, or a
@@ -96,7 +99,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     t0, t_end = float(t0), float(t_end)
@@ -120,7 +123,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     if not h_min >= 0:
         raise ValueError(f"h_min must be non-negative; got {h_min!r}")
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)
 
     sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
                                   float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
@@ -218,11 +221,18 @@ def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
     pv = np.ascontiguousarray(p2.reshape(-1), dtype=float).copy()
     if not np.all(np.isfinite(pv)):
         raise ValueError(f"the parameters hold inf or NaN: {pv.tolist()}")
+    model = getattr(sys, "model", None)
+    if p is not None and model is not None and hasattr(model, "links"):
+        # masses, lengths, inertias of the run's parameters: the sign rules of validation (a ModelError)
+        from ..model.values import check_parameter_values
+        check_parameter_values(model, dict(zip(sys.parameters, pv.tolist())))
     return pv
 
 
-def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray) -> tuple:
-    """(kind, u, times, values, kp, kd, function) for the C input struct."""
+def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray, t0: float,
+               y0: np.ndarray) -> tuple:
+    """(kind, u, times, values, kp, kd, function) for the C input struct; a callable ``u`` is read by the one
+    rule of :mod:`rodgen.runtime.callables` and checked once at (t0, y0)."""
     nq, nu = sys.nq, sys.nu
     none = np.empty(0)
     c_law = controller if isinstance(controller, CController) else u if isinstance(u, CController) else None
@@ -263,11 +273,8 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray)
             raise ValueError(f"the InputTable has {u.u.shape[1]} inputs per row; the model {sys.name!r} has {nu}")
         return _TABLE, none, u.t, np.ascontiguousarray(u.u.reshape(-1)), none, none, None
     if callable(u):
-        ufun = u
-
-        def through_state(t: float, y: np.ndarray) -> Any:
-            return ufun(t, y[:nq], y[nq:])
-        return _CALLBACK, none, none, none, none, none, through_state
+        fn = input_function(u, nq=nq, inputs=sys.inputs, model=sys.name, t0=t0, y0=y0)
+        return _CALLBACK, none, none, none, none, none, fn
     return _CONSTANT, _constant(sys, u), none, none, none, none, None
 
 
@@ -277,7 +284,7 @@ def _constant(sys: "CompiledModel", u: Any) -> np.ndarray:
         raise ValueError(f"Input 'u' has length 1; the model {sys.name!r} expects {sys.nu} inputs")
     if a.shape != (sys.nu,):
         raise ValueError(f"Input 'u' has length {a.size}; the model {sys.name!r} expects {sys.nu} inputs "
-                         f"(see {sys.prefix}.h for the order).")
+                         f"({names_text(sys.inputs)})")
     return np.ascontiguousarray(a)
 
 
@@ -307,7 +314,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     if not sys.constraints:
@@ -332,7 +339,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     active0 = sys.active_mask(contacts)
     disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)
     law = rt.Simulation(sys._m, _METHOD["rk4"], t0, t_end, float(dt), 0.0, 0.0, 0.0, 0.0, 0, 1,
                         kind, uc, times, values, kp, kd, fn, pv, y)
     run = rt.Hybrid(law, pv, t0, t_end, float(dt), int(store_every), float(event_tol or 0.0),
