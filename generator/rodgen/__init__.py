@@ -24,6 +24,7 @@ from .model import (
     Spring,
     ValidModel,
     dump,
+    elastic,
     load,
     telescopic,
 )
@@ -34,7 +35,8 @@ if _TYPE_CHECKING:  # pragma: no cover
     from .toolchain import build
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
+           "Ground", "Contact", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
@@ -53,6 +55,8 @@ _LAZY = {
     "toolchain": (".toolchain", None),
     "generate": (".codegen", "generate"),
     "examples": (".examples", None),
+    "modes": (".analysis", "modes"),
+    "linearize": (".runtime.linear", "linearize"),
     "plot": (".runtime.plot", "plot"),
     "animate": (".runtime.plot", "animate"),
     "prescribed_forces": (".runtime.trajectory", "prescribed_forces"),

@@ -4,6 +4,7 @@
     rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
+    rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
 
 Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
 output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
@@ -78,8 +79,30 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_modes(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import load
+    from .analysis import modes
+    model = load(args.model)
+    q0 = None
+    if args.q0 is not None:
+        q0 = np.array([float(x) for x in args.q0.split(",")])
+    md = modes(model, q0, fixed=args.fixed or (), count=args.count)
+    print(f"{model.name}: {len(md.coordinates)} coordinates ({', '.join(md.coordinates)})"
+          + (f", fixed: {', '.join(args.fixed)}" if args.fixed else ""))
+    print(f"{'mode':>4}  {'omega [rad/s]':>14}  {'f [Hz]':>12}")
+    for k, (w, f) in enumerate(zip(md.omega, md.hz)):
+        print(f"{k + 1:4d}  {w:14.6g}  {f:12.6g}" if np.isfinite(w) else
+              f"{k + 1:4d}  unstable (omega^2 = {md.omega2[k]:.6g})")
+    if args.plot:
+        md.plot(args.plot, link=args.link)
+        print(f"mode shapes: {args.plot}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``)."""
+    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``, ``modes``)."""
     from . import __version__
     ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
                                                             "compiled to C.")
@@ -104,6 +127,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
+
+    md = sub.add_parser("modes", help="natural frequencies and mode shapes about an equilibrium (no compiling)")
+    md.add_argument("model", metavar="MODEL.yaml", help="the model file")
+    md.add_argument("--q0", default=None, metavar="Q1,Q2,...",
+                    help="the equilibrium coordinates (default: the model's initial coordinates)")
+    md.add_argument("--fixed", action="append", metavar="COORDINATE",
+                    help="hold a coordinate at q0 (a locked hub); may be repeated")
+    md.add_argument("--count", type=int, default=None, metavar="K", help="print the K lowest modes")
+    md.add_argument("--plot", default=None, metavar="FILE.png", help="plot the mode shapes along a link")
+    md.add_argument("--link", default=None, metavar="LINK",
+                    help="the link whose markers the plot follows (an elastic link's name)")
+    md.set_defaults(func=_cmd_modes)
 
     from .cli_sim import add_equations_parser, add_simulate_parser
     add_simulate_parser(sub)

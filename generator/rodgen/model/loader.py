@@ -27,6 +27,7 @@ from .core import (
     Spring,
     telescopic,
 )
+from .elastic import elastic
 from .suggest import did_you_mean
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -39,6 +40,9 @@ _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "f
              "damping", "limits"}
 _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force", "actuated", "spring", "damping",
               "masses", "limits"}
+_ELASTIC_KEYS = {"name", "type", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint",
+                 "clamped", "length", "EJ", "mass", "mass_per_length", "rule", "n", "positions", "stiffnesses",
+                 "damping", "elements", "tip_mass"}
 _GROUND_KEYS = {"slope", "height"}
 _CONTACT_KEYS = {"name", "marker", "friction"}
 _LOOP_KEYS = {"name", "a", "b"}
@@ -249,7 +253,10 @@ class _Reader:
             model.parameters.append(Parameter(name, value, unit, doc))
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
-            model.links.append(self.link(ld, i))
+            if isinstance(ld, dict) and "type" in ld:
+                self.elastic_link(model, ld, i)
+            else:
+                model.links.append(self.link(ld, i))
         couplings = d.get("couplings") or {}
         if not isinstance(couplings, dict):
             raise self.err("expected a mapping coordinate: expression", "couplings")
@@ -326,6 +333,53 @@ class _Reader:
                                      fraction=m.get("fraction", 0.0), offset=m.get("offset", 0.0),
                                      lateral=m.get("lateral", 0.0)))
         return lk
+
+    def elastic_link(self, model: Model, ld: Mapping[str, Any], i: int) -> None:
+        """A link entry with ``type: elastic``: expanded into its chain of links (rodgen.model.elastic)."""
+        name = ld.get("name")
+        lw = f"link {name!r}" if isinstance(name, str) else f"links[{i}]"
+        if ld["type"] != "elastic":
+            raise self.err(f"a link's type must be 'elastic' (or leave it out for a rigid chain of segments), "
+                           f"got {ld['type']!r}", f"{lw}.type")
+        d = self.mapping(ld, lw, _ELASTIC_KEYS, ("name", "length"))
+        kw: dict[str, Any] = {}
+        for key in ("parent", "at", "angle", "coordinate"):
+            if d.get(key) is not None:
+                kw[key] = self.string(d[key], f"{lw}.{key}")
+        for key in ("length", "EJ", "mass", "mass_per_length", "offset", "initial", "damping", "tip_mass"):
+            if key in d:
+                kw[key] = d[key]
+        if "origin" in d:
+            kw["origin"] = self.pair(d["origin"], f"{lw}.origin", "[x, y]")
+        if "clamped" in d:
+            kw["clamped"] = self.boolean(d["clamped"], f"{lw}.clamped")
+        if "rule" in d:
+            rule = d["rule"]
+            if rule is not None and not isinstance(rule, str):
+                raise self.err(f"expected a rule name (Cp, E, B, G, R, Ch, M) or null, got {rule!r}", f"{lw}.rule")
+            kw["rule"] = rule
+        elif "positions" in d or "stiffnesses" in d:
+            kw["rule"] = None
+        for key in ("n", "elements"):
+            if key in d:
+                v = d[key]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise self.err(f"{key} must be a whole number, got {v!r}", f"{lw}.{key}")
+                kw[key] = v
+        for key in ("positions", "stiffnesses"):
+            if key in d:
+                kw[key] = self.seq(d[key], f"{lw}.{key}")
+        if "joint" in d:
+            jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
+            jt = Joint()
+            if "torque" in jd:
+                jt.torque = self.string(jd["torque"], f"{lw}.joint.torque")
+            if "actuated" in jd:
+                jt.actuated = self.boolean(jd["actuated"], f"{lw}.joint.actuated")
+            jt.spring = self.spring(jd.get("spring"), f"{lw}.joint.spring")
+            jt.damping = jd.get("damping")
+            kw["joint"] = jt
+        elastic(model, self.string(d["name"], f"{lw}.name"), **kw)
 
     def spring(self, sd: Any, where: str) -> Optional[Spring]:
         if sd is None:

@@ -482,6 +482,21 @@ class CompiledModel:
             self._check_status(status, "rhs_jacobian", batched)
         return res
 
+    def linearize(self, q0: ArrayLike, qd0: Optional[ArrayLike] = None, u0: Optional[ArrayLike] = None,
+                  p: Params = None) -> tuple[np.ndarray, np.ndarray]:
+        """(A, B) of the first-order system about (q0, qd0, u0): dy = A dy + B du, y = [q, qd].
+
+        A is the exact :meth:`rhs_jacobian`; B = [0; M^-1 B(q0)] (the inputs enter linearly).
+        See :func:`rodgen.runtime.linear.linearize`.
+        """
+        from .linear import linearize
+        return linearize(self, q0, qd0, u0, p)
+
+    def modes(self, q0: Optional[ArrayLike] = None, **kwargs: Any) -> Any:
+        """Natural frequencies and mode shapes about the equilibrium q0 (see :func:`rodgen.modes`)."""
+        from .linear import modes
+        return modes(self, q0, **kwargs)
+
     def simulate(self, y0: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
                  rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Params = None, controller: Any = None,
                  store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,

@@ -270,4 +270,63 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     return nframes
 
 
-__all__ = ["plot", "animate", "skeleton", "new_figure", "kinds"]
+def mode_lines(modes: Any, link: Optional[str] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mode shapes as transverse displacements along a straight link at rest.
+
+    The markers of ``link`` (names starting with ``<link>_`` or ``<link>.``; all markers when None)
+    are projected on the axis from the first of them to the farthest one: ``s`` (n,) the distance
+    along that axis, ``w`` (k, n) the displacement normal to it in each mode, scaled so that the
+    largest |w| of each mode is 1. Markers at the same place are kept once.
+    """
+    names = [nm for nm in modes.points
+             if link is None or nm.startswith(f"{link}_") or nm.startswith(f"{link}.") or nm == link]
+    if len(names) < 2:
+        raise ValueError(f"no markers of {link!r} to plot (markers: {', '.join(modes.points)})")
+    P = np.array([modes.points[nm] for nm in names], dtype=float)
+    D = np.stack([modes.point_shapes[nm] for nm in names], axis=1)  # (k, n, 2)
+    far = int(np.argmax(np.linalg.norm(P - P[0], axis=1)))
+    axis = P[far] - P[0]
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        raise ValueError(f"the markers of {link!r} coincide; nothing to plot along")
+    e = axis / length
+    nrm = np.array([-e[1], e[0]])
+    s_all = (P - P[0]) @ e
+    root = int(np.argmin(s_all))
+    s_all = s_all - s_all[root]
+    order = np.argsort(s_all, kind="stable")
+    keep = [i for j, i in enumerate(order) if j == 0 or abs(s_all[i] - s_all[order[j - 1]]) > 1e-12 * length]
+    s = s_all[keep]
+    w = D[:, keep, :] @ nrm
+    big = np.max(np.abs(w), axis=1, keepdims=True)
+    w = np.divide(w, big, out=np.zeros_like(w), where=big > 0)
+    return s, w
+
+
+def plot_modes(modes: Any, path: Optional[PathLike] = None, *, link: Optional[str] = None,
+               which: Sequence[int] = (0, 1, 2), title: Optional[str] = None, dpi: int = 100) -> Any:
+    """Plot mode shapes (from :func:`rodgen.modes`) along a link: displacement against position.
+
+    ``link`` selects the markers of one (elastic) link, ``which`` the modes (0 = lowest). Returns the
+    matplotlib Figure; with ``path`` it is also saved (PNG, SVG or PDF by the suffix).
+    """
+    s, w = mode_lines(modes, link)
+    fig = new_figure(6.4, 3.6)
+    ax = fig.add_subplot(1, 1, 1)
+    for k in which:
+        if k >= w.shape[0]:
+            continue
+        f = modes.hz[k]
+        label = f"mode {k + 1}: {f:.4g} Hz" if np.isfinite(f) else f"mode {k + 1}: unstable"
+        ax.plot(s, w[k], marker="o", markersize=3, label=label)
+    ax.axhline(0.0, color="0.6", linewidth=0.8)
+    ax.set_xlabel("position along the link at rest [m]")
+    ax.set_ylabel("transverse displacement (max = 1)")
+    ax.set_title(title or f"mode shapes{' of ' + link if link else ''}")
+    ax.legend(loc="best", fontsize="small")
+    if path is not None:
+        fig.savefig(os.fspath(path), dpi=dpi)
+    return fig
+
+
+__all__ = ["plot", "animate", "skeleton", "new_figure", "kinds", "plot_modes", "mode_lines"]
