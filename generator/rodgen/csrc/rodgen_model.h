@@ -70,6 +70,14 @@ typedef struct rodgen_model {
     void (*constraint_bias)(const double *q, const double *qd, const double *p,
                             double *b);                                            /* b [nrows] = Jdot qd */
     void (*constraint_friction)(const double *p, double *mu);                      /* mu [nconstraints] */
+    /* All constraint rows at once, with shared subexpressions (NULL when not generated; the
+     * runtime then uses the routines above with M and a dense Cholesky factorisation):
+     * d [nq] pivots of P M P^T = L D L^T (M positive definite iff all > 0; the other outputs are
+     * valid only then), qdd0 [nq] = M^-1 (B u - bias), J [nrows*nq], c [nrows], v [nrows] = J qd,
+     * a0 [nrows] = J qdd0 + Jdot qd, A [nrows*nq] (row i = M^-1 J_i^T), S [nrows*nrows] = J M^-1 J^T. */
+    void (*constrained_terms)(const double *q, const double *qd, const double *u, const double *p,
+                              double *d, double *qdd0, double *J, double *c, double *v, double *a0,
+                              double *A, double *S);
 
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
     void (*element_forces)(const double *q, const double *qd, const double *u, const double *p,

@@ -9,12 +9,15 @@ torques, longitudinal forces) onto the generalized coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 
 from ..model.core import Coordinate, Input
 from ..model.valid import ValidModel
+
+if TYPE_CHECKING:
+    from .constraints import ConstrainedTerms
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,15 @@ class Equations:
             g = self.M * sp.Matrix(self.qdd) + self.bias - bu
             self._jacobian = forward_derivatives(self.assignments, list(g), list(self.q) + list(self.qd))
         return self._jacobian
+
+    def constrained_terms(self) -> ConstrainedTerms:
+        """What the constrained dynamics needs at one state, as straight-line code: a sparse L D L^T
+        factorisation of M, the free accelerations and, for every constraint row, J, c, J qd,
+        J qdd0 + Jdot qd, M^-1 J^T and J M^-1 J^T (see
+        :func:`rodgen.symbolic.constraints.constrained_terms`). Built on each call; needs
+        ``constraints``."""
+        from .constraints import constrained_terms
+        return constrained_terms(self)
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - F - B u (zero along solutions)."""
