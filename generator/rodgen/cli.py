@@ -121,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")
     _add_model_args(b)
-    b.add_argument("--build-dir", default=None, metavar="DIR", 
+    b.add_argument("--build-dir", default=None, metavar="DIR",
                    help="cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
     b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O1", help="optimisation level (default O1)")
