@@ -87,7 +87,8 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
     s.add_argument("--method", choices=METHODS, default=None,
                    help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
-    s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
+    s.add_argument("--build-dir", default=None, metavar="DIR",
+                   help="build cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
     s.add_argument("--no-compile", action="store_true",
                    help="evaluate the equations with NumPy instead of compiling (slow; small models only)")
     s.add_argument("--progress", action="store_true", help="show a progress bar even if stderr is not a terminal")
