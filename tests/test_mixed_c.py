@@ -83,6 +83,10 @@ def test_compiled_mixed_simulation_agrees_with_scipy(pendulum2: rodgen.CompiledM
         np.testing.assert_allclose(getattr(c, field), getattr(s, field), rtol=0, atol=1e-6, err_msg=field)
     np.testing.assert_allclose(c.extra["compensating"], s.extra["compensating"], rtol=0, atol=1e-6)
     np.testing.assert_allclose(c.kinetic, s.kinetic, rtol=0, atol=1e-6)
+    # substeps: the same RK4 steps, every second one returned
+    c2 = mp.simulate([0.5, 0.0], 2.0, dt=2e-3, substeps=2)
+    np.testing.assert_allclose(c2.q, c.q[::2], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(c2.extra["compensating"], c.extra["compensating"][::2], rtol=0, atol=1e-12)
 
 
 def test_pendulum_on_a_moving_pivot_closed_forms(moving: rodgen.CompiledModel) -> None:

@@ -419,8 +419,8 @@ class MixedProblem:
         if callable(self.u):
             raise ValueError("solve() takes a constant u; this problem's u is a function of time")
         if self.compiled:
-            from .compiled import DynamicsError
             from ..contract import StatusCode
+            from .compiled import DynamicsError
             u = self._c_inputs()
             qdd, tau = np.empty((N, nq)), np.empty((N, npr))
             status = np.zeros(N, dtype=np.intc)
@@ -449,7 +449,7 @@ class MixedProblem:
         return qdd, tau
 
     def simulate(self, y0: Any, t_end: float, *, dt: float, method: Optional[str] = None, rtol: float = 1e-9,
-                 atol: float = 1e-11) -> SimulationResult:
+                 atol: float = 1e-11, substeps: int = 1) -> SimulationResult:
         """Integrate the free coordinates from t = 0 to ``t_end``, sampled every ``dt``.
 
         ``y0`` = [q_free, qd_free] at t = 0. The result holds all
@@ -459,7 +459,10 @@ class MixedProblem:
         ``method``: ``"rk4"`` runs in C with the fixed step ``dt`` (needs a
         compiled model and a constant ``u``; the default for them); a scipy
         method (``"DOP853"``, the default otherwise, ``"RK45"``, ``"Radau"``,
-        ...) integrates with ``solve_ivp`` to ``rtol``/``atol``.
+        ...) integrates with ``solve_ivp`` to ``rtol``/``atol``. With
+        ``"rk4"`` the step is ``dt / substeps`` (RK4 is stable while the step
+        times the highest natural angular frequency of the free coordinates
+        stays below about 2.8) and every ``substeps``-th state is returned.
         """
         if method is None:
             method = "rk4" if self.compiled and not callable(self.u) else "DOP853"
@@ -470,7 +473,21 @@ class MixedProblem:
             if callable(self.u):
                 raise ValueError("method='rk4' (in C) takes a constant u; give a scipy method such as "
                                  "'DOP853' for an input that is a function of time")
-            return self._simulate_c(y0, float(t_end), float(dt))
+            if int(substeps) != substeps or substeps < 1:
+                raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
+            res = self._simulate_c(y0, float(t_end), float(dt) / int(substeps))
+            if substeps > 1:
+                keep = np.unique(np.r_[np.arange(0, len(res.t), int(substeps)), len(res.t) - 1])
+                comp = res.extra["compensating"][keep]
+                assert res.qdd is not None
+                res = SimulationResult(t=res.t[keep], q=res.q[keep], qd=res.qd[keep], u=res.u[keep],
+                                       kinetic=res.kinetic[keep], potential=res.potential[keep],
+                                       coordinates=res.coordinates, inputs=res.inputs, status=res.status,
+                                       message=res.message, model=res.model, qdd=res.qdd[keep])
+                res.extra["compensating"] = comp
+            return res
+        if substeps != 1:
+            raise ValueError("substeps applies to method='rk4' (in C) only")
         from scipy.integrate import solve_ivp
         t_eval = np.arange(0.0, t_end + 0.5 * dt, dt)
         sol = solve_ivp(self.ode(), (0.0, float(t_eval[-1])), np.asarray(y0, dtype=float), method=method,
@@ -486,8 +503,8 @@ class MixedProblem:
         return res
 
     def _simulate_c(self, y0: Any, t_end: float, dt: float) -> SimulationResult:
-        from .integrate import _outcome
         from ..contract import StatusCode
+        from .integrate import _outcome
         ev, rt = self.ev, self.ev.runtime
         nf, npr = len(self.free), len(self.pres)
         y0 = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
