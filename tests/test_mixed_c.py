@@ -27,6 +27,14 @@ def pendulum2(build_dir: "os.PathLike[str]") -> rodgen.CompiledModel:
 
 
 @pytest.fixture(scope="module")
+def pendulum2_lagrange(build_dir: "os.PathLike[str]") -> rodgen.CompiledModel:
+    """The same model derived by Lagrange's equations (the default build is recursive): a second source
+    of the inverse dynamics."""
+    return rodgen.build(rodgen.load(os.path.join(EXAMPLES, "double_pendulum.yaml")), build_dir=build_dir,
+                        method="lagrange")
+
+
+@pytest.fixture(scope="module")
 def moving(build_dir: "os.PathLike[str]") -> rodgen.CompiledModel:
     """A point mass m on a massless rod L hung from a pivot moved along x, y (the floating base)."""
     model = rodgen.Model("moving_pendulum_c", base="floating")
@@ -45,6 +53,7 @@ def slew(a: float, w: float) -> tuple:
 
 @pytest.mark.parametrize("prescribed", ["th_upper", "th_lower"])
 def test_mixed_forces_equal_inverse_dynamics_along_the_motion(pendulum2: rodgen.CompiledModel,
+                                                              pendulum2_lagrange: rodgen.CompiledModel,
                                                               prescribed: str) -> None:
     u = np.array([0.7, -0.4])
     mp = MixedProblem(pendulum2, {prescribed: slew(0.4, 3.0)}, u=u)
@@ -53,9 +62,11 @@ def test_mixed_forces_equal_inverse_dynamics_along_the_motion(pendulum2: rodgen.
     assert res.status == Status.SUCCESS and res.q.shape == (751, 2)
     k = pendulum2.coordinates.index(prescribed)
     np.testing.assert_allclose(res.q[:, k], 0.4 * np.sin(3.0 * res.t), rtol=0, atol=1e-14)
-    # Q = M qdd + bias by the generated inverse dynamics; B u is what the inputs give
-    Q = pendulum2.inverse_dynamics(res.q, res.qd, res.qdd)
-    Bu = np.einsum("nij,j->ni", pendulum2.input_map(res.q), u)
+    # Q = M qdd + bias by the inverse dynamics of the Lagrange derivation; B u is what the inputs give
+    ref = pendulum2_lagrange
+    assert ref.method == "lagrange" and pendulum2.method != "lagrange"
+    Q = ref.inverse_dynamics(res.q, res.qd, res.qdd)
+    Bu = np.einsum("nij,j->ni", ref.input_map(res.q), u)
     free = 1 - k
     np.testing.assert_allclose(Q[:, free] - Bu[:, free], 0.0, rtol=0, atol=1e-9)
     np.testing.assert_allclose(res.extra["compensating"][:, 0], Q[:, k] - Bu[:, k], rtol=0, atol=1e-9)
@@ -65,8 +76,8 @@ def test_mixed_forces_equal_inverse_dynamics_along_the_motion(pendulum2: rodgen.
     rng = np.random.default_rng(SEED)
     q, qd, a = rng.standard_normal((20, 2)), rng.standard_normal((20, 2)), rng.standard_normal((20, 1))
     qdd, tau = mp.solve(q, qd, a)
-    Q = pendulum2.inverse_dynamics(q, qd, qdd)
-    Bu = np.einsum("nij,j->ni", pendulum2.input_map(q), u)
+    Q = ref.inverse_dynamics(q, qd, qdd)
+    Bu = np.einsum("nij,j->ni", ref.input_map(q), u)
     np.testing.assert_allclose(qdd[:, k], a[:, 0], rtol=0, atol=0)
     np.testing.assert_allclose(Q[:, free] - Bu[:, free], 0.0, rtol=0, atol=1e-9, err_msg=f"seed {SEED}")
     np.testing.assert_allclose(tau[:, 0], Q[:, k] - Bu[:, k], rtol=0, atol=1e-9, err_msg=f"seed {SEED}")
@@ -157,3 +168,17 @@ def test_mixed_bad_input(pendulum2: rodgen.CompiledModel) -> None:
         rt.mixed_accelerations(table, np.array(pres, dtype=np.intc), 1, np.zeros(2), np.zeros(2),
                                np.zeros(len(pres)), None, p, np.empty(2), np.empty(len(pres)), status)
         assert status[0] == StatusCode.ERR_OPTIONS
+
+
+def test_mixed_repeated_prescribed_index_is_an_error(moving: rodgen.CompiledModel) -> None:
+    rt, status = moving.runtime, np.zeros(1, dtype=np.intc)
+    for pres, expected in (([0, 0], StatusCode.ERR_OPTIONS), ([0, 1], StatusCode.OK), ([1, 0], StatusCode.OK)):
+        qdd, tau = np.empty(3), np.empty(2)
+        rt.mixed_accelerations(moving.table, np.array(pres, dtype=np.intc), 1, np.array([0.0, 0.0, -1.0]),
+                               np.zeros(3), np.array([0.0, 0.0]), None, moving.parameter_vector(), qdd, tau, status)
+        assert status[0] == expected, pres
+    # last call, pres [y, x]: pivot held still, bob released at rest at phi = -1 (phi'' = -g cos(phi) / L):
+    # the pivot force is m g sin(phi) (cos(phi), sin(phi)), given in the order of pres
+    m, g, phi = 1.3, 9.81, -1.0
+    assert qdd[2] == pytest.approx(-g * np.cos(phi) / 0.8, rel=1e-13)
+    np.testing.assert_allclose(tau, [m * g * np.sin(phi) ** 2, m * g * np.sin(phi) * np.cos(phi)], rtol=1e-13)
