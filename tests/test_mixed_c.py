@@ -7,6 +7,8 @@ pendulum on a prescribed moving pivot.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -182,3 +184,69 @@ def test_mixed_repeated_prescribed_index_is_an_error(moving: rodgen.CompiledMode
     m, g, phi = 1.3, 9.81, -1.0
     assert qdd[2] == pytest.approx(-g * np.cos(phi) / 0.8, rel=1e-13)
     np.testing.assert_allclose(tau, [m * g * np.sin(phi) ** 2, m * g * np.sin(phi) * np.cos(phi)], rtol=1e-13)
+
+
+MIXED_C = r"""
+#include <math.h>
+#include <stdio.h>
+#include "{prefix}.h"
+#include "rodgen_runtime.h"
+
+#define STEPS 500
+int main(void)
+{{
+    const rodgen_model *m = {prefix}_model();
+    int pres[1] = {{0}};
+    double times[2 * STEPS + 1], values[(2 * STEPS + 1) * 3];
+    double t_out[STEPS + 1], y_out[(STEPS + 1) * 2 * {M}_NQ], qdd_out[(STEPS + 1) * {M}_NQ];
+    double tau_out[STEPS + 1], y0[2] = {{0.5, 0.0}};
+    rodgen_mixed mx;
+    long i, n = 0, k = rodgen_mixed_grid(0.0, 0.5, 1e-3, NULL);
+    int status;
+    if (k != STEPS) {{
+        return 2;
+    }}
+    rodgen_mixed_grid(0.0, 0.5, 1e-3, times);
+    for (i = 0; i < 2 * STEPS + 1; ++i) {{
+        values[3 * i] = 0.3 * sin(2.0 * times[i]);
+        values[3 * i + 1] = 0.6 * cos(2.0 * times[i]);
+        values[3 * i + 2] = -1.2 * sin(2.0 * times[i]);
+    }}
+    mx.npres = 1;
+    mx.pres = pres;
+    mx.n = 2 * STEPS + 1;
+    mx.times = times;
+    mx.values = values;
+    status = rodgen_mixed_simulate(m, &mx, NULL, m->default_p, 0.0, 0.5, 1e-3, y0, STEPS + 1, t_out, y_out,
+                                   qdd_out, tau_out, &n);
+    printf("%d %ld %.17g\n", status, n, t_out[n - 1]);
+    for (i = 0; i < 2 * {M}_NQ; ++i) {{
+        printf("%.17g\n", y_out[(n - 1) * 2 * {M}_NQ + i]);
+    }}
+    printf("%.17g\n", tau_out[n - 1]);
+    return status;
+}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_mixed_simulation_from_c_alone(tmp_path: "os.PathLike[str]", pendulum2: rodgen.CompiledModel) -> None:
+    """The generated files and the runtime's C, built with the strict flags, run a mixed problem that
+    agrees with the Python MixedProblem (scipy's DOP853)."""
+    from pathlib import Path
+    out = Path(tmp_path)
+    files = rodgen.generate(rodgen.load(os.path.join(EXAMPLES, "double_pendulum.yaml")), out)
+    (out / "mixed.c").write_text(MIXED_C.format(prefix=files.spec.prefix, M=files.spec.macro))
+    cmd = ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "mixed.c",
+           *sorted(n for n in files.files if n.endswith(".c")), "-o", "mixed", "-lm"]
+    res = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
+    assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
+    run = subprocess.run([str(out / "mixed")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    head, *rest = run.stdout.strip().split("\n")
+    assert head.split()[:2] == ["0", "501"] and float(head.split()[2]) == 0.5
+    y_c = np.array([float(x) for x in rest])
+    ref = MixedProblem(pendulum2, {"th_upper": slew(0.3, 2.0)}).simulate([0.5, 0.0], 0.5, dt=0.5, method="DOP853",
+                                                                         rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y_c[:4], np.r_[ref.q[-1], ref.qd[-1]], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(y_c[4], ref.extra["compensating"][-1, 0], rtol=0, atol=1e-8)
