@@ -483,8 +483,10 @@ static int rodgen_batch_one(const rodgen_model *m, const rodgen_sim_options *o, 
         /* rows 0 (the start) and 1 (the end, or the state a failure stops at) of a scratch block */
         rodgen_sim_options fo = *o;
         double t_s[2], y_s[2 * ny], u_s[2 * (nu > 0 ? nu : 1)];
-        fo.store_every = 1L << 62;
-        status = rodgen_simulate(m, &fo, &inp, p, &s, 2, t_s, y_s, u_s, &n);
+        fo.store_every = 2147483647L;   /* at most LONG_MAX everywhere; a longer run refills the scratch */
+        do {
+            status = rodgen_simulate(m, &fo, &inp, p, &s, 2, t_s, y_s, u_s, &n);
+        } while (status == RODGEN_SIM_FULL);
         if (n > 0) {
             b->t_out[i] = t_s[n - 1];
             for (j = 0; j < ny; ++j) {
