@@ -31,8 +31,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
-from common import NumericTree, missing, mjcf, write_json  # noqa: E402
 from rodgen.examples import vl_chain  # noqa: E402
+
+from common import NumericTree, missing, mjcf, write_json  # noqa: E402
 
 T_END, DT = 1.0, 1e-3
 

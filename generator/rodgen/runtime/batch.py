@@ -22,7 +22,7 @@ import numpy as np
 from ..contract import StatusCode
 from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable
-from .integrate import (_CALLBACK, _METHOD, DOPRI5_MAX_STEPS, Integrator, _failure, _input_law, _method)
+from .integrate import _CALLBACK, _METHOD, DOPRI5_MAX_STEPS, Integrator, _failure, _input_law, _method
 from .result import Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -238,12 +238,11 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
             tt = t_out[i * cap + last] if rows[i] else t0
             msg = f"trajectory {i} stopped at t = {tt:.9g}: {why}"
         messages.append(msg)
-    if final_only:
-        Y, t, U = y_out.reshape(n, ny), t_out, u_out.reshape(n, nu)
-        q, qd = Y[:, :nq], Y[:, nq:]
-    else:
-        Y, t, U = y_out.reshape(n, cap, ny), t_out.reshape(n, cap), u_out.reshape(n, cap, nu)
-        q, qd = Y[:, :, :nq], Y[:, :, nq:]
+    shape = (n,) if final_only else (n, cap)
+    Y: np.ndarray = y_out.reshape(shape + (ny,))
+    t: np.ndarray = t_out.reshape(shape)
+    U: np.ndarray = u_out.reshape(shape + (nu,))
+    q, qd = Y[..., :nq], Y[..., nq:]
     res = BatchResult(t=t, q=q, qd=qd, u=U, rows=rows, status=status, codes=codes, messages=messages,
                       steps=steps_out, evaluations=evals, coordinates=list(sys.coordinates),
                       inputs=list(sys.inputs), model=sys.name, final_only=final_only)

@@ -22,8 +22,8 @@ from ..errors import RodgenError
 from .callables import input_function, names_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .result import SimulationResult
     from .batch import BatchResult
+    from .result import SimulationResult
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
