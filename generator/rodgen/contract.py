@@ -400,7 +400,8 @@ FUNCTIONS: tuple[Function, ...] = (
              "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first, long stride, "
              "double *work",
              "Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as "
-             "rodgen_simulate does (the same numbers), writing its rows, status and counts; a trajectory whose "
+             "rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to NaN), "
+             "status and counts; a trajectory whose "
              "start state, parameters or inputs are not finite gets RODGEN_ERR_NONFINITE_INPUT and no rows. "
              "work [RODGEN_SIM_STORAGE(nq)] doubles is the caller's; concurrent calls on disjoint trajectories "
              "(one work array each) are safe, so threads share a batch by first = k, stride = threads."),

@@ -167,10 +167,11 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
 int rodgen_input_eval(const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, double *u);
 
 /* Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as
- * rodgen_simulate does (the same numbers), writing its rows, status and counts; a trajectory whose
- * start state, parameters or inputs are not finite gets RODGEN_ERR_NONFINITE_INPUT and no rows. work
- * [RODGEN_SIM_STORAGE(nq)] doubles is the caller's; concurrent calls on disjoint trajectories (one
- * work array each) are safe, so threads share a batch by first = k, stride = threads. */
+ * rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to
+ * NaN), status and counts; a trajectory whose start state, parameters or inputs are not finite gets
+ * RODGEN_ERR_NONFINITE_INPUT and no rows. work [RODGEN_SIM_STORAGE(nq)] doubles is the caller's;
+ * concurrent calls on disjoint trajectories (one work array each) are safe, so threads share a batch
+ * by first = k, stride = threads. */
 void rodgen_simulate_batch(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first, long stride, double *work);
 
 #ifdef __cplusplus

@@ -512,11 +512,30 @@ static int rodgen_batch_one(const rodgen_model *m, const rodgen_sim_options *o, 
     return status;
 }
 
+/* NaN in the rows of trajectory i from row `from` on (the rows it did not write). */
+static void rodgen_batch_blank(const rodgen_model *m, const rodgen_batch *b, long i, long from)
+{
+    const int ny = 2 * m->nq, nu = m->nu;
+    const long c = b->final_only ? 1 : b->capacity;
+    long r;
+    int j;
+    for (r = from; r < c; ++r) {
+        b->t_out[i * c + r] = NAN;
+        for (j = 0; j < ny; ++j) {
+            b->y_out[(i * c + r) * ny + j] = NAN;
+        }
+        for (j = 0; j < nu; ++j) {
+            b->u_out[(i * c + r) * nu + j] = NAN;
+        }
+    }
+}
+
 void rodgen_simulate_batch(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first,
     long stride, double *work)
 {
     long i;
     for (i = first; i < b->n; i += stride) {
         b->status[i] = rodgen_batch_one(m, o, b, i, work, &b->rows[i]);
+        rodgen_batch_blank(m, b, i, b->rows[i]);
     }
 }

@@ -204,9 +204,8 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
         if capacity < 2:
             raise ValueError(f"simulate_batch: max_rows must be at least 2; got {max_rows!r}")
     cap = 1 if final_only else capacity
-    t_out = np.full(n * cap, np.nan)
-    y_out = np.full(n * cap * ny, np.nan)
-    u_out = np.full(n * cap * nu, np.nan)
+    # filled by the threads, the rows a trajectory does not reach with NaN
+    t_out, y_out, u_out = np.empty(n * cap), np.empty(n * cap * ny), np.empty(n * cap * nu)
     rows = np.zeros(n, dtype=np.dtype("l"))
     codes = np.zeros(n, dtype=np.intc)
     steps_out = np.zeros(n, dtype=np.dtype("l"))
