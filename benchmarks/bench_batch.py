@@ -2,8 +2,9 @@
 
 1000 trajectories of rodgen.examples.vl_chain(5) (10 coordinates), 1 s each at 1 kHz with classical RK4,
 zero inputs, initial angles spread around the model's initial state. Measured, each as the median of
-``--repeat`` runs, with wall time and the process's user CPU time (the machine may be shared: the CPU time
-shows the work, the wall time the parallelism):
+``--repeat`` runs (rodgen's 1- and 2-thread runs interleaved), with wall time and the process's user
+CPU time (the machine may be shared: the CPU time shows the work, the wall time the parallelism). The
+share of each of the 2 threads, run alone, gives the speedup two free cores allow, whatever the load:
 
 * rodgen ``simulate_batch(..., threads=k)`` storing every step (as the rollout does) and only the final
   states (``store="final"``), for k = 1 and 2;
@@ -55,6 +56,22 @@ def measure(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
     return {"wall_s": statistics.median(walls), "user_s": statistics.median(users), "wall_min_s": min(walls)}
 
 
+def alternate(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, dict[str, float]]:
+    """measure() of several functions, their runs interleaved (after one warm-up each)."""
+    for fn in fns.values():
+        fn()
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    users: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            u0, t0 = _user(), time.perf_counter()
+            fn()
+            walls[k].append(time.perf_counter() - t0)
+            users[k].append(_user() - u0)
+    return {k: {"wall_s": statistics.median(walls[k]), "user_s": statistics.median(users[k]),
+                "wall_min_s": min(walls[k])} for k in fns}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="number of trajectories")
@@ -74,12 +91,12 @@ def main() -> None:
                            "model": "vl_chain(5)", "nq": nq, "repeat": args.repeat, "runs": {}}
     out["load_average_1min_at_start"] = os.getloadavg()[0]
     runs = out["runs"]
-    for threads in (1, 2):
-        for store in ("all", "final"):
-            key = f"rodgen_{store}_{threads}t"
-            runs[key] = measure(lambda: robot.simulate_batch(y0s, T_END, DT, threads=threads, store=store),
-                                args.repeat)
-            print(key, runs[key], flush=True)
+    # 1 and 2 threads alternate, so that a change of the machine's load hits both alike
+    fns = {f"rodgen_{store}_{threads}t": (lambda threads=threads, store=store: robot.simulate_batch(
+        y0s, T_END, DT, threads=threads, store=store)) for store in ("all", "final") for threads in (1, 2)}
+    runs.update(alternate(fns, args.repeat))
+    for key in fns:
+        print(key, runs[key], flush=True)
     # the share of each of 2 threads (trajectory i on thread i % 2), each run alone on one thread: the
     # speedup two free cores give is the total work over the larger share (independent of other load)
     halves = [measure(lambda: robot.simulate_batch(y0s[k::2], T_END, DT, threads=1, store="all"), args.repeat)
