@@ -358,6 +358,29 @@ STRUCTS: tuple[Struct, ...] = (
         Field("const double *", "times", "[n] sample times, strictly increasing"),
         Field("const double *", "values", "[n*3*npres] rows q_p, qd_p, qdd_p"),
     )),
+    Struct("rodgen_batch", "A batch of trajectories for rodgen_simulate_batch: trajectory i starts from "
+                           "y0 + i*y0_stride with the parameters p + i*p_stride (a stride of 0 shares one row).", (
+        Field("long", "n", "number of trajectories"),
+        Field("double", "t0", "start time of every trajectory"),
+        Field("const double *", "y0", "initial states, rows of [2*nq]"),
+        Field("long", "y0_stride", "2*nq, or 0: one state for all"),
+        Field("const double *", "p", "parameters, rows of [np]"),
+        Field("long", "p_stride", "np, or 0: one parameter vector for all"),
+        Field("const rodgen_input *", "input", "the input law of every trajectory"),
+        Field("const double *", "u", "rows of input->u per trajectory (CONSTANT: [nu] inputs, PD: [nu] "
+                                     "feedforward), or NULL: input->u for all"),
+        Field("long", "u_stride", "nu (or 0)"),
+        Field("void **", "contexts", "CALLBACK: [n] context of each trajectory, or NULL: input->context for all"),
+        Field("long", "capacity", "rows stored per trajectory (final_only: unused)"),
+        Field("int", "final_only", "store only the final state (one row per trajectory)"),
+        Field("double *", "t_out", "[n*capacity] times (final_only: [n])"),
+        Field("double *", "y_out", "[n*capacity*2*nq] states (final_only: [n*2*nq])"),
+        Field("double *", "u_out", "[n*capacity*nu] inputs at the stored states (final_only: [n*nu])"),
+        Field("long *", "rows", "[n] rows written per trajectory"),
+        Field("int *", "status", "[n] status of each trajectory (RODGEN_OK at t_end)"),
+        Field("long *", "steps", "[n] accepted steps, or NULL"),
+        Field("long *", "evaluations", "[n] rhs evaluations, or NULL"),
+    )),
 )
 
 
@@ -428,6 +451,15 @@ FUNCTIONS: tuple[Function, ...] = (
              "rows written. Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid, capacity or sample times), "
              "RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row "
              "holds the last good state)."),
+    Function("void", "rodgen_simulate_batch",
+             "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first, long stride, "
+             "double *work",
+             "Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as "
+             "rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to NaN), "
+             "status and counts; a trajectory whose "
+             "start state, parameters or inputs are not finite gets RODGEN_ERR_NONFINITE_INPUT and no rows. "
+             "work [RODGEN_SIM_STORAGE(nq)] doubles is the caller's; concurrent calls on disjoint trajectories "
+             "(one work array each) are safe, so threads share a batch by first = k, stride = threads."),
 )
 
 

@@ -130,6 +130,29 @@ typedef struct {
     const double *values;        /* [n*3*npres] rows q_p, qd_p, qdd_p */
 } rodgen_mixed;
 
+/* A batch of trajectories for rodgen_simulate_batch: trajectory i starts from y0 + i*y0_stride with the parameters p + i*p_stride (a stride of 0 shares one row). */
+typedef struct {
+    long n;                      /* number of trajectories */
+    double t0;                   /* start time of every trajectory */
+    const double *y0;            /* initial states, rows of [2*nq] */
+    long y0_stride;              /* 2*nq, or 0: one state for all */
+    const double *p;             /* parameters, rows of [np] */
+    long p_stride;               /* np, or 0: one parameter vector for all */
+    const rodgen_input *input;   /* the input law of every trajectory */
+    const double *u;             /* rows of input->u per trajectory (CONSTANT: [nu] inputs, PD: [nu] feedforward), or NULL: input->u for all */
+    long u_stride;               /* nu (or 0) */
+    void **contexts;             /* CALLBACK: [n] context of each trajectory, or NULL: input->context for all */
+    long capacity;               /* rows stored per trajectory (final_only: unused) */
+    int final_only;              /* store only the final state (one row per trajectory) */
+    double *t_out;               /* [n*capacity] times (final_only: [n]) */
+    double *y_out;               /* [n*capacity*2*nq] states (final_only: [n*2*nq]) */
+    double *u_out;               /* [n*capacity*nu] inputs at the stored states (final_only: [n*nu]) */
+    long *rows;                  /* [n] rows written per trajectory */
+    int *status;                 /* [n] status of each trajectory (RODGEN_OK at t_end) */
+    long *steps;                 /* [n] accepted steps, or NULL */
+    long *evaluations;           /* [n] rhs evaluations, or NULL */
+} rodgen_batch;
+
 /* Cholesky factorisation A = L L^T in place (A n x n, row-major, symmetric; L in its lower triangle).
  * Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot falls below RODGEN_PIVOT_RTOL
  * times its diagonal entry. */
@@ -182,6 +205,14 @@ long rodgen_mixed_grid(double t0, double t_end, double dt, double *times);
  * RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row holds
  * the last good state). */
 int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, double *y_out, double *qdd_out, double *tau_out, long *n_out);
+
+/* Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as
+ * rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to
+ * NaN), status and counts; a trajectory whose start state, parameters or inputs are not finite gets
+ * RODGEN_ERR_NONFINITE_INPUT and no rows. work [RODGEN_SIM_STORAGE(nq)] doubles is the caller's;
+ * concurrent calls on disjoint trajectories (one work array each) are safe, so threads share a batch
+ * by first = k, stride = threads. */
+void rodgen_simulate_batch(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first, long stride, double *work);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 """Runtime stage: the Python face of a compiled model (no symbolic work here)."""
 from __future__ import annotations
 
+from .batch import BatchResult
 from .balance import EnergyBalance, energy_balance
 from .ccontroller import CController
 from .compiled import STATUS_MESSAGES, CompiledModel, DynamicsError
@@ -10,4 +11,4 @@ from .integrate import Integrator
 
 __all__ = ["contact_inverse_dynamics", "ContactInverseDynamics", "ContactInverseDynamicsError", "CompiledModel",
            "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque", "Integrator",
-           "EnergyBalance", "energy_balance", "CController"]
+           "EnergyBalance", "energy_balance", "CController", "BatchResult"]

@@ -22,6 +22,7 @@ from ..errors import RodgenError
 from .callables import input_function, names_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .batch import BatchResult
     from .result import SimulationResult
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
@@ -532,6 +533,24 @@ class CompiledModel:
         return simulate(self, y0, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                         controller=controller, store_every=store_every, max_steps=max_steps, t0=t0, h_max=h_max,
                         h_min=h_min, progress=progress)
+
+    def simulate_batch(self, y0s: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
+                       rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Any = None,
+                       controller: Any = None, store_every: int = 1, store: str = "all",
+                       max_steps: Optional[int] = None, max_rows: Optional[int] = None, t0: float = 0.0,
+                       h_max: Optional[float] = None, h_min: float = 0.0,
+                       threads: Optional[int] = None) -> "BatchResult":
+        """N trajectories in one call, in C without the GIL on ``threads`` threads (default: every core).
+
+        ``y0s`` (N, 2 nq), ``p`` (N, np) and constant ``u`` (N, nu) may be stacked or shared (one row);
+        the input law is a constant, a PD or ComputedTorque controller or a CController (no Python
+        callables). Each trajectory gives the same numbers as :meth:`simulate`, for any thread count.
+        ``store="final"`` keeps only the final states. See :func:`rodgen.runtime.batch.simulate_batch`.
+        """
+        from .batch import simulate_batch
+        return simulate_batch(self, y0s, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
+                              controller=controller, store_every=store_every, store=store, max_steps=max_steps,
+                              max_rows=max_rows, t0=t0, h_max=h_max, h_min=h_min, threads=threads)
 
     def energy(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> tuple:
         """(kinetic, potential) energy: two floats, or two (N,) arrays for a batch."""
