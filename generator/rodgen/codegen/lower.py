@@ -104,12 +104,19 @@ class _Groups:
         self.p = Group(Argument("p", NP, "parameters"), eqs.params)
 
 
-def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str, str]]]:
-    """The lower triangle of a symmetric matrix as outputs, the upper one as copies."""
+#: Mirrored entries of a symmetric matrix from which the upper triangle is copied in a loop, not entry by
+#: entry (hundreds of copies through the output pointer cost the C compiler more than the whole matrix).
+MIRROR_LOOP_MIN = 6
+
+
+def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str, ...]]]:
+    """The lower triangle of a symmetric matrix as outputs, the upper one as copies (one loop when long)."""
     n = M.shape[0]
     lower_tri = [(i, j) for i in range(n) for j in range(i + 1)]
-    return ([(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri],
-            [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j])
+    items = [(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri]
+    if n * (n - 1) // 2 >= MIRROR_LOOP_MIN:
+        return items, [(f"M[j*{n} + i]", f"M[i*{n} + j]", f"for (int i = 1; i < {n}; ++i) for (int j = 0; j < i; ++j)")]
+    return items, [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j]
 
 
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
