@@ -19,6 +19,7 @@ import ctypes
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -108,7 +109,8 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
 
 def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
-          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
+          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None,
+          defer_jacobian: bool = True) -> "CompiledModel":
     """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
 
     Parameters
@@ -119,6 +121,12 @@ def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, Non
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
     progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
+    defer_jacobian : with ``codegen.jacobian`` None (automatic), a model that gets the exact RHS
+        Jacobian (at most ``JACOBIAN_AUTO_MAX_NQ`` coordinates) is compiled without it, and the
+        Jacobian is generated and compiled on its first use (``rhs_jacobian``, ``ode().jac``) as a
+        second build of the same equations with ``CodegenOptions(jacobian=True)``, cached like any
+        build. Its code is larger than the rest of a small model's, so this halves the build.
+        False compiles it now, into the same library (as ``CodegenOptions(jacobian=True)`` does).
 
     Returns
     -------
@@ -129,11 +137,18 @@ def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, Non
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
         eqs = equations_of(source, method=method)
         bar.update(1)
-        files = render(lower(eqs, options=codegen))
+        codegen = codegen or CodegenOptions()
+        deferred = defer_jacobian and codegen.jacobian is None and codegen.wants_jacobian(len(eqs.q))
+        files = render(lower(eqs, options=replace(codegen, jacobian=False) if deferred else codegen))
         bar.update(1)
         path = compile_files(files, build_dir=build_dir, options=options)
         bar.update(1)
-    return load_module(path)
+    compiled = load_module(path)
+    if deferred:
+        root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
+        full = replace(codegen, jacobian=True)
+        compiled.defer_jacobian(lambda: build(eqs, build_dir=root, options=options, codegen=full, progress=False))
+    return compiled
 
 
 _libraries: dict[str, ctypes.CDLL] = {}
