@@ -49,7 +49,7 @@ origin), all in node coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import sympy as sp
 
@@ -251,7 +251,8 @@ class _Joints:
         # T: tree coordinate rates are T qd (T constant, sparse)
         self.Tmap: list[list[tuple[int, sp.Expr]]] = []
         for nd in nodes:
-            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q)]
+            free = sp.sympify(nd.coord).free_symbols
+            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q) if qj in free]
             row = [(j, cf) for j, cf in row if cf != 0]
             if any(qj in cf.free_symbols for _, cf in row for qj in k.q):
                 raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
@@ -478,8 +479,8 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
 
     keys = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
-    def sym3(d: dict[tuple[int, int], sp.Expr]) -> sp.Matrix:
-        return sp.Matrix(3, 3, lambda a, b: d[(min(a, b), max(a, b))])
+    def sym3(d: dict[tuple[int, int], sp.Expr]) -> list[list[sp.Expr]]:
+        return [[d[(min(a, b), max(a, b))] for b in range(3)] for a in range(3)]
 
     # pass 1 (outward): velocities, velocity-product accelerations, rigid inertias and bias forces
     vel: list[tuple[sp.Expr, ...]] = []
@@ -505,8 +506,7 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     for i in reversed(range(N)):
         Ii = {kk: e(sp.Add(*IA[i][kk]), f"{i}_IA{kk[0]}{kk[1]}") for kk in keys}
         pi = tuple(e(sp.Add(*pA[i][a]), f"{i}_pA{a}") for a in range(3))
-        Sv = sp.Matrix(J.S[i])
-        Ui = sym3(Ii) * Sv
+        Ui = _matvec(sym3(Ii), J.S[i])
         U[i] = tuple(e(Ui[a], f"{i}_U{a}") for a in range(3))
         D = e(sum((J.S[i][a] * U[i][a] for a in range(3)), _0), f"{i}_D")
         Dinv[i] = e(1 / D, f"{i}_Dinv")
@@ -516,16 +516,16 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
             continue
         Ia = {(a, b): e(Ii[(a, b)] - U[i][a] * U[i][b] * Dinv[i], f"{i}_Ia{a}{b}") for a, b in keys}
         Iam = sym3(Ia)
-        ci = sp.Matrix(cacc[i])
+        ci = _matvec(Iam, cacc[i])
         Uud = e(uu[i] * Dinv[i], f"{i}_uD")
-        pa = tuple(e(pi[a] + (Iam[a, :] * ci)[0] + U[i][a] * Uud, f"{i}_pa{a}") for a in range(3))
+        pa = tuple(e(pi[a] + ci[a] + U[i][a] * Uud, f"{i}_pa{a}") for a in range(3))
         # to the parent: X^T Ia X with X = Rt P (Rt = diag(1, R^T), P the shift by the origin)
         c, s = J.c[i], J.s[i]
-        Rt = sp.Matrix([[1, 0, 0], [0, c, s], [0, -s, c]])
-        P = sp.Matrix([[1, 0, 0], [-J.py[i], 1, 0], [J.px[i], 0, 1]])
-        B1 = Rt.T * Iam * Rt
+        Rt = [[_1, _0, _0], [_0, c, s], [_0, -s, c]]
+        P = [[_1, _0, _0], [-J.py[i], _1, _0], [J.px[i], _0, _1]]
+        B1 = _congruence(Rt, Iam, keys)
         B1 = sym3({kk: e(B1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
-        B2 = P.T * B1 * P
+        B2 = _congruence(P, B1, keys)
         for kk in keys:
             IA[p][kk].append(e(B2[kk], f"{i}_Ip{kk[0]}{kk[1]}"))
         for a, val in enumerate(J.force_out(i, pa, f"{i}_pp")):
@@ -543,6 +543,20 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
         acc.append(tuple(e(a1[a] + J.S[i][a] * qdd_i, f"{i}_a{a}") for a in range(3)))
     qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(N) if Tinv[j, i] != 0]) for j in range(n)])
     return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd, Dinv)
+
+
+def _matvec(A: Sequence[Sequence[sp.Expr]], v: Sequence[sp.Expr]) -> list[sp.Expr]:
+    """A v for a 3 x 3 A (lists; the sums SymPy's matrix product forms, without its matrix machinery)."""
+    return [sp.Add(*[A[a][b] * v[b] for b in range(3) if A[a][b] != 0 and v[b] != 0]) for a in range(3)]
+
+
+def _congruence(X: Sequence[Sequence[sp.Expr]], A: Sequence[Sequence[sp.Expr]],
+                keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], sp.Expr]:
+    """The entries ``keys`` of X^T A X (A symmetric, 3 x 3, lists), as (X^T A) X."""
+    XtA = [[sp.Add(*[X[k][a] * A[k][b] for k in range(3) if X[k][a] != 0 and A[k][b] != 0]) for b in range(3)]
+           for a in range(3)]
+    return {(a, b): sp.Add(*[XtA[a][k] * X[k][b] for k in range(3) if XtA[a][k] != 0 and X[k][b] != 0])
+            for a, b in keys}
 
 
 def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
