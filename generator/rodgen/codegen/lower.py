@@ -151,7 +151,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
             [g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
             [("Q", "generalized forces M qdd + bias",
-              [(f"Q[{i}]", ex) for i, ex in enumerate(M * sp.Matrix(eqs.qdd) + bias)])], [], a, options),
+              [(f"Q[{i}]", _row_times(M, i, eqs.qdd) + bias[i]) for i in range(n)])], [], a, options),
         build_routine(
             "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
             ("V holds gravity and springs.",), [g.q, g.qd, g.p, output("e", "2", "kinetic, potential energy")],
@@ -191,7 +191,7 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     out: list[Routine] = []
     if need_mass_force:
         m_items, _ = _mass_items(eqs.M)
-        bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
+        bu = [_row_times(eqs.B, i, eqs.u) for i in range(n)]
         bias = eqs.bias
         out.append(build_routine(
             "mass_force", f"{prefix}_mass_force",
@@ -302,6 +302,11 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+
+def _row_times(A: sp.Matrix, i: int, x: Sequence[sp.Basic]) -> sp.Expr:
+    """Row i of A times the vector x: the sum a matrix product forms, without SymPy's matrix machinery."""
+    return sp.Add(*[A[i, j] * xj for j, xj in enumerate(x) if A[i, j] != 0])
+
 
 def _find(routines: Sequence[Routine], name: str) -> Routine:
     return next(r for r in routines if r.name == name)

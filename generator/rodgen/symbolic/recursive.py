@@ -523,8 +523,8 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
         c, s = J.c[i], J.s[i]
         Rt = [[_1, _0, _0], [_0, c, s], [_0, -s, c]]
         P = [[_1, _0, _0], [-J.py[i], _1, _0], [J.px[i], _0, _1]]
-        B1 = _congruence(Rt, Iam, keys)
-        B1 = sym3({kk: e(B1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
+        R1 = _congruence(Rt, Iam, keys)
+        B1 = sym3({kk: e(R1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
         B2 = _congruence(P, B1, keys)
         for kk in keys:
             IA[p][kk].append(e(B2[kk], f"{i}_Ip{kk[0]}{kk[1]}"))

@@ -36,6 +36,7 @@ from .compiler import (
     compiler_identity,
     find_compiler,
     library_suffix,
+    model_cflags,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -51,7 +52,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
         "sources": files.digest(),
         "rodgen": __version__,
         "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
-        "cflags": " ".join(options.cflags()),
+        "cflags": " ".join(model_cflags(options)),
         "library": library_suffix(),
         "platform": sys.platform,
     }
@@ -99,7 +100,7 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
         manifest = {
             "model": spec.name, "content_hash": spec.content_hash, "build_hash": digest,
             "rodgen": spec.version, "method": spec.method, "library": lib_file, "prefix": spec.prefix,
-            "files": sorted(files.files), "cflags": options.cflags(),
+            "files": sorted(files.files), "cflags": model_cflags(options),
             "compiler": " ".join(find_compiler(options.compiler)),
             "compile_seconds": round(time.perf_counter() - start, 3),
         }
