@@ -108,6 +108,13 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
     return final / lib_file
 
 
+def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = True) -> tuple[CodegenOptions, bool]:
+    """The code-stage options :func:`build` compiles a model of ``nq`` coordinates with, and whether its RHS
+    Jacobian is deferred to the first use (``codegen.jacobian`` None, a model small enough to get one)."""
+    deferred = defer_jacobian and codegen.jacobian is None and codegen.wants_jacobian(nq)
+    return (replace(codegen, jacobian=False) if deferred else codegen), deferred
+
+
 def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
           codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None,
@@ -139,8 +146,8 @@ def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, Non
         eqs = equations_of(source, method=method)
         bar.update(1)
         codegen = codegen or CodegenOptions()
-        deferred = defer_jacobian and codegen.jacobian is None and codegen.wants_jacobian(len(eqs.q))
-        files = render(lower(eqs, options=replace(codegen, jacobian=False) if deferred else codegen))
+        now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
+        files = render(lower(eqs, options=now))
         bar.update(1)
         path = compile_files(files, build_dir=build_dir, options=options)
         bar.update(1)
@@ -194,6 +201,6 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import CompiledModel
 
-__all__ = ["build", "compile_files", "load_module", "build_key", "library_name", "generate", "BuildOptions",
+__all__ = ["build", "build_codegen", "compile_files", "load_module", "build_key", "library_name", "generate", "BuildOptions",
            "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions", "load_runtime",
            "runtime_path", "cache_dir"]
