@@ -102,6 +102,11 @@ class Equations:
     articulated_reason : why ``articulated`` is None (coupled coordinates, masses at
         intermediate fractions of variable segments, a non-positive articulated inertia);
         empty when it is given.
+    inverse : M qdd + bias, the inverse dynamics, as an (n, 1) column when the method has an O(n)
+        recursion for it (the recursive method: Newton-Euler with the accelerations and gravity),
+        in the symbols of ``assignments`` and ``inverse_assignments`` (which follow ``assignments``,
+        may refer to them, and are the only ones that refer to ``qdd``); None otherwise (the code
+        stage then prints M qdd + bias).
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -132,6 +137,8 @@ class Equations:
     constraints: list[ConstraintEquations] = field(default_factory=list)
     articulated: Optional[ForwardDynamics] = None
     articulated_reason: str = NOT_DERIVED
+    inverse: Optional[sp.Matrix] = None
+    inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
 
@@ -179,8 +186,10 @@ class Equations:
             from .derivative import forward_derivatives
             n = len(self.q)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
-            g = self.M * sp.Matrix(self.qdd) + self.bias - bu
-            self._jacobian = forward_derivatives(self.assignments, list(g), list(self.q) + list(self.qd))
+            # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
+            g = (self.M * sp.Matrix(self.qdd) + self.bias if self.inverse is None else self.inverse) - bu
+            self._jacobian = forward_derivatives(self.assignments + self.inverse_assignments, list(g),
+                                                 list(self.q) + list(self.qd))
         return self._jacobian
 
     def residual(self) -> sp.Matrix:

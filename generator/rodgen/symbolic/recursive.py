@@ -354,6 +354,7 @@ def derive_recursive(model: ValidModel) -> Equations:
     vel: list[tuple[sp.Expr, ...]] = []
     acl: list[tuple[sp.Expr, ...]] = []
     frc: list[list[list[sp.Expr]]] = []
+    Ivs: list[tuple[sp.Expr, ...]] = []
     for i, nd in enumerate(nodes):
         vp = vel[nd.parent] if nd.parent >= 0 else zero3
         ap = acl[nd.parent] if nd.parent >= 0 else zero3
@@ -370,6 +371,7 @@ def derive_recursive(model: ValidModel) -> Equations:
         # f = I a + v x* (I v)
         Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
         Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
+        Ivs.append(Iv)
         f = (inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1],
              m * a[1] - a[0] * hy - w * Iv[2],
              m * a[2] + a[0] * hx + w * Iv[1])
@@ -396,6 +398,38 @@ def derive_recursive(model: ValidModel) -> Equations:
         w, sx, sy = S[i]
         Gt.append(e(-(w * (hx * g[1] - hy * g[0]) + m * (sx * g[0] + sy * g[1])), f"{i}_G"))
 
+    # --- recursive Newton-Euler with the accelerations and gravity: M qdd + h + G (inverse dynamics) --
+    # the same recursion as the velocity terms, each node's acceleration with S sdd added and the ground
+    # accelerating against gravity: O(n) code where M qdd + bias costs O(n^2)
+    mark = len(e.assignments)          # what follows refers to qdd: kept apart from the assignments of M, h, G
+    iacl: list[tuple[sp.Expr, ...]] = []
+    ifrc: list[list[list[sp.Expr]]] = []
+    for i, nd in enumerate(nodes):
+        sdd = sp.Add(*[cf * k.qdd[j] for j, cf in Tmap[i]])
+        ain = motion_in(i, iacl[nd.parent] if nd.parent >= 0 else (_0, -gx0, -gy0), "iap")
+        w, vx, vy = vel[i]
+        Sq = tuple(sv * sd[i] for sv in S[i])
+        a = (e(ain[0] + S[i][0] * sdd, f"{i}_iaw"),
+             e(ain[1] - w * Sq[2] + vy * Sq[0] + S[i][1] * sdd, f"{i}_iax"),
+             e(ain[2] + w * Sq[1] - vx * Sq[0] + S[i][2] * sdd, f"{i}_iay"))
+        iacl.append(a)
+        m, hx, hy, inertia = body[i]
+        Iv = Ivs[i]
+        ifrc.append([[inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1]],
+                     [m * a[1] - a[0] * hy - w * Iv[2]],
+                     [m * a[2] + a[0] * hx + w * Iv[1]]])
+    itau: list[sp.Expr] = [_0] * N
+    for i in reversed(range(N)):
+        f = tuple(e(sp.Add(*t), f"{i}_if{nm}") for t, nm in zip(ifrc[i], "nxy"))
+        w, sx, sy = S[i]
+        itau[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_itau")
+        p = nodes[i].parent
+        if p >= 0:
+            for slot, val in zip(ifrc[p], force_out(i, f, f"{i}_ifp")):
+                slot.append(val)
+    inverse_assignments = e.assignments[mark:]
+    del e.assignments[mark:]
+
     # --- back to the model's coordinates: M = T' M_tree T, h = T' h_tree, G = T' G_tree ----------
     M = sp.zeros(n, n)
     h = sp.zeros(n, 1)
@@ -408,10 +442,12 @@ def derive_recursive(model: ValidModel) -> Equations:
                 M[a_, b_] += ca * cb * val
                 if i != j:
                     M[b_, a_] += ca * cb * val
+    inverse = sp.zeros(n, 1)
     for i in range(N):
         for a_, ca in Tmap[i]:
             h[a_] += ca * tau[i]
             G[a_] += ca * Gt[i]
+            inverse[a_] += ca * itau[i]
     for a_ in range(n):
         for b_ in range(a_, n):
             if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
@@ -429,11 +465,13 @@ def derive_recursive(model: ValidModel) -> Equations:
             continue
         T = e(T + m * (vx ** 2 + vy ** 2) / 2 + w * (hx * vy - hy * vx) + inertia * w ** 2 / 2, f"{i}_T")
     V = e(-(gx0 * sp.Add(*world[1]) + gy0 * sp.Add(*world[2])), "Vg") + spring_energy(k)
+    K, D = spring_forces(k), damper_forces(k)
 
     return Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u, params=k.params,
-                     param_values=k.param_values, M=M, h=h, G=G, K=spring_forces(k), D=damper_forces(k),
+                     param_values=k.param_values, M=M, h=h, G=G, K=K, D=D,
                      B=input_map(k), T=T, V=V, points={nm: v.cartesian() for nm, v in k.points.items()},
-                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
+                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
+                     inverse=inverse + K + D, inverse_assignments=inverse_assignments)
 
 
 def forward_dynamics(source: AnyModel) -> ForwardDynamics:
