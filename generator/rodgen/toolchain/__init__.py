@@ -201,6 +201,6 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import CompiledModel
 
-__all__ = ["build", "build_codegen", "compile_files", "load_module", "build_key", "library_name", "generate", "BuildOptions",
-           "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions", "load_runtime",
-           "runtime_path", "cache_dir"]
+__all__ = ["build", "build_codegen", "compile_files", "load_module", "build_key", "library_name", "generate",
+           "BuildOptions", "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions",
+           "load_runtime", "runtime_path", "cache_dir"]
