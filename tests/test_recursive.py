@@ -232,7 +232,7 @@ def _inverse_evaluator(eqs: rodgen.Equations) -> Callable[..., np.ndarray]:
     safe = {s: sp.Symbol(f"a{i}") for i, s in enumerate(args)}
     assigns = [(s, e.xreplace(safe)) for s, e in eqs.assignments + eqs.inverse_assignments]
     assert eqs.inverse is not None
-    fn = sp.lambdify([safe[s] for s in args], [eqs.inverse.xreplace(safe)], modules="numpy",
+    fn = sp.lambdify([safe[s] for s in args], [eqs.inverse_dynamics()[0].xreplace(safe)], modules="numpy",
                      cse=lambda ex: (assigns, ex))
     return lambda q, qd, qdd, p: np.asarray(fn(*q, *qd, *qdd, *p)[0], dtype=float).ravel()
 

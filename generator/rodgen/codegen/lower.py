@@ -120,10 +120,16 @@ def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str
 
 
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
-    """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse`` where the method
-    gives it, else M qdd + bias), energy, points."""
+    """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse_dynamics()``: Newton-Euler
+    where the method gives it, else M qdd + bias), energy, points."""
     n, m = len(eqs.q), len(eqs.u)
     M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
+    if eqs.inverse is None:
+        inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
+        inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = []
+    else:
+        column, inverse_assignments = eqs.inverse_dynamics()
+        inverse = list(column)
     NQ, NU = g.NQ, g.NU
     m_items, m_copies = _mass_items(M)
     points = list(eqs.points.values())
@@ -152,8 +158,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
             [g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
             [("Q", "generalized forces M qdd + bias",
-              [(f"Q[{i}]", _row_times(M, i, eqs.qdd) + bias[i] if eqs.inverse is None else eqs.inverse[i])
-               for i in range(n)])], [], a + eqs.inverse_assignments, options),
+              [(f"Q[{i}]", inverse[i]) for i in range(n)])], [], a + inverse_assignments, options),
         build_routine(
             "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
             ("V holds gravity and springs.",), [g.q, g.qd, g.p, output("e", "2", "kinetic, potential energy")],

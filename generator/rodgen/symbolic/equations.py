@@ -102,11 +102,11 @@ class Equations:
     articulated_reason : why ``articulated`` is None (coupled coordinates, masses at
         intermediate fractions of variable segments, a non-positive articulated inertia);
         empty when it is given.
-    inverse : M qdd + bias, the inverse dynamics, as an (n, 1) column when the method has an O(n)
-        recursion for it (the recursive method: Newton-Euler with the accelerations and gravity),
-        in the symbols of ``assignments`` and ``inverse_assignments`` (which follow ``assignments``,
-        may refer to them, and are the only ones that refer to ``qdd``); None otherwise (the code
-        stage then prints M qdd + bias).
+    inverse : M qdd + h + G as an (n, 1) column when the method has an O(n) recursion for it (the
+        recursive method: Newton-Euler with the accelerations and gravity), in the symbols of
+        ``assignments`` and ``inverse_assignments`` (which follow ``assignments``, may refer to
+        them, and are the only ones that refer to ``qdd``); None otherwise. The inverse dynamics
+        M qdd + bias is :meth:`inverse_dynamics`.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -152,6 +152,14 @@ class Equations:
         """h + G + K + D: everything but the inertia and input terms."""
         return self.h + self.G + self.K + self.D
 
+    def inverse_dynamics(self) -> tuple[sp.Matrix, list[tuple[sp.Symbol, sp.Expr]]]:
+        """(M qdd + bias, the assignments it may refer to beyond ``assignments``): the Newton-Euler
+        ``inverse`` plus the rest of the bias where the method gives it, else M qdd + bias."""
+        if self.inverse is None:
+            qdd = sp.Matrix(self.qdd)
+            return self.M * qdd + self.bias, []
+        return self.inverse + (self.bias - self.h - self.G), self.inverse_assignments
+
     def expanded(self) -> "Equations":
         """A copy with the intermediate ``assignments`` substituted (may be large)."""
         if not self.assignments:
@@ -187,8 +195,8 @@ class Equations:
             n = len(self.q)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
-            g = (self.M * sp.Matrix(self.qdd) + self.bias if self.inverse is None else self.inverse) - bu
-            self._jacobian = forward_derivatives(self.assignments + self.inverse_assignments, list(g),
+            inverse, extra = self.inverse_dynamics()
+            self._jacobian = forward_derivatives(self.assignments + extra, list(inverse - bu),
                                                  list(self.q) + list(self.qd))
         return self._jacobian
 

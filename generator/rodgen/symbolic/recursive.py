@@ -471,7 +471,7 @@ def derive_recursive(model: ValidModel) -> Equations:
                      param_values=k.param_values, M=M, h=h, G=G, K=K, D=D,
                      B=input_map(k), T=T, V=V, points={nm: v.cartesian() for nm, v in k.points.items()},
                      assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
-                     inverse=inverse + K + D, inverse_assignments=inverse_assignments)
+                     inverse=inverse, inverse_assignments=inverse_assignments)
 
 
 def forward_dynamics(source: AnyModel) -> ForwardDynamics:
