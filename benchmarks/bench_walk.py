@@ -1,7 +1,19 @@
 """Walking: rodgen's compiled hybrid simulation against MuJoCo's, and the cost of the constraints.
 
-    python benchmarks/bench_walk.py [--repeat 5]
+    python benchmarks/bench_walk.py [--repeat 5] [--instructions]
 
+0. **exo5 walking, 10 s at dt = 1 ms, RK4 with events.** rodgen: `sys.simulate(..., contacts=["foot_a"])`
+   of examples/exo5_walk.yaml with the walking controller in C (examples/exo5_walk_controller.c through
+   `rodgen.CController`: no Python in the loop). MuJoCo: the same walker rebuilt from rodgen's expanded
+   tree (hinge and slide joints, the same masses and inertias, a motor of gear 1 on every joint), a
+   sphere of radius 1 mm centred on each foot marker, a plane 1 mm below rodgen's ground, MuJoCo's default
+   soft contact and solver options, driven by the *same* C function as `mjcb_control` in a C program
+   (benchmarks/mujoco_walk.c) that links the mujoco wheel's libmujoco and steps 10 000 times, with
+   `integrator="RK4"` and with MuJoCo's default Euler. The callback maps MuJoCo's joint coordinates to
+   rodgen's (q = T^-1 s) and the inputs to joint forces (tau = T^-T B u). Runs are interleaved; the
+   controller's own time per call is measured alone, so that each simulator's time without it is
+   reported too. ``--instructions`` counts instructions with callgrind (the machine is shared; counts
+   are not disturbed by other work).
 1. **Compass gait, 10 s at dt = 1 ms, RK4.** rodgen: `sys.simulate(..., contacts=[...])`
    of examples/compass_gait.yaml from its period-one gait (about 14 steps:
    constrained dynamics of the stance phase, heel strikes located in the step and
@@ -24,6 +36,7 @@ Writes benchmarks/results/walk.json.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import time
@@ -96,6 +109,208 @@ def compass(build_dir: str, repeat: int) -> dict[str, Any]:
     return out
 
 
+def _foot_offsets(mj: Any, tree: NumericTree, robot: Any, feet: list[str]) -> dict[str, tuple[int, np.ndarray]]:
+    """For each foot marker, the tree node (MuJoCo body b<i>) it is fixed to and its position in that body's
+    frame: the deepest node whose local offset of the marker is the same in two different postures."""
+    import mujoco
+    md = mujoco.MjData(mj)
+    q_a = robot.initial_state()[:robot.nq]
+    postures = [q_a, q_a + 0.2 * np.random.default_rng(1).standard_normal(robot.nq)]
+    local: list[dict[tuple[int, str], np.ndarray]] = []
+    for q in postures:
+        md.qpos[:] = tree.T @ q
+        mujoco.mj_kinematics(mj, md)
+        pts = robot.points(q)
+        per: dict[tuple[int, str], np.ndarray] = {}
+        for foot in feet:
+            r = np.array([pts[foot][0], pts[foot][1], 0.0])
+            for i in range(tree.n):
+                body = mj.body(f"b{i}").id
+                per[(i, foot)] = md.xmat[body].reshape(3, 3).T @ (r - md.xpos[body])
+        local.append(per)
+    out: dict[str, tuple[int, np.ndarray]] = {}
+    for foot in feet:
+        fixed = [i for i in range(tree.n) if np.allclose(local[0][(i, foot)], local[1][(i, foot)], atol=1e-9)]
+        if not fixed:
+            raise RuntimeError(f"no body of the tree carries the marker {foot!r} rigidly")
+        out[foot] = (max(fixed), local[0][(max(fixed), foot)])
+    return out
+
+
+def walker_mjcf(tree: NumericTree, robot: Any, radius: float) -> str:
+    """exo5_walk for MuJoCo: hinge and slide joints and inertias from rodgen's tree (common.mjcf), a sphere
+    of ``radius`` centred on each foot marker, the ground plane ``radius`` below rodgen's ground (so the
+    spheres touch it where rodgen's point feet do). The feet collide with the ground, not with each other."""
+    import mujoco
+    plain = mujoco.MjModel.from_xml_string(mjcf(tree, "exo5_walk", DT))
+    feet = _foot_offsets(plain, tree, robot, ["foot_a", "foot_b"])
+    geoms: dict[int, list[str]] = {}
+    for _foot, (i, r) in feet.items():
+        geoms.setdefault(i, []).append(f'<geom type="sphere" size="{radius!r}" pos="{float(r[0])!r} {float(r[1])!r} 0" '
+                                       f'mass="0" contype="1" conaffinity="0"/>')
+    ground = (f'<geom type="plane" size="0 0 1" pos="0 {-radius!r} 0" zaxis="0 1 0" contype="0" '
+              f'conaffinity="1"/>')
+    return mjcf(tree, "exo5_walk", DT, geoms=geoms, ground=ground)
+
+
+def _c_array(values: Any) -> str:
+    return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
+
+
+RODGEN_ONCE = """
+import sys
+import numpy as np
+import rodgen
+from rodgen.toolchain import load_module
+robot = load_module(sys.argv[1])
+ctrl = rodgen.CController(sys.argv[2], "exo5_walk_controller", params=np.load(sys.argv[3]), state=[0.0])
+res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
+                     contacts=["foot_a"], arm_gap=0.01, on_slip="continue")
+print(res.message)
+"""
+
+
+def _callgrind(cmd: list[str], cwd: Path, collect: str, out_file: Path) -> tuple[int, int]:
+    """(instructions inside ``collect``, of them inside the controller) of one run under callgrind."""
+    import os
+    import re
+    import subprocess
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
+                           f"--toggle-collect={collect}", *cmd], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ), check=True)
+    total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True,
+                         text=True).stdout
+    m = re.search(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:exo5_walk_controller \[", ann, re.M)
+    return total, int(m.group(1).replace(",", "")) if m else 0
+
+
+def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dict[str, Any]:
+    """10 s of walking at dt = 1 ms: rodgen's hybrid RK4 with the C controller against MuJoCo (C harness,
+    the same controller as mjcb_control). ``instructions``: also count instructions with callgrind."""
+    import subprocess
+    import tempfile
+
+    import exo5_walk  # examples/exo5_walk.py: the controller's parameters and the initial state
+
+    from rodgen.codegen import generate
+    from rodgen.codegen.runtime import runtime_sources
+    model = rodgen.load(EXAMPLES / "exo5_walk.yaml")
+    robot = rodgen.build(model, build_dir=build_dir)
+    law = exo5_walk.VirtualConstraints(robot)
+    y0 = law.initial_state()
+    ctrl = law.c_controller(build_dir)
+    out: dict[str, Any] = {"t_end": T_END, "dt": DT, "model": "examples/exo5_walk.yaml",
+                           "controller": "examples/exo5_walk_controller.c"}
+
+    def run() -> Any:
+        return robot.simulate(y0, T_END, DT, controller=ctrl, contacts=["foot_a"], arm_gap=0.01,
+                              on_slip="continue")
+
+    res = run()
+    strikes = [e for e in res.events if e["kind"] == "touchdown"]
+    out["rodgen_status"] = res.message
+    out["rodgen_heel_strikes"] = len(strikes)
+    out["rodgen_distance_m"] = float(res.q[-1, 0] - res.q[0, 0])
+    out["rodgen_lowest_hip_m"] = float(res.q[:, 1].min())
+    out["rodgen_events"] = len(res.events)
+    why = missing("mujoco")
+    if why:
+        out["mujoco"] = why
+        return out
+    import mujoco
+    tree = NumericTree(model)
+    radius = 1e-3
+    work = Path(tempfile.mkdtemp(prefix="rodgen_mjwalk_"))
+    generate(model, work)
+    for name, text in runtime_sources().items():
+        (work / name).write_text(text)
+    (work / "exo5_walk.xml").write_text(walker_mjcf(tree, robot, radius))
+    (work / "walk_data.h").write_text(
+        f"#define WALK_PARAMS {_c_array(ctrl.params)}\n#define WALK_TINV {_c_array(np.linalg.inv(tree.T))}\n"
+        f"#define WALK_QPOS0 {_c_array(tree.T @ y0[:tree.n])}\n#define WALK_QVEL0 {_c_array(tree.T @ y0[tree.n:])}\n")
+    mjdir = Path(mujoco.__file__).parent
+    lib = next(iter(sorted(mjdir.glob("libmujoco.so*"))), None)
+    if lib is None:
+        out["mujoco"] = f"no libmujoco in {mjdir}"
+        return out
+    cc = ["gcc", "-std=c99", "-fPIC"]
+    objs = []
+    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime at -O2 (its extension), the
+    # controller at rodgen's CONTROLLER_CFLAGS
+    from rodgen.toolchain.controller import CONTROLLER_CFLAGS
+    ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
+    for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", ctl_opt), ("rodgen_contact.c", "-O2"),
+                     ("rodgen_simulate.c", "-O2"), (str(EXAMPLES / "exo5_walk_controller.c"), ctl_opt),
+                     (str(HERE / "mujoco_walk.c"), "-O2")):
+        obj = f"{Path(src).stem}.o"
+        subprocess.run(cc + [opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj], cwd=work, check=True)
+        objs.append(obj)
+    subprocess.run(["gcc", *objs, "-o", "mujoco_walk", f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}",
+                    "-lm"], cwd=work, check=True)
+    steps = int(round(T_END / DT))
+    out["mujoco_version"] = mujoco.__version__
+    out["mujoco_contact"] = (f"default soft contact and solver options; sphere feet of radius {radius} m, "
+                             f"friction 1 (rodgen's mu = 1)")
+
+    def harness(mode: str, n: int, reps: int) -> tuple[list[float], dict[str, str]]:
+        proc = subprocess.run([str(work / "mujoco_walk"), "exo5_walk.xml", mode, str(n), str(reps)], cwd=work,
+                              capture_output=True, text=True, check=True)
+        lines = proc.stdout.splitlines()
+        info = lines[reps].split()
+        return [float(x) for x in lines[:reps]], {info[i]: info[i + 1] for i in range(0, len(info), 2)}
+
+    # interleaved: one rodgen run, one MuJoCo RK4 run, one MuJoCo Euler run, repeated (the machine is shared)
+    times: dict[str, list[float]] = {"rodgen": [], "rk4": [], "euler": []}
+    info: dict[str, dict[str, str]] = {}
+    for _ in range(repeat):
+        times["rodgen"].append(_median(run, 1))
+        for integrator in ("rk4", "euler"):
+            t, info[integrator] = harness(integrator, steps, 1)
+            times[integrator] += t
+    out["rodgen_s"] = statistics.median(times["rodgen"])
+    out["rodgen_s_per_simulated_s"] = out["rodgen_s"] / T_END
+    per_call, _ = harness("controller", 20000, 5)
+    out["controller_us_per_call"] = 1e6 * statistics.median(per_call)
+    out["rodgen_controller_calls"] = int(res.extra["evaluations"])
+    out["rodgen_s_without_controller"] = out["rodgen_s"] - out["rodgen_controller_calls"] * statistics.median(
+        per_call)
+    for integrator in ("rk4", "euler"):
+        kv = info[integrator]
+        key = f"mujoco_{integrator}"
+        out[f"{key}_s"] = statistics.median(times[integrator])
+        out[f"{key}_s_per_simulated_s"] = out[f"{key}_s"] / T_END
+        out[f"{key}_controller_calls"] = int(kv["calls"])
+        out[f"{key}_stance_changes"] = int(kv["switches"])
+        out[f"{key}_controller_failed"] = bool(int(kv["failed"]))
+        out[f"{key}_distance_m"] = float(kv["x"]) - float(tree.T[0] @ y0[:tree.n])
+        out[f"{key}_lowest_hip_m"] = float(kv["low"])
+        out[f"ratio_{key}_over_rodgen"] = out[f"{key}_s"] / out["rodgen_s"]
+        out[f"{key}_s_without_controller"] = out[f"{key}_s"] - int(kv["calls"]) * statistics.median(per_call)
+        out[f"ratio_{key}_over_rodgen_without_controller"] = (out[f"{key}_s_without_controller"]
+                                                              / out["rodgen_s_without_controller"])
+    if instructions and shutil.which("valgrind"):
+        # instructions are not disturbed by other work on the machine: rodgen inside rodgen_hybrid_simulate
+        # (the model and the controller loaded from their libraries: no SymPy under valgrind), MuJoCo inside
+        # mj_step; the controller's share from callgrind's inclusive counts
+        (work / "rodgen_once.py").write_text(RODGEN_ONCE)
+        np.save(work / "params.npy", ctrl.params)
+        np.save(work / "y0.npy", y0)
+        ins: dict[str, Any] = {}
+        tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library), "params.npy",
+                               "y0.npy", repr(T_END), repr(DT)], work, "rodgen_hybrid_simulate", work / "cg.rodgen")
+        ins["rodgen"], ins["rodgen_controller"] = tot, ctl
+        for integrator in ("rk4", "euler"):
+            tot, ctl = _callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", integrator, str(steps), "1"], work,
+                                  "mj_step", work / f"cg.{integrator}")
+            ins[f"mujoco_{integrator}"], ins[f"mujoco_{integrator}_controller"] = tot, ctl
+            ins[f"ratio_mujoco_{integrator}_over_rodgen"] = tot / ins["rodgen"]
+            ins[f"ratio_mujoco_{integrator}_over_rodgen_without_controller"] = (tot - ctl) / (
+                ins["rodgen"] - ins["rodgen_controller"])
+        out["instructions"] = ins
+    return out
+
+
 def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
     robot = rodgen.build(rodgen.load(EXAMPLES / "exo5_walk.yaml"), build_dir=build_dir)
     y0 = np.asarray(robot.initial_state(), float)
@@ -127,10 +342,13 @@ def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the walking runs' instructions with valgrind's callgrind (a few minutes)")
     ap.add_argument("--build-dir", default=str(HERE / "results" / ".build"))
     args = ap.parse_args()
     sys.path.insert(0, str(EXAMPLES))
-    payload = {"machine": machine(), "compass_gait": compass(args.build_dir, args.repeat),
+    payload = {"machine": machine(), "exo5_walking": exo5_walking(args.build_dir, args.repeat, args.instructions),
+               "compass_gait": compass(args.build_dir, args.repeat),
                "constrained": constrained(args.build_dir, args.repeat)}
     path = write_json("walk", payload)
     print(f"wrote {path}")

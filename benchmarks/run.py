@@ -415,6 +415,13 @@ def section_summary() -> dict[str, Any]:
                f"({ops['rows'][-1].get('generated_forward', 'cholesky')}) {g[key]:.2f}; for comparison the "
                f"mass-matrix path: straight-line code (M, B u − bias) {g['straight_line_ops']:.2f}, with the dense "
                f"Cholesky solve {g['total_ops']:.2f}")
+    warm = load("warm")
+    if warm:
+        v = warm["warm_s"]
+        target(f"warm rodgen.build of {warm['model']} in a fresh process (import included) < "
+               f"{warm['target_s']:g} s", round(v, 3), warm["target_s"], v < warm["target_s"],
+               f"{v:.3f} s warm (median; SymPy imported: {warm['warm_imports_sympy']}) beside {warm['cold_s']:.2f} s "
+               f"cold (benchmarks/bench_warm.py)")
     md = summary_markdown(build, fwd, sim, ops, targets)
     (RESULTS / "summary.md").write_text(md)
     readme = HERE / "README.md"

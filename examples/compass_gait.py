@@ -33,11 +33,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ARM_GAP = 0.02
 
 
-def state(sys: Any, z: np.ndarray) -> np.ndarray:
+def state(robot: Any, z: np.ndarray) -> np.ndarray:
     """y = [x, y, th_a, th_b, rates] on the section: foot_a (stance) at the origin and held, foot_b on the
     slope. z = (th_stance, w_stance, w_swing); angles from the downward vertical (the model's)."""
-    gamma = sys.parameters["gamma"]
-    l = sys.parameters["a"] + sys.parameters["b"]
+    gamma = robot.parameters["gamma"]
+    l = robot.parameters["a"] + robot.parameters["b"]
     ts, ws, ww = z
     tw = -ts - 2 * gamma
     q = np.array([-l * np.sin(ts), l * np.cos(ts), ts, tw])
@@ -45,8 +45,8 @@ def state(sys: Any, z: np.ndarray) -> np.ndarray:
     return np.concatenate([q, qd])
 
 
-def walk(sys: Any, z: np.ndarray, t_end: float, dt: float) -> Any:
-    return sys.simulate(state(sys, z), t_end, dt, contacts=["foot_a"], disarmed=["foot_b"], arm_gap=ARM_GAP,
+def walk(robot: Any, z: np.ndarray, t_end: float, dt: float) -> Any:
+    return robot.simulate(state(robot, z), t_end, dt, contacts=["foot_a"], disarmed=["foot_b"], arm_gap=ARM_GAP,
                         event_tol=1e-13)
 
 
@@ -57,35 +57,35 @@ def post_impact(res: Any, event: dict) -> np.ndarray:
     return np.array([res.q[i, 2 + s], res.qd[i, 2 + s], res.qd[i, 3 - s]])
 
 
-def step_map(sys: Any, z: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+def step_map(robot: Any, z: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
     """P(z) and the step time."""
-    res = walk(sys, z, 1.2, dt)
+    res = walk(robot, z, 1.2, dt)
     td = [e for e in res.events if e["kind"] == "touchdown"]
     if not td:
         raise RuntimeError(f"no heel strike within 1.2 s from z = {z} ({res.message})")
     return post_impact(res, td[0]), td[0]["t"]
 
 
-def jacobian(sys: Any, z: np.ndarray, dt: float, h: float = 1e-6) -> np.ndarray:
+def jacobian(robot: Any, z: np.ndarray, dt: float, h: float = 1e-6) -> np.ndarray:
     J = np.empty((3, 3))
     for j in range(3):
         e = np.zeros(3)
         e[j] = h
-        J[:, j] = (step_map(sys, z + e, dt)[0] - step_map(sys, z - e, dt)[0]) / (2 * h)
+        J[:, j] = (step_map(robot, z + e, dt)[0] - step_map(robot, z - e, dt)[0]) / (2 * h)
     return J
 
 
-def fixed_point(sys: Any, guess: np.ndarray, dt: float, tol: float = 1e-10,
+def fixed_point(robot: Any, guess: np.ndarray, dt: float, tol: float = 1e-10,
                 iters: int = 12) -> tuple[np.ndarray, np.ndarray, float]:
     """(z*, the eigenvalues of dP/dz at z*, the residual |P(z*) - z*|) by Newton on P(z) - z = 0."""
     z = np.asarray(guess, dtype=float)
     for _ in range(iters):
-        r = step_map(sys, z, dt)[0] - z
+        r = step_map(robot, z, dt)[0] - z
         if np.max(np.abs(r)) < tol:
             break
-        z = z - np.linalg.solve(jacobian(sys, z, dt) - np.eye(3), r)
-    residual = float(np.max(np.abs(step_map(sys, z, dt)[0] - z)))
-    return z, np.linalg.eigvals(jacobian(sys, z, dt)), residual
+        z = z - np.linalg.solve(jacobian(robot, z, dt) - np.eye(3), r)
+    residual = float(np.max(np.abs(step_map(robot, z, dt)[0] - z)))
+    return z, np.linalg.eigvals(jacobian(robot, z, dt)), residual
 
 
 def plot(res: Any, path: str) -> None:

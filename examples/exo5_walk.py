@@ -1,6 +1,6 @@
 """The five-link exoskeleton walks: virtual constraints, variable-length legs, heel-strike impacts.
 
-    python examples/exo5_walk.py [OUT_DIR] [--steps N]
+    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python]
 
 The model (examples/exo5_walk.yaml) has a free hip, so single support,
 double support and the impacts between them are all phases of one model;
@@ -26,6 +26,13 @@ bias = B u + Jᵀ λ, J qdd = −J̇ q̇): with qdd affine in u, the eight outpu
 accelerations are set to a PD law on the output errors (input-output
 linearisation). The script prints each step, plots the ground reaction forces
 and the phases, and writes a stick-figure animation.
+
+The controller runs in C by default: exo5_walk_controller.c is the same law,
+compiled by ``rodgen.CController`` and called by the C simulation at every
+stage with no Python in the loop (``VirtualConstraints.c_params`` hands it the
+gains and output matrices). The class VirtualConstraints below is the readable
+reference (``--controller python``, called back from C at every stage); the
+two give the same heel strikes to 1e-9 s (tests/test_ccontroller.py).
 """
 from __future__ import annotations
 
@@ -117,6 +124,20 @@ class VirtualConstraints:
         v = -self.kp * y - self.kd * yd + ddh * ds ** 2 * thd ** 2 - Ch @ a0
         return np.linalg.solve(Ch @ G, v)
 
+    def c_params(self) -> np.ndarray:
+        """The parameters of the same law in C (exo5_walk_controller.c): the gains and targets, the blocks
+        of foot_a and foot_b, and the output matrices (C, c) of stance leg a, then b."""
+        blocks = [b.name for b in self.sys.constraints]
+        head = [self.alpha0, self.lean, self.shorten, self.kp, self.kd, self.l_thigh0, self.l_shank0,
+                blocks.index("foot_a"), blocks.index("foot_b")]
+        mats = [np.concatenate([C.reshape(-1), c]) for C, c in (self.outputs["a"], self.outputs["b"])]
+        return np.concatenate([head, *mats])
+
+    def c_controller(self, build_dir: str | None = None) -> Any:
+        """This law as a rodgen.CController (exo5_walk_controller.c), starting on stance leg a."""
+        return rodgen.CController(HERE / "exo5_walk_controller.c", "exo5_walk_controller", params=self.c_params(),
+                                  state=[0.0 if self.current == "a" else 1.0], build_dir=build_dir)
+
     def initial_state(self, theta_dot: float = -1.5) -> np.ndarray:
         """The model's initial posture (a step's start, foot_a ahead) moving with the phase rate theta_dot,
         every output on its target and the stance foot at rest."""
@@ -129,15 +150,22 @@ class VirtualConstraints:
         return np.concatenate([q, qd])
 
 
-def walk(steps: int = 12, dt: float = 1e-3, build_dir: str | None = None) -> tuple[Any, Any, list[dict]]:
-    """Build the model and walk for ``0.4*steps`` seconds: (compiled model, result, the heel strikes)."""
+def walk(steps: int = 12, dt: float = 1e-3, build_dir: str | None = None,
+         controller: str = "c") -> tuple[Any, Any, list[dict]]:
+    """Build the model and walk for ``0.4*steps`` seconds: (compiled model, result, the heel strikes).
+
+    ``controller``: ``"c"`` runs the law compiled from exo5_walk_controller.c inside the C simulation,
+    ``"python"`` calls VirtualConstraints from the simulation at every stage (the slow path)."""
     robot = rodgen.build(rodgen.load(HERE / "exo5_walk.yaml"), build_dir=build_dir)
     law = VirtualConstraints(robot)
     y0 = law.initial_state()
+    if controller not in ("c", "python"):
+        raise ValueError(f"controller must be 'c' or 'python'; got {controller!r}")
+    u = law.c_controller(build_dir) if controller == "c" else law
     # after heel strike the trailing foot leaves the ground slowly: it may touch down again only once it has
     # risen 1 cm (the swing leg shortens); at impact the tangential impulse may exceed mu times the normal
     # one for the instant of the impact: such slips are logged, and the foot keeps sticking
-    res = robot.simulate(y0, 0.4 * steps, dt, u=law, contacts=["foot_a"], arm_gap=0.01, on_slip="continue",
+    res = robot.simulate(y0, 0.4 * steps, dt, u=u, contacts=["foot_a"], arm_gap=0.01, on_slip="continue",
                          max_events=4 * steps + 8)
     strikes = [e for e in res.events if e["kind"] == "touchdown"]
     return robot, res, strikes
@@ -149,10 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12, help="walk for 0.4 s per step")
     ap.add_argument("--dt", type=float, default=1e-3)
     ap.add_argument("--no-animation", action="store_true")
+    ap.add_argument("--controller", choices=("c", "python"), default="c",
+                    help="the walking law compiled from exo5_walk_controller.c (default) or the Python reference")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    robot, res, strikes = walk(args.steps, args.dt)
+    robot, res, strikes = walk(args.steps, args.dt, controller=args.controller)
     print(f"{len(strikes)} heel strikes in {res.t[-1]:.2f} s, status: {res.message}")
     hip = res.q[:, 0]
     for k, e in enumerate(strikes, 1):

@@ -61,10 +61,11 @@ def test_wrong_lengths_give_clear_messages(exo5: CompiledModel) -> None:
     q = exo5.initial_state()[:9]
     with pytest.raises(ValueError) as err:
         exo5.mass_matrix(q, p=np.ones(7))
-    assert str(err.value) == ("Input 'p' has length 7; the model 'exo5' expects 11 parameters "
-                              "(see exo5.h for the order).")
+    assert str(err.value) == ("Input 'p' has length 7; the model 'exo5' expects 11 parameters (in the order of "
+                              ".parameters: g, m_shank, m_thigh, m_torso, b_shank, b_thigh, l_shank0, l_thigh0, "
+                              "h_torso, c_torso, I_torso).")
     with pytest.raises(ValueError, match=r"^Input 'q' has length 8; the model 'exo5' expects 9 coordinates "
-                                         r"\(see exo5.h for the order\).$"):
+                                         r"\(in the order of .coordinates: phi_stance_shank, l_stance_shank_l, "):
         exo5.forward_dynamics(q[:8], q, np.zeros(9))
     with pytest.raises(ValueError, match=r"^Input 'u' has length 3; the model 'exo5' expects 9 inputs"):
         exo5.forward_dynamics(q, q, np.zeros(3))

@@ -33,8 +33,8 @@ def test_simulate_writes_plot_animation_and_csv(tmp_path: "os.PathLike[str]", bu
             "--animate", gif, "--csv", csv_path, "--set", "th_lower_dot=1.5", "--param", "m2=1.2"]
     argv += ["--build-dir", str(build_dir)] if compiled else ["--no-compile"]
     assert run(["simulate", *argv]) == 0
-    with Image.open(png) as im:  # q, qd, u and energy panels: 9 in by 4 * 2.3 + 0.4 in at 100 dpi
-        assert im.format == "PNG" and im.size == (900, 960)
+    with Image.open(png) as im:  # angles, angular rates, torques and energy: 10 in by 4 * 2.0 + 0.4 in at 100 dpi
+        assert im.format == "PNG" and im.size == (1000, 840)
     with Image.open(gif) as im:
         assert im.format == "GIF" and im.n_frames == 26      # 1 s at 25 frames per second, both ends
     with open(csv_path, newline="") as fh:

@@ -116,6 +116,10 @@ def test_build_defers_the_jacobian_to_its_first_use(build_dir: Any) -> None:
     np.testing.assert_array_equal(J, eager.rhs_jacobian(y[:n], y[n:], u))
     np.testing.assert_allclose(J, central_differences(lazy, y, u), rtol=0, atol=RTOL_FD * np.abs(J).max())
     np.testing.assert_array_equal(lazy.rhs_jacobian(y[:n], y[n:], u), J)
+    # a build found in the cache (by the key known before derivation) defers it the same way
+    again = rodgen.build(model, build_dir=build_dir)
+    assert again.path == lazy.path and again.has_jacobian and not again.jacobian_built
+    np.testing.assert_array_equal(again.rhs_jacobian(y[:n], y[n:], u), J)
     # a library loaded by its path has no deferred build: it says how to get the Jacobian
     alone = load_module(lazy.path)
     assert not alone.has_jacobian

@@ -51,9 +51,11 @@ def test_plot_writes_an_image_with_one_panel_per_quantity(tmp_path: "os.PathLike
     path = os.path.join(str(tmp_path), "p.png")
     fig = plot(res, path)
     assert len(fig.axes) == 4
+    assert [ax.get_ylabel() for ax in fig.axes] == ["coordinates [rad, m]", "rates [rad/s, m/s]",
+                                                    "inputs [N m, N]", "energy [J]"]
     with Image.open(path) as im:
-        # four panels: 9 in wide, 4 * 2.3 + 0.4 in high, at the default 100 dpi
-        assert im.format == "PNG" and im.size == (900, 960)
+        # four panels: 10 in wide, 4 * 2.0 + 0.4 in high, at the default 100 dpi
+        assert im.format == "PNG" and im.size == (1000, 840)
     bare = SimulationResult(t=res.t, q=res.q, qd=res.qd, u=np.zeros((len(res.t), 0)),
                             kinetic=np.full(len(res.t), np.nan), potential=np.nan, coordinates=res.coordinates,
                             inputs=[])
@@ -91,3 +93,40 @@ def test_progress_plain_fallback_writes_to_the_stream() -> None:
     quiet = io.StringIO()
     assert list(track(range(3), stream=quiet)) == [0, 1, 2]
     assert quiet.getvalue() == ""       # not a terminal: silent unless enable=True
+
+
+def test_plot_separates_angles_lengths_torques_forces(tmp_path: "os.PathLike[str]") -> None:
+    """With the model, every axes holds one kind of quantity with its unit, and the legends stand beside
+    the axes, not on them."""
+    model = rodgen.load(os.path.join(EXAMPLES, "telescopic_arm.yaml"))
+    names = ["th_upper", "th_fore", "l_fore_tele"]
+    t = np.linspace(0, 1, 11)
+    res = SimulationResult(t=t, q=np.zeros((11, 3)), qd=np.zeros((11, 3)), u=np.ones((11, 3)), kinetic=0.0,
+                           potential=1.0, coordinates=names, inputs=["tau_upper", "tau_fore", "F_fore_tele"])
+    fig = plot(res, os.path.join(str(tmp_path), "arm.png"), model=model)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert labels == ["angles [rad]", "lengths [m]", "angular rates [rad/s]", "length rates [m/s]",
+                      "torques [N m]", "forces [N]", "energy [J]"]
+    assert [[ln.get_label() for ln in ax.lines] for ax in fig.axes[:2]] == [["th_upper", "th_fore"],
+                                                                          ["l_fore_tele"]]
+    assert [ln.get_label() for ln in fig.axes[5].lines] == ["F_fore_tele"]
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert legend.x0 >= ax.get_window_extent(renderer).x1          # beside the axes, covering nothing
+
+
+def test_animation_axes_have_units(tmp_path: "os.PathLike[str]", monkeypatch: pytest.MonkeyPatch) -> None:
+    ev, res = solar_result()
+    seen = []
+    import rodgen.runtime.plot as plot_module
+    real = plot_module.new_figure
+
+    def spy(*args: float) -> object:
+        fig = real(*args)
+        seen.append(fig)
+        return fig
+    monkeypatch.setattr(plot_module, "new_figure", spy)
+    animate(ev, res, os.path.join(str(tmp_path), "a.gif"), fps=2)
+    ax = seen[0].axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x [m]", "y [m]")

@@ -3,9 +3,8 @@
 Pipeline: model (``load``/``Model``) -> symbolic (``derive``) -> code
 (``generate``) -> toolchain (``build``) -> runtime (the compiled model).
 """
-from __future__ import annotations
-
-import importlib
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
@@ -25,26 +24,39 @@ from .model import (
     Spring,
     ValidModel,
     dump,
+    elastic,
     load,
     telescopic,
 )
-from .symbolic import Equations, Method, derive
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from .codegen import generate
+    from .symbolic import Equations, Method, derive
+    from .toolchain import build
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
-           "Marker", "Parameter", "Spring", "telescopic", "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
+           "Ground", "Contact", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "examples", "__version__"]
+           "CController", "examples", "__version__"]
 
-# Later stages are imported on first use so that `import rodgen` stays light.
+# Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
+# only when something is derived, so a model found in the build cache loads without SymPy.
 # `rodgen.build` is the toolchain stage's entry point (rodgen.toolchain.build).
 _LAZY = {
+    "derive": (".symbolic", "derive"),
+    "Equations": (".symbolic", "Equations"),
+    "Method": (".symbolic", "Method"),
+    "symbolic": (".symbolic", None),
     "build": (".toolchain", "build"),
     "toolchain": (".toolchain", None),
     "generate": (".codegen", "generate"),
     "examples": (".examples", None),
+    "modes": (".analysis", "modes"),
+    "linearize": (".runtime.linear", "linearize"),
     "plot": (".runtime.plot", "plot"),
     "animate": (".runtime.plot", "animate"),
     "prescribed_forces": (".runtime.trajectory", "prescribed_forces"),
@@ -52,6 +64,7 @@ _LAZY = {
     "SimulationResult": (".runtime.result", "SimulationResult"),
     "DynamicsError": (".runtime", "DynamicsError"),
     "PD": (".runtime", "PD"),
+    "CController": (".runtime", "CController"),
     "ComputedTorque": (".runtime", "ComputedTorque"),
     "InputTable": (".runtime", "InputTable"),
     "Reference": (".runtime", "Reference"),
@@ -63,7 +76,7 @@ def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'rodgen' has no attribute {name!r}")
     module, attr = _LAZY[name]
-    mod = importlib.import_module(module, __name__)
+    mod = _importlib.import_module(module, __name__)
     value = mod if attr is None else getattr(mod, attr)
     globals()[name] = value
     return value

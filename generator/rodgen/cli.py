@@ -4,16 +4,20 @@
     rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
+    rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
 
-Errors print one line (``rodgen: error: ...``) and exit with status 2.
+Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
+output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from .codegen.options import DEFAULT_METHOD, REAL_TYPES
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
@@ -27,7 +31,7 @@ FORWARD = ("auto", "aba", "cholesky")
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.yaml", help="the model file")
     p.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: recursive, the code stage's default)")
+                   help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
 
 
 def _add_codegen_args(p: argparse.ArgumentParser) -> None:
@@ -39,10 +43,16 @@ def _add_codegen_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-jacobian", dest="jacobian", action="store_false", help="do not generate it")
 
 
+def _add_real_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--real", choices=REAL_TYPES, default="double",
+                   help="C type of every number (default double); float for microcontrollers with a "
+                        "single-precision FPU (no runtime table, no RHS Jacobian)")
+
+
 def _codegen_options(args: argparse.Namespace) -> "CodegenOptions":
     from .codegen import CodegenOptions
     return CodegenOptions(max_statements=getattr(args, "max_statements", 2000), forward=args.forward,
-                          jacobian=args.jacobian)
+                          jacobian=args.jacobian, real=getattr(args, "real", "double"))
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -70,8 +80,30 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_modes(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import load
+    from .analysis import modes
+    model = load(args.model)
+    q0 = None
+    if args.q0 is not None:
+        q0 = np.array([float(x) for x in args.q0.split(",")])
+    md = modes(model, q0, fixed=args.fixed or (), count=args.count)
+    print(f"{model.name}: {len(md.coordinates)} coordinates ({', '.join(md.coordinates)})"
+          + (f", fixed: {', '.join(args.fixed)}" if args.fixed else ""))
+    print(f"{'mode':>4}  {'omega [rad/s]':>14}  {'f [Hz]':>12}")
+    for k, (w, f) in enumerate(zip(md.omega, md.hz)):
+        print(f"{k + 1:4d}  {w:14.6g}  {f:12.6g}" if np.isfinite(w) else
+              f"{k + 1:4d}  unstable (omega^2 = {md.omega2[k]:.6g})")
+    if args.plot:
+        md.plot(args.plot, link=args.link)
+        print(f"mode shapes: {args.plot}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``)."""
+    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``, ``modes``)."""
     from . import __version__
     ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
                                                             "compiled to C.")
@@ -85,6 +117,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-statements", type=int, default=2000, metavar="N",
                    help="split generated functions longer than N statements (default 2000)")
     _add_codegen_args(g)
+    _add_real_arg(g)
     g.set_defaults(func=_cmd_generate)
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")
@@ -95,6 +128,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
+
+    md = sub.add_parser("modes", help="natural frequencies and mode shapes about an equilibrium (no compiling)")
+    md.add_argument("model", metavar="MODEL.yaml", help="the model file")
+    md.add_argument("--q0", default=None, metavar="Q1,Q2,...",
+                    help="the equilibrium coordinates (default: the model's initial coordinates)")
+    md.add_argument("--fixed", action="append", metavar="COORDINATE",
+                    help="hold a coordinate at q0 (a locked hub); may be repeated")
+    md.add_argument("--count", type=int, default=None, metavar="K", help="print the K lowest modes")
+    md.add_argument("--plot", default=None, metavar="FILE.png", help="plot the mode shapes along a link")
+    md.add_argument("--link", default=None, metavar="LINK",
+                    help="the link whose markers the plot follows (an elastic link's name)")
+    md.set_defaults(func=_cmd_modes)
 
     from .cli_sim import add_equations_parser, add_simulate_parser
     add_simulate_parser(sub)
@@ -107,7 +152,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        status = func(args)
+        sys.stdout.flush()      # a broken pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except BuildError as exc:
         where = f" (see {exc.folder}/build.log)" if exc.folder else ""
         _error(str(exc).splitlines()[0] + where)
@@ -120,6 +169,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         _error(" ".join(str(exc).split()))
     return 2
+
+
+#: Exit status when the reader of standard output went away (``rodgen equations ... | head``): that of a
+#: program ended by SIGPIPE, as ``cat`` or ``seq`` end in the same pipe.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _reader_gone() -> int:
+    """Stop quietly: what is left in the buffer of standard output goes nowhere (else Python reports
+    the broken pipe once more when it flushes at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _error(message: str) -> None:

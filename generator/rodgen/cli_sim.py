@@ -6,10 +6,12 @@
 
 ``simulate`` builds the model (or reuses the cached build), integrates it
 from the model's initial state (or ``--set`` values) with the compiled
-integrators (``sys.simulate``; RK4 by default, DOPRI5 on request, SciPy's
+integrators (``robot.simulate``; RK4 by default, DOPRI5 on request, SciPy's
 methods as a fallback), with no inputs or, with ``--hold KP,KD``, a PD law
 that holds the initial posture; prints a summary and writes the requested
-files. The CSV columns are documented in
+files. The summary is the run's energy balance (:mod:`rodgen.runtime.balance`:
+the change of kinetic + potential energy, the input work, the energy the dampers
+dissipated, and the residual, the integration error). The CSV columns are documented in
 :meth:`rodgen.runtime.result.SimulationResult.to_csv`.
 """
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .codegen.options import DEFAULT_METHOD
 from .errors import RodgenError
+from .model.suggest import did_you_mean
 
 METHODS = ("lagrange", "matrix", "recursive")
 
@@ -82,7 +86,7 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--animate", metavar="FILE.gif", help="write a stick-figure animation")
     s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
     s.add_argument("--method", choices=METHODS, default=None,
-                   help="derivation method (default: recursive, the code stage's default)")
+                   help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
     s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
     s.add_argument("--no-compile", action="store_true",
                    help="evaluate the equations with NumPy instead of compiling (slow; small models only)")
@@ -105,16 +109,15 @@ def add_equations_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _evaluator(args: argparse.Namespace, model: Any) -> Any:
-    """The compiled model (derived by ``--method``, by default the code stage's, recursive), or with
+    """The compiled model, built exactly as ``rodgen build`` builds it (the same method, by default the
+    code stage's, and the same options: one cache entry, found without deriving), or with
     ``--no-compile`` its equations evaluated by NumPy."""
-    from .codegen import DEFAULT_METHOD
-    from .symbolic import derive
-    eqs = derive(model, method=args.method or DEFAULT_METHOD)
     if args.no_compile:
+        from .symbolic import derive
         from .symbolic.numeric import lambdify_equations
-        return lambdify_equations(eqs)
+        return lambdify_equations(derive(model, method=args.method or DEFAULT_METHOD))
     from .toolchain import build
-    return build(eqs, build_dir=args.build_dir)
+    return build(model, build_dir=args.build_dir, method=args.method)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -128,16 +131,18 @@ def run_simulate(args: argparse.Namespace) -> int:
     names = list(ev.parameters)
     unknown = [k for k, _ in args.params if k not in ev.parameters]
     if unknown:
-        raise UsageError(f"--param {unknown[0]}: the model has no such parameter "
+        raise UsageError(f"--param {unknown[0]}: the model has no such parameter{did_you_mean(unknown[0], names)} "
                          f"(parameters: {', '.join(names) or 'none'})")
     p = np.array([dict(args.params).get(k, v) for k, v in ev.parameters.items()])
+    from .model.values import check_parameter_values
+    check_parameter_values(model, dict(args.params), what="--param")
     nq = ev.nq
     values = {c.name: c.initial.evaluate(dict(zip(names, p))) for c in model.independent_coordinates()}
     y0 = np.concatenate([[values[c] for c in ev.coordinates], np.zeros(nq)])
     for k, v in args.initial:
         base = k[:-4] if k.endswith("_dot") else k
         if base not in ev.coordinates:
-            raise UsageError(f"--set {k}: not a coordinate (coordinates: "
+            raise UsageError(f"--set {k}: not a coordinate{did_you_mean(base, ev.coordinates)} (coordinates: "
                              f"{', '.join(ev.coordinates)})")
         y0[ev.coordinates.index(base) + (nq if k.endswith("_dot") else 0)] = v
     progress = True if args.progress else None
@@ -168,14 +173,15 @@ def run_simulate(args: argparse.Namespace) -> int:
                 return kp * (B.T @ (q0 - y[:nq])) - kd * (B.T @ y[nq:])
         res = solve(ev, y0, args.t_end, dt=args.dt, p=p, u=u_fun, method=integrator, rtol=args.rtol,
                     atol=args.atol, progress=progress)
-    E = res.kinetic + res.potential
     print(f"{res.model}: {len(res.t)} samples to t = {res.t[-1]:g} s, status {res.status.value} ({res.message})")
-    print(f"energy: start {E[0]:.10g} J, end {E[-1]:.10g} J, drift {E[-1] - E[0]:.3g} J")
+    from .runtime.balance import energy_balance
+    for line in energy_balance(ev, res, p).lines():
+        print(line)
     if args.csv:
         res.to_csv(args.csv)
         print(f"wrote {args.csv}")
     if args.plot:
-        plot(res, args.plot)
+        plot(res, args.plot, model=model)
         print(f"wrote {args.plot}")
     if args.animate:
         animate(ev, res, args.animate, p=p, model=model)

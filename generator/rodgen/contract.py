@@ -327,6 +327,15 @@ STRUCTS: tuple[Struct, ...] = (
         Field("int", "have_f", "f holds the derivative at y"),
         Field("int", "stored", "y has been written to the outputs"),
     )),
+    Struct("rodgen_controller", "The context of a controller written in C (rodgen.CController): a "
+                                "rodgen_input_fn of a CALLBACK input gets a pointer to it as its context.", (
+        Field("const rodgen_model *", "model", "the simulated model's table (sizes, routines, constraint blocks)"),
+        Field("const double *", "p", "[model->np] the model's parameters of the run"),
+        Field("const double *", "params", "[nparams] the controller's parameters"),
+        Field("long", "nparams", "number of params"),
+        Field("double *", "state", "[nstate] the controller's memory, kept between calls (set at the start)"),
+        Field("long", "nstate", "number of state entries"),
+    )),
 )
 
 

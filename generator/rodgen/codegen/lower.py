@@ -52,7 +52,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
     blocks = constraint_blocks(eqs)
-    slots = slots_of(eqs)
+    slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
     jacobian = options.wants_jacobian(n)
     forward, forward_note, fd = forward_choice(eqs, options)
@@ -83,7 +83,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), len(blocks), nrows, blocks)
+                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real)
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 

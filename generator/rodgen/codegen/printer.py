@@ -44,13 +44,25 @@ class SlotPrinter(C99CodePrinter):
 
     printmethod = "_rodgen_ccode"
 
-    def __init__(self, slots: Mapping[sp.Basic, str], *, routine: str = "", groups: str = "") -> None:
+    def __init__(self, slots: Mapping[sp.Basic, str], *, routine: str = "", groups: str = "",
+                 real: str = "double") -> None:
         # order "none": terms and factors in SymPy's canonical argument order (deterministic, by structure),
         # not re-sorted for display, which took a quarter of the code stage's time
-        super().__init__({"strict": True, "order": "none"})
+        settings: dict[str, Any] = {"strict": True, "order": "none"}
+        if real == "float":    # sinf, sqrtf, ...: SymPy's suffix of float32 math functions
+            from sympy.codegen.ast import float32
+            from sympy.codegen.ast import real as real_type
+            settings["type_aliases"] = {real_type: float32}
+        super().__init__(settings)
         self.slots = slots
         self.routine = routine
         self.groups = groups
+        #: "f" for float code: the suffix of literals and of the functions printed here (sqrt, pow, cbrt)
+        self.suffix = "f" if real == "float" else ""
+
+    def number(self, value: float) -> str:
+        """A literal of the routine's type: ``0.5`` in double code, ``0.5f`` in float code."""
+        return c_double(value) + self.suffix
 
     def _print(self, expr: Any, **kwargs: Any) -> str:
         if isinstance(expr, sp.Basic):
@@ -82,14 +94,14 @@ class SlotPrinter(C99CodePrinter):
             k = int(expr)
             return str(k), (_ATOM if k >= 0 else _NEG)
         if expr.is_Float:
-            text = c_double(float(expr))
+            text = self.number(float(expr))
             return text, (_NEG if text.startswith("-") else _ATOM)
         if expr.is_Rational:
             return self._print_Rational(expr), _MUL
         if expr.is_Function and not expr.is_Derivative:
             name = _FUNCTIONS.get(type(expr).__name__)
             if name is not None:
-                return f"{name}({', '.join(self._text(a)[0] for a in expr.args)})", _ATOM
+                return f"{name}{self.suffix}({', '.join(self._text(a)[0] for a in expr.args)})", _ATOM
         text = str(super().doprint(expr))
         return text, (_ATOM if expr.is_Atom or expr.is_Function else _ADD)
 
@@ -126,7 +138,7 @@ class SlotPrinter(C99CodePrinter):
             if prec <= _MUL or t.startswith("-"):
                 t = f"({t})"
             num.append(t)
-        text = "*".join(num) if num else "1.0"
+        text = "*".join(num) if num else self.number(1.0)
         if len(den) == 1:
             t, prec = den[0]
             text += "/" + t if prec == _ATOM else f"/({t})"
@@ -139,6 +151,7 @@ class SlotPrinter(C99CodePrinter):
     def _text_pow(self, expr: sp.Basic, exponent: Optional[sp.Basic] = None) -> tuple[str, int]:
         """base**exponent (default: the power's own exponent), by the rules of :meth:`_print_Pow`."""
         base, e = expr.base, expr.exp if exponent is None else exponent
+        one, f = self.number(1.0), self.suffix
         simple = base.is_Atom or base in self.slots
         if simple:
             b, bprec = self._text(base)
@@ -148,19 +161,19 @@ class SlotPrinter(C99CodePrinter):
             k = int(e)
             if simple and 2 <= abs(k) <= 4:
                 prod = "*".join([b] * abs(k))
-                return (prod, _POWPROD) if k > 0 else (f"1.0/({prod})", _MUL)
+                return (prod, _POWPROD) if k > 0 else (f"{one}/({prod})", _MUL)
             if k == -1:
-                return (f"1.0/{b}", _MUL) if simple else (f"1.0/({self._text(base)[0]})", _MUL)
+                return (f"{one}/{b}", _MUL) if simple else (f"{one}/({self._text(base)[0]})", _MUL)
         if e == sp.S.Half:
-            return f"sqrt({self._text(base)[0]})", _ATOM
+            return f"sqrt{f}({self._text(base)[0]})", _ATOM
         if e == -sp.S.Half:
-            return f"1.0/sqrt({self._text(base)[0]})", _MUL
+            return f"{one}/sqrt{f}({self._text(base)[0]})", _MUL
         if e == sp.Rational(3, 2) and simple:
-            return f"{b}*sqrt({b})", _POWPROD
+            return f"{b}*sqrt{f}({b})", _POWPROD
         if e == sp.Rational(1, 3):
-            return f"cbrt({self._text(base)[0]})", _ATOM
-        exp_text = self._text(e)[0] if e.is_Integer else c_double(float(e)) if e.is_Number else self._text(e)[0]
-        return f"pow({self._text(base)[0]}, {exp_text})", _ATOM
+            return f"cbrt{f}({self._text(base)[0]})", _ATOM
+        exp_text = self._text(e)[0] if e.is_Integer else self.number(float(e)) if e.is_Number else self._text(e)[0]
+        return f"pow{f}({self._text(base)[0]}, {exp_text})", _ATOM
 
     # -- symbols -------------------------------------------------------------
     def _print_Symbol(self, expr: sp.Symbol) -> str:
@@ -175,16 +188,16 @@ class SlotPrinter(C99CodePrinter):
 
     # -- numbers -------------------------------------------------------------
     def _print_Float(self, expr: sp.Float) -> str:
-        return c_double(float(expr))
+        return self.number(float(expr))
 
     def _print_Rational(self, expr: sp.Rational) -> str:
-        return f"{c_double(int(expr.p))}/{c_double(int(expr.q))}"
+        return f"{self.number(int(expr.p))}/{self.number(int(expr.q))}"
 
     def _print_Integer(self, expr: sp.Integer) -> str:
         return str(int(expr))
 
     def _print_NumberSymbol(self, expr: sp.Basic) -> str:
-        return c_double(float(expr))
+        return self.number(float(expr))
 
     _print_Pi = _print_NumberSymbol
     _print_Exp1 = _print_NumberSymbol
@@ -206,30 +219,31 @@ class SlotPrinter(C99CodePrinter):
         base, e = expr.base, expr.exp
         simple = base.is_Atom or base in self.slots
         b = self._print(base) if simple else f"({self._print(base)})"
+        one, f = self.number(1.0), self.suffix
         if e.is_Integer:
             k = int(e)
             if simple and 2 <= abs(k) <= 4:
                 prod = "*".join([b] * abs(k))
-                return prod if k > 0 else f"1.0/({prod})"
+                return prod if k > 0 else f"{one}/({prod})"
             if k == -1:
-                return f"1.0/{b}"
+                return f"{one}/{b}"
         if e == sp.S.Half:
-            return f"sqrt({self._print(base)})"
+            return f"sqrt{f}({self._print(base)})"
         if e == -sp.S.Half:
-            return f"1.0/sqrt({self._print(base)})"
+            return f"{one}/sqrt{f}({self._print(base)})"
         if e == sp.Rational(3, 2) and simple:
-            return f"{b}*sqrt({b})"
+            return f"{b}*sqrt{f}({b})"
         if e == sp.Rational(1, 3):
-            return f"cbrt({self._print(base)})"
-        exp_text = self._print(e) if e.is_Integer else c_double(float(e)) if e.is_Number else self._print(e)
-        return f"pow({self._print(base)}, {exp_text})"
+            return f"cbrt{f}({self._print(base)})"
+        exp_text = self._print(e) if e.is_Integer else self.number(float(e)) if e.is_Number else self._print(e)
+        return f"pow{f}({self._print(base)}, {exp_text})"
 
 
 #: Precedence of printed C text: a name, number or call; a product of equal factors (``x*x``, safe as a
 #: factor, not as a divisor); a product or quotient; a text with a leading minus; a sum.
 _ATOM, _POWPROD, _MUL, _NEG, _ADD = 5, 4, 3, 2, 1
 
-#: SymPy functions printed as the C99 <math.h> function of that name.
+#: SymPy functions printed as the C99 <math.h> function of that name (with the suffix ``f`` in float code).
 _FUNCTIONS = {name: name for name in ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
                                       "tanh", "asinh", "acosh", "atanh", "exp", "log", "floor", "erf", "erfc")}
 _FUNCTIONS.update(Abs="fabs", ceiling="ceil")

@@ -99,7 +99,8 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
             work += 1
         else:
             names[s] = f"t{k}"
-    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names))
+    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names,
+                                                                     real=options.real))
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
     comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
 
@@ -176,7 +177,8 @@ def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Ba
             key = "copy:" + _array(a)
         else:
             loop_rhs: tuple[str, str] = b  # type: ignore[assignment]
-            st = Statement(str(a), loop_rhs[1], loop=loop_rhs[0])
+            value = printer.number(0.0) if kind == "fill" else loop_rhs[1]   # a literal of the routine's type
+            st = Statement(str(a), value, loop=loop_rhs[0])
             key = ("out:" if kind == "fill" else "copy:") + _array(a)
         lines.append((part_of_stmt[k], key, st))
     return lines, ops

@@ -1,11 +1,13 @@
 """The slot tables of a model: which coordinate, input, parameter and point lives in which array slot.
 
-They go into the header's comment and its ``<MACRO>_DEFAULT_PARAMETERS`` and
-``<MACRO>_INITIAL_Q`` initialisers; every name and doc is sanitised for comments.
+They go into the header's comment, its index macros (``<MACRO>_Q_<COORDINATE>``,
+``<MACRO>_U_<INPUT>``, ``<MACRO>_P_<PARAMETER>``, ``<MACRO>_POINT_<POINT>``: the
+names upper-cased, a point's dot as an underscore) and its ``<MACRO>_DEFAULT_PARAMETERS``
+and ``<MACRO>_INITIAL_Q`` initialisers; every name and doc is sanitised for comments.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import CodegenError
 from ..symbolic.equations import Equations
@@ -24,8 +26,33 @@ class Slots:
     initial_q: tuple[float, ...]
 
 
-def slots_of(eqs: Equations) -> Slots:
-    """The slot tables of ``eqs`` (a parameter without a default value is an error)."""
+#: The index macros of each slot table: ``<MACRO>_<TAG>_<NAME>``.
+MACRO_TAGS = {"coordinates": "Q", "inputs": "U", "parameters": "P", "points": "POINT"}
+
+
+def slot_macro(macro: str, group: str, name: str) -> str:
+    """The index macro of ``name`` in a slot table: ``slot_macro("EXO5", "coordinates", "phi_torso")`` is
+    ``EXO5_Q_PHI_TORSO``."""
+    return f"{macro}_{MACRO_TAGS[group]}_{name.replace('.', '_').upper()}"
+
+
+def _with_macros(macro: str, group: str, names: list[str], slots: list[Slot], model: str) -> tuple[Slot, ...]:
+    seen: dict[str, str] = {}
+    out = []
+    for name, slot in zip(names, slots):
+        m = slot_macro(macro, group, name)
+        if m in seen:
+            raise CodegenError(f"model {model!r}: {group} {seen[m]!r} and {name!r} give the same C macro {m}; "
+                               f"rename one of them")
+        seen[m] = name
+        out.append(replace(slot, macro=m))
+    return tuple(out)
+
+
+def slots_of(eqs: Equations, macro: str = "") -> Slots:
+    """The slot tables of ``eqs`` (a parameter without a default value is an error); with ``macro`` (the
+    model's upper-case prefix) every slot gets its index macro, and two names with the same macro are an
+    error."""
     model = eqs.model
     pvals = {str(s): v for s, v in eqs.param_values.items()}
     units = {par.name: par for par in getattr(model, "parameters", [])}
@@ -50,6 +77,13 @@ def slots_of(eqs: Equations) -> Slots:
                            c_double(eqs.param_values[s]), f"p[{k}]"))
     points = tuple(Slot(i, comment_text(nm, 60), "", "", f"r[{2 * i}], r[{2 * i + 1}]")
                    for i, nm in enumerate(eqs.points))
+    if macro:
+        name = eqs.model.name
+        return Slots(_with_macros(macro, "coordinates", [str(s) for s in eqs.q], coords, name),
+                     _with_macros(macro, "inputs", [str(s) for s in eqs.u], inputs, name),
+                     _with_macros(macro, "parameters", [str(s) for s in eqs.params], params, name),
+                     _with_macros(macro, "points", [str(nm) for nm in eqs.points], list(points), name),
+                     tuple(inits))
     return Slots(tuple(coords), tuple(inputs), tuple(params), points, tuple(inits))
 
 

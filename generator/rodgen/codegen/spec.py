@@ -23,6 +23,7 @@ class Slot:
     doc: str = ""
     value: str = ""
     label: str = ""      # where it lives, e.g. "q[3]" or "r[6], r[7]"
+    macro: str = ""      # the header's index macro, e.g. "EXO5_Q_PHI_TORSO" (#define EXO5_Q_PHI_TORSO 3)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class ModelSpec:
     nrows: int = 0                 # constraint rows in all
     # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
     constraints: tuple[ConstraintBlock, ...] = ()
+    real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

@@ -572,10 +572,12 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 /* ---- hybrid simulation --------------------------------------------------- */
 
 /* The run's buffer: doubles y [ny], target [nr], g [2nc], mu [nc], then the
- * scratch states and vectors below; ints active, armed, slipping, act2, after
- * [nc each]; then (aligned) the scratch of the constrained dynamics. */
+ * scratch states and vectors below and the memo of the last evaluation; ints
+ * active, armed, slipping, act2, after [nc each]; then (aligned) the scratch of
+ * the constrained dynamics. */
 typedef struct {
     double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *g1, *gx, *lam, *c, *qdp, *imp, *J;
+    double *memo;   /* the last evaluation of hy_dyn, see there: HY_MEMO(m) doubles */
     int *act2, *after;
     void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
 } hscratch;
@@ -589,12 +591,15 @@ typedef struct {
 } houtput;
 
 #define HY_NSTATES 9   /* y0, k1..k4, y1, yx, yt, dy */
+/* The memo: its key t, y [ny], active [nc], target [nr]; its values dy [ny], lambda [nr], u [nu]. */
+#define HY_MEMO(m) (1L + 4L * (m)->nq + (m)->nconstraints + 2L * (m)->nrows + ((m)->nu > 0 ? (m)->nu : 1))
 
 static long hybrid_doubles(const rodgen_model *m)
 {
     const long ny = 2L * m->nq, nr = m->nrows, nc = m->nconstraints;
     return ny + nr + 3 * nc                                         /* y, target, g, mu */
-        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq;   /* scratch */
+        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq   /* scratch */
+        + HY_MEMO(m);
 }
 
 static long hybrid_own_bytes(const rodgen_model *m)
@@ -658,6 +663,8 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->qdp = d;
     d += m->nq;
     w->J = d;
+    d += (long)nr * m->nq;
+    w->memo = d;
     w->act2 = ip + 3 * nc;
     w->after = ip + 4 * nc;
     w->work = (char *)s->scratch + hybrid_own_bytes(m);
@@ -704,24 +711,71 @@ static int hy_input(rodgen_hybrid_state *s, double t, const double *y, double *u
     return all_finite(u, m->nu) ? RODGEN_OK : RODGEN_ERR_INPUT_NONFINITE;
 }
 
-/* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. */
+/* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. Leaves the inputs at (t, y) in w->u.
+ * The last successful evaluation is kept in w->memo with its key (t, y, the active set and the targets) and
+ * returned again for the same key: the state at the end of an RK4 step is evaluated for the event
+ * functions, then for the first stage of the next step and for the stored row, at the same (t, y). */
 static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
     double *dy, double *lambda)
 {
     const rodgen_model *m = s->model;
-    const int nq = m->nq;
-    int i, status = hy_input(s, t, y, w->u);
+    const int nq = m->nq, ny = 2 * nq, nr = m->nrows, nc = m->nconstraints, nu = m->nu;
+    double *key_y = w->memo + 1, *key_a = key_y + ny, *key_g = key_a + nc;
+    double *mem_dy = key_g + nr, *mem_lam = mem_dy + ny, *mem_u = mem_lam + nr;
+    int i, hit = w->memo[0] == t, status;
+    for (i = 0; hit && i < ny; ++i) {
+        hit = key_y[i] == y[i];
+    }
+    for (i = 0; hit && i < nc; ++i) {
+        hit = key_a[i] == (double)s->active[i];
+    }
+    for (i = 0; hit && i < nr; ++i) {
+        hit = key_g[i] == s->target[i];
+    }
+    if (hit) {
+        for (i = 0; i < ny; ++i) {
+            dy[i] = mem_dy[i];
+        }
+        for (i = 0; lambda != 0 && i < nr; ++i) {
+            lambda[i] = mem_lam[i];
+        }
+        for (i = 0; i < nu; ++i) {
+            w->u[i] = mem_u[i];
+        }
+        return RODGEN_OK;
+    }
+    w->memo[0] = NAN;
+    status = hy_input(s, t, y, w->u);
     if (status != RODGEN_OK) {
         return status;
     }
     s->evaluations += 1;
     status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
-        lambda, w->work);
+        mem_lam, w->work);
     if (status == RODGEN_ERR_NONFINITE_INPUT) {
         return RODGEN_ERR_NONFINITE_STATE;
     }
     for (i = 0; i < nq; ++i) {
         dy[i] = y[nq + i];
+    }
+    for (i = 0; lambda != 0 && i < nr; ++i) {
+        lambda[i] = mem_lam[i];
+    }
+    if (status == RODGEN_OK) {
+        w->memo[0] = t;
+        for (i = 0; i < ny; ++i) {
+            key_y[i] = y[i];
+            mem_dy[i] = dy[i];
+        }
+        for (i = 0; i < nc; ++i) {
+            key_a[i] = (double)s->active[i];
+        }
+        for (i = 0; i < nr; ++i) {
+            key_g[i] = s->target[i];
+        }
+        for (i = 0; i < nu; ++i) {
+            mem_u[i] = w->u[i];
+        }
     }
     return status;
 }
@@ -854,7 +908,9 @@ static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
     }
     if (out->u_out != 0) {
-        status = hy_input(s, s->t, s->y, w->u);
+        if (status != RODGEN_OK) {   /* else hy_dyn left the inputs at (t, y) in w->u */
+            status = hy_input(s, s->t, s->y, w->u);
+        }
         for (i = 0; i < m->nu; ++i) {
             out->u_out[n * m->nu + i] = status == RODGEN_OK ? w->u[i] : NAN;
         }
@@ -1218,6 +1274,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     s->have_g = 0;
     hlayout_state(m, s, work);
     hcarve(m, s, &w);
+    w.memo[0] = NAN;
     for (i = 0; i < 2 * m->nq; ++i) {
         s->y[i] = y0[i];
     }

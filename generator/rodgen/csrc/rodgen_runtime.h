@@ -111,6 +111,16 @@ typedef struct {
     int stored;                  /* y has been written to the outputs */
 } rodgen_sim_state;
 
+/* The context of a controller written in C (rodgen.CController): a rodgen_input_fn of a CALLBACK input gets a pointer to it as its context. */
+typedef struct {
+    const rodgen_model *model;   /* the simulated model's table (sizes, routines, constraint blocks) */
+    const double *p;             /* [model->np] the model's parameters of the run */
+    const double *params;        /* [nparams] the controller's parameters */
+    long nparams;                /* number of params */
+    double *state;               /* [nstate] the controller's memory, kept between calls (set at the start) */
+    long nstate;                 /* number of state entries */
+} rodgen_controller;
+
 /* Cholesky factorisation A = L L^T in place (A n x n, row-major, symmetric; L in its lower triangle).
  * Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot falls below RODGEN_PIVOT_RTOL
  * times its diagonal entry. */

@@ -24,6 +24,7 @@ from .core import (
                    telescopic,
 )
 from .dump import dump, to_dict
+from .elastic import elastic, rule_table
 from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
 from .valid import (
@@ -45,7 +46,8 @@ from .valid import (
 )
 
 __all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
-           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "Expression",
+           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "elastic", "rule_table",
+           "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",

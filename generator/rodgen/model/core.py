@@ -455,6 +455,15 @@ class Model:
         self.links.append(lk)
         return lk
 
+    def elastic(self, name: str, **kw: Any) -> list[Link]:
+        """Add an elastic link (a chain of rigid segments on sprung hinges) and return its links.
+
+        See :func:`rodgen.model.elastic.elastic` for the fields and rules, e.g.
+        ``model.elastic("arm", length=1.0, EJ=2.0, mass=0.5, rule="G", n=4)``.
+        """
+        from .elastic import elastic
+        return elastic(self, name, **kw)
+
     def couple(self, coordinate: str, expression: Value) -> str:
         """Make ``coordinate`` a function of the other coordinates and return its name.
 

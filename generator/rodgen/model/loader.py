@@ -27,6 +27,8 @@ from .core import (
     Spring,
     telescopic,
 )
+from .elastic import elastic
+from .suggest import did_you_mean
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -38,6 +40,9 @@ _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "f
              "damping", "limits"}
 _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force", "actuated", "spring", "damping",
               "masses", "limits"}
+_ELASTIC_KEYS = {"name", "type", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint",
+                 "clamped", "length", "EJ", "mass", "mass_per_length", "rule", "n", "positions", "stiffnesses",
+                 "damping", "elements", "tip_mass"}
 _GROUND_KEYS = {"slope", "height"}
 _CONTACT_KEYS = {"name", "marker", "friction"}
 _LOOP_KEYS = {"name", "a", "b"}
@@ -54,18 +59,50 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate mapping keys."""
 
 
+class _Map(dict):
+    """A mapping read from YAML that knows its lines: ``line`` (where it starts, 1-based) and
+    ``lines[key]`` (where each key stands)."""
+
+    line: int = 0
+    lines: dict[Any, int]
+
+
+class _Seq(list):
+    """A list read from YAML that knows the line of each item (``lines``)."""
+
+    lines: list[int]
+
+
+# messages name the YAML types as Python's: "expected a number, got list"
+_Map.__name__ = _Map.__qualname__ = "dict"
+_Seq.__name__ = _Seq.__qualname__ = "list"
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    mapping: dict = {}
+    mapping = _Map()
+    mapping.line = node.start_mark.line + 1
+    mapping.lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in mapping:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
         mapping[key] = loader.construct_object(value_node, deep=deep)
+        try:
+            mapping.lines[key] = key_node.start_mark.line + 1
+        except TypeError:       # an unhashable key: the model reader refuses it later
+            pass
     return mapping
 
 
+def _construct_sequence(loader: _StrictLoader, node: yaml.SequenceNode, deep: bool = False) -> list:
+    seq = _Seq(loader.construct_object(child, deep=deep) for child in node.value)
+    seq.lines = [child.start_mark.line + 1 for child in node.value]
+    return seq
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
 def load(path: PathLike) -> Model:
@@ -93,26 +130,70 @@ def load(path: PathLike) -> Model:
 
 
 def load_dict(data: Any, *, source: Optional[str] = None) -> Model:
-    """Build and validate a Model from a mapping with the model-file schema."""
+    """Build and validate a Model from a mapping with the model-file schema.
+
+    An error names the place (link, segment, field) and, for a mapping read from a YAML file, the line
+    where the field stands (``line 14, link 'upper', segment 'upper_rod'.rods[0].mass: ...``), also for
+    the checks of validation.
+    """
     b = _Reader(source)
-    model = b.model(data)
-    model.validate()
+    try:
+        model = b.model(data)
+        model.validate()
+    except ModelError as exc:
+        raise b.located(exc) from None
     return model
 
 
 class _Reader:
     def __init__(self, source: Optional[str]) -> None:
         self.src = source
+        #: line (1-based) of every place read, by the name errors give it ("link 'a', segment 'b'.length")
+        self.lines: dict[str, int] = {}
 
     def err(self, msg: str, where: str) -> ModelError:
         return ModelError(msg, source=self.src, where=where)
 
+    def note(self, obj: Any, where: str) -> None:
+        """Remember the lines of a mapping read from YAML: of the mapping and of each of its fields."""
+        if isinstance(obj, _Map):
+            self.lines.setdefault(where, obj.line)
+            for k, line in obj.lines.items():
+                self.lines.setdefault(f"{where}.{k}", line)
+
+    def alias(self, where: str, same: str) -> None:
+        """Place ``where`` (as validation names it) stands at the lines of ``same`` (as the file names it)."""
+        for key, line in list(self.lines.items()):
+            if key == same or key.startswith(same + "."):
+                self.lines.setdefault(where + key[len(same):], line)
+
+    def line_of(self, where: Optional[str]) -> Optional[int]:
+        """The line of ``where``, or of the nearest enclosing place that was read from the file."""
+        while where:
+            if where in self.lines:
+                return self.lines[where]
+            cut = max(where.rfind("."), where.rfind("["), where.rfind(", "))
+            if cut <= 0:
+                return None
+            where = where[:cut]
+        return None
+
+    def located(self, exc: ModelError) -> ModelError:
+        """``exc`` with the line of its place in front of the place (when known)."""
+        line = self.line_of(exc.where)
+        if line is None or (exc.where or "").startswith("line "):
+            return exc
+        return ModelError(exc.detail, source=exc.source, where=f"line {line}, {exc.where}")
+
     def mapping(self, obj: Any, where: str, keys: set[str], required: tuple[str, ...] = ()) -> Mapping[str, Any]:
         if not isinstance(obj, dict):
             raise self.err(f"expected a mapping, got {type(obj).__name__}", where)
+        self.note(obj, where)
         extra = [k for k in obj if k not in keys]
         if extra:
-            raise self.err(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(keys))})", where)
+            field = f"{where}.{extra[0]}"
+            raise self.err(f"unknown field {extra[0]!r}{did_you_mean(extra[0], keys)} "
+                           f"(allowed: {', '.join(sorted(keys))})", field if field in self.lines else where)
         for k in required:
             if k not in obj:
                 raise self.err(f"missing field {k!r}", where)
@@ -154,6 +235,7 @@ class _Reader:
         params = d.get("parameters") or {}
         if not isinstance(params, dict):
             raise self.err("expected a mapping name: value", "parameters")
+        self.note(params, "parameters")
         for name, spec in params.items():
             where = f"parameters.{name}"
             if isinstance(spec, dict):
@@ -171,10 +253,14 @@ class _Reader:
             model.parameters.append(Parameter(name, value, unit, doc))
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
-            model.links.append(self.link(ld, i))
+            if isinstance(ld, dict) and "type" in ld:
+                self.elastic_link(model, ld, i)
+            else:
+                model.links.append(self.link(ld, i))
         couplings = d.get("couplings") or {}
         if not isinstance(couplings, dict):
             raise self.err("expected a mapping coordinate: expression", "couplings")
+        self.note(couplings, "couplings")
         for name, expr in couplings.items():
             model.couplings[self.string(name, "couplings")] = expr
         if d.get("ground") is not None:
@@ -248,6 +334,53 @@ class _Reader:
                                      lateral=m.get("lateral", 0.0)))
         return lk
 
+    def elastic_link(self, model: Model, ld: Mapping[str, Any], i: int) -> None:
+        """A link entry with ``type: elastic``: expanded into its chain of links (rodgen.model.elastic)."""
+        name = ld.get("name")
+        lw = f"link {name!r}" if isinstance(name, str) else f"links[{i}]"
+        if ld["type"] != "elastic":
+            raise self.err(f"a link's type must be 'elastic' (or leave it out for a rigid chain of segments), "
+                           f"got {ld['type']!r}", f"{lw}.type")
+        d = self.mapping(ld, lw, _ELASTIC_KEYS, ("name", "length"))
+        kw: dict[str, Any] = {}
+        for key in ("parent", "at", "angle", "coordinate"):
+            if d.get(key) is not None:
+                kw[key] = self.string(d[key], f"{lw}.{key}")
+        for key in ("length", "EJ", "mass", "mass_per_length", "offset", "initial", "damping", "tip_mass"):
+            if key in d:
+                kw[key] = d[key]
+        if "origin" in d:
+            kw["origin"] = self.pair(d["origin"], f"{lw}.origin", "[x, y]")
+        if "clamped" in d:
+            kw["clamped"] = self.boolean(d["clamped"], f"{lw}.clamped")
+        if "rule" in d:
+            rule = d["rule"]
+            if rule is not None and not isinstance(rule, str):
+                raise self.err(f"expected a rule name (Cp, E, B, G, R, Ch, M) or null, got {rule!r}", f"{lw}.rule")
+            kw["rule"] = rule
+        elif "positions" in d or "stiffnesses" in d:
+            kw["rule"] = None
+        for key in ("n", "elements"):
+            if key in d:
+                v = d[key]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise self.err(f"{key} must be a whole number, got {v!r}", f"{lw}.{key}")
+                kw[key] = v
+        for key in ("positions", "stiffnesses"):
+            if key in d:
+                kw[key] = self.seq(d[key], f"{lw}.{key}")
+        if "joint" in d:
+            jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
+            jt = Joint()
+            if "torque" in jd:
+                jt.torque = self.string(jd["torque"], f"{lw}.joint.torque")
+            if "actuated" in jd:
+                jt.actuated = self.boolean(jd["actuated"], f"{lw}.joint.actuated")
+            jt.spring = self.spring(jd.get("spring"), f"{lw}.joint.spring")
+            jt.damping = jd.get("damping")
+            kw["joint"] = jt
+        elastic(model, self.string(d["name"], f"{lw}.name"), **kw)
+
     def spring(self, sd: Any, where: str) -> Optional[Spring]:
         if sd is None:
             return None
@@ -271,6 +404,8 @@ class _Reader:
             seg = telescopic(self.string(d["name"], f"{sw}.name"), length=d["length"],
                              outer_length=o["length"], outer_mass=o["mass"],
                              inner_length=n["length"], inner_mass=n["mass"], **common)
+            self.alias(f"{sw}.rods[0]", f"{sw}.outer")     # validation names the sections as rods
+            self.alias(f"{sw}.rods[1]", f"{sw}.inner")
             self._masses(d, sw, seg)
             return seg
         d = self.mapping(sd, sw, _SEG_KEYS, ("name", "length"))

@@ -34,6 +34,7 @@ from .core import (
     is_finite_number,
 )
 from .expr import Expression, ExpressionError, as_expression
+from .suggest import did_you_mean
 from .valid import (
     SEGMENT_KINDS,
     Bounds,
@@ -75,7 +76,7 @@ class _Ctx:
         ex = self.parse(value, where)
         unknown = [n for n in ex.names if n not in self.params]
         if unknown:
-            raise self.err(f"parameter {unknown[0]!r} is used but never defined"
+            raise self.err(f"parameter {unknown[0]!r} is used but never defined{did_you_mean(unknown[0], self.params)}"
                            + (f" (defined: {', '.join(self.params)})" if self.params else
                               " (the model defines no parameters)"), where)
         try:
@@ -155,7 +156,8 @@ def validate_model(model: Model) -> ValidModel:
     # topology: parents exist, no cycles; order parents before children (stable)
     for lk in model.links:
         if lk.parent is not None and lk.parent not in names:
-            raise ctx.err(f"unknown parent {lk.parent!r} (links: {', '.join(names)})", f"link {lk.name!r}.parent")
+            raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(lk.parent, names)} (links: {', '.join(names)})",
+                          f"link {lk.name!r}.parent")
     for lk in model.links:
         path = [lk.name]
         cur = lk
@@ -263,6 +265,8 @@ def validate_model(model: Model) -> ValidModel:
                 if rd.name is not None:
                     claim(rd.name, "point name", f"{rw}.name")
                 rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
+            if kind == "telescopic" and len(rods) >= 2:
+                _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
             segments.append(ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension))
         seg_of = {sg.name for sg in lk.segments}
         markers: list[ValidMarker] = []
@@ -271,7 +275,8 @@ def validate_model(model: Model) -> ValidModel:
             _typed(ctx, mk, Marker, mw)
             claim(mk.name, "marker", mw)
             if mk.segment is not None and mk.segment not in seg_of:
-                raise ctx.err(f"unknown segment {mk.segment!r} (segments of {lk.name!r}: {', '.join(seg_of)})",
+                raise ctx.err(f"unknown segment {mk.segment!r}{did_you_mean(mk.segment, seg_of)} "
+                              f"(segments of {lk.name!r}: {', '.join(seg_of)})",
                               f"{mw}.segment")
             fraction, koff, lateral = _station(ctx, mk, mw)
             if mk.segment is None and fraction.evaluate(ctx.params) != 0:
@@ -287,7 +292,7 @@ def validate_model(model: Model) -> ValidModel:
         up = names[lk.parent]
         valid = {"end", "start"} | {s.name for s in up.segments} | {m.name for m in up.markers}
         if not isinstance(lk.at, str) or lk.at not in valid:
-            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {up.name!r} "
+            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {up.name!r}{did_you_mean(lk.at, valid)} "
                           f"(use 'end', 'start', a segment or a marker of {up.name!r}: "
                           f"{', '.join(sorted(valid))})", f"link {lk.name!r}.at")
 
@@ -301,6 +306,30 @@ def validate_model(model: Model) -> ValidModel:
                       base=out.base, base_coordinates=out.base_coordinates, base_initial=out.base_initial,
                       ground=out.ground, contacts=contacts, loops=loops, couplings=MappingProxyType(couplings),
                       doc=out.doc, source=out.source)
+
+
+def _telescopic_fits(ctx: _Ctx, length: Expression, outer: ValidRod, inner: ValidRod,
+                     extension: Optional[Extension], where: str) -> None:
+    """A telescopic segment's sections fit its length: the inner section (fixed to the distal end) must not
+    reach behind the segment's start, and the two must overlap, at the initial length and at the limits."""
+    lo_in, hi_both = inner.length.evaluate(ctx.params), (outer.length.evaluate(ctx.params)
+                                                         + inner.length.evaluate(ctx.params))
+    lengths = [("length", length.evaluate(ctx.params), length.text)]
+    if extension is not None and extension.limits is not None:
+        for side, bound in zip(("lower limit", "upper limit"), extension.limits):
+            if bound is not None:
+                lengths.append((side, bound.evaluate(ctx.params), bound.text))
+    def shown(text: str, value: float) -> str:
+        return text if text == f"{value:g}" else f"{text} = {value:g}"
+
+    for what, value, text in lengths:
+        field = f"{where}.{'length' if what == 'length' else 'limits'}"
+        if value < lo_in:
+            raise ctx.err(f"the {what} {shown(text, value)} is shorter than the inner section (length "
+                          f"{shown(inner.length.text, lo_in)}), which would reach behind the segment's start", field)
+        if value > hi_both:
+            raise ctx.err(f"at the {what} {shown(text, value)} the sections no longer overlap (outer "
+                          f"{outer.length.text} + inner {inner.length.text} = {hi_both:g})", field)
 
 
 def _segment_kind(ctx: _Ctx, sg: Segment, where: str) -> str:
@@ -353,7 +382,7 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
 
     def marker(name: object, where: str) -> tuple[ValidLink, ValidMarker]:
         if not isinstance(name, str) or name not in markers:
-            raise ctx.err(f"unknown marker {name!r} ({known})", where)
+            raise ctx.err(f"unknown marker {name!r}{did_you_mean(name, markers)} ({known})", where)
         return markers[name]
 
     if not isinstance(model.contacts, list):

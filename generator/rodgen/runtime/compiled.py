@@ -20,6 +20,7 @@ import numpy as np
 
 from ..contract import StatusCode
 from ..errors import RodgenError
+from .callables import input_function, names_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import SimulationResult
@@ -51,6 +52,31 @@ class ConstraintBlock(NamedTuple):
     kind: str
     row: int
     nrows: int
+
+
+def numbers(x: Any, name: str, model: str) -> np.ndarray:
+    """``x`` as a float64 array; a non-numeric entry is a TypeError naming the argument."""
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"Input {name!r} of the model {model!r} holds an entry that is not a number ({exc}).") \
+            from None
+
+
+def _lists_to_arrays(*xs: Any) -> tuple:
+    """The arguments with lists and tuples of numbers as float64 arrays (anything else, and lists that do not
+    convert, as they are: the checked path names the problem), then whether any was converted."""
+    out = []
+    listed = False
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            try:
+                x = np.array(x, dtype=float)
+                listed = True
+            except (TypeError, ValueError):
+                pass
+        out.append(x)
+    return (*out, listed)
 
 
 class CompiledModel:
@@ -94,6 +120,10 @@ class CompiledModel:
         self._jacobian_guard = threading.Lock()
         self.path = Path(path)
         self.folder = self.path.parent
+        #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
+        #: parameters given to ``simulate(p=...)`` are checked (masses positive, ...), and plots and
+        #: animations know the model.
+        self.model: Any = None
         self._p0 = np.array(info["parameter_values"], dtype=float).reshape(1, self.np)
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
@@ -147,7 +177,9 @@ class CompiledModel:
         for nm, v in {**(values or {}), **overrides}.items():
             if nm not in self._p_index:
                 known = ", ".join(self._p_index) or "none"
-                raise KeyError(f"the model {self.name!r} has no parameter {nm!r} (parameters: {known})")
+                from ..model.suggest import did_you_mean
+                raise KeyError(f"the model {self.name!r} has no parameter {nm!r}{did_you_mean(nm, self._p_index)} "
+                               f"(parameters: {known})")
             p[self._p_index[nm]] = float(v)
         return p
 
@@ -155,19 +187,29 @@ class CompiledModel:
         """y0 = [q0, 0]: the initial coordinates of the model file, at rest."""
         return np.concatenate([self._q0, np.zeros(self.nq)])
 
+    def _order(self, name: str) -> str:
+        """Which names the entries of input ``name`` follow, for messages."""
+        if name in ("q", "qd", "qdd"):
+            return f"in the order of .coordinates: {names_text(self.coordinates)}"
+        if name == "y":
+            return f"[q, qd], q in the order of .coordinates: {names_text(self.coordinates)}"
+        if name == "u":
+            return f"in the order of .inputs: {names_text(self.inputs)}"
+        return f"in the order of .parameters: {names_text(list(self.parameters))}"
+
     def _rows(self, x: ArrayLike, name: str) -> tuple[np.ndarray, int]:
         """(2-D C-contiguous float64 array, number of rows or -1 for a single 1-D state)."""
         width, what = self._sizes[name]
-        a = np.asarray(x, dtype=float)
+        a = numbers(x, name, self.name)
         if a.ndim == 1:
             if a.shape[0] != width:
                 raise ValueError(f"Input {name!r} has length {a.shape[0]}; the model {self.name!r} expects "
-                                 f"{width} {what} (see {self.prefix}.h for the order).")
+                                 f"{width} {what} ({self._order(name)}).")
             return np.ascontiguousarray(a).reshape(1, width), -1
         if a.ndim == 2:
             if a.shape[1] != width:
                 raise ValueError(f"Input {name!r} has shape {a.shape}; the model {self.name!r} expects rows of "
-                                 f"{width} {what}, shape (N, {width}) (see {self.prefix}.h for the order).")
+                                 f"{width} {what}, shape (N, {width}) ({self._order(name)}).")
             return np.ascontiguousarray(a), a.shape[0]
         if a.ndim == 0 and width == 1:
             return a.reshape(1, 1), -1
@@ -227,6 +269,11 @@ class CompiledModel:
             r = self._one_mass_matrix(q, p)
             if r is not None:
                 return r
+            q, p, listed = _lists_to_arrays(q, p)
+            if listed:     # lists or tuples, converted once: the one-state path again
+                r = self._one_mass_matrix(q, p)
+                if r is not None:
+                    return r
         q2, nq_ = self._rows(q, "q")
         p2, np_ = self._params(p)
         n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
@@ -241,6 +288,11 @@ class CompiledModel:
             r = self._one_bias(q, qd, p)
             if r is not None:
                 return r
+            q, qd, p, listed = _lists_to_arrays(q, qd, p)
+            if listed:     # lists or tuples, converted once: the one-state path again
+                r = self._one_bias(q, qd, p)
+                if r is not None:
+                    return r
         return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nq)
 
     def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -267,6 +319,11 @@ class CompiledModel:
             r = self._one_forward_dynamics(q, qd, u, p)
             if r is not None:
                 return r
+            q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
+            if listed:     # lists or tuples, converted once: the one-state path again
+                r = self._one_forward_dynamics(q, qd, u, p)
+                if r is not None:
+                    return r
         q2, a = self._rows(q, "q")
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
@@ -290,6 +347,11 @@ class CompiledModel:
             r = self._one_inverse_dynamics(q, qd, qdd, p)
             if r is not None:
                 return r
+            q, qd, qdd, p, listed = _lists_to_arrays(q, qd, qdd, p)
+            if listed:     # lists or tuples, converted once: the one-state path again
+                r = self._one_inverse_dynamics(q, qd, qdd, p)
+                if r is not None:
+                    return r
         return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nq)
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
@@ -299,6 +361,11 @@ class CompiledModel:
             r = self._one_rhs(t, y, u, p)
             if r is not None:
                 return r
+            y, u, p, listed = _lists_to_arrays(y, u, p)
+            if listed:     # lists or tuples, converted once: the one-state path again
+                r = self._one_rhs(t, y, u, p)
+                if r is not None:
+                    return r
         y2, a = self._rows(y, "y")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
@@ -312,9 +379,10 @@ class CompiledModel:
             self._check_status(status, "rhs", batched)
         return res
 
-    def ode(self, u: Union[ArrayLike, Callable[[float, np.ndarray], ArrayLike], None] = None,
+    def ode(self, u: Union[ArrayLike, Callable[..., ArrayLike], None] = None,
             p: Params = None) -> Callable[[float, np.ndarray], np.ndarray]:
-        """f(t, y) for ``scipy.integrate.solve_ivp``; ``u`` is constant or a function ``u(t, y)``.
+        """f(t, y) for ``scipy.integrate.solve_ivp``; ``u`` is constant or a function ``u(t, q, qd)``, as in
+        :meth:`simulate` (``u(t, y)`` is accepted too: see :mod:`rodgen.runtime.callables`).
 
         Parameters and a constant ``u`` are checked once, here; ``y`` must be
         a (2 nq,) state (solve_ivp's ``vectorized=True`` is not supported).
@@ -322,11 +390,11 @@ class CompiledModel:
         The returned function carries ``f.jac(t, y)``, the exact (2 nq, 2 nq)
         Jacobian of f (see :meth:`rhs_jacobian`), for the implicit methods::
 
-            f = sys.ode(u=u0)
+            f = robot.ode(u=u0)
             solve_ivp(f, (0, 10), y0, method="Radau", jac=f.jac)
 
-        With a function ``u(t, y)`` the Jacobian holds the inputs fixed at
-        u(t, y): it leaves out du/dy (Newton iterations still converge with it).
+        With a function ``u`` the Jacobian holds the inputs fixed at
+        their value at (t, y): it leaves out du/dy (Newton iterations still converge with it).
         """
         p2, d = self._params(p)
         if d > 1:
@@ -357,10 +425,7 @@ class CompiledModel:
 
         inputs_at: Callable[[float, np.ndarray], np.ndarray]
         if callable(u):
-            ufun = u
-
-            def inputs_at(t: float, y1: np.ndarray) -> np.ndarray:
-                return self._rows(ufun(t, y1), "u")[0]
+            inputs_at = input_function(u, nq=self.nq, inputs=self.inputs, model=self.name)
         else:
             u2, c = self._inputs(u)
             if c > 1:
@@ -455,6 +520,21 @@ class CompiledModel:
             self._check_status(status, "rhs_jacobian", batched)
         return res
 
+    def linearize(self, q0: ArrayLike, qd0: Optional[ArrayLike] = None, u0: Optional[ArrayLike] = None,
+                  p: Params = None) -> tuple[np.ndarray, np.ndarray]:
+        """(A, B) of the first-order system about (q0, qd0, u0): dy = A dy + B du, y = [q, qd].
+
+        A is the exact :meth:`rhs_jacobian`; B = [0; M^-1 B(q0)] (the inputs enter linearly).
+        See :func:`rodgen.runtime.linear.linearize`.
+        """
+        from .linear import linearize
+        return linearize(self, q0, qd0, u0, p)
+
+    def modes(self, q0: Optional[ArrayLike] = None, **kwargs: Any) -> Any:
+        """Natural frequencies and mode shapes about the equilibrium q0 (see :func:`rodgen.modes`)."""
+        from .linear import modes
+        return modes(self, q0, **kwargs)
+
     def simulate(self, y0: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
                  rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Params = None, controller: Any = None,
                  store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
@@ -463,7 +543,8 @@ class CompiledModel:
         """Integrate in C with RK4 (fixed step ``dt``) or DOPRI5 (adaptive, rtol/atol).
 
         ``u``: None, a constant (nu,), an InputTable or a callable u(t, q, qd)
-        (slow path); ``controller``: PD or ComputedTorque toward a Reference.
+        (slow path; u(t, y) is accepted too, see :mod:`rodgen.runtime.callables`); ``controller``: PD or
+        ComputedTorque toward a Reference.
         See :func:`rodgen.runtime.integrate.simulate` for every argument.
         Returns a SimulationResult (t, q, qd, u, energy, status, message).
 

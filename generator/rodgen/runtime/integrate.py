@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 import numpy as np
 
 from ..contract import StatusCode, constant
+from .callables import input_function, names_text
+from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable, Reference, _gains
 from .progress import Progress
 from .result import SimulationResult, Status
@@ -45,12 +47,13 @@ DOPRI5_MAX_STEPS = 10_000_000
 #: Rows of one chunk of output (the progress bar and Ctrl-C act between chunks).
 CHUNK_ROWS = 20_000
 
-UInput = Union[None, np.ndarray, list, tuple, float, InputTable, Callable[[float, np.ndarray, np.ndarray], Any]]
+UInput = Union[None, np.ndarray, list, tuple, float, InputTable, CController,
+               Callable[[float, np.ndarray, np.ndarray], Any]]
 
 
 def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = None, *,
              method: Union[Integrator, str] = Integrator.RK4, rtol: float = 1e-6, atol: float = 1e-9,
-             u: UInput = None, p: Any = None, controller: Union[PD, ComputedTorque, None] = None,
+             u: UInput = None, p: Any = None, controller: Union[PD, ComputedTorque, CController, None] = None,
              store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
              h_max: Optional[float] = None, h_min: float = 0.0,
              progress: Optional[bool] = None) -> SimulationResult:
@@ -67,12 +70,16 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     rtol, atol : DOPRI5 error tolerances; a step is accepted when the RMS of
         err_i / (atol + rtol max(|y_i|, |y_new_i|)) is at most 1.
     u : the inputs: None (zero), a constant (nu,) vector, an
-        :class:`InputTable`, or a callable ``u(t, q, qd) -> (nu,)`` (slow:
-        Python is called at every stage). With a PD controller a constant
+        :class:`InputTable`, a :class:`~rodgen.runtime.ccontroller.CController`
+        (a controller written in C, called from C), or a callable
+        ``u(t, q, qd) -> (nu,)`` (slow: Python is called at every stage;
+        ``u(t, y)`` is accepted too, see :mod:`rodgen.runtime.callables`; it is
+        called once at (t0, y0) to check it). With a PD controller a constant
         ``u`` is its feedforward.
     p : parameters (vector or dict of overrides); defaults of the model if None.
     controller : a :class:`PD` or :class:`ComputedTorque` law toward a
-        :class:`Reference`, evaluated in C.
+        :class:`Reference`, evaluated in C, or a
+        :class:`~rodgen.runtime.ccontroller.CController`.
     store_every : store every k-th step (the first and the last state always).
     max_steps : most steps, accepted and rejected (default: none for RK4,
         :data:`DOPRI5_MAX_STEPS` for DOPRI5).
@@ -92,7 +99,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     t0, t_end = float(t0), float(t_end)
@@ -116,7 +123,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     if not h_min >= 0:
         raise ValueError(f"h_min must be non-negative; got {h_min!r}")
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)
 
     sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
                                   float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
@@ -149,7 +156,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                 break
             if code == StatusCode.ERR_OPTIONS:
                 raise ValueError(f"the compiled integrator of {sys.name!r} rejected its options")
-            status, why = _failure(code, sim.error, controller)
+            status, why = _failure(code, sim.error, u if controller is None else controller)
             if code == StatusCode.ERR_STEP_UNDERFLOW:
                 why += f" (h_min = {max(h_min, 16 * np.finfo(float).eps * abs(sim.t)):.3g})"
             elif code == StatusCode.ERR_MAX_STEPS:
@@ -168,6 +175,8 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
+    if isinstance(fn, tuple):
+        res.extra["controller_state"] = fn[2].state.copy()
     return res
 
 
@@ -189,6 +198,9 @@ def _failure(code: int, error: Optional[BaseException], controller: Any) -> tupl
         if isinstance(error, KeyboardInterrupt):
             return Status.INTERRUPTED, "interrupted in the input function"
         return status, f"the input function raised {type(error).__name__}: {error}"
+    if code == StatusCode.ERR_INPUT_FAILED and isinstance(controller, CController):
+        return status, (f"the C controller {controller.symbol!r} ({controller.where}) returned a non-zero "
+                        f"status")
     if code == StatusCode.ERR_INPUT_FAILED and isinstance(controller, ComputedTorque):
         return status, "B^T B is singular: computed torque needs inputs whose directions B(q) are independent"
     return status, why
@@ -209,16 +221,31 @@ def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
     pv = np.ascontiguousarray(p2.reshape(-1), dtype=float).copy()
     if not np.all(np.isfinite(pv)):
         raise ValueError(f"the parameters hold inf or NaN: {pv.tolist()}")
+    model = getattr(sys, "model", None)
+    if p is not None and model is not None and hasattr(model, "links"):
+        # masses, lengths, inertias of the run's parameters: the sign rules of validation (a ModelError)
+        from ..model.values import check_parameter_values
+        check_parameter_values(model, dict(zip(sys.parameters, pv.tolist())))
     return pv
 
 
-def _input_law(sys: "CompiledModel", u: UInput, controller: Any) -> tuple:
-    """(kind, u, times, values, kp, kd, function) for the C input struct."""
+def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray, t0: float,
+               y0: np.ndarray) -> tuple:
+    """(kind, u, times, values, kp, kd, function) for the C input struct; a callable ``u`` is read by the one
+    rule of :mod:`rodgen.runtime.callables` and checked once at (t0, y0)."""
     nq, nu = sys.nq, sys.nu
     none = np.empty(0)
+    c_law = controller if isinstance(controller, CController) else u if isinstance(u, CController) else None
+    if c_law is not None:
+        if controller is not None and u is not None:
+            raise ValueError("a CController sets all inputs; pass it as controller= or u=, not both")
+        if nu == 0:
+            raise ValueError(f"the model {sys.name!r} has no inputs; a controller has nothing to drive")
+        return _CALLBACK, none, none, none, none, none, c_law.bind(sys._m.address(), pv).input_function()
     if controller is not None:
         if not isinstance(controller, (PD, ComputedTorque)):
-            raise TypeError(f"controller must be a rodgen PD or ComputedTorque; got {type(controller).__name__}")
+            raise TypeError(f"controller must be a rodgen PD, ComputedTorque or CController; got "
+                            f"{type(controller).__name__}")
         if nu == 0:
             raise ValueError(f"the model {sys.name!r} has no inputs; a controller has nothing to drive")
         ref = controller.reference
@@ -246,11 +273,8 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any) -> tuple:
             raise ValueError(f"the InputTable has {u.u.shape[1]} inputs per row; the model {sys.name!r} has {nu}")
         return _TABLE, none, u.t, np.ascontiguousarray(u.u.reshape(-1)), none, none, None
     if callable(u):
-        ufun = u
-
-        def through_state(t: float, y: np.ndarray) -> Any:
-            return ufun(t, y[:nq], y[nq:])
-        return _CALLBACK, none, none, none, none, none, through_state
+        fn = input_function(u, nq=nq, inputs=sys.inputs, model=sys.name, t0=t0, y0=y0)
+        return _CALLBACK, none, none, none, none, none, fn
     return _CONSTANT, _constant(sys, u), none, none, none, none, None
 
 
@@ -260,7 +284,7 @@ def _constant(sys: "CompiledModel", u: Any) -> np.ndarray:
         raise ValueError(f"Input 'u' has length 1; the model {sys.name!r} expects {sys.nu} inputs")
     if a.shape != (sys.nu,):
         raise ValueError(f"Input 'u' has length {a.size}; the model {sys.name!r} expects {sys.nu} inputs "
-                         f"(see {sys.prefix}.h for the order).")
+                         f"({names_text(sys.inputs)})")
     return np.ascontiguousarray(a)
 
 
@@ -290,7 +314,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
-                         f"[q, qd] (see {sys.prefix}.h for the order).")
+                         f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
     if not sys.constraints:
@@ -315,7 +339,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     active0 = sys.active_mask(contacts)
     disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
     pv = _parameters(sys, p)
-    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller)
+    kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)
     law = rt.Simulation(sys._m, _METHOD["rk4"], t0, t_end, float(dt), 0.0, 0.0, 0.0, 0.0, 0, 1,
                         kind, uc, times, values, kp, kd, fn, pv, y)
     run = rt.Hybrid(law, pv, t0, t_end, float(dt), int(store_every), float(event_tol or 0.0),
@@ -359,7 +383,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             break
         if code == StatusCode.ERR_OPTIONS:
             raise ValueError(f"the hybrid simulation of {sys.name!r} rejected its options")
-        status, why = _failure(code, law.error, controller)
+        status, why = _failure(code, law.error, u if controller is None else controller)
         if run.block >= 0 and code in (StatusCode.ERR_FRICTION_CONE, StatusCode.ERR_EVENT_NOT_LOCATED,
                                        StatusCode.ERR_INITIAL_STATE):
             why += f" (block {block_name(run.block)!r})"
@@ -385,6 +409,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     res.phases = phases
     steps_done, nev, evaluations = run.counts
     res.extra.update(lam=L, steps=np.array(steps_done), events=np.array(nev), evaluations=np.array(evaluations))
+    if isinstance(fn, tuple):
+        res.extra["controller_state"] = fn[2].state.copy()
     return res
 
 

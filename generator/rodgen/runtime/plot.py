@@ -33,21 +33,63 @@ def _as_result(result: Any) -> SimulationResult:
     raise TypeError(f"expected a SimulationResult, got {type(result).__name__}")
 
 
+#: Quantities of the plot panels: (label, unit) per kind of coordinate or input.
+_COORDINATE_AXES = {"angle": ("angles", "rad"), "length": ("lengths", "m")}
+_RATE_AXES = {"angle": ("angular rates", "rad/s"), "length": ("length rates", "m/s")}
+_INPUT_AXES = {"torque": ("torques", "N m"), "force": ("forces", "N")}
+
+
+def kinds(model: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """(coordinate name -> "angle" or "length", input name -> "torque" or "force") of a Model or ValidModel
+    (a base position is a length)."""
+    from ..model.valid import valid_model
+    vm = valid_model(model)
+    coords = {c.name: ("angle" if c.kind == "angle" else "length") for c in vm.coordinates()}
+    inputs = {i.name: ("torque" if i.kind == "torque" else "force") for i in vm.inputs()}
+    return coords, inputs
+
+
+def _panels(res: SimulationResult, wanted: Sequence[str], model: Any) -> list[tuple[str, str, str, list[int]]]:
+    """(panel, y label, unit, columns) of every axes: with the model, angles apart from lengths and
+    torques apart from forces; without it, one axes per quantity with both units."""
+    out: list[tuple[str, str, str, list[int]]] = []
+    ckind, ikind = kinds(model) if model is not None else ({}, {})
+    for pn in wanted:
+        if pn == "energy":
+            out.append((pn, "energy", "J", []))
+            continue
+        names = res.inputs if pn == "u" else res.coordinates
+        table = _INPUT_AXES if pn == "u" else _COORDINATE_AXES if pn == "q" else _RATE_AXES
+        kind_of = ikind if pn == "u" else ckind
+        if not kind_of:
+            label = {"q": "coordinates", "qd": "rates", "u": "inputs"}[pn]
+            out.append((pn, label, ", ".join(unit for _, unit in table.values()), list(range(len(names)))))
+            continue
+        for kind, (label, unit) in table.items():
+            cols = [k for k, nm in enumerate(names) if kind_of.get(nm) == kind]
+            if cols:
+                out.append((pn, label, unit, cols))
+    return out
+
+
 def plot(result: Any, path: Optional[PathLike] = None, *, title: Optional[str] = None,
-         panels: Sequence[str] = ("q", "qd", "u", "energy"), dpi: int = 100) -> Any:
-    """Plot a result: coordinates, rates, inputs and energy against time.
+         panels: Sequence[str] = ("q", "qd", "u", "energy"), dpi: int = 100, model: Any = None) -> Any:
+    """Plot a result: coordinates, rates, inputs and energy against time, with units on every axis.
 
     Parameters
     ----------
     result : a :class:`SimulationResult` (or anything with ``to_result()``,
         e.g. :class:`~rodgen.runtime.trajectory.PrescribedForces`).
     path : if given, the figure is saved there (format from the extension).
-    panels : which panels, in order: ``"q"``, ``"qd"``, ``"u"``, ``"energy"``.
-        Panels with nothing to show (no inputs, unknown energy) are skipped.
+    panels : which quantities, in order: ``"q"``, ``"qd"``, ``"u"``, ``"energy"``.
+        Quantities with nothing to show (no inputs, unknown energy) are skipped.
+    model : the :class:`rodgen.Model` (or ValidModel) of the result: angles [rad] are then drawn apart
+        from lengths [m], angular rates apart from length rates, torques [N m] apart from forces [N];
+        without it every quantity has one axes labelled with both units.
 
     Returns
     -------
-    the matplotlib ``Figure``.
+    the matplotlib ``Figure``; the legend of each axes stands to its right.
     """
     res = _as_result(result)
     wanted = []
@@ -59,27 +101,28 @@ def plot(result: Any, path: Optional[PathLike] = None, *, title: Optional[str] =
         if pn == "energy" and not np.isfinite(res.kinetic).any():
             continue
         wanted.append(pn)
-    fig = new_figure(9.0, 2.3 * max(1, len(wanted)) + 0.4)
-    axes = fig.subplots(max(1, len(wanted)), 1, sharex=True, squeeze=False)[:, 0]
-    labels = {"q": "coordinates", "qd": "rates", "u": "inputs", "energy": "energy [J]"}
-    for ax, pn in zip(axes, wanted):
+    rows = _panels(res, wanted, model)
+    fig = new_figure(10.0, 2.0 * max(1, len(rows)) + 0.4)
+    axes = fig.subplots(max(1, len(rows)), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (pn, label, unit, cols) in zip(axes, rows):
         if pn == "q":
-            for k, nm in enumerate(res.coordinates):
-                ax.plot(res.t, res.q[:, k], label=nm)
+            for k in cols:
+                ax.plot(res.t, res.q[:, k], label=res.coordinates[k])
         elif pn == "qd":
-            for k, nm in enumerate(res.coordinates):
-                ax.plot(res.t, res.qd[:, k], label=f"{nm}'")
+            for k in cols:
+                ax.plot(res.t, res.qd[:, k], label=f"{res.coordinates[k]}'")
         elif pn == "u":
-            for k, nm in enumerate(res.inputs):
-                ax.plot(res.t, res.u[:, k], label=nm)
+            for k in cols:
+                ax.plot(res.t, res.u[:, k], label=res.inputs[k])
         else:
             ax.plot(res.t, res.kinetic, label="kinetic")
             ax.plot(res.t, res.potential, label="potential")
             ax.plot(res.t, res.kinetic + res.potential, "k--", lw=1, label="total")
         _steady_limits(ax)
-        ax.set_ylabel(labels[pn])
+        ax.set_ylabel(f"{label} [{unit}]")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper right", fontsize="small", ncol=min(4, max(1, len(ax.lines) // 4 + 1)))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0,
+                  ncol=1 if len(ax.lines) <= 8 else 2)
     axes[-1].set_xlabel("t [s]")
     head = title if title is not None else (res.model or "")
     if not res.ok:
@@ -193,6 +236,8 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     fig = new_figure(size, size)
     ax = fig.add_subplot(1, 1, 1)
     ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
     ax.set_xlim(mid[0] - 0.6 * span, mid[0] + 0.6 * span)
     ax.set_ylim(mid[1] - 0.6 * span, mid[1] + 0.6 * span)
     ax.grid(True, alpha=0.3)
@@ -225,4 +270,63 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     return nframes
 
 
-__all__ = ["plot", "animate", "skeleton", "new_figure"]
+def mode_lines(modes: Any, link: Optional[str] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mode shapes as transverse displacements along a straight link at rest.
+
+    The markers of ``link`` (names starting with ``<link>_`` or ``<link>.``; all markers when None)
+    are projected on the axis from the first of them to the farthest one: ``s`` (n,) the distance
+    along that axis, ``w`` (k, n) the displacement normal to it in each mode, scaled so that the
+    largest |w| of each mode is 1. Markers at the same place are kept once.
+    """
+    names = [nm for nm in modes.points
+             if link is None or nm.startswith(f"{link}_") or nm.startswith(f"{link}.") or nm == link]
+    if len(names) < 2:
+        raise ValueError(f"no markers of {link!r} to plot (markers: {', '.join(modes.points)})")
+    P = np.array([modes.points[nm] for nm in names], dtype=float)
+    D = np.stack([modes.point_shapes[nm] for nm in names], axis=1)  # (k, n, 2)
+    far = int(np.argmax(np.linalg.norm(P - P[0], axis=1)))
+    axis = P[far] - P[0]
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        raise ValueError(f"the markers of {link!r} coincide; nothing to plot along")
+    e = axis / length
+    nrm = np.array([-e[1], e[0]])
+    s_all = (P - P[0]) @ e
+    root = int(np.argmin(s_all))
+    s_all = s_all - s_all[root]
+    order = np.argsort(s_all, kind="stable")
+    keep = [i for j, i in enumerate(order) if j == 0 or abs(s_all[i] - s_all[order[j - 1]]) > 1e-12 * length]
+    s = s_all[keep]
+    w = D[:, keep, :] @ nrm
+    big = np.max(np.abs(w), axis=1, keepdims=True)
+    w = np.divide(w, big, out=np.zeros_like(w), where=big > 0)
+    return s, w
+
+
+def plot_modes(modes: Any, path: Optional[PathLike] = None, *, link: Optional[str] = None,
+               which: Sequence[int] = (0, 1, 2), title: Optional[str] = None, dpi: int = 100) -> Any:
+    """Plot mode shapes (from :func:`rodgen.modes`) along a link: displacement against position.
+
+    ``link`` selects the markers of one (elastic) link, ``which`` the modes (0 = lowest). Returns the
+    matplotlib Figure; with ``path`` it is also saved (PNG, SVG or PDF by the suffix).
+    """
+    s, w = mode_lines(modes, link)
+    fig = new_figure(6.4, 3.6)
+    ax = fig.add_subplot(1, 1, 1)
+    for k in which:
+        if k >= w.shape[0]:
+            continue
+        f = modes.hz[k]
+        label = f"mode {k + 1}: {f:.4g} Hz" if np.isfinite(f) else f"mode {k + 1}: unstable"
+        ax.plot(s, w[k], marker="o", markersize=3, label=label)
+    ax.axhline(0.0, color="0.6", linewidth=0.8)
+    ax.set_xlabel("position along the link at rest [m]")
+    ax.set_ylabel("transverse displacement (max = 1)")
+    ax.set_title(title or f"mode shapes{' of ' + link if link else ''}")
+    ax.legend(loc="best", fontsize="small")
+    if path is not None:
+        fig.savefig(os.fspath(path), dpi=dpi)
+    return fig
+
+
+__all__ = ["plot", "animate", "skeleton", "new_figure", "kinds", "plot_modes", "mode_lines"]

@@ -29,7 +29,8 @@ def solve(sys: Any, y0: Any, t_end: float, *, dt: float, u: Union[None, np.ndarr
     ----------
     sys : a compiled model or a NumericModel.
     y0 : (2 nq,) initial state [q, qd].
-    u : inputs: None (zero), a constant (nu,) array, or a callable ``u(t, y) -> (nu,)``.
+    u : inputs: None (zero), a constant (nu,) array, or a callable ``u(t, q, qd) -> (nu,)`` (or ``u(t, y)``;
+        see :mod:`rodgen.runtime.callables`).
     method : one of :data:`SCIPY_METHODS`.
     progress : show a progress bar (default: when stderr is a terminal).
 
@@ -50,7 +51,10 @@ def solve(sys: Any, y0: Any, t_end: float, *, dt: float, u: Union[None, np.ndarr
         raise ValueError(f"y0 has shape {y0.shape}; the model expects (2 nq,) = ({2 * nq},) = [q, qd]")
     t_eval = np.arange(0.0, t_end + 0.5 * dt, dt)
     uu: Any = u
-    if u is not None and not callable(u):
+    if callable(u):      # the one rule: u(t, q, qd) or u(t, y), checked once at the initial state
+        from .callables import input_function
+        uu = input_function(u, nq=nq, inputs=list(sys.inputs), model=str(getattr(sys, "name", "")), t0=0.0, y0=y0)
+    elif u is not None:
         uu = np.asarray(u, dtype=float).reshape(nu)
     fun = sys.ode(u=uu, p=p)
     solver = getattr(integrate, method)(fun, 0.0, y0, float(t_eval[-1]), rtol=rtol, atol=atol)
@@ -86,8 +90,8 @@ def solve(sys: Any, y0: Any, t_end: float, *, dt: float, u: Union[None, np.ndarr
     q, qd = Y[:, :nq], Y[:, nq:]
     if u is None:
         U = np.zeros((len(t), nu))
-    elif callable(u):
-        U = np.array([np.asarray(u(tk, yk), dtype=float).reshape(nu) for tk, yk in zip(t, Y)]).reshape(len(t), nu)
+    elif callable(uu):
+        U = np.array([uu(tk, yk) for tk, yk in zip(t, Y)]).reshape(len(t), nu)
     else:
         U = np.tile(uu, (len(t), 1))
     T, V = sys.energy(q, qd, p)

@@ -172,9 +172,113 @@ class NumericModel:
         return out[0] if single else out
 
 
+class ChainModel:
+    """Single-state evaluation of equations through their own straight-line assignments.
+
+    Unlike :class:`NumericModel` it never expands the assignments of the
+    recursive method (the functions that ``sympy.lambdify`` writes evaluate
+    them one by one), so it stays cheap for models of many coordinates, and
+    it gives the exact stiffness ``d(bias - B u)/dq`` from the forward-mode
+    derivative of the chain (:meth:`Equations.inverse_dynamics_jacobian`).
+    Used by :func:`rodgen.modes` for a model that has not been compiled.
+    Single states only: ``q: (nq,)``.
+    """
+
+    def __init__(self, eqs: Equations) -> None:
+        self.equations = eqs
+        self.name = eqs.model.name
+        self.nq, self.nu = len(eqs.q), len(eqs.u)
+        self.coordinates = [str(s) for s in eqs.q]
+        self.inputs = [str(s) for s in eqs.u]
+        self.parameters = {str(s): float(eqs.param_values[s]) for s in eqs.params}
+        self.point_names = list(eqs.points)
+        self._args = (list(eqs.q), list(eqs.qd), list(eqs.params))
+        q, qd, p = self._args
+        self._M = self._lam((q, p), list(eqs.M), eqs.assignments)
+        self._bias = self._lam((q, qd, p), list(eqs.bias), eqs.assignments)
+        self._B = self._lam((q, p), list(eqs.B), eqs.assignments) if self.nu else None
+        self._points = self._lam((q, p), [c for nm in self.point_names for c in eqs.points[nm]], eqs.assignments)
+        self._K: Callable[..., Any] | None = None
+        initial = {c.name: c.initial.evaluate(self.parameters) for c in eqs.model.coordinates()}
+        #: the model's initial coordinates (independent ones, in the order of q)
+        self.initial_q = np.array([initial.get(nm, 0.0) for nm in self.coordinates])
+
+    @staticmethod
+    def _lam(args: Sequence[Any], exprs: list[sp.Expr],
+             assignments: Sequence[tuple[sp.Symbol, sp.Expr]]) -> Callable[..., Any]:
+        # every symbol gets a plain identifier (rates are named like ``q'``, which Python cannot take)
+        names: dict[sp.Symbol, sp.Symbol] = {}
+
+        def safe(sym: sp.Symbol) -> sp.Symbol:
+            if sym not in names:
+                names[sym] = sp.Symbol(f"_v{len(names)}")
+            return names[sym]
+
+        flat_args = [[safe(a) for a in group] for group in args]
+        outs = [sp.sympify(e) for e in exprs]
+        index = {sym: i for i, (sym, _) in enumerate(assignments)}
+        need = {f for e in outs for f in e.free_symbols if f in index}
+        for i in range(len(assignments) - 1, -1, -1):  # keep only the assignments the outputs need
+            sym, ex = assignments[i]
+            if sym in need:
+                need.update(f for f in ex.free_symbols if f in index)
+        asg = [(safe(sym), ex.xreplace({f: safe(f) for f in ex.free_symbols}))
+               for sym, ex in assignments if sym in need]
+        outs = [e.xreplace({f: safe(f) for f in e.free_symbols}) for e in outs]
+        return sp.lambdify(flat_args, outs, modules="numpy",
+                           cse=lambda exs: (asg, list(exs)))  # the chain as it is: no expansion
+
+    def params(self, p: ParamsLike = None) -> np.ndarray:
+        return NumericModel.params(self, p)  # type: ignore[arg-type]
+
+    def _q(self, q: Any, what: str = "q") -> np.ndarray:
+        a = np.asarray(q, dtype=float)
+        if a.shape != (self.nq,):
+            raise ValueError(f"Input {what!r} has shape {a.shape}; expected ({self.nq},) "
+                             f"({', '.join(self.coordinates)})")
+        return a
+
+    def mass_matrix(self, q: Any, p: ParamsLike = None) -> np.ndarray:
+        return np.array(self._M(self._q(q), self.params(p)), dtype=float).reshape(self.nq, self.nq)
+
+    def bias(self, q: Any, qd: Any, p: ParamsLike = None) -> np.ndarray:
+        return np.array(self._bias(self._q(q), self._q(qd, "qd"), self.params(p)), dtype=float)
+
+    def input_map(self, q: Any, p: ParamsLike = None) -> np.ndarray:
+        if self._B is None:
+            return np.zeros((self.nq, 0))
+        return np.array(self._B(self._q(q), self.params(p)), dtype=float).reshape(self.nq, self.nu)
+
+    def points(self, q: Any, p: ParamsLike = None) -> dict[str, np.ndarray]:
+        flat = np.array(self._points(self._q(q), self.params(p)), dtype=float).reshape(-1, 2)
+        return {nm: flat[k] for k, nm in enumerate(self.point_names)}
+
+    def stiffness(self, q: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
+        """Exact ``d(bias - B u)/dq`` at ``qd = 0`` (the stiffness about a state at rest), (nq, nq)."""
+        eqs = self.equations
+        if self._K is None:
+            from .derivative import forward_derivatives
+            n = self.nq
+            rest = {v: sp.S.Zero for v in eqs.qd}  # at rest: the velocity terms and dampers drop out
+            chain: list[tuple[sp.Symbol, sp.Expr]] = []
+            for sym, ex in eqs.assignments:
+                e = ex.xreplace(rest)
+                if e.is_Number:  # fold constants forward so that they do not become variables
+                    rest[sym] = e
+                else:
+                    chain.append((sym, e))
+            bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
+            force = [e.xreplace(rest) for e in (eqs.bias - bu)]
+            assignments, rows = forward_derivatives(chain, force, list(eqs.q))
+            self._K = self._lam((list(eqs.q), list(eqs.u), list(eqs.params)),
+                                [rows[i][j] for i in range(n) for j in range(n)], assignments)
+        uu = np.zeros(self.nu) if u is None else np.asarray(u, dtype=float).reshape(self.nu)
+        return np.array(self._K(self._q(q), uu, self.params(p)), dtype=float).reshape(self.nq, self.nq)
+
+
 def lambdify_equations(eqs: Equations) -> NumericModel:
     """A :class:`NumericModel` evaluating ``eqs`` with NumPy."""
     return NumericModel(eqs)
 
 
-__all__ = ["NumericModel", "lambdify_equations"]
+__all__ = ["NumericModel", "ChainModel", "lambdify_equations"]

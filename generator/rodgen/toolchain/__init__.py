@@ -1,12 +1,14 @@
 """Toolchain stage: compile a model's generated C, cache the result, load it.
 
-    sys = rodgen.build(model)                          # derive, generate, compile (or reuse), load
-    sys = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
-    sys = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
+    robot = rodgen.build(model)                        # found in the cache, or derive, generate, compile; load
+    robot = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
+    robot = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
 
 A model compiles into a plain shared library (its own C and the runtime's
 Cholesky; no Python headers, no Cython) in ``<build_dir>/<model>-<hash12>/``,
-``build_dir`` defaulting to ``./build``. The hash covers the generated sources
+``build_dir`` defaulting to ``./build``, and looked up first by the key of
+:mod:`rodgen.toolchain.key` (known before derivation: a hit loads without
+SymPy). The folder's hash covers the generated sources
 (the runtime's C copied beside them included), the compiler and its flags,
 rodgen's version and the platform; a folder with that hash is reused without
 compiling. The library is bound through its table (``<prefix>_model()``) by
@@ -23,10 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
-from ..codegen import CodegenOptions, GeneratedFiles, equations_of, generate, lower, render
+from ..codegen.options import DEFAULT_METHOD, CodegenOptions
 from ..errors import BuildError
-from ..model.valid import AnyModel
-from ..symbolic.equations import Equations
+from ..model.core import Model
+from ..model.valid import AnyModel, ValidModel, valid_model
 from . import cache
 from .compiler import (
     BuildOptions,
@@ -115,24 +117,32 @@ def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = Tr
     return (replace(codegen, jacobian=False) if deferred else codegen), deferred
 
 
-def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, None] = None,
+def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
           codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None,
           defer_jacobian: bool = True) -> "CompiledModel":
-    """Derive (if given a Model), generate, compile (or reuse the cache) and import a model.
+    """Load a model from the build cache, or derive, generate and compile it first.
+
+    For a Model or ValidModel the cache is looked up first, by a key known before derivation
+    (:mod:`rodgen.toolchain.key`: the validated model, ``method``, the options, the compiler, the
+    templates and rodgen's version): a hit loads the compiled library at once, without deriving or
+    importing SymPy. A miss derives, generates and compiles into ``<build_dir>/<model>-<hash12>/``
+    (the hash of the generated sources) and records the key.
 
     Parameters
     ----------
-    source : a Model (validated on the way in), a ValidModel, or its Equations.
+    source : a Model (validated on the way in), a ValidModel, or its Equations (these are already
+        derived; their generated sources are hashed to find the build).
     build_dir : the cache folder (default ``./build`` relative to the working directory).
-    method : derivation method when ``source`` is a Model (default: the recursive method).
+    method : derivation method when ``source`` is a Model (default: ``rodgen.codegen.DEFAULT_METHOD``,
+        the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
     progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
     defer_jacobian : with ``codegen.jacobian`` None (automatic), a model that gets the exact RHS
         Jacobian (at most ``JACOBIAN_AUTO_MAX_NQ`` coordinates) is compiled without it, and the
         Jacobian is generated and compiled on its first use (``rhs_jacobian``, ``ode().jac``) as a
-        second build of the same equations with ``CodegenOptions(jacobian=True)``, cached like any
+        second build of the same model with ``CodegenOptions(jacobian=True)``, cached like any
         build. Its code is larger than the rest of a small model's, so this halves the build.
         False compiles it now, into the same library (as ``CodegenOptions(jacobian=True)`` does).
 
@@ -140,23 +150,60 @@ def build(source: Union[AnyModel, Equations], *, build_dir: Union[str, Path, Non
     -------
     CompiledModel : the compiled functions (mass_matrix, forward_dynamics, rhs, ...).
     """
+    options = options or BuildOptions()
+    if codegen is not None and codegen.real != "double":
+        raise BuildError(f"code in {codegen.real} is for firmware (rodgen generate --real {codegen.real}); "
+                         f"rodgen's runtime computes in double: build with the default real='double'")
+    codegen = codegen or CodegenOptions()
+    root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
+    key = None
+    now, deferred = codegen, False
+    if isinstance(source, (Model, ValidModel)):
+        from .key import model_key
+        source = valid_model(source)
+        method = str(getattr(method, "value", method)) if method is not None else DEFAULT_METHOD
+        # decided before derivation, so that the key names what the library holds
+        now, deferred = build_codegen(codegen, len(source.independent_coordinates()), defer_jacobian=defer_jacobian)
+        key = f"{source.name.lower()}-{model_key(source, method, now, options)[:24]}"
+        folder = cache.read_index(root, key)
+        if folder is not None:
+            lib_file = library_name(source.name.lower())
+            if cache.complete(folder, lib_file):
+                robot = load_module(folder / lib_file)
+                robot.model = source
+                if deferred:
+                    _defer_jacobian(robot, source, root, method, options, codegen)
+                return robot
+    from ..codegen import equations_of
+    from ..codegen.lower import lower
+    from ..codegen.render import render
     from ..runtime.progress import Progress
-    name = source.model.name if isinstance(source, Equations) else getattr(source, "name", "model")
+    name = source.name if isinstance(source, ValidModel) else source.model.name
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
         eqs = equations_of(source, method=method)
         bar.update(1)
-        codegen = codegen or CodegenOptions()
-        now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
+        if key is None:
+            now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
         files = render(lower(eqs, options=now))
         bar.update(1)
-        path = compile_files(files, build_dir=build_dir, options=options)
+        path = compile_files(files, build_dir=root, options=options)
         bar.update(1)
-    compiled = load_module(path)
+    if key is not None:
+        cache.write_index(root, key, path.parent)
+    robot = load_module(path)
+    robot.model = eqs.model
     if deferred:
-        root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
-        full = replace(codegen, jacobian=True)
-        compiled.defer_jacobian(lambda: build(eqs, build_dir=root, options=options, codegen=full, progress=False))
-    return compiled
+        _defer_jacobian(robot, eqs, root, method, options, codegen)
+    return robot
+
+
+def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations"], root: Path,
+                    method: Optional[str], options: BuildOptions, codegen: CodegenOptions) -> None:
+    """Give ``robot`` the build of its RHS Jacobian: the same source with ``CodegenOptions(jacobian=True)``."""
+    full = replace(codegen, jacobian=True)
+    how = None if not isinstance(source, ValidModel) else method
+    robot.defer_jacobian(lambda: build(source, build_dir=root, method=how, options=options, codegen=full,
+                                       progress=False))
 
 
 _libraries: dict[str, ctypes.CDLL] = {}
@@ -199,7 +246,20 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..codegen import GeneratedFiles, generate
     from ..runtime import CompiledModel
+    from ..symbolic.equations import Equations
+
+#: Names of the code stage re-exported here, imported on first use (the code stage imports SymPy; a build
+#: found in the cache needs neither).
+_CODEGEN = ("GeneratedFiles", "generate")
+
+
+def __getattr__(name: str) -> object:
+    if name in _CODEGEN:
+        from .. import codegen
+        return getattr(codegen, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["build", "build_codegen", "compile_files", "load_module", "build_key", "library_name", "generate",
            "BuildOptions", "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions",

@@ -102,6 +102,37 @@ def keep_failed(tmp: Path, build_dir: Path, key: str) -> Path:
     return failed
 
 
+#: Folder (under a cache root) of the keys known before a build's sources exist (see :mod:`.key`).
+INDEX = ".index"
+
+
+def read_index(root: Path, key: str) -> Union[Path, None]:
+    """The build folder recorded for ``key`` under ``root``, or None (no record, or a record of a
+    folder that is gone)."""
+    try:
+        name = (root / INDEX / key).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        return None
+    folder = root / name
+    return folder if folder.is_dir() else None
+
+
+def write_index(root: Path, key: str, folder: Path) -> None:
+    """Record that ``key`` is built in ``folder`` (a child of ``root``); written atomically, and
+    silently skipped when the cache is read-only (the next run derives again)."""
+    index = root / INDEX
+    try:
+        index.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key}-", dir=index)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(folder.name + "\n")
+        os.replace(tmp, index / key)
+    except OSError:
+        pass
+
+
 _loaded: dict[str, ModuleType] = {}
 _loaded_guard = threading.Lock()
 

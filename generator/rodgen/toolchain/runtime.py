@@ -71,8 +71,42 @@ def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:
     return cache.build_hash(parts), files
 
 
+def quick_key(compiler: Optional[str] = None) -> str:
+    """The runtime's key from its inputs (the files that shape it, see :func:`rodgen.toolchain.key.generator_digest`,
+    and everything :func:`runtime_key` covers but the rendered files), known without rendering the
+    wrapper; recorded in the cache's index to find a built runtime without SymPy or Jinja."""
+    import Cython
+
+    from .. import __version__
+    from .key import generator_digest
+    cc = find_compiler(compiler)
+    parts = {
+        "generator": generator_digest(),
+        "rodgen": __version__,
+        "cython": str(Cython.__version__),
+        "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
+        "cflags": " ".join(RUNTIME_CFLAGS),
+        "ext_suffix": ext_suffix(),
+        "python": sys.implementation.cache_tag or sys.version,
+        "platform": sys.platform,
+    }
+    return "runtime-" + cache.build_hash(parts)[:24]
+
+
 def runtime_path(compiler: Optional[str] = None) -> Path:
     """Build the runtime's extension module if needed; return its path."""
+    root = cache_dir()
+    module_file = f"{MODULE}{ext_suffix()}"
+    quick = quick_key(compiler)
+    known = cache.read_index(root, quick)
+    if known is not None and cache.complete(known, module_file):
+        return known / module_file
+    path = _runtime_path(compiler)
+    cache.write_index(root, quick, path.parent)
+    return path
+
+
+def _runtime_path(compiler: Optional[str]) -> Path:
     digest, files = runtime_key(compiler)
     root = cache_dir()
     key = f"_runtime-{digest[:12]}"
