@@ -71,9 +71,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from .toolchain import BuildOptions, build
     model = load(args.model)
     options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
-    # the library is kept for later loading (load_module), so it holds everything generated, Jacobian included
     sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,
-                 codegen=_codegen_options(args), defer_jacobian=False)
+                 codegen=_codegen_options(args))
     print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
     print(f"library: {sys_.path}")
     print(f"C sources: {sys_.header} {sys_.source}")
