@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -131,12 +130,22 @@ def test_concurrent_builds_compile_once(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_default_build_dir_is_cwd_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    cwd = os.getcwd()
-    sys_ = rodgen.build(model())
-    assert sys_.path.parent.parent == tmp_path / "build"
-    assert os.getcwd() == cwd
+def test_default_build_dir_is_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing lands in the working directory; RODGEN_CACHE_DIR moves the cache, XDG_CACHE_HOME is the fallback.
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    from rodgen.toolchain import cache
+    (tmp_path / "cache").mkdir()
+    for runtime in cache.user_cache_dir().glob("_runtime-*"):  # the compiled runtime, not built again
+        (tmp_path / "cache" / runtime.name).symlink_to(runtime)
+    monkeypatch.setenv("RODGEN_CACHE_DIR", str(tmp_path / "cache"))
+    robot = rodgen.build(model())
+    assert robot.path.parent.parent == tmp_path / "cache" / "models"
+    assert list(work.iterdir()) == []
+    monkeypatch.delenv("RODGEN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.default_build_dir() == tmp_path / "xdg" / "rodgen" / "models"
 
 
 def test_build_touches_no_global_state(tmp_path: Path) -> None:

@@ -210,3 +210,15 @@ def test_printed_c_evaluates_to_the_expression() -> None:
         assert not _re.search(r"(?<![\w.\[])\d+/\d+(?![\d.])", text), text
         got = eval(text, env)  # noqa: S307  (C text of our own printer, evaluated on numbers)
         assert got == pytest.approx(float(e.subs(values)), rel=1e-13), (e, text)
+
+
+def test_powers_printed_as_products_keep_their_place_in_a_quotient() -> None:
+    # y/x**2 once printed as y/x*x; the printed text, read as arithmetic, must have the expression's value
+    import math
+    x, y, z = sp.symbols("x y z", real=True)
+    p = SlotPrinter({x: "x", y: "y", z: "z"})
+    env = {"x": 1.7, "y": -0.3, "z": 2.9, "sqrt": math.sqrt, "pow": math.pow}
+    for ex in (y / x ** 2, y * x ** sp.Rational(-3, 2), y ** 2 / x ** 3, y / (x * z) ** 2, 3 * x ** 2 / z,
+               y / (x + z) ** 2):
+        text = p.doprint(ex)
+        assert math.isclose(eval(text, env), float(ex.subs({x: 1.7, y: -0.3, z: 2.9})), rel_tol=1e-14), text

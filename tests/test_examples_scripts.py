@@ -174,3 +174,36 @@ def test_exo5_walks_ten_steps_with_an_energy_balance(tmp_path: "os.PathLike[str]
     lost = sum(e["energy_loss"] for e in res.events)
     change = (T[-1] + V[-1]) - (T[0] + V[0])
     assert abs(work - (change + lost)) < 0.01 * sum(abs(x) for x in (work, change, lost))
+
+
+def test_snake_crawls_forward_and_friction_is_the_only_external_force(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("snake_robot")
+    out = os.path.join(str(tmp_path), "out")
+    res, info = mod.run(out, t_end=6.0)
+    image_ok(os.path.join(out, "snake_robot.png"))
+    assert info["links"] == 8
+    assert 0.2 < info["speed"] < 0.5 and abs(info["drift"]) < 0.05 * info["speed"]
+    # momentum balance: the joint torques are internal, so the friction forces alone accelerate the
+    # centre of mass (8 links of 1 kg): sum F = 8 a_cm, a_cm by central differences of the positions
+    sys_ = mod.rodgen.build(mod.snake_model(False))
+    pts = sys_.points(res.q)
+    cm = np.mean([pts[f"c{i}"] for i in range(1, 9)], axis=0)
+    dt = res.t[1] - res.t[0]
+    acc = (cm[2:] - 2 * cm[1:-1] + cm[:-2]) / dt ** 2
+    total = sum(res.element_forces.values())[1:-1]
+    late = res.t[1:-1] > 1.0
+    np.testing.assert_allclose(8.0 * acc[late], total[late], atol=2e-3 * np.abs(total[late]).max() + 1e-3)
+
+
+def test_exo5_stands_on_compliant_contacts_carrying_its_weight(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("exo5_stand")
+    out = os.path.join(str(tmp_path), "out")
+    res, info = mod.run(out, t_end=1.5)
+    image_ok(os.path.join(out, "exo5_stand.png"))
+    # at rest the vertical ground reactions carry the weight (masses of the model file times g)
+    weight = (30.0 + 2 * (7.0 + 3.5 + 1.0)) * 9.81
+    np.testing.assert_allclose(info["weight"], weight)
+    np.testing.assert_allclose(info["vertical"], weight, rtol=5e-3)
+    assert info["peak"] > 1.5 * weight                     # the landing
+    assert all(f[:, 1].min() >= 0 for f in res.element_forces.values())   # the ground never pulls
+    assert abs(info["horizontal"]) < 0.05 * weight

@@ -10,6 +10,7 @@ from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (
     Contact,
+    Force,
     Ground,
     Joint,
     Limit,
@@ -36,7 +37,7 @@ if _TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
-           "Ground", "Contact", "Loop", "Limit", "ValidModel",
+           "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",

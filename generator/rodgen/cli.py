@@ -1,7 +1,7 @@
 """The ``rodgen`` command line.
 
     rodgen generate MODEL.yaml -o DIR     write <model>.h, <model>.c and the C runtime into DIR
-    rodgen build MODEL.yaml               compile (or reuse) into ./build/<model>-<hash>/ and say where
+    rodgen build MODEL.yaml               compile (or reuse) into the build cache and say where
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
     rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
@@ -121,7 +121,8 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="generate and compile a model into the build cache")
     _add_model_args(b)
-    b.add_argument("--build-dir", default=None, metavar="DIR", help="cache folder (default ./build)")
+    b.add_argument("--build-dir", default=None, metavar="DIR",
+                   help="cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
     b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O1", help="optimisation level (default O1)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")

@@ -87,7 +87,8 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--csv", metavar="FILE", help="write the samples as CSV")
     s.add_argument("--method", choices=METHODS, default=None,
                    help=f"derivation method (default: {DEFAULT_METHOD}, as for every command that generates code)")
-    s.add_argument("--build-dir", default=None, metavar="DIR", help="build cache folder (default ./build)")
+    s.add_argument("--build-dir", default=None, metavar="DIR",
+                   help="build cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
     s.add_argument("--no-compile", action="store_true",
                    help="evaluate the equations with NumPy instead of compiling (slow; small models only)")
     s.add_argument("--progress", action="store_true", help="show a progress bar even if stderr is not a terminal")
@@ -199,13 +200,14 @@ def run_equations(args: argparse.Namespace) -> int:
     if args.latex or args.blocks:
         text = eqs.latex(blocks=args.blocks)
     else:
-        lines = [f"model {eqs.model.name} ({eqs.method} method): M qdd + h + G + K + D = B u",
+        rhs = "B u + F" if eqs.forces else "B u"
+        lines = [f"model {eqs.model.name} ({eqs.method} method): M qdd + h + G + K + D = {rhs}",
                  "coordinates q: " + ", ".join(map(str, eqs.q)),
                  "inputs u: " + (", ".join(map(str, eqs.u)) or "(none)"),
                  "parameters: " + (", ".join(f"{s} = {eqs.param_values[s]:g}" for s in eqs.params) or "(none)")]
         if eqs.couplings:
             lines.append("couplings: " + ", ".join(f"{k} = {v}" for k, v in eqs.couplings.items()))
-        for name in ("M", "h", "G", "K", "D", "B"):
+        for name in ("M", "h", "G", "K", "D", "B") + (("F",) if eqs.forces else ()):
             mat = getattr(eqs, name)
             if name != "M" and name != "B" and all(e == 0 for e in mat):
                 lines.append(f"{name} = 0")
@@ -216,6 +218,10 @@ def run_equations(args: argparse.Namespace) -> int:
                     if mat[i, j] != 0:
                         lines.append(f"  [{i},{j}] {sp.sstr(mat[i, j])}" if mat.cols > 1 else
                                      f"  [{i}] {sp.sstr(mat[i, j])}")
+        for el in eqs.forces:
+            lines.append(f"force element {el.name} ({el.type} at {el.point}), ground frame:")
+            for i, comp in enumerate(("x", "y")):
+                lines.append(f"  F{comp} = {sp.sstr(el.force[i])}")
         lines.append(f"T = {sp.sstr(eqs.T)}")
         lines.append(f"V = {sp.sstr(eqs.V)}")
         text = "\n".join(lines)

@@ -140,6 +140,19 @@ ROUTINES: tuple[Routine, ...] = (
             "Velocity product of the constraint rows Jdot qd.", optional=True),
     Routine("constraint_friction", (_p, _out("mu", "nconstraints", "friction coefficients")),
             "Friction coefficient of each constraint block.", optional=True),
+    Routine("constrained_terms", (_q, _qd, _u, _p, _out("d", "nq", "pivots of P M P^T = L D L^T"),
+                                  _out("qdd0", "nq", "M^-1 (B u - bias)"),
+                                  _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq"),
+                                  _out("c", "nrows", "constraint rows"), _out("v", "nrows", "J qd"),
+                                  _out("a0", "nrows", "J qdd0 + Jdot qd"),
+                                  _out("A", "nrows*nq", "row i: M^-1 J_i^T", "nrows,nq"),
+                                  _out("S", "nrows*nrows", "J M^-1 J^T, row-major", "nrows,nrows")),
+            "Everything the constrained dynamics needs at one state, with shared subexpressions: the pivots "
+            "of a sparse L D L^T factorisation of M (valid when all are > 0), the free accelerations qdd0, and "
+            "of every constraint row J, c, J qd, the free row acceleration J qdd0 + Jdot qd, M^-1 J^T and "
+            "J M^-1 J^T.", optional=True),
+    Routine("element_forces", (_q, _qd, _u, _p, _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
+            "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
 )
 
 
@@ -152,7 +165,7 @@ def routine(name: str) -> Routine:
 
 
 #: Sizes a width may name; the fields of ``rodgen_model`` holding them.
-SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows")
+SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:

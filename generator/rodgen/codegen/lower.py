@@ -62,6 +62,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if jacobian:
         r.append(jacobian_routine(eqs, prefix, g, options))
     r += constraint_routines(eqs, prefix, g, options, blocks)
+    r += force_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
                    else _find(r, "mass_force").ops + cholesky_ops(n))
 
@@ -77,13 +78,17 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         ("POINTS", repr(tuple(str(nm) for nm in eqs.points))),
         ("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)),
     )
+    if eqs.forces:
+        meta += (("NFORCES", repr(len(eqs.forces))), ("FORCES", repr(tuple(f.name for f in eqs.forces))),
+                 ("FORCE_TYPES", repr(tuple(f.type for f in eqs.forces))))
     if blocks:
         meta += (("NCONSTRAINTS", repr(len(blocks))), ("NROWS", repr(nrows)),
                  ("CONSTRAINTS", repr(tuple((b.name, b.kind, b.row, b.nrows) for b in blocks))))
     spec = ModelSpec(model.name, prefix, macro, version, str(eqs.method), comment_text(model.doc),
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
-                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real)
+                     comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real,
+                     len(eqs.forces))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
@@ -303,7 +308,64 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             "Coulomb friction coefficient of each constraint block (0 for loops and limits).", (),
             [g.p, output("mu", str(nblocks), "friction coefficients")],
             [("mu", "friction coefficients", [(f"mu[{i}]", ex) for i, ex in enumerate(mu)])], [], a, options),
-    ]
+    ] + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
+
+
+def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``<prefix>_constrained_terms``: the symbolic stage's ``Equations.constrained_terms()``
+    with J, Jdot qd and c, in one routine so that they share their subexpressions."""
+    n = len(eqs.q)
+    nrows = sum(c.nrows for c in eqs.constraints)
+    NQ = g.NQ
+    ct = eqs.constrained_terms()
+    pos = ct.position
+    jac = [row[j] for row in ct.jacobian for j in range(n)]
+    s_low = [(i, j) for i in range(nrows) for j in range(i + 1)]
+    order = " ".join(str(k) for k in ct.order)
+    return build_routine(
+        "constrained_terms", f"{prefix}_constrained_terms",
+        "All constraint rows at once: pivots of M, free accelerations, J, c, J qd, J qdd0 + Jdot qd, M^-1 J^T, "
+        "J M^-1 J^T.",
+        (f"M is factorised as P M P^T = L D L^T with the coordinates in the order {order}; d holds D.",
+         "The other outputs are valid when every d[i] > 0 (M positive definite).",
+         f"J, A: {nrows} x {NQ}, row-major (A row i = M^-1 J_i^T); S: {nrows} x {nrows} = J M^-1 J^T."),
+        [g.q, g.qd, g.u, g.p, output("d", NQ, "pivots of M"), output("qdd0", NQ, "M^-1 (B u - bias)"),
+         output("J", f"{nrows}*{NQ}", "constraint Jacobian, row-major"),
+         output("c", str(nrows), "constraint rows"), output("v", str(nrows), "J qd"),
+         output("a0", str(nrows), "J qdd0 + Jdot qd"), output("A", f"{nrows}*{NQ}", "M^-1 J^T, transposed"),
+         output("S", f"{nrows}*{nrows}", "J M^-1 J^T, row-major")],
+        [("d", "pivots D of P M P^T = L D L^T", [(f"d[{i}]", ex) for i, ex in enumerate(ct.pivots)]),
+         ("qdd0", "free accelerations M^-1 (B u - bias)", [(f"qdd0[{i}]", ex) for i, ex in enumerate(ct.qdd_free)]),
+         ("J", "constraint Jacobian", [(f"J[{i}]", ex) for i, ex in enumerate(jac)]),
+         ("c", "constraint rows", [(f"c[{i}]", ex) for i, ex in enumerate(pos)]),
+         ("v", "constraint velocities J qd", [(f"v[{i}]", ex) for i, ex in enumerate(ct.velocity)]),
+         ("a0", "free constraint accelerations J qdd0 + Jdot qd",
+          [(f"a0[{i}]", ex) for i, ex in enumerate(ct.free_acceleration)]),
+         ("A", "M^-1 J^T, row i for constraint row i",
+          [(f"A[{i * n + j}]", ct.response[i][j]) for i in range(nrows) for j in range(n)]),
+         ("S", "J M^-1 J^T, lower triangle", [(f"S[{i * nrows + j}]", ct.delassus[i][j]) for i, j in s_low])],
+        [("S", "upper triangle by symmetry", [(f"S[{j * nrows + i}]", f"S[{i * nrows + j}]")
+                                              for i, j in s_low if i != j])],
+        ct.assignments, options)
+
+
+def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """element_forces: the force of each force element on its point (none without force elements)."""
+    if not eqs.forces:
+        return []
+    for f in eqs.forces:
+        if tuple(f.force.shape) != (2, 1):
+            raise CodegenError(f"model {eqs.model.name!r}, force {f.name!r}: the force has shape "
+                               f"{tuple(f.force.shape)}; expected (2, 1)")
+    k = len(eqs.forces)
+    items = [(f"f[{2 * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(2)]
+    names = ", ".join(f.name for f in eqs.forces)
+    return [build_routine(
+        "element_forces", f"{prefix}_element_forces",
+        "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.",
+        (f"elements in model order: {comment_text(names, 400)}.",),
+        [g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
+        [("f", "element forces, ground frame", items)], [], eqs.assignments, options)]
 
 
 # ---------------------------------------------------------------------------

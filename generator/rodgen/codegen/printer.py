@@ -57,6 +57,7 @@ class SlotPrinter(C99CodePrinter):
         self.slots = slots
         self.routine = routine
         self.groups = groups
+        self._denominators: set[sp.Basic] = set()
         #: "f" for float code: the suffix of literals and of the functions printed here (sqrt, pow, cbrt)
         self.suffix = "f" if real == "float" else ""
 
@@ -215,6 +216,24 @@ class SlotPrinter(C99CodePrinter):
         raise CodegenError("the equations contain NaN (an undefined expression in the model?)")
 
     # -- powers --------------------------------------------------------------
+    def _print_Mul(self, expr: sp.Mul, **kwargs: Any) -> str:
+        # the factors SymPy will print as a denominator, for parenthesize below
+        saved = self._denominators
+        self._denominators = {sp.Pow(a.base, -a.exp) for a in expr.args
+                              if a.is_Pow and a.exp.is_number and a.exp.is_negative}
+        try:
+            return str(super()._print_Mul(expr, **kwargs))
+        finally:
+            self._denominators = saved
+
+    def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
+        """As SymPy's, and a denominator printed as a product (``x*x``, ``x*sqrt(x)``) in parentheses: SymPy
+        takes a power for an atom of a product, so ``y/x**2`` would print as ``y/x*x``."""
+        text = str(super().parenthesize(item, level, strict))
+        if item in self._denominators and "*" in text and not text.startswith("("):
+            return f"({text})"
+        return text
+
     def _print_Pow(self, expr: sp.Pow, rational: bool = False) -> str:  # noqa: ARG002
         base, e = expr.base, expr.exp
         simple = base.is_Atom or base in self.slots

@@ -142,6 +142,7 @@ class ModelSpec:
     # the block table, in row order; the routines constraint_position/_jacobian/_bias/_friction fill its rows
     constraints: tuple[ConstraintBlock, ...] = ()
     real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
+    nforces: int = 0               # force elements (element_forces fills 2 per element)
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

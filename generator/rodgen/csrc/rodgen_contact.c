@@ -15,7 +15,9 @@ static int chol(double *A, int n, double tol)
     double dmax = 0.0;
     int i, j, k;
     for (i = 0; i < n; ++i) {
-        dmax = fmax(dmax, A[i * n + i]);
+        if (A[i * n + i] > dmax) {
+            dmax = A[i * n + i];
+        }
     }
     if (!(dmax > 0.0) || !isfinite(dmax)) {
         return 1;
@@ -64,6 +66,19 @@ static void solve_upper(const double *L, int n, double *x)
             s -= L[k * n + i] * x[k];
         }
         x[i] = s / L[i * n + i];
+    }
+}
+
+/* y <- y + a x */
+static void axpy(double *restrict y, double a, const double *restrict x, int n)
+{
+    int i;
+    for (i = 0; i + 1 < n; i += 2) {
+        y[i] += a * x[i];
+        y[i + 1] += a * x[i + 1];
+    }
+    if (i < n) {
+        y[i] += a * x[i];
     }
 }
 
@@ -140,15 +155,25 @@ static void lu_solve(const double *A, int n, const int *piv, double *x)
     }
 }
 
+/* 0 when every x[i] is finite, else NaN: x * 0 is 0 for a finite x and NaN for inf or NaN, and a NaN
+ * survives the sum (no branch per entry). */
+static double finite_sum(const double *x, int n)
+{
+    double s0 = 0.0, s1 = 0.0;
+    int i;
+    for (i = 0; i + 1 < n; i += 2) {
+        s0 += x[i] * 0.0;
+        s1 += x[i + 1] * 0.0;
+    }
+    if (i < n) {
+        s0 += x[i] * 0.0;
+    }
+    return s0 + s1;
+}
+
 static int all_finite(const double *x, int n)
 {
-    int i;
-    for (i = 0; i < n; ++i) {
-        if (!isfinite(x[i])) {
-            return 0;
-        }
-    }
-    return 1;
+    return finite_sum(x, n) == 0.0;
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
@@ -168,22 +193,24 @@ typedef struct {
     double *Z;     /* [nrows*nq] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
     double *coef;  /* [nrows] sliding contact: tangential force = coef * normal force; else 0 */
     double *mu;    /* [nconstraints] */
+    double *Sf;    /* [nrows*nrows] J M^-1 J^T of every row (constrained_terms) */
     int *rows;     /* [nrows] active rows */
     int *trow;     /* [nrows] sliding contact: its tangential row; else -1 */
     int *piv;      /* [nrows] LU pivots */
     int *act;      /* [nconstraints] working active set */
+    int *tang;     /* [nrows] active row i is a contact's tangential row (held where it is without a target) */
     int nslide;    /* sliding contacts among the rows */
 } scratch;
 
 static long size_doubles(const rodgen_model *m)
 {
     const long nq = m->nq, nr = m->nrows, nu = m->nu;
-    return nq * nq + 3 * nr * nq + nr * nr + 4 * nr + 3 * nq + nq * nu + m->nconstraints;
+    return nq * nq + 3 * nr * nq + 2 * nr * nr + 4 * nr + 3 * nq + nq * nu + m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
 {
-    return 3L * m->nrows + (long)m->nconstraints;
+    return 4L * m->nrows + (long)m->nconstraints;
 }
 
 static long round_up(long bytes)
@@ -229,10 +256,13 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     d += nr;
     w->mu = d;
     d += m->nconstraints;
+    w->Sf = d;
+    d += nr * nr;
     w->rows = (int *)(void *)d;
     w->trow = w->rows + nr;
     w->piv = w->rows + 2 * nr;
     w->act = w->rows + 3 * nr;
+    w->tang = w->act + m->nconstraints;
     w->nslide = 0;
 }
 
@@ -279,16 +309,11 @@ static int model_ok(const rodgen_model *m)
     return 1;
 }
 
-/* Factorise M (into w->M) and list the rows of the active blocks; returns their number or -status.
+/* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
  * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row). */
-static int prepare(const rodgen_model *m, const double *p, const double *q, const int *active, int hold_all,
-    scratch *w)
+static int active_rows(const rodgen_model *m, const double *p, const int *active, int hold_all, scratch *w)
 {
     int i, r, k = 0;
-    m->mass_matrix(q, p, w->M);
-    if (chol(w->M, m->nq, 0.0) != 0) {
-        return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-    }
     w->nslide = 0;
     for (i = 0; i < m->nconstraints; ++i) {
         if (!hold_all && is_sliding(m, active, i)) {
@@ -304,6 +329,7 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
             }
             w->rows[k] = row + 1;
             w->trow[k] = row;
+            w->tang[k] = 0;
             w->coef[k] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i];
             k += 1;
             w->nslide += 1;
@@ -311,15 +337,174 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
             for (r = 0; r < m->constraints[i].nrows; ++r) {
                 w->rows[k] = m->constraints[i].row + r;
                 w->trow[k] = -1;
+                w->tang[k] = r == 0 && m->constraints[i].kind == RODGEN_CONTACT;
                 w->coef[k] = 0.0;
                 k += 1;
             }
         }
     }
-    if (m->nconstraints > 0) {
+    return k;
+}
+
+/* Factorise M (into w->M), list the rows of the active blocks and fill w->J; returns their number or
+ * -status (see active_rows). */
+static int prepare(const rodgen_model *m, const double *p, const double *q, const int *active, int hold_all,
+    scratch *w)
+{
+    int k;
+    m->mass_matrix(q, p, w->M);
+    if (chol(w->M, m->nq, 0.0) != 0) {
+        return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    k = active_rows(m, p, active, hold_all, w);
+    if (k >= 0 && m->nconstraints > 0) {
         m->constraint_jacobian(q, p, w->J);
     }
     return k;
+}
+
+/* c_target of row r: target[r], or (target NULL) a contact's tangential row holds where it is (c), every
+ * other row 0. */
+static double row_target(const rodgen_model *m, const double *target, const double *c, int r)
+{
+    int j;
+    if (target != 0) {
+        return target[r];
+    }
+    for (j = 0; j < m->nconstraints; ++j) {
+        if (m->constraints[j].kind == RODGEN_CONTACT && m->constraints[j].row == r) {
+            return c[r];
+        }
+    }
+    return 0.0;
+}
+
+/* x <- S^-1 x for a symmetric positive definite S [k*k], by S = L D L^T (unit L in the strict lower
+ * triangle, L D^T in the strict upper one, 1/D on the diagonal: no square roots). Fails (returns 1)
+ * when a pivot D_j is <= tol * max diag(S) or not finite: the test of chol, whose pivots are
+ * sqrt(D_j). The small systems of the constrained dynamics in one pass. */
+static int spd_solve(double *S, int k, double *x, double tol)
+{
+    double dmax = 0.0;
+    int i, j, c;
+    for (i = 0; i < k; ++i) {
+        dmax = S[i * k + i] > dmax ? S[i * k + i] : dmax;
+    }
+    if (!(dmax > 0.0 && dmax < HUGE_VAL)) {
+        return 1;
+    }
+    for (j = 0; j < k; ++j) {
+        double *sj = S + j * k;
+        double d = sj[j], r, y = x[j];
+        for (c = 0; c < j; ++c) {
+            const double e = S[c * k + j];   /* L_jc D_c */
+            d -= sj[c] * e;
+            y -= sj[c] * x[c];
+        }
+        if (!(d > tol * dmax && d < HUGE_VAL)) {
+            return 1;
+        }
+        r = 1.0 / d;
+        sj[j] = r;
+        x[j] = y;
+        for (i = j + 1; i < k; ++i) {
+            double *si = S + i * k;
+            double t = si[j];
+            for (c = 0; c < j; ++c) {
+                t -= si[c] * S[c * k + j];
+            }
+            sj[i] = t;          /* L_ij D_j */
+            si[j] = t * r;      /* L_ij */
+        }
+    }
+    for (i = k - 1; i >= 0; --i) {
+        double y = x[i] * S[i * k + i];
+        for (c = i + 1; c < k; ++c) {
+            y -= S[c * k + i] * x[c];
+        }
+        x[i] = y;
+    }
+    return 0;
+}
+
+/* The constrained dynamics from the model's constrained_terms (every row's J, c, J qd, J qdd0 + Jdot qd,
+ * M^-1 J^T and J M^-1 J^T, the free accelerations qdd0; no factorisation of M at run time):
+ *   S lambda = gamma - (J qdd0 + Jdot qd), gamma = -2 alpha J qd - beta^2 (c - target), over the active
+ *   rows, S from the rows of J M^-1 J^T (with sliding contacts S_ij = J_i M^-1 W_j^T,
+ *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda. */
+static int cfd_terms(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
+    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+    scratch *w)
+{
+    const int nq = m->nq, nr = m->nrows;
+    const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
+    double *const d = w->h, *const qdd0 = w->z, *const v = w->w, *const a0 = w->b, *const A = w->Y;
+    int k, i, j;
+    k = active_rows(m, p, active, 0, w);
+    if (k < 0) {
+        return -k;
+    }
+    m->constrained_terms(q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
+    for (i = 0; i < nq; ++i) {
+        if (!(d[i] > 0.0)) {
+            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+        }
+    }
+    if (lambda != 0) {
+        for (i = 0; i < nr; ++i) {
+            lambda[i] = 0.0;
+        }
+    }
+    /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
+     * only after v[rows[i]] has been read */
+    for (i = 0; i < k; ++i) {
+        const int r = w->rows[i];
+        const double *sr = w->Sf + r * nr;
+        double *si = w->S + i * k;
+        const double tgt = target != 0 ? target[r] : (w->tang[i] ? w->c[r] : 0.0);
+        for (j = 0; j < k; ++j) {
+            si[j] = sr[w->rows[j]];
+        }
+        if (w->nslide > 0) {
+            for (j = 0; j < k; ++j) {
+                if (w->trow[j] >= 0) {
+                    si[j] += w->coef[j] * sr[w->trow[j]];
+                }
+            }
+        }
+        v[i] = -a0[r] - a2 * v[r] - b2 * (w->c[r] - tgt);
+    }
+    if (k > 0) {
+        if (w->nslide > 0) {
+            if (lu(w->S, k, w->piv, o->singular_tol) != 0) {
+                return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+            }
+            lu_solve(w->S, k, w->piv, v);
+        } else if (spd_solve(w->S, k, v, o->singular_tol) != 0) {
+            return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
+    }
+    /* qdd = qdd0 + sum of lambda_i A_rows[i] (+ coef_i lambda_i A_trow[i], the tangential force) */
+    for (i = 0; i < k; ++i) {
+        axpy(qdd0, v[i], A + w->rows[i] * nq, nq);
+        if (lambda != 0) {
+            lambda[w->rows[i]] = v[i];
+        }
+        if (w->trow[i] >= 0) {
+            const double ft = w->coef[i] * v[i];
+            axpy(qdd0, ft, A + w->trow[i] * nq, nq);
+            if (lambda != 0) {
+                lambda[w->trow[i]] = ft;
+            }
+        }
+    }
+    for (j = 0; j < nq; ++j) {
+        qdd[j] = qdd0[j];
+    }
+    if (!all_finite(qdd, nq) || !all_finite(v, k)) {
+        return RODGEN_ERR_NONFINITE_RESULT;
+    }
+    return RODGEN_OK;
 }
 
 /* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
@@ -380,11 +565,17 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
     }
     nq = m->nq;
     nr = m->nrows;
-    if (!all_finite(q, nq) || !all_finite(qd, nq) || (m->nu > 0 && !all_finite(u, m->nu))
-        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+    if (m->np > 0 && p == 0) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    if (!(finite_sum(q, nq) + finite_sum(qd, nq) + (m->nu > 0 ? finite_sum(u, m->nu) : 0.0)
+          + finite_sum(p, m->np) == 0.0)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
+    if (m->constrained_terms != 0) {
+        return cfd_terms(m, p, q, qd, u, active, target, o, qdd, lambda, &w);
+    }
     k = prepare(m, p, q, active, 0, &w);
     if (k < 0) {
         return -k;
@@ -416,16 +607,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
         /* S lambda = gamma - J M^-1 f, gamma = -Jdot qd - 2 alpha J qd - beta^2 (c - target) */
         for (i = 0; i < k; ++i) {
             const int r = w.rows[i];
-            double tgt = 0.0;
-            if (target != 0) {
-                tgt = target[r];
-            } else {
-                for (j = 0; j < m->nconstraints; ++j) {
-                    if (m->constraints[j].kind == RODGEN_CONTACT && m->constraints[j].row == r) {
-                        tgt = w.c[r];   /* tangential row: hold where it is */
-                    }
-                }
-            }
+            const double tgt = row_target(m, target, w.c, r);
             w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nq, qd, nq)
                 - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nq, w.z, nq);
         }
@@ -743,6 +925,21 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             w->u[i] = mem_u[i];
         }
         return RODGEN_OK;
+    }
+    if (lambda == 0) {
+        /* an inner stage of RK4: never evaluated again, so the memo keeps the state it holds (the end of
+         * the last step, which event location starts from again) */
+        status = hy_input(s, t, y, w->u);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        s->evaluations += 1;
+        status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
+            dy + nq, 0, w->work);
+        for (i = 0; i < nq; ++i) {
+            dy[i] = y[nq + i];
+        }
+        return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
     }
     w->memo[0] = NAN;
     status = hy_input(s, t, y, w->u);

@@ -44,6 +44,7 @@ typedef struct rodgen_model {
     const char *name;
     int nq, nu, np, npoints;
     int nconstraints, nrows;
+    int nforces;                            /* force elements (element_forces fills 2*nforces) */
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
@@ -69,12 +70,25 @@ typedef struct rodgen_model {
     void (*constraint_bias)(const double *q, const double *qd, const double *p,
                             double *b);                                            /* b [nrows] = Jdot qd */
     void (*constraint_friction)(const double *p, double *mu);                      /* mu [nconstraints] */
+    /* All constraint rows at once, with shared subexpressions (NULL when not generated; the
+     * runtime then uses the routines above with M and a dense Cholesky factorisation):
+     * d [nq] pivots of P M P^T = L D L^T (M positive definite iff all > 0; the other outputs are
+     * valid only then), qdd0 [nq] = M^-1 (B u - bias), J [nrows*nq], c [nrows], v [nrows] = J qd,
+     * a0 [nrows] = J qdd0 + Jdot qd, A [nrows*nq] (row i = M^-1 J_i^T), S [nrows*nrows] = J M^-1 J^T. */
+    void (*constrained_terms)(const double *q, const double *qd, const double *u, const double *p,
+                              double *d, double *qdd0, double *J, double *c, double *v, double *a0,
+                              double *A, double *S);
+
+    /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
+    void (*element_forces)(const double *q, const double *qd, const double *u, const double *p,
+                           double *f);                                             /* f [2*nforces] */
 
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */
     const char *const *coordinate_names;    /* [nq] */
     const char *const *input_names;         /* [nu] */
     const char *const *parameter_names;     /* [np] */
     const char *const *point_names;         /* [npoints] */
+    const char *const *force_names;         /* [nforces] */
     const char *prefix;                     /* prefix of the model's C functions and files */
     const char *version;                    /* version of rodgen that generated the model */
     const char *method;                     /* derivation method */

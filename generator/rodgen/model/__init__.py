@@ -7,6 +7,7 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 from .core import (
                    Contact,
                    Coordinate,
+                   Force,
                    Ground,
                    Input,
                    Joint,
@@ -31,6 +32,7 @@ from .valid import (
                    AnyModel,
                    Extension,
                    ValidContact,
+                   ValidForce,
                    ValidGround,
                    ValidJoint,
                    ValidLink,
@@ -45,9 +47,9 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link", "Marker", "Model",
-           "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic", "elastic", "rule_table",
-           "Expression",
+__all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link",
+           "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic",
+           "elastic", "rule_table", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",

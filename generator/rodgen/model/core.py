@@ -377,6 +377,66 @@ class Loop:
     b: str
 
 
+#: The types of force element (see :class:`Force`).
+FORCE_TYPES = ("point_force", "viscous", "coulomb", "ground_contact")
+#: The frames a point force may be given in.
+FORCE_FRAMES = ("world", "link")
+
+
+@dataclass
+class Force:
+    """A force element acting at a point (a marker or a mass point): it enters the equations as Jᵀ F.
+
+    ``type`` selects the law (every coefficient is an expression of parameters, per element):
+
+    ``"point_force"``
+        an external force ``[fx, fy]`` given in the ``frame`` ``"world"`` or ``"link"`` (the
+        point's link: x along its axis, y to its left). Either ``force`` gives the two components
+        as expressions of the coordinates, their rates (``<coordinate>_dot``) and the parameters,
+        or ``inputs`` names two new inputs (slots of u, after the joint and segment inputs;
+        ``inputs=True`` names them ``<name>_x`` and ``<name>_y``).
+    ``"viscous"``
+        viscous friction of the point on the plane: ``F = -(c_along v_a e_a + c_across v_c e_c)``
+        with ``e_a`` along the point's link axis, ``e_c`` across it; ``coefficient`` sets both
+        (isotropic: ``F = -c v``).
+    ``"coulomb"``
+        regularised Coulomb friction under the normal load ``normal``: anisotropic (``along``,
+        ``across``) ``F_a = -mu_a N tanh(v_a / v_s)``, ``F_c = -mu_c N tanh(v_c / v_s)``; isotropic
+        (``coefficient``) ``F = -mu N v / sqrt(|v|^2 + v_s^2)`` (rotation invariant and smooth at
+        rest); ``velocity_scale`` is ``v_s`` (> 0, default 0.01).
+    ``"ground_contact"``
+        compliant contact with the model's ground line (Hunt–Crossley): penetration ``d`` (minus
+        the gap), normal force ``stiffness * d**exponent * (1 + damping * d')`` while ``d > 0``
+        and that is positive, else 0 (never pulls); tangential force ``-friction * N *
+        tanh(v_t / velocity_scale)``.
+    """
+
+    name: str
+    type: str
+    at: str
+    frame: str = "world"
+    force: Optional[tuple[Value, Value]] = None
+    inputs: Any = None
+    coefficient: Optional[Value] = None
+    along: Optional[Value] = None
+    across: Optional[Value] = None
+    normal: Optional[Value] = None
+    velocity_scale: Optional[Value] = None
+    stiffness: Optional[Value] = None
+    exponent: Optional[Value] = None
+    damping: Optional[Value] = None
+    friction: Optional[Value] = None
+
+
+#: The fields of :class:`Force` each type takes (besides name, type, at).
+FORCE_FIELDS: dict[str, tuple[str, ...]] = {
+    "point_force": ("frame", "force", "inputs"),
+    "viscous": ("coefficient", "along", "across"),
+    "coulomb": ("coefficient", "along", "across", "normal", "velocity_scale"),
+    "ground_contact": ("stiffness", "exponent", "damping", "friction", "velocity_scale"),
+}
+
+
 @dataclass(frozen=True)
 class Limit:
     """One side of a coordinate limit (a block of one row: ``q - bound`` or ``bound - q``, >= 0 inside).
@@ -436,6 +496,7 @@ class Model:
     ground: Ground = field(default_factory=Ground)
     contacts: list[Contact] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
+    forces: list[Force] = field(default_factory=list)
     base_initial: tuple[Value, Value] = (0.0, 0.0)
     source: Optional[str] = None
 
@@ -488,6 +549,44 @@ class Model:
         lp = Loop(name, a, b)
         self.loops.append(lp)
         return lp
+
+    def force(self, name: str, type: str, at: str, **fields: Any) -> Force:
+        """Add a force element (see :class:`Force` for the types and their fields) and return it."""
+        allowed = FORCE_FIELDS.get(type, ())
+        for key in fields:
+            if key not in allowed:
+                raise TypeError(f"force type {type!r} takes no field {key!r}"
+                                + (f" (fields: {', '.join(allowed)})" if allowed else
+                                   f" (types: {', '.join(FORCE_TYPES)})"))
+        f = Force(name, type, at, **fields)
+        self.forces.append(f)
+        return f
+
+    def point_force(self, name: str, at: str, force: Optional[tuple[Value, Value]] = None, *,
+                    frame: str = "world", inputs: Any = None) -> Force:
+        """An external force at a point: ``force=(fx, fy)`` expressions, or ``inputs=True`` (new inputs
+        ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")``; ``frame`` ``"world"`` or ``"link"``."""
+        return self.force(name, "point_force", at, frame=frame, force=force, inputs=inputs)
+
+    def viscous_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *,
+                         along: Optional[Value] = None, across: Optional[Value] = None) -> Force:
+        """Viscous friction of a point on the plane: isotropic ``coefficient`` or ``along``/``across``
+        its link axis."""
+        return self.force(name, "viscous", at, coefficient=coefficient, along=along, across=across)
+
+    def coulomb_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *, normal: Value,
+                         along: Optional[Value] = None, across: Optional[Value] = None,
+                         velocity_scale: Optional[Value] = None) -> Force:
+        """Regularised Coulomb friction of a point on the plane under the normal load ``normal``."""
+        return self.force(name, "coulomb", at, coefficient=coefficient, along=along, across=across, normal=normal,
+                          velocity_scale=velocity_scale)
+
+    def ground_contact(self, name: str, at: str, *, stiffness: Value, exponent: Optional[Value] = None,
+                       damping: Optional[Value] = None, friction: Optional[Value] = None,
+                       velocity_scale: Optional[Value] = None) -> Force:
+        """Compliant (Hunt–Crossley) contact of a point with the ground line, with regularised friction."""
+        return self.force(name, "ground_contact", at, stiffness=stiffness, exponent=exponent, damping=damping,
+                          friction=friction, velocity_scale=velocity_scale)
 
     # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> Link:
@@ -553,6 +652,6 @@ def is_finite_number(x: object) -> bool:
 
 
 __all__ = ["Parameter", "Spring", "PointMass", "Rod", "Segment", "Joint", "Marker", "Link", "Model",
-           "Ground", "Contact", "Loop", "Limit",
+           "Ground", "Contact", "Loop", "Limit", "Force", "FORCE_TYPES", "FORCE_FRAMES", "FORCE_FIELDS",
            "Coordinate", "Input", "telescopic", "check_name", "Value", "Expression", "ExpressionError",
            "ANGLE_CONVENTIONS", "BASES", "RESERVED"]

@@ -17,6 +17,7 @@ from .expr import Expression
 from .valid import (
     AnyModel,
     Extension,
+    ValidForce,
     ValidJoint,
     ValidLink,
     ValidMarker,
@@ -196,7 +197,29 @@ def to_dict(source: AnyModel) -> dict[str, Any]:
         out["contacts"] = contacts
     if model.loops:
         out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b} for lp in model.loops]
+    if model.forces:
+        out["forces"] = [_force(f) for f in model.forces]
     return out
+
+
+def _force(f: ValidForce) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": f.name, "type": f.type, "at": f.point}
+    if f.type == "point_force":
+        if f.frame != "world":
+            d["frame"] = f.frame
+        if f.force is not None:
+            d["force"] = [_v(c) for c in f.force]
+        if f.inputs is not None:
+            d["inputs"] = list(f.inputs)
+        return d
+    if f.isotropic:
+        d["coefficient"] = _v(f.along)
+    elif f.along is not None:
+        d["along"], d["across"] = _v(f.along), _v(f.across)
+    for key in ("normal", "stiffness", "exponent", "damping", "friction", "velocity_scale"):
+        if getattr(f, key) is not None:
+            d[key] = _v(getattr(f, key))
+    return d
 
 
 def dump(model: AnyModel, path: Union[str, "os.PathLike[str]", None] = None) -> str:

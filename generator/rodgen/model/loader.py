@@ -13,7 +13,10 @@ import yaml
 
 from ..errors import ModelError
 from .core import (
+    FORCE_FIELDS,
+    FORCE_TYPES,
     Contact,
+    Force,
     Ground,
     Joint,
     Link,
@@ -33,7 +36,7 @@ from .suggest import did_you_mean
 PathLike = Union[str, "os.PathLike[str]"]
 
 _MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "base_initial", "gravity", "parameters", "links",
-               "couplings", "ground", "contacts", "loops"}
+               "couplings", "ground", "contacts", "loops", "forces"}
 _LINK_KEYS = {"name", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint", "segments",
               "markers", "limits"}
 _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "force", "actuated", "spring",
@@ -280,7 +283,32 @@ class _Reader:
             lp = self.mapping(ld, lw, _LOOP_KEYS, ("name", "a", "b"))
             model.loops.append(Loop(self.string(lp["name"], f"{lw}.name"), self.string(lp["a"], f"{lw}.a"),
                                     self.string(lp["b"], f"{lw}.b")))
+        for i, fd in enumerate(self.seq(d.get("forces"), "forces")):
+            model.forces.append(self.force(fd, i))
         return model
+
+    def force(self, fd: Any, i: int) -> Force:
+        name = fd.get("name") if isinstance(fd, dict) else None
+        fw = f"force {name!r}" if isinstance(name, str) else f"forces[{i}]"
+        if not isinstance(fd, dict):
+            raise self.err(f"expected a mapping, got {type(fd).__name__}", fw)
+        kind = fd.get("type")
+        if kind not in FORCE_TYPES:
+            raise self.err(f"type must be one of {', '.join(FORCE_TYPES)}, got {kind!r}", f"{fw}.type")
+        d = self.mapping(fd, fw, {"name", "type", "at", *FORCE_FIELDS[kind]}, ("name", "type", "at"))
+        f = Force(name=self.string(d["name"], f"{fw}.name"), type=kind, at=self.string(d["at"], f"{fw}.at"))
+        for key in FORCE_FIELDS[kind]:
+            if key not in d:
+                continue
+            v = d[key]
+            if key == "frame":
+                v = self.string(v, f"{fw}.frame")
+            elif key == "force":
+                v = self.pair(v, f"{fw}.force", "[fx, fy]")
+            elif key == "inputs" and v is not True:
+                v = tuple(self.string(x, f"{fw}.inputs") for x in self.pair(v, f"{fw}.inputs", "true or [Fx, Fy]"))
+            setattr(f, key, v)
+        return f
 
     def pair(self, obj: Any, where: str, shape: str) -> tuple[Any, Any]:
         o = self.seq(obj, where)

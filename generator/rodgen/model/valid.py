@@ -205,6 +205,39 @@ class ValidLoop:
 
 
 @dataclass(frozen=True)
+class ValidForce:
+    """A force element (see :class:`~rodgen.model.core.Force`), every default resolved.
+
+    ``point`` is the point it acts at (a marker or a mass point, a key of ``Equations.points``) and
+    ``link`` the link that point belongs to (whose axis sets the ``"link"`` frame and the along/across
+    directions). Fields a type does not use are None:
+
+    - ``point_force``: ``frame``; either ``force`` (two expressions of the coordinates, their rates
+      ``<coordinate>_dot`` and the parameters) or ``inputs`` (the names of its two inputs);
+    - ``viscous``: ``along``, ``across`` (equal for an isotropic element, ``isotropic`` True);
+    - ``coulomb``: ``along``, ``across``, ``isotropic``, ``normal``, ``velocity_scale``;
+    - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``.
+    """
+
+    name: str
+    type: str
+    point: str
+    link: str
+    frame: str = "world"
+    force: Optional[tuple[Expression, Expression]] = None
+    inputs: Optional[tuple[str, str]] = None
+    along: Optional[Expression] = None
+    across: Optional[Expression] = None
+    isotropic: bool = False
+    normal: Optional[Expression] = None
+    velocity_scale: Optional[Expression] = None
+    stiffness: Optional[Expression] = None
+    exponent: Optional[Expression] = None
+    damping: Optional[Expression] = None
+    friction: Optional[Expression] = None
+
+
+@dataclass(frozen=True)
 class ValidModel:
     """A checked model with every default resolved (see the module docstring); made by
     :meth:`Model.validate <rodgen.model.core.Model.validate>`, read by every later stage.
@@ -224,6 +257,7 @@ class ValidModel:
     ground: ValidGround
     contacts: tuple[ValidContact, ...] = ()
     loops: tuple[ValidLoop, ...] = ()
+    forces: tuple[ValidForce, ...] = ()
     couplings: Mapping[str, Expression] = field(default_factory=lambda: MappingProxyType({}))
     doc: str = ""
     source: Optional[str] = None
@@ -273,6 +307,9 @@ class ValidModel:
             for sg in lk.segments:
                 if sg.extension is not None and sg.extension.force is not None:
                     out.append(Input(sg.extension.force, "force", lk.name, sg.name))
+        for f in self.forces:
+            for name in f.inputs or ():
+                out.append(Input(name, "point_force", f.link, None))
         return out
 
     def limits(self) -> list[Limit]:
@@ -296,6 +333,12 @@ class ValidModel:
         """Every marker by name, with its link."""
         return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
 
+    def point_links(self) -> dict[str, str]:
+        """Every named point a force element may act at, with the name of its link: markers, point masses
+        and rods (their names, or ``<segment>.m<i>`` / ``<segment>.rod<i>``), ``<link>.joint`` and
+        ``<segment>.end`` (the names of ``Equations.points``)."""
+        return point_links(self)
+
     def parameter_values(self) -> dict[str, float]:
         return {p.name: p.value for p in self.parameters}
 
@@ -306,6 +349,22 @@ class ValidModel:
     def validate(self) -> "ValidModel":
         """A ValidModel is valid: itself (so code that validates what it is given takes both types)."""
         return self
+
+
+def point_links(model: ValidModel) -> dict[str, str]:
+    """The named points of a model with their link (see :meth:`ValidModel.point_links`)."""
+    out: dict[str, str] = {}
+    for lk in model.links:
+        out[f"{lk.name}.joint"] = lk.name
+        for sg in lk.segments:
+            out[f"{sg.name}.end"] = lk.name
+            for i, pm in enumerate(sg.masses):
+                out[pm.name or f"{sg.name}.m{i}"] = lk.name
+            for i, rd in enumerate(sg.rods):
+                out[rd.name or f"{sg.name}.rod{i}"] = lk.name
+        for mk in lk.markers:
+            out[mk.name] = lk.name
+    return out
 
 
 AnyModel = Union[Model, ValidModel]
@@ -322,5 +381,6 @@ def valid_model(model: object) -> ValidModel:
 
 
 __all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
-           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "SEGMENT_KINDS",
+           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "ValidForce",
+           "SEGMENT_KINDS",
            "AnyModel", "valid_model"]

@@ -8,13 +8,17 @@ any), the place (link, segment, field) and what was expected.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from ..errors import ModelError
 from .core import (
     ANGLE_CONVENTIONS,
     BASES,
+    FORCE_FIELDS,
+    FORCE_FRAMES,
+    FORCE_TYPES,
     Contact,
+    Force,
     Ground,
     Joint,
     Link,
@@ -40,6 +44,7 @@ from .valid import (
     Bounds,
     Extension,
     ValidContact,
+    ValidForce,
     ValidGround,
     ValidJoint,
     ValidLink,
@@ -302,10 +307,111 @@ def validate_model(model: Model) -> ValidModel:
                      doc=model.doc, source=model.source)
     couplings = _couplings(ctx, model, out)
     contacts, loops = _constraints(ctx, model, out)
+    forces = _forces(ctx, model, out, claim)
     return ValidModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
                       base=out.base, base_coordinates=out.base_coordinates, base_initial=out.base_initial,
-                      ground=out.ground, contacts=contacts, loops=loops, couplings=MappingProxyType(couplings),
-                      doc=out.doc, source=out.source)
+                      ground=out.ground, contacts=contacts, loops=loops, forces=forces,
+                      couplings=MappingProxyType(couplings), doc=out.doc, source=out.source)
+
+
+#: Defaults of the force elements' optional fields.
+VELOCITY_SCALE = 0.01
+CONTACT_EXPONENT = 1.5
+
+
+def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, str, str], str]
+            ) -> tuple[ValidForce, ...]:
+    """The force elements: names unique among themselves, points known, coefficients finite and not negative."""
+    if not isinstance(model.forces, list):
+        raise ctx.err(f"expected a list of force elements, got {type(model.forces).__name__}", "forces")
+    points = vm.point_links()
+    coords = [c.name for c in vm.coordinates()]
+    rates = {f"{c}_dot": c for c in coords}
+    seen: set[str] = set()
+    out: list[ValidForce] = []
+    for i, f in enumerate(model.forces):
+        _typed(ctx, f, Force, f"forces[{i}]")
+        fw = f"force {f.name!r}" if isinstance(f.name, str) else f"forces[{i}]"
+        name = check_name(f.name, "force name", fw, model.source)
+        if name in seen:
+            raise ctx.err(f"force name {name!r} is used twice", fw)
+        seen.add(name)
+        if f.type not in FORCE_TYPES:
+            raise ctx.err(f"type must be one of {', '.join(FORCE_TYPES)}, got {f.type!r}", f"{fw}.type")
+        if not isinstance(f.at, str) or f.at not in points:
+            raise ctx.err(f"unknown point {f.at!r} (a marker or a mass point: {', '.join(points)})", f"{fw}.at")
+        defaults = Force(name, f.type, f.at)
+        for fld in ("frame", "force", "inputs", "coefficient", "along", "across", "normal", "velocity_scale",
+                    "stiffness", "exponent", "damping", "friction"):
+            if fld not in FORCE_FIELDS[f.type] and getattr(f, fld) != getattr(defaults, fld):
+                raise ctx.err(f"a {f.type} element takes no {fld!r} (fields: {', '.join(FORCE_FIELDS[f.type])})",
+                              f"{fw}.{fld}")
+        vf: dict[str, Any] = dict(name=name, type=f.type, point=f.at, link=points[f.at])
+
+        def coef(value: object, fld: str, *, positive: bool = False) -> Expression:
+            where = f"{fw}.{fld}"
+            return ctx.expr(value, where, positive=positive, nonneg=not positive)
+
+        def scale(value: object) -> Expression:
+            return coef(VELOCITY_SCALE if value is None else value, "velocity_scale", positive=True)
+
+        if f.type == "point_force":
+            if f.frame not in FORCE_FRAMES:
+                raise ctx.err(f"frame must be one of {', '.join(FORCE_FRAMES)}, got {f.frame!r}", f"{fw}.frame")
+            vf["frame"] = f.frame
+            if (f.force is None) == (f.inputs is None or f.inputs is False):
+                raise ctx.err("give either force: [fx, fy] (expressions) or inputs (true, or two input names)",
+                              fw)
+            if f.force is not None:
+                if not isinstance(f.force, (tuple, list)) or len(f.force) != 2:
+                    raise ctx.err(f"force must be [fx, fy], got {f.force!r}", f"{fw}.force")
+                comps = []
+                for k, v in enumerate(f.force):
+                    where = f"{fw}.force[{k}]"
+                    ex = ctx.parse(v, where, "an expression of coordinates, rates and parameters")
+                    for nm in ex.names:
+                        if nm in ctx.params and (nm in coords or nm in rates):
+                            raise ctx.err(f"{nm!r} is both a parameter and a coordinate or rate", where)
+                        if nm not in ctx.params and nm not in coords and nm not in rates:
+                            raise ctx.err(f"{nm!r} is neither a parameter, a coordinate nor a rate "
+                                          f"<coordinate>_dot (coordinates: {', '.join(coords)})", where)
+                    comps.append(ex)
+                vf["force"] = (comps[0], comps[1])
+            else:
+                names = (f"{name}_x", f"{name}_y") if f.inputs is True else f.inputs
+                if not isinstance(names, (tuple, list)) or len(names) != 2:
+                    raise ctx.err(f"inputs must be true or two input names, got {f.inputs!r}", f"{fw}.inputs")
+                vf["inputs"] = tuple(claim(nm, "input", f"{fw}.inputs") for nm in names)
+        elif f.type in ("viscous", "coulomb"):
+            if f.coefficient is not None:
+                if f.along is not None or f.across is not None:
+                    raise ctx.err("give either coefficient (isotropic) or along and across (anisotropic)",
+                                  f"{fw}.coefficient")
+                c = coef(f.coefficient, "coefficient")
+                vf.update(along=c, across=c, isotropic=True)
+            else:
+                for fld in ("along", "across"):
+                    if getattr(f, fld) is None:
+                        raise ctx.err(f"missing {fld!r}: give coefficient (isotropic) or along and across",
+                                      f"{fw}.{fld}")
+                vf.update(along=coef(f.along, "along"), across=coef(f.across, "across"))
+            if f.type == "coulomb":
+                if f.normal is None:
+                    raise ctx.err("missing 'normal' (the normal load, N)", f"{fw}.normal")
+                vf.update(normal=coef(f.normal, "normal"), velocity_scale=scale(f.velocity_scale))
+        else:
+            if f.stiffness is None:
+                raise ctx.err("missing 'stiffness'", f"{fw}.stiffness")
+            exponent = coef(CONTACT_EXPONENT if f.exponent is None else f.exponent, "exponent")
+            if not exponent.evaluate(ctx.params) >= 1:
+                raise ctx.err(f"must be at least 1 (the force's derivative is unbounded at touchdown below 1), "
+                              f"got {exponent.text}", f"{fw}.exponent")
+            vf.update(stiffness=coef(f.stiffness, "stiffness", positive=True), exponent=exponent,
+                      damping=coef(0.0 if f.damping is None else f.damping, "damping"),
+                      friction=coef(0.0 if f.friction is None else f.friction, "friction"),
+                      velocity_scale=scale(f.velocity_scale))
+        out.append(ValidForce(**vf))
+    return tuple(out)
 
 
 def _telescopic_fits(ctx: _Ctx, length: Expression, outer: ValidRod, inner: ValidRod,

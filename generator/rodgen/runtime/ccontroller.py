@@ -90,7 +90,7 @@ class CController:
     params : the controller's parameters (``rodgen_controller.params``), read-only for the C.
     state : the initial values of its memory (``rodgen_controller.state``), copied at the start of every run.
     include_dirs, cflags, build_dir, compiler : for compiling a source (``-I``, extra flags such as
-        ``-DNAME=1``, the cache folder (default ``./build``), the C compiler).
+        ``-DNAME=1``, the cache folder (default: the user cache, as for models), the C compiler).
 
     Raises BuildError naming the file when it is missing or does not compile or load, and naming the file
     and the symbol when the library has no such function.

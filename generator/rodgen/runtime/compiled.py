@@ -133,6 +133,8 @@ class CompiledModel:
         self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
                                                    for nm, k, r, n in info["constraints"]]
         self.nrows: int = int(info["nrows"])
+        #: The force elements (point forces, friction laws, compliant contacts), in model order.
+        self.force_names: list[str] = list(info.get("forces", []))
         # one state of 1-D float64 arrays: checked and evaluated in the runtime extension, no copies;
         # anything else (or a failed status) returns None and takes the checked path below
         self._one_mass_matrix = model.one_mass_matrix
@@ -584,6 +586,30 @@ class CompiledModel:
             return {nm: r[i].copy() for i, nm in enumerate(self.point_names)}
         r = r.reshape(r.shape[0], self.npoints, 2)
         return {nm: r[:, i, :].copy() for i, nm in enumerate(self.point_names)}
+
+    # -- force elements ----------------------------------------------------------
+    def element_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None
+                       ) -> np.ndarray:
+        """Force of every force element on its point, ground frame: (nforces, 2) or (N, nforces, 2)
+        (rows in the order of ``force_names``; ``u`` defaults to zero and matters for input forces only)."""
+        if not self.force_names:
+            raise ValueError(f"the model {self.name!r} has no force elements")
+        q2, a = self._rows(q, "q")
+        qd2, b = self._rows(qd, "qd")
+        u2, c = self._inputs(u)
+        p2, d = self._params(p)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        k = len(self.force_names)
+        res = np.empty((n, 2 * k))
+        self._m.element_forces(n, q2, qd2, u2, p2, res)
+        return res.reshape(n, k, 2) if batched else res.reshape(k, 2)
+
+    def contact_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None
+                       ) -> dict[str, np.ndarray]:
+        """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy], or (N, 2) for a
+        batch. For a ground contact that is the ground reaction; for friction the drag on the point."""
+        f = self.element_forces(q, qd, u, p)
+        return {nm: f[..., i, :].copy() for i, nm in enumerate(self.force_names)}
 
     # -- constraints, contacts and impacts ------------------------------------
     def _need_constraints(self, what: str) -> None:

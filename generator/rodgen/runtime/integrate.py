@@ -174,6 +174,8 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     accepted, rejected, evaluations = sim.counts
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
+    if getattr(sys, "force_names", None) and len(t):
+        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
     if isinstance(fn, tuple):
         res.extra["controller_state"] = fn[2].state.copy()
@@ -398,6 +400,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     T, V = sys.energy(q, qd, pv) if len(t) else (np.empty(0), np.empty(0))
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
+    if getattr(sys, "force_names", None) and len(t):
+        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv)
     phases: list[tuple[float, list[str]]] = []
     for i in range(len(t)):
         cur = [names[j] for j in range(nc) if A[i, j]]

@@ -50,6 +50,9 @@ class SimulationResult:
         constraint row (N, nrows), block -> (N,) active codes (0 inactive, 1 sticking, 2 and 3 sliding),
         the located events (dicts: t, kind, block, impulse, energy_loss) and the phases as
         (start time, active block names); None otherwise.
+    element_forces : for a model with force elements (compiled runs): element name -> (N, 2), the force
+        of the element on its point in the ground frame at every stored time (``sys.contact_forces``);
+        None otherwise.
     """
 
     t: np.ndarray
@@ -70,6 +73,7 @@ class SimulationResult:
     active: Optional[dict[str, np.ndarray]] = None
     events: Optional[list[dict[str, Any]]] = None
     phases: Optional[list[tuple[float, list[str]]]] = None
+    element_forces: Optional[dict[str, np.ndarray]] = None
 
     def __post_init__(self) -> None:
         self.t = np.asarray(self.t, dtype=float)
@@ -106,17 +110,20 @@ class SimulationResult:
     def csv_columns(self) -> list[str]:
         """Column names of :meth:`to_csv`."""
         return (["t"] + list(self.coordinates) + [f"{c}_dot" for c in self.coordinates] + list(self.inputs)
-                + ["kinetic", "potential"])
+                + ["kinetic", "potential"]
+                + [f"{nm}_{c}" for nm in (self.element_forces or {}) for c in ("fx", "fy")])
 
     def to_csv(self, path: PathLike) -> None:
         """Write the result as CSV with a header row.
 
         Columns, in order: ``t``; one per coordinate (its name); one per
         rate (``<coordinate>_dot``); one per input (its name); ``kinetic``;
-        ``potential``. SI units as in the model; full double precision
-        (``repr`` of each float).
+        ``potential``; for a model with force elements, two per element
+        (``<element>_fx``, ``<element>_fy``). SI units as in the model; full
+        double precision (``repr`` of each float).
         """
-        data = np.column_stack([self.t, self.q, self.qd, self.u, self.kinetic, self.potential])
+        data = np.column_stack([self.t, self.q, self.qd, self.u, self.kinetic, self.potential]
+                               + [f for f in (self.element_forces or {}).values()])
         with open(os.fspath(path), "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(self.csv_columns())

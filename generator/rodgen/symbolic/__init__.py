@@ -7,7 +7,7 @@ from typing import Union
 from ..errors import DerivationError, ModelError
 from ..model.core import Model
 from ..model.valid import AnyModel, ValidModel, valid_model
-from .equations import ConstraintEquations, Equations, ForwardDynamics
+from .equations import ConstraintEquations, Equations, ForceEquations, ForwardDynamics
 
 
 class Method(str, enum.Enum):
@@ -70,6 +70,8 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
         from .coupling import reduce_couplings
         eqs = reduce_couplings(eqs)
     _check_inertia(eqs)
+    from .forces import apply_forces
+    apply_forces(eqs)
     from .recursive import articulated_body
     eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
     from .constraints import constraint_equations
@@ -88,4 +90,5 @@ def _check_inertia(eqs: Equations) -> None:
                              source=eqs.model.source, where=f"link {c.link!r}" if c.link else "base")
 
 
-__all__ = ["derive", "Equations", "ConstraintEquations", "ForwardDynamics", "Method", "available_methods"]
+__all__ = ["derive", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method",
+           "available_methods"]

@@ -25,6 +25,7 @@ default parameter values); otherwise :func:`constraint_equations` raises a
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import sympy as sp
 
@@ -120,4 +121,228 @@ def _check_loops(eqs: Equations, blocks: list[ConstraintEquations]) -> None:
                 source=eqs.model.source, where=f"loop {b.name!r}")
 
 
-__all__ = ["LOOP_TOLERANCE", "constraint_equations", "initial_values"]
+
+
+@dataclass
+class ConstrainedTerms:
+    """Everything the constrained dynamics needs at one state, as straight-line code.
+
+    The mass matrix is factorised symbolically as ``P M Pᵀ = L D Lᵀ`` (unit lower
+    ``L``, diagonal ``D``, ``P`` a fixed permutation of the coordinates that keeps
+    the fill-in of the tree's sparsity small); every entry that is zero whatever
+    the state (an entry of M of two coordinates on different branches, a Jacobian
+    entry of a coordinate the point does not depend on) is skipped. Each quantity
+    is an intermediate symbol of ``assignments``, so the code grows with the
+    nonzero entries of L (at most n³/6 operations), never by expansion.
+
+    pivots : (n) the pivots D of the factorisation; M is positive definite iff all are > 0.
+    qdd_free : (n) M⁻¹ (B u - bias), the accelerations without constraint forces.
+    response : (rows, n) row i is M⁻¹ J_iᵀ (the accelerations a unit force on row i causes).
+    delassus : (rows, rows) J M⁻¹ Jᵀ, symmetric.
+    velocity : (rows) J q̇.
+    free_acceleration : (rows) J qdd_free + J̇ q̇, the rows' acceleration without constraint forces.
+    position, jacobian : (rows) c(q) and the rows of J, written with the sines and cosines the mass
+        matrix and the bias already compute (an absolute angle as a sum of the relative angles of
+        the recursion, by the addition theorems) so that no angle's sine is computed twice.
+    order : the permutation P, as the coordinate indices in elimination order.
+    """
+
+    assignments: list[tuple[sp.Symbol, sp.Expr]]
+    pivots: list[sp.Expr]
+    qdd_free: list[sp.Expr]
+    response: list[list[sp.Expr]]
+    delassus: list[list[sp.Expr]]
+    velocity: list[sp.Expr]
+    free_acceleration: list[sp.Expr]
+    position: list[sp.Expr]
+    jacobian: list[sp.Matrix]
+    order: list[int]
+
+
+def elimination_order(pattern: list[list[bool]]) -> list[int]:
+    """An order of the coordinates for the factorisation of a matrix of the given nonzero ``pattern``:
+    the natural order or its reverse (the leaves of a tree first, the floating base last), whichever
+    gives the fewer nonzero entries in L."""
+    n = len(pattern)
+
+    def fill(order: list[int]) -> int:
+        nz = [[pattern[a][b] for b in order] for a in order]
+        count = 0
+        for j in range(n):
+            for i in range(j + 1, n):
+                if nz[i][j]:
+                    count += 1
+                    continue
+                if any(nz[i][k] and nz[j][k] for k in range(j)):
+                    nz[i][j] = nz[j][i] = True
+                    count += 1
+        return count
+    natural, reverse = list(range(n)), list(range(n - 1, -1, -1))
+    return reverse if fill(reverse) < fill(natural) else natural
+
+
+def constrained_terms(eqs: Equations) -> ConstrainedTerms:
+    """The :class:`ConstrainedTerms` of ``eqs`` (its constraint blocks all stacked, in the order of
+    ``eqs.constraints``); ``eqs.constraints`` must be filled (:func:`constraint_equations`)."""
+    n = len(eqs.q)
+    rows = [c.jacobian[i, :] for c in eqs.constraints for i in range(c.nrows)]
+    nr = len(rows)
+    zero = sp.Integer(0)
+    f = (eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)) - eqs.bias
+    M = eqs.M
+    order = elimination_order([[M[i, j] != 0 for j in range(n)] for i in range(n)])
+    Mp = [[M[order[i], order[j]] for j in range(n)] for i in range(n)]
+    assignments: list[tuple[sp.Symbol, sp.Expr]] = list(eqs.assignments)
+    counter = [0]
+
+    def new(ex: sp.Expr, stem: str) -> sp.Expr:
+        """A symbol for ``ex`` (zero and plain symbols stay as they are)."""
+        if ex == 0 or isinstance(ex, sp.Symbol):
+            return ex
+        counter[0] += 1
+        s = sp.Symbol(f"_cfd_{stem}{counter[0]}")
+        assignments.append((s, ex))
+        return s
+
+    # P M P^T = L D L^T; E[i][k] = L[i][k] D[k]
+    L = [[zero] * n for _ in range(n)]
+    E = [[zero] * n for _ in range(n)]
+    D: list[sp.Expr] = []
+    Dinv: list[sp.Expr] = []
+    for j in range(n):
+        d = new(Mp[j][j] - sp.Add(*[L[j][k] * E[j][k] for k in range(j) if L[j][k] != 0]), "d")
+        D.append(d)
+        Dinv.append(new(1 / d, "r"))
+        for i in range(j + 1, n):
+            s = Mp[i][j] - sp.Add(*[L[i][k] * E[j][k] for k in range(j) if L[i][k] != 0 and E[j][k] != 0])
+            if s != 0:
+                E[i][j] = new(s, "e")
+                L[i][j] = new(E[i][j] * Dinv[j], "l")
+
+    def solve(x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr], list[sp.Expr]]:
+        """(v, y, z): v = L^-1 P x, y = D^-1 v (elimination order) and z = M^-1 x (the coordinates' order)."""
+        v: list[sp.Expr] = []
+        for i in range(n):
+            v.append(new(x[order[i]] - sp.Add(*[L[i][k] * v[k] for k in range(i) if L[i][k] != 0 and v[k] != 0]),
+                         stem + "v"))
+        y = [new(v[i] * Dinv[i], stem + "y") for i in range(n)]
+        z: list[sp.Expr] = [zero] * n
+        for i in range(n - 1, -1, -1):
+            z[i] = new(y[i] - sp.Add(*[L[k][i] * z[k] for k in range(i + 1, n) if L[k][i] != 0 and z[k] != 0]),
+                       stem + "z")
+        out: list[sp.Expr] = [zero] * n
+        for i in range(n):
+            out[order[i]] = z[i]
+        return v, y, out
+
+    # the rows' sines and cosines from those the mass matrix and the bias already compute
+    known = _trig_args([ex for _, ex in eqs.assignments] + list(M) + list(eqs.bias))
+    share = _angle_sums(_trig_args(list(rows_all(eqs))), known, list(eqs.q), new)
+    if share:
+        rows = [row.xreplace(share) for row in rows]
+    _, _, qdd_free = solve([f[i] for i in range(n)], "f")
+    V: list[list[sp.Expr]] = []
+    Y: list[list[sp.Expr]] = []
+    response: list[list[sp.Expr]] = []
+    for r, row in enumerate(rows):
+        v, y, a = solve([row[j] for j in range(n)], f"j{r}_")
+        V.append(v)
+        Y.append(y)
+        response.append(a)
+    # J M^-1 J^T = (L^-1 P J^T)^T D^-1 (L^-1 P J^T)
+    delassus = [[zero] * nr for _ in range(nr)]
+    for r in range(nr):
+        for s in range(r + 1):
+            ex = sp.Add(*[Y[r][i] * V[s][i] for i in range(n) if V[r][i] != 0 and V[s][i] != 0])
+            delassus[r][s] = delassus[s][r] = new(ex, "s")
+    qd = list(eqs.qd)
+    velocity = [sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0]) for row in rows]
+    bias = [ex.xreplace(share) for c in eqs.constraints for ex in c.bias]
+    free = [bias[r] + sp.Add(*[row[j] * qdd_free[j] for j in range(n) if row[j] != 0 and qdd_free[j] != 0])
+            for r, row in enumerate(rows)]
+    position = [ex.xreplace(share) for c in eqs.constraints for ex in c.position]
+    return ConstrainedTerms(assignments, D, qdd_free, response, delassus, velocity, free, position, rows, order)
+
+
+def rows_all(eqs: Equations) -> list[sp.Expr]:
+    """Every expression of the constraint rows: positions, Jacobians, biases."""
+    return [ex for c in eqs.constraints for m in (c.position, c.jacobian, c.bias) for ex in m]
+
+
+def _trig_args(exprs: list[sp.Expr]) -> set[sp.Expr]:
+    """The arguments x of sin(x) and cos(x) in ``exprs``."""
+    out: set[sp.Expr] = set()
+    for ex in exprs:
+        if isinstance(ex, sp.Basic):
+            out.update(f.args[0] for f in ex.atoms(sp.sin, sp.cos))
+    return out
+
+
+def _angle_sums(wanted: set[sp.Expr], known: set[sp.Expr], q: list[sp.Symbol], new) -> dict:  # type: ignore[no-untyped-def]
+    """sin(x), cos(x) of the angles in ``wanted`` that are sums of angles in ``known`` (integer
+    combinations of coordinates, up to four terms), by the addition theorems:
+    {sin(x): expression, cos(x): expression} (partial sums get symbols through ``new``)."""
+    def form(x: sp.Expr) -> tuple[int, ...] | None:
+        try:
+            poly = sp.Poly(x, *q)
+        except sp.PolynomialError:
+            return None
+        if poly.total_degree() != 1 or any(not c.is_integer for c in poly.coeffs()):
+            return None
+        if any(sum(m) != 1 for m in poly.monoms()):
+            return None
+        return tuple(int(poly.coeff_monomial(v)) for v in q)
+    base = {}
+    for x in known:
+        f = form(x)
+        if f is not None:
+            base[f] = x
+    goals = {}
+    for x in wanted - known:
+        f = form(x)
+        if f is not None:
+            goals[f] = x
+    if not base or not goals:
+        return {}
+    steps = [(f, x, 1) for f, x in base.items()] + [(tuple(-c for c in f), x, -1) for f, x in base.items()]
+    # breadth-first: node -> (parent node, angle, sign)
+    parent: dict[tuple[int, ...], tuple[tuple[int, ...] | None, sp.Expr, int]] = {}
+    frontier = []
+    for f, x, sgn in steps:
+        if f not in parent:
+            parent[f] = (None, x, sgn)
+            frontier.append(f)
+    for _ in range(3):
+        nxt = []
+        for node in frontier:
+            for f, x, sgn in steps:
+                key = tuple(a + b for a, b in zip(node, f))
+                if key not in parent and any(key):
+                    parent[key] = (node, x, sgn)
+                    nxt.append(key)
+        frontier = nxt
+    memo: dict[tuple[int, ...], tuple[sp.Expr, sp.Expr]] = {}
+
+    def sincos(node: tuple[int, ...]) -> tuple[sp.Expr, sp.Expr]:
+        if node in memo:
+            return memo[node]
+        prev, x, sgn = parent[node]
+        s1, c1 = sgn * sp.sin(x), sp.cos(x)
+        if prev is None:
+            out = (s1, c1)
+        else:
+            s0, c0 = sincos(prev)
+            out = (new(s0 * c1 + c0 * s1, "sn"), new(c0 * c1 - s0 * s1, "cs"))
+        memo[node] = out
+        return out
+    share = {}
+    for f, x in goals.items():
+        if f in parent:
+            sn, cs = sincos(f)
+            share[sp.sin(x)] = sn
+            share[sp.cos(x)] = cs
+    return share
+
+
+__all__ = ["LOOP_TOLERANCE", "ConstrainedTerms", "constraint_equations", "constrained_terms", "elimination_order",
+           "initial_values"]

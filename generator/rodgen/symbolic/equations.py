@@ -9,12 +9,15 @@ torques, longitudinal forces) onto the generalized coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import sympy as sp
 
 from ..model.core import Coordinate, Input
 from ..model.valid import ValidModel
+
+if TYPE_CHECKING:
+    from .constraints import ConstrainedTerms
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,29 @@ class ConstraintEquations:
     @property
     def nrows(self) -> int:
         return int(self.position.shape[0])
+
+
+@dataclass(frozen=True)
+class ForceEquations:
+    """One force element (see :mod:`rodgen.symbolic.forces` for the laws).
+
+    name, type, point : as in the model (``type``: ``point_force``, ``viscous``, ``coulomb``,
+        ``ground_contact``; ``point``: the marker or mass point it acts at).
+    position : (2, 1) the point's position r(q).
+    jacobian : (2, n) dr/dq.
+    force : (2, 1) the force on the point in the ground frame, in q, qd, u and the parameters.
+    generalized : (n, 1) its generalized force, jacobianᵀ force.
+    input : True for a point force given by two inputs (its columns are in ``Equations.B``, not ``F``).
+    """
+
+    name: str
+    type: str
+    point: str
+    position: sp.Matrix
+    jacobian: sp.Matrix
+    force: sp.Matrix
+    generalized: sp.Matrix
+    input: bool = False
 
 
 @dataclass
@@ -86,6 +112,10 @@ class Equations:
     params : list of Symbols, the parameters in declaration order.
     param_values : dict Symbol -> default value.
     M : (n, n) symmetric mass matrix. h, G, K, D : (n, 1) columns. B : (n, m) input map.
+    F : (n, 1) generalized forces of the force elements (friction laws, compliant contacts, point
+        forces given as expressions), on the right-hand side: ``M qdd + h + G + K + D = B u + F``;
+        zero for a model without force elements. Point forces given as inputs are columns of ``B``.
+    forces : the model's force elements, one :class:`ForceEquations` each, in declaration order.
     T, V : kinetic and potential (gravity + springs) energy.
     points : dict name -> (2, 1) position of every named marker point (joints,
         segment ends, masses, user markers), in declaration order.
@@ -137,10 +167,16 @@ class Equations:
     constraints: list[ConstraintEquations] = field(default_factory=list)
     articulated: Optional[ForwardDynamics] = None
     articulated_reason: str = NOT_DERIVED
+    F: Optional[sp.Matrix] = None
+    forces: list[ForceEquations] = field(default_factory=list)
     inverse: Optional[sp.Matrix] = None
     inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.F is None:
+            self.F = sp.zeros(len(self.q), 1)
 
     @property
     def n(self) -> int:
@@ -149,8 +185,9 @@ class Equations:
 
     @property
     def bias(self) -> sp.Matrix:
-        """h + G + K + D: everything but the inertia and input terms."""
-        return self.h + self.G + self.K + self.D
+        """h + G + K + D - F: everything but the inertia and input terms."""
+        assert self.F is not None
+        return self.h + self.G + self.K + self.D - self.F
 
     def inverse_dynamics(self) -> tuple[sp.Matrix, list[tuple[sp.Symbol, sp.Expr]]]:
         """(M qdd + bias, the assignments it may refer to beyond ``assignments``): the Newton-Euler
@@ -179,7 +216,9 @@ class Equations:
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
                                               None if c.friction is None else c.friction.xreplace(subs))
                           for c in self.constraints],
-                         self.articulated, self.articulated_reason)
+                         self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
+                         [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
+                                         x(f.generalized), f.input) for f in self.forces])
 
     def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
         """d(M a + bias - B u)/d[q, qd] with a (the ``qdd`` symbols) and u held fixed, as straight-line code.
@@ -200,8 +239,17 @@ class Equations:
                                                  list(self.q) + list(self.qd))
         return self._jacobian
 
+    def constrained_terms(self) -> ConstrainedTerms:
+        """What the constrained dynamics needs at one state, as straight-line code: a sparse L D L^T
+        factorisation of M, the free accelerations and, for every constraint row, J, c, J qd,
+        J qdd0 + Jdot qd, M^-1 J^T and J M^-1 J^T (see
+        :func:`rodgen.symbolic.constraints.constrained_terms`). Built on each call; needs
+        ``constraints``."""
+        from .constraints import constrained_terms
+        return constrained_terms(self)
+
     def residual(self) -> sp.Matrix:
-        """M qdd + h + G + K + D - B u (zero along solutions)."""
+        """M qdd + h + G + K + D - F - B u (zero along solutions)."""
         return self.M * sp.Matrix(self.qdd) + self.bias - self.B * sp.Matrix(self.u)
 
     def latex(self, *, blocks: bool = False, simplify: Optional[bool] = None) -> str:

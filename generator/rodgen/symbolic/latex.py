@@ -48,9 +48,12 @@ def equations_latex(eqs: "Equations", *, blocks: bool = False, simplify: Optiona
     u = sp.Matrix(e.u) if e.u else sp.zeros(0, 1)
     lines: list[str] = []
     if not blocks:
-        lines.append(r"M(q)\,\ddot{q} + h(q,\dot{q}) + G(q) + K(q) + D(\dot{q}) = B(q)\,u")
+        lines.append(r"M(q)\,\ddot{q} + h(q,\dot{q}) + G(q) + K(q) + D(\dot{q}) = B(q)\,u"
+                     + (r" + F(q,\dot{q})" if e.forces else ""))
         lines.append(r"q = " + _tex(sp.Matrix(e.q), names) + r",\quad u = " + (_tex(u, names) if e.u else "0"))
-        for label, mat in (("M", e.M), ("h", e.h), ("G", e.G), ("K", e.K), ("D", e.D), ("B", e.B)):
+        assert e.F is not None
+        mats = [("M", e.M), ("h", e.h), ("G", e.G), ("K", e.K), ("D", e.D), ("B", e.B)]
+        for label, mat in mats + ([("F", e.F)] if e.forces else []):
             if label in ("K", "D") and all(x == 0 for x in mat):
                 continue
             lines.append(f"{label} = " + _tex(_simp(mat, on), names))
@@ -75,5 +78,7 @@ def equations_latex(eqs: "Equations", *, blocks: bool = False, simplify: Optiona
             if any(x != 0 for x in col):
                 terms.append(_tex(col, names))
         rhs = e.B.extract(rows, list(range(e.B.shape[1]))) * u if e.u else sp.zeros(len(rows), 1)
+        assert e.F is not None
+        rhs = rhs + e.F.extract(rows, [0])
         lines.append("&" + " + ".join(terms) + " = " + _tex(_simp(rhs, on), names))
     return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}\n"

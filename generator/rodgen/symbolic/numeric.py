@@ -50,6 +50,9 @@ class NumericModel:
         self._point_names = list(eqs.points)
         self._points = lam((q, p), [c for nm in self._point_names for c in eqs.points[nm]])
         self._full = lam((q, p), list(eqs.couplings.values())) if eqs.couplings else None
+        self.force_names = [f.name for f in eqs.forces]
+        u = list(eqs.u)
+        self._forces = (lam((q, qd, u, p), [c for f in eqs.forces for c in f.force]) if eqs.forces else None)
         full_order = [c.name for c in eqs.model.coordinates()]
         self.full_coordinate_names = full_order if eqs.couplings else list(self.coordinates)
 
@@ -159,6 +162,18 @@ class NumericModel:
         Q, single = self._vec(q, self.nq, "q")
         flat = self._stack(self._points(Q.T, self.params(p)), len(Q), (len(self._point_names), 2))
         return {nm: (flat[0, k] if single else flat[:, k]) for k, nm in enumerate(self._point_names)}
+
+    def contact_forces(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None) -> dict[str, np.ndarray]:
+        """Force of each force element on its point, ground frame: name -> (2,) or (N, 2)."""
+        Q, single = self._vec(q, self.nq, "q")
+        QD, _ = self._vec(qd, self.nq, "qd")
+        U = np.zeros((len(Q), self.nu)) if u is None else np.broadcast_to(self._vec(u, self.nu, "u")[0],
+                                                                             (len(Q), self.nu))
+        if self._forces is None:
+            return {}
+        with np.errstate(invalid="ignore"):   # a contact's unused branch may take a root of a negative depth
+            flat = self._stack(self._forces(Q.T, QD.T, U.T, self.params(p)), len(Q), (len(self.force_names), 2))
+        return {nm: (flat[0, k] if single else flat[:, k]) for k, nm in enumerate(self.force_names)}
 
     def full_coordinates(self, q: Any, p: ParamsLike = None) -> np.ndarray:
         """All coordinates of the model (dependent ones recovered from the couplings), in model order."""

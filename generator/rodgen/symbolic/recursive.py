@@ -55,7 +55,7 @@ import sympy as sp
 
 from ..errors import DerivationError
 from ..model.expr import Expression
-from ..model.valid import AnyModel, ValidLink, ValidModel, valid_model
+from ..model.valid import AnyModel, ValidForce, ValidLink, ValidModel, valid_model
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
@@ -208,6 +208,36 @@ class _TreeBuilder:
             self._virtual[key] = self.add(Node(f"{sg.name}_at", start.node, False, (start.x, start.y),
                                                a * self.k.lengths[sg.name]))
         return Ref(self._virtual[key], off, lat)
+
+    def point_ref(self, name: str) -> Optional[Ref]:
+        """The named point (a key of ``Equations.points``) in its node's frame, or None where that needs a
+        node the tree does not have (a point at an intermediate fraction of a variable segment)."""
+        for lk in self.model.links:
+            if name == f"{lk.name}.joint":
+                return self.link_frame[lk.name]
+            for i, sg in enumerate(lk.segments):
+                if name == f"{sg.name}.end":
+                    return self.seg_end[lk.name][i]
+                for j, pm in enumerate(sg.masses):
+                    if name == (pm.name or f"{sg.name}.m{j}"):
+                        return self._fixed_station(lk, i, pm.fraction, pm.offset, pm.lateral)
+                for j, rd in enumerate(sg.rods):
+                    if name == (rd.name or f"{sg.name}.rod{j}"):
+                        return self._fixed_station(lk, i, rd.fraction, rd.offset, rd.lateral)
+            for mk in lk.markers:
+                if mk.name == name:
+                    idx = None if mk.segment is None else [s.name for s in lk.segments].index(mk.segment)
+                    return self._fixed_station(lk, idx, mk.fraction, mk.offset, mk.lateral)
+        return None
+
+    def _fixed_station(self, lk: ValidLink, i: Optional[int], fraction: Expression, offset: Expression,
+                       lateral: Expression) -> Optional[Ref]:
+        """:meth:`_station` without adding a node: None where it would."""
+        if i is not None and lk.segments[i].variable and self.X(fraction) not in (0, 1):
+            key = (lk.segments[i].name, self.seg_start[lk.name][i].node, self.X(fraction))
+            if key not in self._virtual:
+                return None
+        return self._station(lk, i, fraction, offset, lateral)
 
     def _attachment(self, parent: ValidLink, at: str) -> Ref:
         names = [s.name for s in parent.segments]
@@ -474,10 +504,15 @@ def derive_recursive(model: ValidModel) -> Equations:
                      inverse=inverse, inverse_assignments=inverse_assignments)
 
 
-def forward_dynamics(source: AnyModel) -> ForwardDynamics:
+def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
+                     elements: Sequence[tuple[ValidForce, sp.Matrix]] = ()) -> ForwardDynamics:
     """Forward dynamics by the articulated-body algorithm (Featherstone), O(n) operations.
 
-    ``source`` is a ValidModel, or a Model (validated on the way in).
+    ``source`` is a ValidModel, or a Model (validated on the way in). ``extra`` (n x 1) are further
+    generalized forces on the right-hand side in the model's symbols. ``elements`` are force elements
+    with their generalized forces Jᵀ F: a viscous or Coulomb element at a point of the tree acts as a
+    force on its node (the point's velocity from the node's, the law in the node's frame, which is its
+    link's: O(1) per element); any other adds its Jᵀ F to the joint forces.
 
     Applies when the expanded tree's joints are the model's coordinates up to a
     constant invertible map (``T`` square): chains and trees of links whose
@@ -491,7 +526,8 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     if model.couplings:
         raise DerivationError(f"model {model.name!r} couples coordinates; the articulated-body algorithm "
                               f"needs independent joints (use the mass matrix and a Cholesky solve)")
-    nodes = _TreeBuilder(model, k).build()
+    builder = _TreeBuilder(model, k)
+    nodes = builder.build()
     n, N = len(k.q), len(nodes)
     if N != n:
         raise DerivationError(f"model {model.name!r}: the articulated-body algorithm needs one joint per "
@@ -513,6 +549,16 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
     Q = -spring_forces(k) - damper_forces(k)
     if k.u:
         Q += input_map(k) * sp.Matrix(k.u)
+    if extra is not None:
+        Q += extra
+    from .forces import LINK_FRAME_LAWS, link_frame_law
+    local: list[tuple[ValidForce, Ref]] = []
+    for f, generalized in elements:
+        ref = builder.point_ref(f.point) if f.type in LINK_FRAME_LAWS else None
+        if ref is None or ref.node < 0:
+            Q += generalized
+        else:
+            local.append((f, ref))
     tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(N)]
 
     keys = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
@@ -537,6 +583,14 @@ def forward_dynamics(source: AnyModel) -> ForwardDynamics:
         Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
         Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
         pA.append([[vx * Iv[2] - vy * Iv[1]], [-w * Iv[2]], [w * Iv[1]]])
+    # force elements on their nodes: the bias force takes minus the external force
+    for j, (f, ref) in enumerate(local):
+        w, vx, vy = vel[ref.node]
+        va = e(vx - w * ref.y, f"e{j}_va")
+        vc = e(vy + w * ref.x, f"e{j}_vc")
+        fa, fc = (e(x, f"e{j}_f{nm}") for x, nm in zip(link_frame_law(f, va, vc, builder.X), "ac"))
+        for a, term in enumerate((ref.x * fc - ref.y * fa, fa, fc)):
+            pA[ref.node][a].append(-term)
     # pass 2 (inward): articulated inertias and bias forces
     U: list[tuple[sp.Expr, ...]] = [()] * N
     Dinv: list[sp.Expr] = [_0] * N
@@ -607,8 +661,10 @@ def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     """
     if eqs.couplings or getattr(eqs.model, "couplings", None):
         return None, "the model couples coordinates"
+    valid = {f.name: f for f in eqs.model.forces}
+    elements = [(valid[el.name], el.generalized) for el in eqs.forces]
     try:
-        fd = forward_dynamics(eqs.model)
+        fd = forward_dynamics(eqs.model, elements=elements)
     except DerivationError as exc:
         return None, str(exc)
     same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)

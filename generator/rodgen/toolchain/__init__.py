@@ -2,11 +2,12 @@
 
     robot = rodgen.build(model)                        # found in the cache, or derive, generate, compile; load
     robot = rodgen.build(model, build_dir="out", options=BuildOptions(optimization="O3"))
-    robot = rodgen.toolchain.load_module("build/exo5-0123456789ab/libexo5.so")   # a model built before
+    robot = rodgen.toolchain.load_module("/path/exo5-0123456789ab/libexo5.so")   # a model built before
 
 A model compiles into a plain shared library (its own C and the runtime's
 Cholesky; no Python headers, no Cython) in ``<build_dir>/<model>-<hash12>/``,
-``build_dir`` defaulting to ``./build``, and looked up first by the key of
+``build_dir`` defaulting to ``<user cache>/models`` (``$RODGEN_CACHE_DIR``,
+``$XDG_CACHE_HOME/rodgen`` or ``~/.cache/rodgen``), and looked up first by the key of
 :mod:`rodgen.toolchain.key` (known before derivation: a hit loads without
 SymPy). The folder's hash covers the generated sources
 (the runtime's C copied beside them included), the compiler and its flags,
@@ -133,7 +134,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     ----------
     source : a Model (validated on the way in), a ValidModel, or its Equations (these are already
         derived; their generated sources are hashed to find the build).
-    build_dir : the cache folder (default ``./build`` relative to the working directory).
+    build_dir : the cache folder (default ``<user cache>/models``, see ``toolchain.cache.default_build_dir``).
     method : derivation method when ``source`` is a Model (default: ``rodgen.codegen.DEFAULT_METHOD``,
         the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).

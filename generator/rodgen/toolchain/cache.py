@@ -37,9 +37,28 @@ def build_hash(parts: dict[str, str]) -> str:
     return h.hexdigest()
 
 
+#: Environment variable naming rodgen's user cache folder.
+CACHE_ENV = "RODGEN_CACHE_DIR"
+
+
+def user_cache_dir() -> Path:
+    """rodgen's user cache: ``$RODGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/rodgen``, else ``~/.cache/rodgen``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "rodgen"
+    return Path.home() / ".cache" / "rodgen"
+
+
 def default_build_dir() -> Path:
-    """``./build`` relative to the current working directory."""
-    return Path.cwd() / "build"
+    """Where models and C controllers are built unless ``build_dir=`` says otherwise: ``<user cache>/models``.
+
+    Not a folder of the working directory: a build there would land in the user's repository next to
+    pip's own ``build/``, and every project would build the same model again.
+    """
+    return user_cache_dir() / "models"
 
 
 _thread_locks: dict[str, threading.Lock] = {}

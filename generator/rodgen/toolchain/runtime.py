@@ -18,7 +18,6 @@ processes compile it once.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import threading
 import time
@@ -30,8 +29,8 @@ from ..errors import BuildError
 from . import cache
 from .compiler import RUNTIME_CFLAGS, compile_extension, compiler_identity, ext_suffix, find_compiler
 
-#: Environment variable naming the cache folder of the runtime.
-CACHE_ENV = "RODGEN_CACHE_DIR"
+#: Environment variable naming the cache folder of the runtime (and of model builds).
+CACHE_ENV = cache.CACHE_ENV
 #: Name of the runtime's extension module.
 MODULE = "_rodgen_runtime"
 
@@ -41,13 +40,7 @@ _build_seconds: dict[str, float] = {}
 
 def cache_dir() -> Path:
     """The folder holding compiled runtimes (see the module's docstring)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "rodgen"
-    return Path.home() / ".cache" / "rodgen"
+    return cache.user_cache_dir()
 
 
 def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:

@@ -1,0 +1,165 @@
+"""Force elements: point forces, friction laws and compliant ground contact, as generalized forces Jᵀ F.
+
+Every element acts at a named point ``r(q)`` of ``Equations.points`` (a
+marker or a mass point). Its Jacobian ``J = dr/dq`` (2 x n) gives the
+point's velocity ``v = J q̇`` and the element's generalized force ``Jᵀ F``,
+where ``F`` is the element's force on the point in the ground frame:
+
+``point_force``
+    ``F = (fx, fy)`` (``frame: world``) or ``fx e_a + fy e_c`` (``frame:
+    link``), the components expressions of q, q̇ and the parameters, or two
+    inputs: then ``Jᵀ`` (of the frame's axes) becomes two columns of ``B``.
+``viscous``
+    ``F = -(c_a (e_a·v) e_a + c_c (e_c·v) e_c)``; ``e_a = (cos θ, sin θ)``
+    along the axis of the point's link (absolute angle θ), ``e_c = (-sin θ,
+    cos θ)`` across it. Isotropic: ``F = -c v``.
+``coulomb``
+    anisotropic: ``F = -N (μ_a tanh(v_a/v_s) e_a + μ_c tanh(v_c/v_s) e_c)``;
+    isotropic: ``F = -μ N v / sqrt(v·v + v_s²)``.
+``ground_contact``
+    with the ground's tangent ``t``, normal ``n`` (docs/ARCHITECTURE.md,
+    "Constraints"): penetration ``δ = -(n·r - h cos s)``, its rate ``δ' =
+    -n·v``; normal force ``F_n = k δ^e (1 + c δ')`` where ``δ > 0`` and that
+    is positive, else 0; ``F = F_n n - μ F_n tanh((t·v)/v_s) t``.
+
+The element's ``generalized`` column is ``Jᵀ F``. The laws' columns (all but
+input forces) sum to ``Equations.F``, on the right-hand side:
+``M q̈ + h + G + K + D = B u + F``; input forces add their ``Jᵀ e`` columns to
+``B``. Everything is a closed-form expression of q, q̇, u and the parameters,
+so the RHS Jacobian differentiates the laws exactly (``tanh``, the square root
+and the contact's ``Piecewise`` included).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import sympy as sp
+
+from ..model.expr import Expression
+from ..model.valid import ValidForce, ValidModel
+from .constraints import _inliner
+from .convert import to_sympy
+from .equations import Equations, ForceEquations
+
+
+def force_equations(eqs: Equations) -> list[ForceEquations]:
+    """The force elements of ``eqs.model`` in declaration order (empty if it has none)."""
+    model = eqs.model
+    if not model.forces:
+        return []
+    q, qd = list(eqs.q), list(eqs.qd)
+    qdv = sp.Matrix(qd)
+    pnames: dict[str, sp.Symbol] = {str(s): s for s in eqs.params}
+    inline = _inliner(eqs)
+    coord = _coordinates(eqs, inline)
+    rate = {f"{name}_dot": sum((sp.diff(ex, qi) * qdi for qi, qdi in zip(q, qd)), sp.S.Zero)
+            for name, ex in coord.items()}
+    theta = _angles(model, coord, pnames)
+    usym = {str(s): s for s in eqs.u}
+
+    def X(v: Expression) -> sp.Expr:
+        return to_sympy(v, pnames)
+
+    out: list[ForceEquations] = []
+    for f in model.forces:
+        r = inline(eqs.points[f.point])
+        J = r.jacobian(q) if q else sp.zeros(2, 0)
+        v = J * qdv
+        th = theta[f.link]
+        ea = sp.Matrix([sp.cos(th), sp.sin(th)])
+        ec = sp.Matrix([-sp.sin(th), sp.cos(th)])
+        F = _law(f, r, v, ea, ec, X, {**pnames, **coord, **rate}, usym, model, pnames)
+        out.append(ForceEquations(f.name, f.type, f.point, r, J, F, J.T * F, f.inputs is not None))
+    return out
+
+
+def _law(f: ValidForce, r: sp.Matrix, v: sp.Matrix, ea: sp.Matrix, ec: sp.Matrix, X: Callable[[Expression], sp.Expr],
+         names: dict[str, sp.Expr], usym: dict[str, sp.Symbol], model: ValidModel,
+         pnames: dict[str, sp.Symbol]) -> sp.Matrix:
+    """The force on the point in the ground frame (2 x 1)."""
+    if f.type == "point_force":
+        if f.inputs is not None:
+            fx, fy = usym[f.inputs[0]], usym[f.inputs[1]]
+        else:
+            assert f.force is not None
+            fx, fy = (to_sympy(c, names) for c in f.force)  # type: ignore[arg-type]
+        return sp.Matrix([fx, fy]) if f.frame == "world" else fx * ea + fy * ec
+    if f.type in LINK_FRAME_LAWS:
+        fa, fc = link_frame_law(f, (ea.T * v)[0], (ec.T * v)[0], X)
+        return fa * ea + fc * ec
+    # ground_contact
+    assert f.stiffness is not None and f.exponent is not None and f.damping is not None
+    assert f.friction is not None and f.velocity_scale is not None
+    s, height = X(model.ground.slope), X(model.ground.height)
+    t = sp.Matrix([sp.cos(s), sp.sin(s)])
+    n = sp.Matrix([-sp.sin(s), sp.cos(s)])
+    depth = height * sp.cos(s) - (n.T * r)[0]
+    rate = -(n.T * v)[0]
+    fn = X(f.stiffness) * depth ** X(f.exponent) * (1 + X(f.damping) * rate)
+    Fn = sp.Piecewise((fn, sp.And(depth > 0, fn > 0)), (0, True))
+    Ft = -X(f.friction) * Fn * sp.tanh((t.T * v)[0] / X(f.velocity_scale))
+    return Fn * n + Ft * t
+
+
+#: The laws that are functions of the point's velocity in its link's frame (along, across) only.
+LINK_FRAME_LAWS = ("viscous", "coulomb")
+
+
+def link_frame_law(f: ValidForce, va: sp.Expr, vc: sp.Expr, X: Callable[[Expression], sp.Expr]
+                   ) -> tuple[sp.Expr, sp.Expr]:
+    """The force of a viscous or Coulomb element along and across its link, from the point's velocity
+    components ``va`` (along) and ``vc`` (across). The isotropic laws depend on |v| only, so the link
+    frame serves them as well as any."""
+    assert f.along is not None and f.across is not None
+    if f.type == "viscous":
+        if f.isotropic:
+            c = X(f.along)
+            return -c * va, -c * vc
+        return -X(f.along) * va, -X(f.across) * vc
+    assert f.type == "coulomb" and f.normal is not None and f.velocity_scale is not None
+    N, vs = X(f.normal), X(f.velocity_scale)
+    if f.isotropic:
+        k = -X(f.along) * N / sp.sqrt(va ** 2 + vc ** 2 + vs ** 2)
+        return k * va, k * vc
+    return -N * X(f.along) * sp.tanh(va / vs), -N * X(f.across) * sp.tanh(vc / vs)
+
+
+def _coordinates(eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix]) -> dict[str, sp.Expr]:
+    """Every coordinate of the model by name: the equations' own, and the dependent ones of a coupled model."""
+    out: dict[str, sp.Expr] = {str(s): s for s in eqs.q}
+    out.update({str(s): inline(sp.Matrix([ex]))[0] for s, ex in eqs.couplings.items()})
+    return out
+
+
+def _angles(model: ValidModel, coord: dict[str, sp.Expr], pnames: dict[str, sp.Symbol]) -> dict[str, sp.Expr]:
+    """The absolute angle of every link (links are in tree order)."""
+    theta: dict[str, sp.Expr] = {}
+    for lk in model.links:
+        own = coord[lk.coordinate] + to_sympy(lk.offset, pnames)
+        theta[lk.name] = own if lk.parent is None or lk.angle == "absolute" else theta[lk.parent] + own
+    return theta
+
+
+def apply_forces(eqs: Equations) -> None:
+    """Add the force elements of ``eqs.model`` to ``eqs``: ``forces``, ``F`` and the input forces' columns of B."""
+    elements = force_equations(eqs)
+    if not elements:
+        return
+    n = len(eqs.q)
+    F = sp.zeros(n, 1)
+    B = eqs.B.copy()
+    col = {s: j for j, s in enumerate(eqs.u)}
+    for el in elements:
+        if not el.input:
+            F += el.generalized
+            continue
+        for j, usym in enumerate(eqs.u):
+            d = el.generalized.diff(usym)
+            if any(x != 0 for x in d):
+                B[:, col[usym]] = B[:, col[usym]] + d
+    eqs.forces = elements
+    eqs.F = F
+    eqs.B = B
+
+
+__all__ = ["force_equations", "apply_forces", "link_frame_law", "LINK_FRAME_LAWS"]
