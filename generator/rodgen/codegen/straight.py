@@ -88,7 +88,7 @@ def common_subexpressions(exprs: Sequence[sp.Expr], symbols: Iterator[sp.Symbol]
     seen: set[Any] = set()
 
     def find_opts(expr: Any) -> None:
-        if expr.is_Atom or expr in seen:
+        if expr.is_Atom or expr in seen or _opaque(expr):
             return
         seen.add(expr)
         for a in expr.args:
@@ -123,6 +123,8 @@ def common_subexpressions(exprs: Sequence[sp.Expr], symbols: Iterator[sp.Symbol]
             to_eliminate.add(expr)
             return
         seen_subexp.add(expr)
+        if _opaque(expr):
+            return
         for a in opt_subs.get(expr, expr).args:
             find_repeated(a)
 
@@ -133,14 +135,14 @@ def common_subexpressions(exprs: Sequence[sp.Expr], symbols: Iterator[sp.Symbol]
     subs: dict[Any, sp.Expr] = {}
 
     def rebuild(expr: Any) -> Any:
-        if not expr.args:
+        if not expr.args or (_opaque(expr) and expr not in to_eliminate):
             return expr
         if expr in subs:
             return subs[expr]
         orig = expr
         expr = opt_subs.get(expr, expr)
         args = expr.args
-        new_args = [rebuild(a) for a in args]
+        new_args = list(args) if _opaque(expr) else [rebuild(a) for a in args]
         if isinstance(expr, Unevaluated) or any(n is not o for n, o in zip(new_args, args)):
             new = _unevaluated(expr.func, new_args)
         else:
@@ -154,6 +156,12 @@ def common_subexpressions(exprs: Sequence[sp.Expr], symbols: Iterator[sp.Symbol]
         return new
 
     return replacements, [rebuild(e) for e in exprs]
+
+
+def _opaque(expr: Any) -> bool:
+    """Expressions whose arguments are not searched (a Piecewise: conditions and pairs are no sums or
+    products); the whole may still be a common subexpression."""
+    return isinstance(expr, sp.Basic) and (isinstance(expr, sp.Piecewise) or not isinstance(expr, sp.Expr))
 
 
 def _negated(expr: sp.Expr) -> "sp.Expr | None":
