@@ -1,8 +1,8 @@
 """Runtime stage: the Python face of a compiled model (no symbolic work here)."""
 from __future__ import annotations
 
-from .batch import BatchResult
 from .balance import EnergyBalance, energy_balance
+from .batch import BatchResult
 from .ccontroller import CController
 from .compiled import STATUS_MESSAGES, CompiledModel, DynamicsError
 from .contact import ContactInverseDynamics, ContactInverseDynamicsError, contact_inverse_dynamics
