@@ -42,7 +42,7 @@ static long rodgen_find_sample(const double *times, long n, double t)
 }
 
 /* Rows of `width` values at the sample times, interpolated linearly at t (constant outside). */
-static void rodgen_interpolate(const double *times, const double *values, long n, int width, double t,
+void rodgen_interpolate(const double *times, const double *values, long n, int width, double t,
     double *out)
 {
     const long i = rodgen_find_sample(times, n, t);
