@@ -11,7 +11,7 @@ import pytest
 import rodgen
 import rodgen.toolchain
 from conftest import EXAMPLES, REPO
-from rodgen.codegen import generate
+from rodgen.codegen import CodegenOptions, generate
 from rodgen.errors import BuildError
 from rodgen.toolchain import BuildOptions, build_key, compile_count
 
@@ -164,7 +164,7 @@ def test_parallel_units_give_the_equations_numbers(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(compiler_mod, "UNIT_MIN_STATEMENTS", 0)
     monkeypatch.setattr(compiler_mod, "default_jobs", lambda: 3)
     eqs = rodgen.derive(rodgen.load(EXAMPLES / "exo5.yaml"), method="recursive")
-    sys_ = rodgen.build(eqs, build_dir=tmp_path)
+    sys_ = rodgen.build(eqs, build_dir=tmp_path, codegen=CodegenOptions(jacobian=True))
     log = (sys_.folder / "build.log").read_text()
     assert log.count("-DEXO5_UNIT ") == 3 and "-DEXO5_UNIT_TABLE" in log
     assert all(sys_._m.info()["routines"][n] for n in ("mass_matrix", "forward_dynamics", "rhs_jacobian"))

@@ -190,6 +190,28 @@ def test_changing_a_default_changes_the_content_hash() -> None:
     assert h1 != h2
 
 
+def test_printed_c_evaluates_to_the_expression() -> None:
+    """The C text of sums, products, quotients, powers and negations, evaluated as Python (the same syntax
+    for these operators; C's integer division is excluded by the pattern check), equals SymPy's value."""
+    import math
+    import re as _re
+    w = sp.Symbol("w")
+    exprs = [y * x ** -2, -y / (x * z) ** 3, y / (x + z), -(x + y) * z, -sp.Rational(3, 2) * x / y, x - y * z / (x + y),
+             1 / (x * y), x ** -3 * y ** 2 - z / x ** 4, sp.sqrt(x + y) / (z * x ** 2), (x + y) ** 7 / w,
+             -x * y ** -1 * z ** -2 + sp.Rational(1, 3), sp.cos(x) ** 2 / (-y), x ** sp.Rational(3, 2) / y ** 3,
+             sp.Mul(-1, sp.Add(x, -y, evaluate=False), evaluate=False) / z, (x - y) ** -1 * (y - z) ** -2]
+    slots = {x: "q[0]", y: "q[1]", z: "p[0]", w: "p[1]"}
+    pr = SlotPrinter(slots)
+    values = {x: 0.7, y: 1.3, z: -2.1, w: 0.4}
+    env = {"q": [values[x], values[y]], "p": [values[z], values[w]], "sqrt": math.sqrt, "cos": math.cos,
+           "sin": math.sin, "pow": math.pow, "fabs": abs, "cbrt": lambda v: math.copysign(abs(v) ** (1 / 3), v)}
+    for e in exprs:
+        text = pr.doprint(e)
+        assert not _re.search(r"(?<![\w.\[])\d+/\d+(?![\d.])", text), text
+        got = eval(text, env)  # noqa: S307  (C text of our own printer, evaluated on numbers)
+        assert got == pytest.approx(float(e.subs(values)), rel=1e-13), (e, text)
+
+
 def test_powers_printed_as_products_keep_their_place_in_a_quotient() -> None:
     # y/x**2 once printed as y/x*x; the printed text, read as arithmetic, must have the expression's value
     import math

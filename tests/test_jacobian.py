@@ -15,6 +15,7 @@ import rodgen
 from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
 from rodgen.errors import RodgenError
+from rodgen.toolchain import load_module
 
 EXAMPLE_FILES = sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
 #: Step of the central differences, relative to the size of each state entry: truncation
@@ -97,3 +98,30 @@ def test_jacobian_can_be_switched_off(build_dir: Any) -> None:
         sys_.rhs_jacobian([0.1, 1.0], [0.0, 0.0])
     assert CodegenOptions().wants_jacobian(12) and not CodegenOptions().wants_jacobian(13)
     assert CodegenOptions(jacobian=True).wants_jacobian(40)
+
+
+def test_build_defers_the_jacobian_to_its_first_use(build_dir: Any) -> None:
+    """rodgen.build compiles a small model without its Jacobian and builds it on the first call; the deferred
+    Jacobian is the one compiled with the model (CodegenOptions(jacobian=True)) and agrees with differences."""
+    model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    eager = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(jacobian=True))
+    lazy = rodgen.build(model, build_dir=build_dir)
+    assert lazy.has_jacobian and not lazy.jacobian_built and eager.jacobian_built
+    assert "rhs_jacobian" not in lazy.header.read_text() and lazy.path != eager.path
+    y, u = random_state(lazy, np.random.default_rng(7))
+    n = lazy.nq
+    f = lazy.ode(u=u)
+    J = f.jac(0.0, y)                      # the first use builds it (here: found in the build cache)
+    assert lazy.jacobian_built
+    np.testing.assert_array_equal(J, eager.rhs_jacobian(y[:n], y[n:], u))
+    np.testing.assert_allclose(J, central_differences(lazy, y, u), rtol=0, atol=RTOL_FD * np.abs(J).max())
+    np.testing.assert_array_equal(lazy.rhs_jacobian(y[:n], y[n:], u), J)
+    # a build found in the cache (by the key known before derivation) defers it the same way
+    again = rodgen.build(model, build_dir=build_dir)
+    assert again.path == lazy.path and again.has_jacobian and not again.jacobian_built
+    np.testing.assert_array_equal(again.rhs_jacobian(y[:n], y[n:], u), J)
+    # a library loaded by its path has no deferred build: it says how to get the Jacobian
+    alone = load_module(lazy.path)
+    assert not alone.has_jacobian
+    with pytest.raises(RodgenError, match="built without the Jacobian of its right-hand side"):
+        alone.rhs_jacobian(y[:n], y[n:], u)

@@ -50,12 +50,21 @@ def test_build_and_simulate_share_a_cache_entry(tmp_path: Path, monkeypatch: pyt
 
 
 def test_generate_writes_the_c_that_build_compiles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """build compiles generate's C: at once, or (the RHS Jacobian of a small model) on its first use."""
     d = tmp_path / "cache"
     robot = rodgen.build(rodgen.load(MODEL), build_dir=d)
     out = tmp_path / "gen"
     assert main(["generate", MODEL, "-o", str(out)]) == 0
-    assert (out / "double_pendulum.c").read_text() == (robot.folder / "double_pendulum.c").read_text()
-    assert rodgen.generate(rodgen.load(MODEL)).source == (robot.folder / "double_pendulum.c").read_text()
+    generated = (out / "double_pendulum.c").read_text()
+    assert rodgen.generate(rodgen.load(MODEL)).source == generated
+    # the model without its Jacobian now ...
+    without = rodgen.generate(rodgen.load(MODEL), options=rodgen.codegen.CodegenOptions(jacobian=False)).source
+    assert (robot.folder / "double_pendulum.c").read_text() == without
+    # ... and generate's C, Jacobian included, when the Jacobian is first used
+    assert not robot.jacobian_built
+    robot.rhs_jacobian([0.1, 0.2], [0.0, 0.0])
+    (full,) = [f for f in d.iterdir() if f.is_dir() and (f / "double_pendulum.c").is_file() and f != robot.folder]
+    assert (full / "double_pendulum.c").read_text() == generated
 
 
 def test_the_default_is_written_once(capsys: pytest.CaptureFixture[str]) -> None:

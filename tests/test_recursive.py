@@ -224,3 +224,42 @@ def test_coordinate_that_moves_no_mass_is_refused_as_by_the_matrix_method() -> N
     lk.variable("v", 0.5)
     with pytest.raises(rodgen.ModelError, match="coordinate 'l_v' .* moves no mass"):
         rodgen.derive(model, method="recursive")
+
+
+def _inverse_evaluator(eqs: rodgen.Equations) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """f(q, qd, qdd, p) -> (Equations.inverse_dynamics(), M qdd + bias) (assignments evaluated in order)."""
+    args = [*eqs.q, *eqs.qd, *eqs.qdd, *eqs.params]
+    safe = {s: sp.Symbol(f"a{i}") for i, s in enumerate(args)}
+    assigns = [(s, e.xreplace(safe)) for s, e in eqs.assignments + eqs.inverse_assignments]
+    assert eqs.inverse is not None
+    direct = eqs.M * sp.Matrix(eqs.qdd) + eqs.bias
+    fn = sp.lambdify([safe[s] for s in args], [eqs.inverse_dynamics()[0].xreplace(safe), direct.xreplace(safe)],
+                     modules="numpy", cse=lambda ex: (assigns, ex))
+
+    def call(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = fn(*q, *qd, *qdd, *p)
+        return np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    return call
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_newton_euler_inverse_dynamics_equals_m_qdd_plus_bias(path: str) -> None:
+    """Equations.inverse_dynamics() (Newton-Euler with accelerations and gravity, O(n), plus the rest of the
+    bias) is M qdd + bias, M from the composite-body recursion and the bias from the velocity-only Newton-Euler
+    pass, the composite gravity and the force elements (checked against the matrix and Lagrange methods
+    above), at random states and accelerations."""
+    rec, _ = derived(lambda: rodgen.load(path), "recursive")
+    if rec.inverse is None:
+        assert rec.couplings, "only coupled models go without the Newton-Euler inverse dynamics"
+        pytest.skip("coupled coordinates: the code stage prints M qdd + bias")
+    # the accelerations appear in the inverse dynamics' own assignments only
+    assert not set(rec.qdd) & set().union(*(ex.free_symbols for _, ex in rec.assignments))
+    inverse = _inverse_evaluator(rec)
+    p = np.array([rec.param_values[s] for s in rec.params])
+    rng = np.random.default_rng(4242)
+    for _ in range(4):
+        q, qd = random_state(rec, rng)
+        qdd = rng.normal(size=rec.n)
+        got, expected = inverse(q, qd, qdd, p)
+        err = rel_err(got, expected)
+        assert err < RTOL_METHODS, f"Newton-Euler inverse dynamics differs from M qdd + bias by {err:.2e}"

@@ -351,6 +351,38 @@ STRUCTS: tuple[Struct, ...] = (
         Field("double *", "state", "[nstate] the controller's memory, kept between calls (set at the start)"),
         Field("long", "nstate", "number of state entries"),
     )),
+    Struct("rodgen_mixed", "A mixed problem: the prescribed coordinates and their motion as samples (the other "
+                           "coordinates are free); q_p, qd_p, qdd_p are interpolated linearly in time and held "
+                           "constant outside the sample times.", (
+        Field("int", "npres", "number of prescribed coordinates, 1 to nq - 1"),
+        Field("const int *", "pres", "[npres] their indices in q, distinct"),
+        Field("long", "n", "number of samples, at least 1"),
+        Field("const double *", "times", "[n] sample times, strictly increasing"),
+        Field("const double *", "values", "[n*3*npres] rows q_p, qd_p, qdd_p"),
+    )),
+    Struct("rodgen_batch", "A batch of trajectories for rodgen_simulate_batch: trajectory i starts from "
+                           "y0 + i*y0_stride with the parameters p + i*p_stride (a stride of 0 shares one row).", (
+        Field("long", "n", "number of trajectories"),
+        Field("double", "t0", "start time of every trajectory"),
+        Field("const double *", "y0", "initial states, rows of [2*nq]"),
+        Field("long", "y0_stride", "2*nq, or 0: one state for all"),
+        Field("const double *", "p", "parameters, rows of [np]"),
+        Field("long", "p_stride", "np, or 0: one parameter vector for all"),
+        Field("const rodgen_input *", "input", "the input law of every trajectory"),
+        Field("const double *", "u", "rows of input->u per trajectory (CONSTANT: [nu] inputs, PD: [nu] "
+                                     "feedforward), or NULL: input->u for all"),
+        Field("long", "u_stride", "nu (or 0)"),
+        Field("void **", "contexts", "CALLBACK: [n] context of each trajectory, or NULL: input->context for all"),
+        Field("long", "capacity", "rows stored per trajectory (final_only: unused)"),
+        Field("int", "final_only", "store only the final state (one row per trajectory)"),
+        Field("double *", "t_out", "[n*capacity] times (final_only: [n])"),
+        Field("double *", "y_out", "[n*capacity*2*nq] states (final_only: [n*2*nq])"),
+        Field("double *", "u_out", "[n*capacity*nu] inputs at the stored states (final_only: [n*nu])"),
+        Field("long *", "rows", "[n] rows written per trajectory"),
+        Field("int *", "status", "[n] status of each trajectory (RODGEN_OK at t_end)"),
+        Field("long *", "steps", "[n] accepted steps, or NULL"),
+        Field("long *", "evaluations", "[n] rhs evaluations, or NULL"),
+    )),
 )
 
 
@@ -388,6 +420,48 @@ FUNCTIONS: tuple[Function, ...] = (
              "const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, "
              "double *u",
              "The inputs u [nu] of an input law at time t and state y. Returns RODGEN_OK or an error code."),
+    Function("void", "rodgen_interpolate",
+             "const double *times, const double *values, long n, int width, double t, double *out",
+             "Rows of width values at n sample times (strictly increasing), interpolated linearly at t and "
+             "held constant outside: out [width]. The reference of the tracking input laws and the motion of "
+             "a mixed problem."),
+    Function("int", "rodgen_mixed_accelerations",
+             "const rodgen_model *m, int npres, const int *pres, const double *q, const double *qd, "
+             "const double *qdd_p, const double *u, const double *p, double *qdd, double *tau",
+             "A mixed problem at one state: the coordinates pres [npres] (1 to nq - 1 distinct indices) move "
+             "with the accelerations qdd_p [npres], the others are free. With M q'' + bias = B u split into "
+             "free (f) and prescribed (p) blocks, solves M_ff qdd_f = B_f u - bias_f - M_fp qdd_p (Cholesky of "
+             "M_ff) and fills qdd [nq] (free and prescribed) and tau [npres] = M_pf qdd_f + M_pp qdd_p + bias_p "
+             "- B_p u, the generalized forces the prescribed coordinates need. q, qd [nq]; u [nu] or NULL "
+             "(zero). Returns RODGEN_OK, RODGEN_ERR_OPTIONS (a bad pres), RODGEN_ERR_NONFINITE_INPUT, "
+             "RODGEN_ERR_NOT_POSITIVE_DEFINITE (M_ff) or RODGEN_ERR_NONFINITE_RESULT."),
+    Function("long", "rodgen_mixed_grid", "double t0, double t_end, double dt, double *times",
+             "The RK4 grid of rodgen_mixed_simulate: returns the number of steps K (steps end at t0 + k dt, "
+             "the last one at t_end), or -1 for bad arguments; times [2K+1] (or NULL) receives every time the "
+             "integrator evaluates the motion at: t0, then the midpoint and the end of each step. Sampling "
+             "the prescribed motion at these times makes its interpolation exact at every stage."),
+    Function("int", "rodgen_mixed_simulate",
+             "const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, "
+             "double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, "
+             "double *y_out, double *qdd_out, double *tau_out, long *n_out",
+             "Integrate the free coordinates of a mixed problem with RK4 (fixed step dt, grid of "
+             "rodgen_mixed_grid) from the free state y0 [2*nfree] = [q_f, qd_f] (free coordinates in model "
+             "order) at t0 to t_end, the prescribed coordinates following mx, the inputs from the input law "
+             "inp at the full state (NULL: zero). Writes every step: t_out [capacity], y_out [capacity*2*nq] "
+             "(full state), qdd_out [capacity*nq], tau_out [capacity*npres] (forces at the prescribed "
+             "coordinates, as rodgen_mixed_accelerations); capacity must hold K + 1 rows. *n_out receives the "
+             "rows written. Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid, capacity or sample times), "
+             "RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row "
+             "holds the last good state)."),
+    Function("void", "rodgen_simulate_batch",
+             "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first, long stride, "
+             "double *work",
+             "Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as "
+             "rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to NaN), "
+             "status and counts; a trajectory whose "
+             "start state, parameters or inputs are not finite gets RODGEN_ERR_NONFINITE_INPUT and no rows. "
+             "work [RODGEN_SIM_STORAGE(nq)] doubles is the caller's; concurrent calls on disjoint trajectories "
+             "(one work array each) are safe, so threads share a batch by first = k, stride = threads."),
 )
 
 

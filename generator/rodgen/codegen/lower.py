@@ -109,18 +109,32 @@ class _Groups:
         self.p = Group(Argument("p", NP, "parameters"), eqs.params)
 
 
-def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str, str]]]:
-    """The lower triangle of a symmetric matrix as outputs, the upper one as copies."""
+#: Mirrored entries of a symmetric matrix from which the upper triangle is copied in a loop, not entry by
+#: entry (hundreds of copies through the output pointer cost the C compiler more than the whole matrix).
+MIRROR_LOOP_MIN = 6
+
+
+def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str, ...]]]:
+    """The lower triangle of a symmetric matrix as outputs, the upper one as copies (one loop when long)."""
     n = M.shape[0]
     lower_tri = [(i, j) for i in range(n) for j in range(i + 1)]
-    return ([(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri],
-            [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j])
+    items = [(f"M[{i * n + j}]", M[i, j]) for i, j in lower_tri]
+    if n * (n - 1) // 2 >= MIRROR_LOOP_MIN:
+        return items, [(f"M[j*{n} + i]", f"M[i*{n} + j]", f"for (int i = 1; i < {n}; ++i) for (int j = 0; j < i; ++j)")]
+    return items, [(f"M[{j * n + i}]", f"M[{i * n + j}]") for i, j in lower_tri if i != j]
 
 
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
-    """mass_matrix, bias, gravity, input_map, inverse_dynamics, energy, points."""
+    """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse_dynamics()``: Newton-Euler
+    where the method gives it, else M qdd + bias), energy, points."""
     n, m = len(eqs.q), len(eqs.u)
     M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
+    if eqs.inverse is None:
+        inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
+        inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = []
+    else:
+        column, inverse_assignments = eqs.inverse_dynamics()
+        inverse = list(column)
     NQ, NU = g.NQ, g.NU
     m_items, m_copies = _mass_items(M)
     points = list(eqs.points.values())
@@ -149,7 +163,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
             [g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
             [("Q", "generalized forces M qdd + bias",
-              [(f"Q[{i}]", ex) for i, ex in enumerate(M * sp.Matrix(eqs.qdd) + bias)])], [], a, options),
+              [(f"Q[{i}]", inverse[i]) for i in range(n)])], [], a + inverse_assignments, options),
         build_routine(
             "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
             ("V holds gravity and springs.",), [g.q, g.qd, g.p, output("e", "2", "kinetic, potential energy")],
@@ -189,7 +203,7 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     out: list[Routine] = []
     if need_mass_force:
         m_items, _ = _mass_items(eqs.M)
-        bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
+        bu = [_row_times(eqs.B, i, eqs.u) for i in range(n)]
         bias = eqs.bias
         out.append(build_routine(
             "mass_force", f"{prefix}_mass_force",
@@ -357,6 +371,11 @@ def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOpti
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+
+def _row_times(A: sp.Matrix, i: int, x: Sequence[sp.Basic]) -> sp.Expr:
+    """Row i of A times the vector x: the sum a matrix product forms, without SymPy's matrix machinery."""
+    return sp.Add(*[A[i, j] * xj for j, xj in enumerate(x) if A[i, j] != 0])
+
 
 def _find(routines: Sequence[Routine], name: str) -> Routine:
     return next(r for r in routines if r.name == name)

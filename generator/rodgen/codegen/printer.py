@@ -4,11 +4,16 @@ Every symbol is printed through a lookup table (``q[2]``, ``p[5]``, ``t17``),
 so no name from a model reaches an expression. Numbers are printed exactly
 (``repr`` of the double, which round-trips), constants such as pi as numbers
 (``M_PI`` is not C99), and small integer powers as products.
+
+Sums, products, powers, numbers and the common functions are printed by a
+direct walk (:meth:`SlotPrinter.doprint`), which is many times faster than
+SymPy's generic printer on long straight-line code; anything else goes
+through SymPy's C99 printer with the same slot lookup.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
@@ -66,6 +71,110 @@ class SlotPrinter(C99CodePrinter):
             if found is not None:
                 return found
         return super()._print(expr, **kwargs)
+
+    # -- the direct walk ----------------------------------------------------------
+    def doprint(self, expr: Any, assign_to: Optional[Any] = None) -> str:  # type: ignore[override]
+        if assign_to is not None or not isinstance(expr, sp.Basic):
+            return str(super().doprint(expr, assign_to))
+        return self._text(expr)[0]
+
+    def _text(self, expr: sp.Basic) -> tuple[str, int]:
+        """(C text, precedence) of an expression (see ``_ATOM`` .. ``_ADD``)."""
+        found = self.slots.get(expr)
+        if found is not None:
+            return found, _ATOM
+        if expr.is_Symbol:
+            return self._print_Symbol(expr), _ATOM  # raises
+        if expr.is_Add:
+            return self._text_add(expr), _ADD
+        if expr.is_Mul:
+            return self._text_mul(expr)
+        if expr.is_Pow:
+            return self._text_pow(expr)
+        if expr.is_Integer:
+            k = int(expr)
+            return str(k), (_ATOM if k >= 0 else _NEG)
+        if expr.is_Float:
+            text = self.number(float(expr))
+            return text, (_NEG if text.startswith("-") else _ATOM)
+        if expr.is_Rational:
+            return self._print_Rational(expr), _MUL
+        if expr.is_Function and not expr.is_Derivative:
+            name = _FUNCTIONS.get(type(expr).__name__)
+            if name is not None:
+                return f"{name}{self.suffix}({', '.join(self._text(a)[0] for a in expr.args)})", _ATOM
+        text = str(super().doprint(expr))
+        return text, (_ATOM if expr.is_Atom or expr.is_Function else _ADD)
+
+    def _text_add(self, expr: sp.Basic) -> str:
+        out: list[str] = []
+        for k, term in enumerate(expr.args):
+            t, prec = self._text(term)
+            if prec <= _ADD:
+                t = f"({t})"
+            if k == 0:
+                out.append(t)
+            elif t.startswith("-"):
+                out.append(f" - {t[1:]}")
+            else:
+                out.append(f" + {t}")
+        return "".join(out)
+
+    def _text_mul(self, expr: sp.Basic) -> tuple[str, int]:
+        args = list(expr.args)
+        sign = ""
+        if args and args[0].is_Number:
+            c = args.pop(0)
+            if c.is_negative:
+                sign, c = "-", -c
+            if c != 1:
+                args.insert(0, c)
+        num: list[str] = []
+        den: list[tuple[str, int]] = []
+        for f in args:
+            if f.is_Pow and f.exp.is_Rational and f.exp.is_negative:
+                den.append(self._text(f.base) if f.exp == -1 else self._text_pow(f, -f.exp))
+                continue
+            t, prec = self._text(f)
+            if prec <= _MUL or t.startswith("-"):
+                t = f"({t})"
+            num.append(t)
+        text = "*".join(num) if num else self.number(1.0)
+        if len(den) == 1:
+            t, prec = den[0]
+            text += "/" + t if prec == _ATOM else f"/({t})"
+        elif den:
+            parts = [f"({t})" if prec <= _MUL or t.startswith("-") else t for t, prec in den]
+            text += "/(" + "*".join(parts) + ")"
+        return sign + text, (_NEG if sign else _MUL if den or len(num) > 1 else
+                             _POWPROD if "*" in text else _ATOM)
+
+    def _text_pow(self, expr: sp.Basic, exponent: Optional[sp.Basic] = None) -> tuple[str, int]:
+        """base**exponent (default: the power's own exponent), by the rules of :meth:`_print_Pow`."""
+        base, e = expr.base, expr.exp if exponent is None else exponent
+        one, f = self.number(1.0), self.suffix
+        simple = base.is_Atom or base in self.slots
+        if simple:
+            b, bprec = self._text(base)
+            if bprec < _ATOM:
+                b = f"({b})"
+        if e.is_Integer:
+            k = int(e)
+            if simple and 2 <= abs(k) <= 4:
+                prod = "*".join([b] * abs(k))
+                return (prod, _POWPROD) if k > 0 else (f"{one}/({prod})", _MUL)
+            if k == -1:
+                return (f"{one}/{b}", _MUL) if simple else (f"{one}/({self._text(base)[0]})", _MUL)
+        if e == sp.S.Half:
+            return f"sqrt{f}({self._text(base)[0]})", _ATOM
+        if e == -sp.S.Half:
+            return f"{one}/sqrt{f}({self._text(base)[0]})", _MUL
+        if e == sp.Rational(3, 2) and simple:
+            return f"{b}*sqrt{f}({b})", _POWPROD
+        if e == sp.Rational(1, 3):
+            return f"cbrt{f}({self._text(base)[0]})", _ATOM
+        exp_text = self._text(e)[0] if e.is_Integer else self.number(float(e)) if e.is_Number else self._text(e)[0]
+        return f"pow{f}({self._text(base)[0]}, {exp_text})", _ATOM
 
     # -- symbols -------------------------------------------------------------
     def _print_Symbol(self, expr: sp.Symbol) -> str:
@@ -147,6 +256,16 @@ class SlotPrinter(C99CodePrinter):
             return f"cbrt{f}({self._print(base)})"
         exp_text = self._print(e) if e.is_Integer else self.number(float(e)) if e.is_Number else self._print(e)
         return f"pow{f}({self._print(base)}, {exp_text})"
+
+
+#: Precedence of printed C text: a name, number or call; a product of equal factors (``x*x``, safe as a
+#: factor, not as a divisor); a product or quotient; a text with a leading minus; a sum.
+_ATOM, _POWPROD, _MUL, _NEG, _ADD = 5, 4, 3, 2, 1
+
+#: SymPy functions printed as the C99 <math.h> function of that name (with the suffix ``f`` in float code).
+_FUNCTIONS = {name: name for name in ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                                      "tanh", "asinh", "acosh", "atanh", "exp", "log", "floor", "erf", "erfc")}
+_FUNCTIONS.update(Abs="fabs", ceiling="ceil")
 
 
 def count_ops(expr: sp.Basic) -> int:

@@ -26,8 +26,13 @@ from .spec import Argument, Part, Routine, Section, Statement
 from .straight import straight_line
 
 #: A statement before printing: ("temp", symbol, expression) | ("out", slot text, expression)
-#: | ("copy", slot text, slot text).
+#: | ("copy", slot text, slot text) | ("fill", slot text, (loop, value text)) | ("mirror", slot text,
+#: (loop, slot text)); the last two are one assignment in a C loop.
 Stmt = tuple[str, object, object]
+
+#: Zero entries of an output array from which the array is zeroed in one loop and only its other entries are
+#: written (an input map is mostly zeros; hundreds of stores of 0 cost the C compiler more than they say).
+ZERO_FILL_MIN = 16
 
 
 @dataclass
@@ -45,14 +50,15 @@ def output(name: str, length: str, doc: str) -> Group:
 
 def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: Sequence[Group],
                   outputs: Sequence[tuple[str, str, list[tuple[str, sp.Expr]]]],
-                  copies: Sequence[tuple[str, str, list[tuple[str, str]]]],
+                  copies: Sequence[tuple[str, str, list[tuple[str, ...]]]],
                   assignments: Sequence[tuple[sp.Symbol, sp.Expr]], options: CodegenOptions,
                   static: bool = False) -> Routine:
     """Build one routine.
 
     outputs : (argument name, section comment, [(slot text, expression)]) per output argument.
     copies : (argument name, section comment, [(slot text, slot text)]) plain copies done last
-        (the mirrored upper triangle of a symmetric matrix).
+        (the mirrored upper triangle of a symmetric matrix); an item ``(slot, slot, loop)`` is one
+        copy inside the C loop header ``loop`` (``for (int i = 1; ...)``).
     assignments : intermediate ``(symbol, expression)`` the outputs may refer to.
     """
     flat = [(slot, ex) for _, _, items in outputs for slot, ex in items]
@@ -66,8 +72,21 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
     group_names = ", ".join(g.arg.c_name for g in inputs) or "none"
 
     stmts: list[Stmt] = [("temp", s, e) for s, e in temps]
-    stmts += [("out", slot, ex) for (slot, _), ex in zip(flat, reduced)]
-    stmts += [("copy", a, b) for _, _, items in copies for a, b in items]
+    done = 0
+    for arg, _, items in outputs:
+        block = list(zip([slot for slot, _ in items], reduced[done:done + len(items)]))
+        done += len(items)
+        zero = [ex.is_Number and ex == 0 for _, ex in block]
+        if sum(zero) >= ZERO_FILL_MIN and [slot for slot, _ in block] == [f"{arg}[{i}]" for i in range(len(block))]:
+            stmts.append(("fill", f"{arg}[k]", (f"for (int k = 0; k < {len(block)}; ++k)", "0.0")))
+            block = [b for b, z in zip(block, zero) if not z]
+        stmts += [("out", slot, ex) for slot, ex in block]
+    for _, _, citems in copies:
+        for item in citems:
+            if len(item) == 3:
+                stmts.append(("mirror", item[0], (item[2], item[1])))
+            else:
+                stmts.append(("copy", item[0], item[1]))
     part_of_stmt, crossing, free = split_statements(stmts, options.max_statements)
     nparts = max(part_of_stmt, default=0) + 1
 
@@ -103,7 +122,8 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
         idx = [k for k in range(len(stmts)) if part_of_stmt[k] == j]
         fs = set().union(*(free[k] for k in idx))
         writes = {_array(stmts[k][1]) for k in idx if stmts[k][0] != "temp"}
-        reads = {_array(stmts[k][2]) for k in idx if stmts[k][0] == "copy"}
+        reads = {_array(stmts[k][2] if stmts[k][0] == "copy" else stmts[k][2][1])  # type: ignore[index]
+                 for k in idx if stmts[k][0] in ("copy", "mirror")}
         defined = {stmts[k][1] for k in idx if stmts[k][0] == "temp"}
         uses_w = any(names.get(s, "").startswith("w[") for s in fs | defined)  # type: ignore[arg-type]
         unused = unused_in(fs) + tuple(nm for nm in out_names if nm not in writes | reads)
@@ -152,9 +172,14 @@ def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Ba
             ops += count_ops(b)  # type: ignore[arg-type]
             st = Statement(str(a), printer.doprint(b))
             key = "out:" + _array(a)
-        else:
+        elif kind == "copy":
             st = Statement(str(a), str(b))
             key = "copy:" + _array(a)
+        else:
+            loop_rhs: tuple[str, str] = b  # type: ignore[assignment]
+            value = printer.number(0.0) if kind == "fill" else loop_rhs[1]   # a literal of the routine's type
+            st = Statement(str(a), value, loop=loop_rhs[0])
+            key = ("out:" if kind == "fill" else "copy:") + _array(a)
         lines.append((part_of_stmt[k], key, st))
     return lines, ops
 

@@ -47,6 +47,7 @@ class Statement:
     lhs: str
     rhs: str
     declare: bool = False
+    loop: str = ""                 # a C loop the assignment runs in (a zero fill, a mirrored triangle)
 
 
 @dataclass(frozen=True)

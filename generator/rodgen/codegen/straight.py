@@ -3,7 +3,7 @@
 1. *prune* the given intermediate ``assignments`` (the recursive method emits
    many) to those the outputs need, keeping their order and never expanding
    them;
-2. *common subexpressions*: ``sympy.cse`` in canonical order over the kept
+2. *common subexpressions* (:func:`common_subexpressions`) over the kept
    assignments and the outputs; the given assignments stay temporaries of
    their own, and the new ones are placed right before their first use;
 3. *aliases*: temporaries that are only another symbol or a number are
@@ -11,9 +11,10 @@
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 import sympy as sp
+from sympy.simplify.cse_main import Unevaluated, match_common_args
 
 
 def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr], *,
@@ -40,7 +41,7 @@ def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     taken = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
     taken.update(s for s, _ in kept)
     symbols = sp.numbered_symbols("_cse", exclude=taken)
-    replacements, reduced = sp.cse(exprs, symbols=symbols, order="canonical", list=True)
+    replacements, reduced = common_subexpressions(exprs, symbols)
 
     order = {sym: k for k, (sym, _) in enumerate(replacements)}
     rdeps = {sym: [s for s in ex.free_symbols if s in order] for sym, ex in replacements}
@@ -68,6 +69,155 @@ def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     for ex in outs:
         emit_needed(ex)
     return drop_aliases(temps, outs)
+
+
+def common_subexpressions(exprs: Sequence[sp.Expr], symbols: Iterator[sp.Symbol]
+                          ) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """Common subexpressions of ``exprs``: ``(replacements, reduced expressions)`` as ``sympy.cse`` returns them.
+
+    The same three steps as ``sympy.cse`` (negated products and negative powers seen through, common
+    argument subsets of sums and products by SymPy's ``match_common_args``, repeated subtrees), made
+    cheaper for long straight-line code: a sum is negated only when most of its terms are negative
+    (no sort keys), arguments are taken in SymPy's stored order (already canonical, so the result is
+    deterministic), and the reduced expressions are rebuilt without re-evaluation (a named subtree
+    is put in place of the subtree, nothing else changes).
+    """
+    opt_subs: dict[Any, Any] = {}
+    adds: dict[sp.Expr, None] = {}   # insertion-ordered sets
+    muls: dict[sp.Expr, None] = {}
+    seen: set[Any] = set()
+
+    def find_opts(expr: Any) -> None:
+        if expr.is_Atom or expr in seen or _opaque(expr):
+            return
+        seen.add(expr)
+        for a in expr.args:
+            find_opts(a)
+        if expr.is_Mul or expr.is_Add:
+            neg = _negated(expr)
+            if neg is not None:
+                opt_subs[expr] = Unevaluated(sp.Mul, (sp.S.NegativeOne, neg))
+                seen.add(neg)
+                expr = neg
+            if expr.is_Mul and len(expr.args) > 1 and expr.is_commutative:
+                muls[expr] = None
+            elif expr.is_Add and len(expr.args) > 1:
+                adds[expr] = None
+        elif expr.is_Pow:
+            e = expr.exp
+            if e.is_Number and e.is_negative:
+                opt_subs[expr] = Unevaluated(sp.Pow, (sp.Pow(expr.base, -e), sp.S.NegativeOne))
+
+    for e in exprs:
+        find_opts(e)
+    match_common_args(sp.Add, list(adds), opt_subs)
+    match_common_args(sp.Mul, list(muls), opt_subs)
+
+    to_eliminate: set[Any] = set()
+    seen_subexp: set[Any] = set()
+
+    def find_repeated(expr: Any) -> None:
+        if isinstance(expr, sp.Basic) and expr.is_Atom:
+            return
+        if expr in seen_subexp:
+            to_eliminate.add(expr)
+            return
+        seen_subexp.add(expr)
+        if _opaque(expr):
+            return
+        for a in opt_subs.get(expr, expr).args:
+            find_repeated(a)
+
+    for e in exprs:
+        find_repeated(e)
+
+    replacements: list[tuple[sp.Symbol, sp.Expr]] = []
+    subs: dict[Any, sp.Expr] = {}
+
+    def rebuild(expr: Any) -> Any:
+        if not expr.args or (_opaque(expr) and expr not in to_eliminate):
+            return expr
+        if expr in subs:
+            return subs[expr]
+        orig = expr
+        expr = opt_subs.get(expr, expr)
+        args = expr.args
+        new_args = list(args) if _opaque(expr) else [rebuild(a) for a in args]
+        if isinstance(expr, Unevaluated) or any(n is not o for n, o in zip(new_args, args)):
+            new = _unevaluated(expr.func, new_args)
+        else:
+            new = expr
+        if orig in to_eliminate:
+            sym = next(symbols)
+            subs[orig] = sym
+            replacements.append((sym, new))
+            return sym
+        subs[orig] = new
+        return new
+
+    return replacements, [rebuild(e) for e in exprs]
+
+
+def _opaque(expr: Any) -> bool:
+    """Expressions whose arguments are not searched (a Piecewise: conditions and pairs are no sums or
+    products); the whole may still be a common subexpression."""
+    return isinstance(expr, sp.Basic) and (isinstance(expr, sp.Piecewise) or not isinstance(expr, sp.Expr))
+
+
+def _negated(expr: sp.Expr) -> "sp.Expr | None":
+    """-expr when a product has a negative coefficient or most terms of a sum are negative, else None."""
+    if expr.is_Mul:
+        c = expr.args[0]
+        if c.is_Number and c.is_negative:
+            neg = -expr
+            return None if neg.is_Atom else neg
+        return None
+    negative = sum(1 for a in expr.args if _negative_term(a))
+    if 2 * negative > len(expr.args):
+        return sp.Add(*(-a for a in expr.args))
+    return None
+
+
+def _negative_term(term: sp.Expr) -> bool:
+    if term.is_Number:
+        return bool(term.is_negative)
+    if term.is_Mul:
+        c = term.args[0]
+        return bool(c.is_Number and c.is_negative)
+    return False
+
+
+def _unevaluated(func: Any, args: Sequence[Any]) -> Any:
+    """func(*args) without re-evaluating: the arguments are in place already. A sum in a sum and a product
+    in a product (left by the steps above where a part was not repeated after all) are flattened, and the
+    numbers of a product multiplied into one leading coefficient, so they print as SymPy would print them."""
+    if func is sp.Add or func is sp.Mul:
+        flat: list[Any] = []
+        for a in args:
+            if type(a) is func:
+                flat.extend(a.args)
+            else:
+                flat.append(a)
+        if func is sp.Mul:
+            flat = _one_coefficient(flat)
+            if len(flat) == 2 and flat[0].is_Number and flat[1].is_Add:
+                # a number times a sum that did not become a temporary: distributed, as SymPy does
+                return sp.Add(*(_unevaluated(sp.Mul, [flat[0], t]) for t in flat[1].args), evaluate=False)
+        if len(flat) == 1:
+            return flat[0]
+        return func(*flat, evaluate=False)
+    if func is sp.Pow:
+        return func(*args, evaluate=False)
+    return func(*args)
+
+
+def _one_coefficient(factors: list[Any]) -> list[Any]:
+    """The factors of a product with its numbers multiplied into one leading coefficient (none if 1)."""
+    numbers = [a for a in factors if a.is_Number]
+    if len(numbers) > 1 or (numbers and factors[0] is not numbers[0]) or (numbers and numbers[0] == 1):
+        c = sp.Mul(*numbers)
+        return ([] if c == 1 else [c]) + [a for a in factors if not a.is_Number]
+    return factors
 
 
 def drop_aliases(temps: list[tuple[sp.Symbol, sp.Expr]],

@@ -42,7 +42,7 @@ static long rodgen_find_sample(const double *times, long n, double t)
 }
 
 /* Rows of `width` values at the sample times, interpolated linearly at t (constant outside). */
-static void rodgen_interpolate(const double *times, const double *values, long n, int width, double t,
+void rodgen_interpolate(const double *times, const double *values, long n, int width, double t,
     double *out)
 {
     const long i = rodgen_find_sample(times, n, t);
@@ -480,4 +480,90 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
     }
     *n_out = n;
     return status;
+}
+
+/* One trajectory of a batch: its own input law (per-trajectory inputs and controller context)
+ * over the batch's template; outputs at its row block (or only its final state). */
+static int rodgen_batch_one(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long i,
+    double *work, long *rows)
+{
+    const int ny = 2 * m->nq, nu = m->nu;
+    const double *y0 = b->y0 + i * b->y0_stride;
+    const double *p = b->p + i * b->p_stride;
+    rodgen_input inp = *b->input;
+    rodgen_sim_state s;
+    long n = 0;
+    int status, j;
+    *rows = 0;
+    if (b->u != 0) {
+        inp.u = b->u + i * b->u_stride;
+    }
+    if (b->contexts != 0) {
+        inp.context = b->contexts[i];
+    }
+    if (!rodgen_all_finite(y0, ny) || !rodgen_all_finite(p, m->np)
+        || (inp.u != 0 && (inp.kind == RODGEN_INPUT_CONSTANT || inp.kind == RODGEN_INPUT_PD)
+            && !rodgen_all_finite(inp.u, nu))) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    rodgen_sim_start(&s, m, b->t0, y0, work);
+    if (b->final_only) {
+        /* rows 0 (the start) and 1 (the end, or the state a failure stops at) of a scratch block */
+        rodgen_sim_options fo = *o;
+        double t_s[2], y_s[2 * ny], u_s[2 * (nu > 0 ? nu : 1)];
+        fo.store_every = 2147483647L;   /* at most LONG_MAX everywhere; a longer run refills the scratch */
+        do {
+            status = rodgen_simulate(m, &fo, &inp, p, &s, 2, t_s, y_s, u_s, &n);
+        } while (status == RODGEN_SIM_FULL);
+        if (n > 0) {
+            b->t_out[i] = t_s[n - 1];
+            for (j = 0; j < ny; ++j) {
+                b->y_out[i * ny + j] = y_s[(n - 1) * ny + j];
+            }
+            for (j = 0; j < nu; ++j) {
+                b->u_out[i * nu + j] = u_s[(n - 1) * nu + j];
+            }
+            *rows = 1;
+        }
+    } else {
+        const long c = b->capacity;
+        status = rodgen_simulate(m, o, &inp, p, &s, c, b->t_out + i * c, b->y_out + i * c * ny,
+            nu > 0 ? b->u_out + i * c * nu : b->u_out, &n);
+        *rows = n;
+    }
+    if (b->steps != 0) {
+        b->steps[i] = s.steps;
+    }
+    if (b->evaluations != 0) {
+        b->evaluations[i] = s.evaluations;
+    }
+    return status;
+}
+
+/* NaN in the rows of trajectory i from row `from` on (the rows it did not write). */
+static void rodgen_batch_blank(const rodgen_model *m, const rodgen_batch *b, long i, long from)
+{
+    const int ny = 2 * m->nq, nu = m->nu;
+    const long c = b->final_only ? 1 : b->capacity;
+    long r;
+    int j;
+    for (r = from; r < c; ++r) {
+        b->t_out[i * c + r] = NAN;
+        for (j = 0; j < ny; ++j) {
+            b->y_out[(i * c + r) * ny + j] = NAN;
+        }
+        for (j = 0; j < nu; ++j) {
+            b->u_out[(i * c + r) * nu + j] = NAN;
+        }
+    }
+}
+
+void rodgen_simulate_batch(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long first,
+    long stride, double *work)
+{
+    long i;
+    for (i = first; i < b->n; i += stride) {
+        b->status[i] = rodgen_batch_one(m, o, b, i, work, &b->rows[i]);
+        rodgen_batch_blank(m, b, i, b->rows[i]);
+    }
 }

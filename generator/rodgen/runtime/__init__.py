@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .balance import EnergyBalance, energy_balance
+from .batch import BatchResult
 from .ccontroller import CController
 from .compiled import STATUS_MESSAGES, CompiledModel, DynamicsError
 from .contact import ContactInverseDynamics, ContactInverseDynamicsError, contact_inverse_dynamics
@@ -10,4 +11,4 @@ from .integrate import Integrator
 
 __all__ = ["contact_inverse_dynamics", "ContactInverseDynamics", "ContactInverseDynamicsError", "CompiledModel",
            "DynamicsError", "STATUS_MESSAGES", "InputTable", "Reference", "PD", "ComputedTorque", "Integrator",
-           "EnergyBalance", "energy_balance", "CController"]
+           "EnergyBalance", "energy_balance", "CController", "BatchResult"]

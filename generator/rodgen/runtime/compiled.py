@@ -11,6 +11,7 @@ not check anything.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
@@ -22,6 +23,7 @@ from ..errors import RodgenError
 from .callables import input_function, names_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .batch import BatchResult
     from .result import SimulationResult
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
@@ -113,7 +115,10 @@ class CompiledModel:
         self.version: str = info["version"]
         self.method: str = info["method"]
         self.forward: str = info["forward"]
-        self.has_jacobian: bool = bool(info["routines"]["rhs_jacobian"])
+        # the table whose rhs_jacobian is called: this library's, or (deferred) a build with the Jacobian
+        self._jacobian_table: Any = model if info["routines"]["rhs_jacobian"] else None
+        self._jacobian_build: Optional[Callable[[], "CompiledModel"]] = None
+        self._jacobian_guard = threading.Lock()
         self.path = Path(path)
         self.folder = self.path.parent
         #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
@@ -407,12 +412,10 @@ class CompiledModel:
             raise DynamicsError(f"rhs of the model {self.name!r} failed at t = {t!r}: "
                                 f"{StatusCode.describe(code)}.", status=code, row=None)
 
-        jac_kernel = self._m.rhs_jacobian if self.has_jacobian else None
         nq = self.nq
 
         def jacobian_at(t: float, y: np.ndarray, u1: np.ndarray) -> np.ndarray:
-            if jac_kernel is None:
-                raise RodgenError(self._no_jacobian())
+            jac_kernel = self._jacobian_kernel()
             y1 = np.ascontiguousarray(y, dtype=float).reshape(-1)
             if y1.shape != (ny,):
                 raise ValueError(f"Input 'y' has shape {y1.shape}; the model {self.name!r} expects ({ny},)")
@@ -454,9 +457,46 @@ class CompiledModel:
         f.jac = jac  # type: ignore[attr-defined]
         return f
 
+    @property
+    def has_jacobian(self) -> bool:
+        """Whether :meth:`rhs_jacobian` (and ``ode().jac``) is available: compiled into this library, or
+        deferred by ``rodgen.build`` to its first use (see :meth:`defer_jacobian`)."""
+        return self._jacobian_table is not None or self._jacobian_build is not None
+
+    @property
+    def jacobian_built(self) -> bool:
+        """Whether the Jacobian's compiled code is loaded (False while it is deferred to its first use)."""
+        return self._jacobian_table is not None
+
+    def defer_jacobian(self, build: Callable[[], "CompiledModel"]) -> None:
+        """Build the Jacobian of the right-hand side on its first use: ``build()`` returns a compiled model
+        of the same equations with ``rhs_jacobian`` (``rodgen.build`` passes a build with
+        ``CodegenOptions(jacobian=True)``, which then lands in the build cache like any model)."""
+        if self._jacobian_table is None:
+            self._jacobian_build = build
+
+    def _jacobian_kernel(self) -> Any:
+        """The batch kernel ``rhs_jacobian`` (building the deferred Jacobian first); RodgenError without one."""
+        table = self._jacobian_table
+        if table is not None:
+            return table.rhs_jacobian
+        with self._jacobian_guard:
+            if self._jacobian_table is None:
+                if self._jacobian_build is None:
+                    raise RodgenError(self._no_jacobian())
+                full = self._jacobian_build()
+                if not full.jacobian_built or full.nq != self.nq or full.np != self.np or full.nu != self.nu:
+                    raise RodgenError(f"the deferred Jacobian of the model {self.name!r} was built without "
+                                      f"rhs_jacobian or with other sizes")
+                self._jacobian_model = full     # keeps its library loaded
+                self._jacobian_table = full.table
+                self._jacobian_build = None
+            return self._jacobian_table.rhs_jacobian
+
     def _no_jacobian(self) -> str:
         return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (models of more "
-                f"than 12 coordinates skip it by default); rebuild with "
+                f"than 12 coordinates skip it by default, and rodgen.build compiles it on first use into a second "
+                f"library, which a library loaded by its path does not know); rebuild with "
                 f"rodgen.build(model, codegen=CodegenOptions(jacobian=True))")
 
     def rhs_jacobian(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
@@ -469,8 +509,7 @@ class CompiledModel:
         d qdd/dx = M^-1 (d(B u - bias)/dx - (dM/dx) qdd). Raises DynamicsError
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
-        if not self.has_jacobian:
-            raise RodgenError(self._no_jacobian())
+        kernel = self._jacobian_kernel()
         q2, a = self._rows(q, "q")
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
@@ -479,7 +518,7 @@ class CompiledModel:
         ny = 2 * self.nq
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
         status = np.zeros(n, dtype=np.intc)
-        self._m.rhs_jacobian(n, q2, qd2, u2, p2, res, status)
+        kernel(n, q2, qd2, u2, p2, res, status)
         if check:
             self._check_status(status, "rhs_jacobian", batched)
         return res
@@ -535,6 +574,24 @@ class CompiledModel:
         return simulate(self, y0, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                         controller=controller, store_every=store_every, max_steps=max_steps, t0=t0, h_max=h_max,
                         h_min=h_min, progress=progress, hold=hold)
+
+    def simulate_batch(self, y0s: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
+                       rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Any = None,
+                       controller: Any = None, store_every: int = 1, store: str = "all",
+                       max_steps: Optional[int] = None, max_rows: Optional[int] = None, t0: float = 0.0,
+                       h_max: Optional[float] = None, h_min: float = 0.0,
+                       threads: Optional[int] = None) -> "BatchResult":
+        """N trajectories in one call, in C without the GIL on ``threads`` threads (default: every core).
+
+        ``y0s`` (N, 2 nq), ``p`` (N, np) and constant ``u`` (N, nu) may be stacked or shared (one row);
+        the input law is a constant, a PD or ComputedTorque controller or a CController (no Python
+        callables). Each trajectory gives the same numbers as :meth:`simulate`, for any thread count.
+        ``store="final"`` keeps only the final states. See :func:`rodgen.runtime.batch.simulate_batch`.
+        """
+        from .batch import simulate_batch
+        return simulate_batch(self, y0s, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
+                              controller=controller, store_every=store_every, store=store, max_steps=max_steps,
+                              max_rows=max_rows, t0=t0, h_max=h_max, h_min=h_min, threads=threads)
 
     def energy(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> tuple:
         """(kinetic, potential) energy: two floats, or two (N,) arrays for a batch."""

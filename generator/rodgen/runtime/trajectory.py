@@ -306,6 +306,13 @@ class MixedProblem:
     p : parameters.
 
     The free state is ``y = [q_free, qd_free]`` in model order.
+
+    Given a compiled model (``rodgen.build``), :meth:`simulate` runs in C
+    (``rodgen_mixed_simulate`` of the runtime: RK4 with the step ``dt``, the
+    prescribed motion sampled from its functions at every time the integrator
+    evaluates it) and :meth:`solve` evaluates the split dynamics in C
+    (``rodgen_mixed_accelerations``); other models, a callable ``u`` or an
+    explicit scipy ``method`` take the Python path (``solve_ivp``).
     """
 
     def __init__(self, model: Any, prescribed: Mapping[str, Any], *, u: Any = None, p: Any = None) -> None:
@@ -323,6 +330,9 @@ class MixedProblem:
         self.u = u
         self.p = p
         self.nu = len(_names(self.ev.inputs))
+        from .compiled import CompiledModel
+        #: True for a compiled model: simulate() and solve() run in C.
+        self.compiled = isinstance(self.ev, CompiledModel)
 
     def _full(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         N = len(t)
@@ -372,14 +382,112 @@ class MixedProblem:
         Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p), dtype=float).reshape(len(q), self.ev.nq)
         return Q[:, self.pres]
 
-    def simulate(self, y0: Any, t_end: float, *, dt: float, method: str = "DOP853", rtol: float = 1e-9,
-                 atol: float = 1e-11) -> SimulationResult:
-        """Integrate the free coordinates with scipy's ``solve_ivp`` and sample every ``dt``.
+    def _c_params(self) -> np.ndarray:
+        ev = self.ev
+        if self.p is None:
+            return ev.parameter_vector()
+        if isinstance(self.p, Mapping):
+            return ev.parameter_vector(self.p)
+        p = np.ascontiguousarray(np.asarray(self.p, dtype=float).reshape(-1))
+        if p.shape != (ev.np,):
+            raise ValueError(f"p has {p.size} values; the model {ev.name!r} has {ev.np} parameters")
+        return p
+
+    def _c_inputs(self) -> Optional[np.ndarray]:
+        if self.u is None or self.nu == 0:
+            return None
+        u = np.ascontiguousarray(np.asarray(self.u, dtype=float).reshape(-1))
+        if u.shape != (self.nu,) or not np.all(np.isfinite(u)):
+            raise ValueError(f"u: expected {self.nu} finite inputs ({', '.join(_names(self.ev.inputs))}), "
+                             f"got {np.asarray(self.u).tolist()}")
+        return u
+
+    def solve(self, q: Any, qd: Any, qdd_p: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd, tau_p) at full states q, qd (N, nq) with prescribed accelerations qdd_p (N, nprescribed).
+
+        qdd (N, nq) holds the solved free accelerations and qdd_p; tau_p
+        (N, nprescribed) = M_pf qdd_f + M_pp qdd_p + bias_p - B_p u are the
+        generalized forces the prescribed coordinates need. ``u`` is the
+        problem's constant input (a callable ``u`` needs times: use
+        :meth:`accelerations`). In C for a compiled model.
+        """
+        nq, npr = self.ev.nq, len(self.pres)
+        Q = np.ascontiguousarray(np.asarray(q, dtype=float).reshape(-1, nq))
+        N = len(Q)
+        QD = np.ascontiguousarray(np.asarray(qd, dtype=float).reshape(N, nq))
+        A = np.ascontiguousarray(np.asarray(qdd_p, dtype=float).reshape(N, npr))
+        if callable(self.u):
+            raise ValueError("solve() takes a constant u; this problem's u is a function of time")
+        if self.compiled:
+            from ..contract import StatusCode
+            from .compiled import DynamicsError
+            u = self._c_inputs()
+            qdd, tau = np.empty((N, nq)), np.empty((N, npr))
+            status = np.zeros(N, dtype=np.intc)
+            uu = None if u is None else np.ascontiguousarray(np.broadcast_to(u, (N, self.nu))).reshape(-1)
+            self.ev.runtime.mixed_accelerations(self.ev.table, np.asarray(self.pres, dtype=np.intc), N,
+                                                Q.reshape(-1), QD.reshape(-1), A.reshape(-1), uu, self._c_params(),
+                                                qdd.reshape(-1), tau.reshape(-1), status)
+            bad = np.flatnonzero(status)
+            if bad.size:
+                code = int(status[bad[0]])
+                what = ("the mass matrix of the free coordinates is not positive definite"
+                        if code == StatusCode.ERR_NOT_POSITIVE_DEFINITE else StatusCode.describe(code))
+                raise DynamicsError(f"the mixed problem on the model {self.ev.name!r} failed at row {int(bad[0])}: "
+                                    f"{what}", status=code, row=int(bad[0]))
+            return qdd, tau
+        M = np.asarray(self.ev.mass_matrix(Q, self.p), dtype=float).reshape(N, nq, nq)
+        r = -np.asarray(self.ev.bias(Q, QD, self.p), dtype=float).reshape(N, nq)
+        if self.nu and self.u is not None:
+            r = r + np.einsum("nij,j->ni", input_matrix(self.ev, Q, QD, self.p), np.asarray(self.u, dtype=float))
+        f, pr = self.free, self.pres
+        qdd = np.empty((N, nq))
+        qdd[:, pr] = A
+        qdd[:, f] = np.linalg.solve(M[:, f][:, :, f], (r[:, f] - np.einsum("nij,nj->ni", M[:, f][:, :, pr], A))
+                                    [..., None])[..., 0]
+        tau = np.einsum("nij,nj->ni", M[:, pr], qdd) - r[:, pr]
+        return qdd, tau
+
+    def simulate(self, y0: Any, t_end: float, *, dt: float, method: Optional[str] = None, rtol: float = 1e-9,
+                 atol: float = 1e-11, substeps: int = 1) -> SimulationResult:
+        """Integrate the free coordinates from t = 0 to ``t_end``, sampled every ``dt``.
 
         ``y0`` = [q_free, qd_free] at t = 0. The result holds all
         coordinates; ``result.extra["compensating"]`` (N, nprescribed) holds
         the forces the prescribed coordinates need.
+
+        ``method``: ``"rk4"`` runs in C with the fixed step ``dt`` (needs a
+        compiled model and a constant ``u``; the default for them); a scipy
+        method (``"DOP853"``, the default otherwise, ``"RK45"``, ``"Radau"``,
+        ...) integrates with ``solve_ivp`` to ``rtol``/``atol``. With
+        ``"rk4"`` the step is ``dt / substeps`` (RK4 is stable while the step
+        times the highest natural angular frequency of the free coordinates
+        stays below about 2.8) and every ``substeps``-th state is returned.
         """
+        if method is None:
+            method = "rk4" if self.compiled and not callable(self.u) else "DOP853"
+        if str(method).lower() == "rk4":
+            if not self.compiled:
+                raise ValueError("method='rk4' runs in C and needs a compiled model (rodgen.build); "
+                                 f"this problem has a {type(self.ev).__name__}")
+            if callable(self.u):
+                raise ValueError("method='rk4' (in C) takes a constant u; give a scipy method such as "
+                                 "'DOP853' for an input that is a function of time")
+            if int(substeps) != substeps or substeps < 1:
+                raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
+            res = self._simulate_c(y0, float(t_end), float(dt) / int(substeps))
+            if substeps > 1:
+                keep = np.unique(np.r_[np.arange(0, len(res.t), int(substeps)), len(res.t) - 1])
+                comp = res.extra["compensating"][keep]
+                assert res.qdd is not None
+                res = SimulationResult(t=res.t[keep], q=res.q[keep], qd=res.qd[keep], u=res.u[keep],
+                                       kinetic=res.kinetic[keep], potential=res.potential[keep],
+                                       coordinates=res.coordinates, inputs=res.inputs, status=res.status,
+                                       message=res.message, model=res.model, qdd=res.qdd[keep])
+                res.extra["compensating"] = comp
+            return res
+        if substeps != 1:
+            raise ValueError("substeps applies to method='rk4' (in C) only")
         from scipy.integrate import solve_ivp
         t_eval = np.arange(0.0, t_end + 0.5 * dt, dt)
         sol = solve_ivp(self.ode(), (0.0, float(t_eval[-1])), np.asarray(y0, dtype=float), method=method,
@@ -392,6 +500,46 @@ class MixedProblem:
                                status=Status.SUCCESS if sol.success else Status.FAILED, message=sol.message,
                                model=str(getattr(self.ev, "name", "")), qdd=qdd)
         res.extra["compensating"] = self.compensating_forces(tt, q, qd, qdd)
+        return res
+
+    def _simulate_c(self, y0: Any, t_end: float, dt: float) -> SimulationResult:
+        from ..contract import StatusCode
+        from .integrate import _outcome
+        ev, rt = self.ev, self.ev.runtime
+        nf, npr = len(self.free), len(self.pres)
+        y0 = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
+        if y0.shape != (2 * nf,) or not np.all(np.isfinite(y0)):
+            free = ", ".join(self.coordinates[i] for i in self.free)
+            raise ValueError(f"y0: expected {2 * nf} finite values [q_free, qd_free] of the free coordinates "
+                             f"({free}), got {y0.tolist()}")
+        if not (np.isfinite(dt) and dt > 0 and np.isfinite(t_end) and t_end > 0):
+            raise ValueError(f"need 0 < dt and 0 < t_end (finite); got dt={dt}, t_end={t_end}")
+        times = rt.mixed_grid(0.0, t_end, dt)
+        qp, qdp, qddp = self.motion(times)
+        values = np.ascontiguousarray(np.concatenate([qp, qdp, qddp], axis=1))
+        if not np.all(np.isfinite(values)):
+            row, col = np.argwhere(~np.isfinite(values))[0]
+            what = ("q", "qd", "qdd")[col // npr]
+            raise ValueError(f"prescribed motion of {self.coordinates[self.pres[col % npr]]!r}: {what} is "
+                             f"{values[row, col]} at t = {times[row]}")
+        p, u = self._c_params(), self._c_inputs()
+        cap = (len(times) - 1) // 2 + 1
+        t_out, y_out = np.empty(cap), np.empty(cap * 2 * ev.nq)
+        qdd_out, tau_out = np.empty(cap * ev.nq), np.empty(cap * npr)
+        code, n = rt.mixed_simulate(ev.table, np.asarray(self.pres, dtype=np.intc), times, values.reshape(-1), u, p,
+                                    0.0, t_end, dt, y0, t_out, y_out, qdd_out, tau_out)
+        status, message = (Status.SUCCESS, "success") if code == StatusCode.OK else _outcome(code)
+        if code == StatusCode.ERR_NOT_POSITIVE_DEFINITE:
+            message = "the mass matrix of the free coordinates is not positive definite"
+        Y = y_out[:n * 2 * ev.nq].reshape(n, 2 * ev.nq)
+        q, qd = Y[:, :ev.nq].copy(), Y[:, ev.nq:].copy()
+        T, V = ev.energy(q, qd, p) if n else (np.zeros(0), np.zeros(0))
+        uu = np.zeros((n, self.nu)) if u is None else np.tile(u, (n, 1))
+        res = SimulationResult(t=t_out[:n].copy(), q=q, qd=qd, u=uu, kinetic=np.asarray(T, float),
+                               potential=np.asarray(V, float), coordinates=self.coordinates,
+                               inputs=_names(ev.inputs), status=status, message=message, model=str(ev.name),
+                               qdd=qdd_out[:n * ev.nq].reshape(n, ev.nq).copy())
+        res.extra["compensating"] = tau_out[:n * npr].reshape(n, npr).copy()
         return res
 
 

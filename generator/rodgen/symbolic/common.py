@@ -12,8 +12,10 @@ def input_map(k: Kinematics) -> sp.Matrix:
     col = {s: j for j, s in enumerate(k.u)}
     for usym, var in k.generalized:
         j = col[usym]
+        free = sp.sympify(var).free_symbols
         for i, qi in enumerate(k.q):
-            B[i, j] = sp.diff(var, qi)
+            if qi in free:
+                B[i, j] = sp.diff(var, qi)
     return B
 
 
@@ -21,15 +23,17 @@ def spring_forces(k: Kinematics) -> sp.Matrix:
     """K: generalized forces of the linear springs, on the left-hand side (K = dV_spring/dq)."""
     K = sp.zeros(len(k.q), 1)
     for stiff, var, rest in k.springs:
+        free = sp.sympify(var).free_symbols
         for i, qi in enumerate(k.q):
-            d = sp.diff(var, qi)
+            d = sp.diff(var, qi) if qi in free else 0
             if d != 0:
                 K[i] += stiff * (var - rest) * d
     return K
 
 
 def rate_of(expr: sp.Expr, k: Kinematics) -> sp.Expr:
-    return sp.Add(*[sp.diff(expr, qi) * qdi for qi, qdi in zip(k.q, k.qd)])
+    free = sp.sympify(expr).free_symbols
+    return sp.Add(*[sp.diff(expr, qi) * qdi for qi, qdi in zip(k.q, k.qd) if qi in free])
 
 
 def damper_forces(k: Kinematics) -> sp.Matrix:
@@ -37,8 +41,9 @@ def damper_forces(k: Kinematics) -> sp.Matrix:
     D = sp.zeros(len(k.q), 1)
     for c, var in k.dampers:
         rate = rate_of(var, k)
+        free = sp.sympify(var).free_symbols
         for i, qi in enumerate(k.q):
-            d = sp.diff(var, qi)
+            d = sp.diff(var, qi) if qi in free else 0
             if d != 0:
                 D[i] += c * rate * d
     return D

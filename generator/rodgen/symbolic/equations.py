@@ -132,6 +132,11 @@ class Equations:
     articulated_reason : why ``articulated`` is None (coupled coordinates, masses at
         intermediate fractions of variable segments, a non-positive articulated inertia);
         empty when it is given.
+    inverse : M qdd + h + G as an (n, 1) column when the method has an O(n) recursion for it (the
+        recursive method: Newton-Euler with the accelerations and gravity), in the symbols of
+        ``assignments`` and ``inverse_assignments`` (which follow ``assignments``, may refer to
+        them, and are the only ones that refer to ``qdd``); None otherwise. The inverse dynamics
+        M qdd + bias is :meth:`inverse_dynamics`.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -164,6 +169,8 @@ class Equations:
     articulated_reason: str = NOT_DERIVED
     F: Optional[sp.Matrix] = None
     forces: list[ForceEquations] = field(default_factory=list)
+    inverse: Optional[sp.Matrix] = None
+    inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
 
@@ -181,6 +188,14 @@ class Equations:
         """h + G + K + D - F: everything but the inertia and input terms."""
         assert self.F is not None
         return self.h + self.G + self.K + self.D - self.F
+
+    def inverse_dynamics(self) -> tuple[sp.Matrix, list[tuple[sp.Symbol, sp.Expr]]]:
+        """(M qdd + bias, the assignments it may refer to beyond ``assignments``): the Newton-Euler
+        ``inverse`` plus the rest of the bias where the method gives it, else M qdd + bias."""
+        if self.inverse is None:
+            qdd = sp.Matrix(self.qdd)
+            return self.M * qdd + self.bias, []
+        return self.inverse + (self.bias - self.h - self.G), self.inverse_assignments
 
     def expanded(self) -> "Equations":
         """A copy with the intermediate ``assignments`` substituted (may be large)."""
@@ -218,8 +233,10 @@ class Equations:
             from .derivative import forward_derivatives
             n = len(self.q)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
-            g = self.M * sp.Matrix(self.qdd) + self.bias - bu
-            self._jacobian = forward_derivatives(self.assignments, list(g), list(self.q) + list(self.qd))
+            # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
+            inverse, extra = self.inverse_dynamics()
+            self._jacobian = forward_derivatives(self.assignments + extra, list(inverse - bu),
+                                                 list(self.q) + list(self.qd))
         return self._jacobian
 
     def constrained_terms(self) -> ConstrainedTerms:

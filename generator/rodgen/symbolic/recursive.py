@@ -281,7 +281,8 @@ class _Joints:
         # T: tree coordinate rates are T qd (T constant, sparse)
         self.Tmap: list[list[tuple[int, sp.Expr]]] = []
         for nd in nodes:
-            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q)]
+            free = sp.sympify(nd.coord).free_symbols
+            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q) if qj in free]
             row = [(j, cf) for j, cf in row if cf != 0]
             if any(qj in cf.free_symbols for _, cf in row for qj in k.q):
                 raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
@@ -383,6 +384,7 @@ def derive_recursive(model: ValidModel) -> Equations:
     vel: list[tuple[sp.Expr, ...]] = []
     acl: list[tuple[sp.Expr, ...]] = []
     frc: list[list[list[sp.Expr]]] = []
+    Ivs: list[tuple[sp.Expr, ...]] = []
     for i, nd in enumerate(nodes):
         vp = vel[nd.parent] if nd.parent >= 0 else zero3
         ap = acl[nd.parent] if nd.parent >= 0 else zero3
@@ -399,6 +401,7 @@ def derive_recursive(model: ValidModel) -> Equations:
         # f = I a + v x* (I v)
         Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
         Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
+        Ivs.append(Iv)
         f = (inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1],
              m * a[1] - a[0] * hy - w * Iv[2],
              m * a[2] + a[0] * hx + w * Iv[1])
@@ -425,6 +428,38 @@ def derive_recursive(model: ValidModel) -> Equations:
         w, sx, sy = S[i]
         Gt.append(e(-(w * (hx * g[1] - hy * g[0]) + m * (sx * g[0] + sy * g[1])), f"{i}_G"))
 
+    # --- recursive Newton-Euler with the accelerations and gravity: M qdd + h + G (inverse dynamics) --
+    # the same recursion as the velocity terms, each node's acceleration with S sdd added and the ground
+    # accelerating against gravity: O(n) code where M qdd + bias costs O(n^2)
+    mark = len(e.assignments)          # what follows refers to qdd: kept apart from the assignments of M, h, G
+    iacl: list[tuple[sp.Expr, ...]] = []
+    ifrc: list[list[list[sp.Expr]]] = []
+    for i, nd in enumerate(nodes):
+        sdd = sp.Add(*[cf * k.qdd[j] for j, cf in Tmap[i]])
+        ain = motion_in(i, iacl[nd.parent] if nd.parent >= 0 else (_0, -gx0, -gy0), "iap")
+        w, vx, vy = vel[i]
+        Sq = tuple(sv * sd[i] for sv in S[i])
+        a = (e(ain[0] + S[i][0] * sdd, f"{i}_iaw"),
+             e(ain[1] - w * Sq[2] + vy * Sq[0] + S[i][1] * sdd, f"{i}_iax"),
+             e(ain[2] + w * Sq[1] - vx * Sq[0] + S[i][2] * sdd, f"{i}_iay"))
+        iacl.append(a)
+        m, hx, hy, inertia = body[i]
+        Iv = Ivs[i]
+        ifrc.append([[inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1]],
+                     [m * a[1] - a[0] * hy - w * Iv[2]],
+                     [m * a[2] + a[0] * hx + w * Iv[1]]])
+    itau: list[sp.Expr] = [_0] * N
+    for i in reversed(range(N)):
+        f = tuple(e(sp.Add(*t), f"{i}_if{nm}") for t, nm in zip(ifrc[i], "nxy"))
+        w, sx, sy = S[i]
+        itau[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_itau")
+        p = nodes[i].parent
+        if p >= 0:
+            for slot, val in zip(ifrc[p], force_out(i, f, f"{i}_ifp")):
+                slot.append(val)
+    inverse_assignments = e.assignments[mark:]
+    del e.assignments[mark:]
+
     # --- back to the model's coordinates: M = T' M_tree T, h = T' h_tree, G = T' G_tree ----------
     M = sp.zeros(n, n)
     h = sp.zeros(n, 1)
@@ -437,10 +472,12 @@ def derive_recursive(model: ValidModel) -> Equations:
                 M[a_, b_] += ca * cb * val
                 if i != j:
                     M[b_, a_] += ca * cb * val
+    inverse = sp.zeros(n, 1)
     for i in range(N):
         for a_, ca in Tmap[i]:
             h[a_] += ca * tau[i]
             G[a_] += ca * Gt[i]
+            inverse[a_] += ca * itau[i]
     for a_ in range(n):
         for b_ in range(a_, n):
             if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
@@ -458,11 +495,13 @@ def derive_recursive(model: ValidModel) -> Equations:
             continue
         T = e(T + m * (vx ** 2 + vy ** 2) / 2 + w * (hx * vy - hy * vx) + inertia * w ** 2 / 2, f"{i}_T")
     V = e(-(gx0 * sp.Add(*world[1]) + gy0 * sp.Add(*world[2])), "Vg") + spring_energy(k)
+    K, D = spring_forces(k), damper_forces(k)
 
     return Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u, params=k.params,
-                     param_values=k.param_values, M=M, h=h, G=G, K=spring_forces(k), D=damper_forces(k),
+                     param_values=k.param_values, M=M, h=h, G=G, K=K, D=D,
                      B=input_map(k), T=T, V=V, points={nm: v.cartesian() for nm, v in k.points.items()},
-                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs())
+                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
+                     inverse=inverse, inverse_assignments=inverse_assignments)
 
 
 def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
@@ -524,8 +563,8 @@ def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
 
     keys = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
-    def sym3(d: dict[tuple[int, int], sp.Expr]) -> sp.Matrix:
-        return sp.Matrix(3, 3, lambda a, b: d[(min(a, b), max(a, b))])
+    def sym3(d: dict[tuple[int, int], sp.Expr]) -> list[list[sp.Expr]]:
+        return [[d[(min(a, b), max(a, b))] for b in range(3)] for a in range(3)]
 
     # pass 1 (outward): velocities, velocity-product accelerations, rigid inertias and bias forces
     vel: list[tuple[sp.Expr, ...]] = []
@@ -559,8 +598,7 @@ def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
     for i in reversed(range(N)):
         Ii = {kk: e(sp.Add(*IA[i][kk]), f"{i}_IA{kk[0]}{kk[1]}") for kk in keys}
         pi = tuple(e(sp.Add(*pA[i][a]), f"{i}_pA{a}") for a in range(3))
-        Sv = sp.Matrix(J.S[i])
-        Ui = sym3(Ii) * Sv
+        Ui = _matvec(sym3(Ii), J.S[i])
         U[i] = tuple(e(Ui[a], f"{i}_U{a}") for a in range(3))
         D = e(sum((J.S[i][a] * U[i][a] for a in range(3)), _0), f"{i}_D")
         Dinv[i] = e(1 / D, f"{i}_Dinv")
@@ -570,16 +608,16 @@ def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
             continue
         Ia = {(a, b): e(Ii[(a, b)] - U[i][a] * U[i][b] * Dinv[i], f"{i}_Ia{a}{b}") for a, b in keys}
         Iam = sym3(Ia)
-        ci = sp.Matrix(cacc[i])
+        ci = _matvec(Iam, cacc[i])
         Uud = e(uu[i] * Dinv[i], f"{i}_uD")
-        pa = tuple(e(pi[a] + (Iam[a, :] * ci)[0] + U[i][a] * Uud, f"{i}_pa{a}") for a in range(3))
+        pa = tuple(e(pi[a] + ci[a] + U[i][a] * Uud, f"{i}_pa{a}") for a in range(3))
         # to the parent: X^T Ia X with X = Rt P (Rt = diag(1, R^T), P the shift by the origin)
         c, s = J.c[i], J.s[i]
-        Rt = sp.Matrix([[1, 0, 0], [0, c, s], [0, -s, c]])
-        P = sp.Matrix([[1, 0, 0], [-J.py[i], 1, 0], [J.px[i], 0, 1]])
-        B1 = Rt.T * Iam * Rt
-        B1 = sym3({kk: e(B1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
-        B2 = P.T * B1 * P
+        Rt = [[_1, _0, _0], [_0, c, s], [_0, -s, c]]
+        P = [[_1, _0, _0], [-J.py[i], _1, _0], [J.px[i], _0, _1]]
+        R1 = _congruence(Rt, Iam, keys)
+        B1 = sym3({kk: e(R1[kk], f"{i}_Ir{kk[0]}{kk[1]}") for kk in keys})
+        B2 = _congruence(P, B1, keys)
         for kk in keys:
             IA[p][kk].append(e(B2[kk], f"{i}_Ip{kk[0]}{kk[1]}"))
         for a, val in enumerate(J.force_out(i, pa, f"{i}_pp")):
@@ -597,6 +635,20 @@ def forward_dynamics(source: AnyModel, extra: Optional[sp.Matrix] = None,
         acc.append(tuple(e(a1[a] + J.S[i][a] * qdd_i, f"{i}_a{a}") for a in range(3)))
     qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(N) if Tinv[j, i] != 0]) for j in range(n)])
     return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd, Dinv)
+
+
+def _matvec(A: Sequence[Sequence[sp.Expr]], v: Sequence[sp.Expr]) -> list[sp.Expr]:
+    """A v for a 3 x 3 A (lists; the sums SymPy's matrix product forms, without its matrix machinery)."""
+    return [sp.Add(*[A[a][b] * v[b] for b in range(3) if A[a][b] != 0 and v[b] != 0]) for a in range(3)]
+
+
+def _congruence(X: Sequence[Sequence[sp.Expr]], A: Sequence[Sequence[sp.Expr]],
+                keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], sp.Expr]:
+    """The entries ``keys`` of X^T A X (A symmetric, 3 x 3, lists), as (X^T A) X."""
+    XtA = [[sp.Add(*[X[k][a] * A[k][b] for k in range(3) if X[k][a] != 0 and A[k][b] != 0]) for b in range(3)]
+           for a in range(3)]
+    return {(a, b): sp.Add(*[XtA[a][k] * X[k][b] for k in range(3) if XtA[a][k] != 0 and X[k][b] != 0])
+            for a, b in keys}
 
 
 def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:

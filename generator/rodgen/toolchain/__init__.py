@@ -22,6 +22,7 @@ import ctypes
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -38,6 +39,7 @@ from .compiler import (
     compiler_identity,
     find_compiler,
     library_suffix,
+    model_cflags,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -53,7 +55,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
         "sources": files.digest(),
         "rodgen": __version__,
         "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
-        "cflags": " ".join(options.cflags()),
+        "cflags": " ".join(model_cflags(options)),
         "library": library_suffix(),
         "platform": sys.platform,
     }
@@ -101,7 +103,7 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
         manifest = {
             "model": spec.name, "content_hash": spec.content_hash, "build_hash": digest,
             "rodgen": spec.version, "method": spec.method, "library": lib_file, "prefix": spec.prefix,
-            "files": sorted(files.files), "cflags": options.cflags(),
+            "files": sorted(files.files), "cflags": model_cflags(options),
             "compiler": " ".join(find_compiler(options.compiler)),
             "compile_seconds": round(time.perf_counter() - start, 3),
         }
@@ -109,9 +111,17 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
     return final / lib_file
 
 
+def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = True) -> tuple[CodegenOptions, bool]:
+    """The code-stage options :func:`build` compiles a model of ``nq`` coordinates with, and whether its RHS
+    Jacobian is deferred to the first use (``codegen.jacobian`` None, a model small enough to get one)."""
+    deferred = defer_jacobian and codegen.jacobian is None and codegen.wants_jacobian(nq)
+    return (replace(codegen, jacobian=False) if deferred else codegen), deferred
+
+
 def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
-          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None) -> "CompiledModel":
+          codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None,
+          defer_jacobian: bool = True) -> "CompiledModel":
     """Load a model from the build cache, or derive, generate and compile it first.
 
     For a Model or ValidModel the cache is looked up first, by a key known before derivation
@@ -130,6 +140,12 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
     progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
+    defer_jacobian : with ``codegen.jacobian`` None (automatic), a model that gets the exact RHS
+        Jacobian (at most ``JACOBIAN_AUTO_MAX_NQ`` coordinates) is compiled without it, and the
+        Jacobian is generated and compiled on its first use (``rhs_jacobian``, ``ode().jac``) as a
+        second build of the same model with ``CodegenOptions(jacobian=True)``, cached like any
+        build. Its code is larger than the rest of a small model's, so this halves the build.
+        False compiles it now, into the same library (as ``CodegenOptions(jacobian=True)`` does).
 
     Returns
     -------
@@ -139,19 +155,25 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     if codegen is not None and codegen.real != "double":
         raise BuildError(f"code in {codegen.real} is for firmware (rodgen generate --real {codegen.real}); "
                          f"rodgen's runtime computes in double: build with the default real='double'")
-    root = Path(build_dir) if build_dir is not None else cache.default_build_dir()
+    codegen = codegen or CodegenOptions()
+    root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
     key = None
+    now, deferred = codegen, False
     if isinstance(source, (Model, ValidModel)):
         from .key import model_key
         source = valid_model(source)
         method = str(getattr(method, "value", method)) if method is not None else DEFAULT_METHOD
-        key = f"{source.name.lower()}-{model_key(source, method, codegen or CodegenOptions(), options)[:24]}"
+        # decided before derivation, so that the key names what the library holds
+        now, deferred = build_codegen(codegen, len(source.independent_coordinates()), defer_jacobian=defer_jacobian)
+        key = f"{source.name.lower()}-{model_key(source, method, now, options)[:24]}"
         folder = cache.read_index(root, key)
         if folder is not None:
             lib_file = library_name(source.name.lower())
             if cache.complete(folder, lib_file):
                 robot = load_module(folder / lib_file)
                 robot.model = source
+                if deferred:
+                    _defer_jacobian(robot, source, root, method, options, codegen)
                 return robot
     from ..codegen import equations_of
     from ..codegen.lower import lower
@@ -161,7 +183,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
         eqs = equations_of(source, method=method)
         bar.update(1)
-        files = render(lower(eqs, options=codegen))
+        if key is None:
+            now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
+        files = render(lower(eqs, options=now))
         bar.update(1)
         path = compile_files(files, build_dir=root, options=options)
         bar.update(1)
@@ -169,7 +193,18 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         cache.write_index(root, key, path.parent)
     robot = load_module(path)
     robot.model = eqs.model
+    if deferred:
+        _defer_jacobian(robot, eqs, root, method, options, codegen)
     return robot
+
+
+def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations"], root: Path,
+                    method: Optional[str], options: BuildOptions, codegen: CodegenOptions) -> None:
+    """Give ``robot`` the build of its RHS Jacobian: the same source with ``CodegenOptions(jacobian=True)``."""
+    full = replace(codegen, jacobian=True)
+    how = None if not isinstance(source, ValidModel) else method
+    robot.defer_jacobian(lambda: build(source, build_dir=root, method=how, options=options, codegen=full,
+                                       progress=False))
 
 
 _libraries: dict[str, ctypes.CDLL] = {}
@@ -227,6 +262,6 @@ def __getattr__(name: str) -> object:
         return getattr(codegen, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["build", "compile_files", "load_module", "build_key", "library_name", "generate", "BuildOptions",
-           "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions", "load_runtime",
-           "runtime_path", "cache_dir"]
+__all__ = ["build", "build_codegen", "compile_files", "load_module", "build_key", "library_name", "generate",
+           "BuildOptions", "Optimization", "compile_count", "find_compiler", "GeneratedFiles", "CodegenOptions",
+           "load_runtime", "runtime_path", "cache_dir"]

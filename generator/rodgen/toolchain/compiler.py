@@ -72,6 +72,30 @@ class BuildOptions:
         return flags + list(self.extra_cflags)
 
 
+#: Flags added for GCC to a model's C: dead-store elimination finds nothing in straight-line code that writes each
+#: output once, yet takes 10-15 % of the compile (vl_chain(12): 1.15 -> 1.01 s of compiler CPU, the same run time).
+GCC_MODEL_CFLAGS = ("-fno-dse", "-fno-tree-dse")
+
+
+@functools.lru_cache(maxsize=None)
+def is_gcc(compiler: tuple[str, ...]) -> bool:
+    """Whether the compiler is GCC (its ``--version`` names the Free Software Foundation, and not clang)."""
+    try:
+        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    text = out.stdout or ""
+    return "Free Software Foundation" in text and "clang" not in text.lower()
+
+
+def model_cflags(options: "BuildOptions") -> list[str]:
+    """Every flag a model's C is compiled with: the options' flags and, for GCC, :data:`GCC_MODEL_CFLAGS`."""
+    flags = options.cflags()
+    if is_gcc(find_compiler(options.compiler)):
+        flags = flags[:1] + list(GCC_MODEL_CFLAGS) + flags[1:]
+    return flags
+
+
 #: Flags of the runtime's C and its Cython wrapper (compiled once, so optimised; the model's options
 #: do not apply: the runtime's integrators call the model's functions, which carry the work).
 RUNTIME_CFLAGS = ("-O2", "-fPIC") + (("-fvisibility=hidden",) if sys.platform != "win32" else ())
@@ -225,9 +249,10 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
     log = _Log(folder / "build.log")
     start = time.perf_counter()
     jobs = default_jobs() if jobs is None else jobs
+    cflags = model_cflags(options)
     units = compile_units(groups, jobs) if macro and sum(w for _, w in groups) >= UNIT_MIN_STATEMENTS else []
     if len(units) < 2:
-        cmd = cc + ["-std=c99", "-shared"] + options.cflags() + list(sources) + ["-o", library, "-lm"]
+        cmd = cc + ["-std=c99", "-shared"] + cflags + list(sources) + ["-o", library, "-lm"]
         _finish(_start(cmd, folder), cmd, folder, log, "compiling the model's C")
     else:
         first, rest = sources[0], list(sources[1:])
@@ -235,8 +260,8 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
         cmds = []
         for k, names in enumerate(units):
             defines = [f"-D{macro}_UNIT"] + [f"-D{macro}_UNIT_{g.upper()}" for g in names]
-            cmds.append(cc + ["-c", "-std=c99"] + options.cflags() + defines + [first, "-o", f"{stem}.{k}.o"])
-        cmds += [cc + ["-c", "-std=c99"] + options.cflags() + [src, "-o", f"{Path(src).stem}.o"] for src in rest]
+            cmds.append(cc + ["-c", "-std=c99"] + cflags + defines + [first, "-o", f"{stem}.{k}.o"])
+        cmds += [cc + ["-c", "-std=c99"] + cflags + [src, "-o", f"{Path(src).stem}.o"] for src in rest]
         running: list[tuple[subprocess.Popen, list[str]]] = []
         try:
             for cmd in cmds:
@@ -249,7 +274,7 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
                     proc.kill()
                     proc.communicate()
         objects = [f"{stem}.{k}.o" for k in range(len(units))] + [f"{Path(src).stem}.o" for src in rest]
-        cmd = cc + ["-shared"] + options.cflags() + objects + ["-o", library, "-lm"]
+        cmd = cc + ["-shared"] + cflags + objects + ["-o", library, "-lm"]
         _finish(_start(cmd, folder), cmd, folder, log, "linking the model's library")
     _compile_count += 1
     log.add(f"# built {library} in {time.perf_counter() - start:.2f} s\n")

@@ -131,7 +131,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
     BuildOptions ``options``, computed without deriving anything."""
     from .. import __version__
     from . import cache
-    from .compiler import compiler_identity, find_compiler, library_suffix
+    from .compiler import compiler_identity, find_compiler, library_suffix, model_cflags
     compiler = find_compiler(options.compiler)
     parts = {
         "model": canonical(model),
@@ -140,7 +140,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
         "rodgen": __version__,
         "generator": generator_digest(),
         "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
-        "cflags": " ".join(options.cflags()),
+        "cflags": " ".join(model_cflags(options)),
         "library": library_suffix(),
         "platform": sys.platform,
     }
