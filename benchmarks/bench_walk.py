@@ -165,19 +165,37 @@ from rodgen.toolchain import load_module
 robot = load_module(sys.argv[1])
 ctrl = rodgen.CController(sys.argv[2], "exo5_walk_controller", params=np.load(sys.argv[3]), state=[0.0])
 res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
-                     contacts=["foot_a"], arm_gap=0.01, on_slip="continue")
+                     contacts=["foot_a"], arm_gap=0.01, on_slip="continue", hold=sys.argv[7] == "hold")
 print(res.message)
 """
 
+#: The walking controller with a call counter (rodgen's calls of it in one run, per stage and held).
+COUNTED = """
+#include "exo5_walk_controller.c"
+long exo5_walk_calls;
+int exo5_walk_counted(void *context, double t, const double *y, double *u);
+int exo5_walk_counted(void *context, double t, const double *y, double *u)
+{
+    ++exo5_walk_calls;
+    return exo5_walk_controller(context, t, y, u);
+}
+"""
 
-def _callgrind(cmd: list[str], cwd: Path, collect: str, out_file: Path) -> tuple[int, int]:
-    """(instructions inside ``collect``, of them inside the controller) of one run under callgrind."""
+#: The runs compared: (key, rodgen's hold, MuJoCo's harness mode or None).
+VARIANTS = (("rodgen", False, None), ("rodgen_hold", True, None), ("mujoco_rk4", False, "rk4"),
+            ("mujoco_euler", False, "euler"), ("mujoco_rk4_hold", True, "rk4_hold"),
+            ("mujoco_euler_hold", True, "euler_hold"))
+
+
+def _callgrind(cmd: list[str], cwd: Path, collect: tuple[str, ...], out_file: Path) -> tuple[int, int]:
+    """(instructions inside the functions ``collect``, of them inside the controller) of one run under
+    callgrind (the functions must not call each other: each toggles the collection)."""
     import os
     import re
     import subprocess
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-                           f"--toggle-collect={collect}", *cmd], cwd=cwd, capture_output=True, text=True,
-                          env=dict(os.environ), check=True)
+                           *[f"--toggle-collect={c}" for c in collect], *cmd], cwd=cwd, capture_output=True,
+                          text=True, env=dict(os.environ), check=True)
     total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
     ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True,
                          text=True).stdout
@@ -187,7 +205,9 @@ def _callgrind(cmd: list[str], cwd: Path, collect: str, out_file: Path) -> tuple
 
 def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dict[str, Any]:
     """10 s of walking at dt = 1 ms: rodgen's hybrid RK4 with the C controller against MuJoCo (C harness,
-    the same controller as mjcb_control). ``instructions``: also count instructions with callgrind."""
+    the same controller), the controller evaluated at every stage (rodgen's default; MuJoCo's mjcb_control)
+    and held over each step (rodgen's hold=True; MuJoCo: d->ctrl set before each mj_step).
+    ``instructions``: also count instructions with callgrind."""
     import subprocess
     import tempfile
 
@@ -203,17 +223,29 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
     out: dict[str, Any] = {"t_end": T_END, "dt": DT, "model": "examples/exo5_walk.yaml",
                            "controller": "examples/exo5_walk_controller.c"}
 
-    def run() -> Any:
-        return robot.simulate(y0, T_END, DT, controller=ctrl, contacts=["foot_a"], arm_gap=0.01,
-                              on_slip="continue")
+    def run(hold: bool, law: Any = ctrl) -> Any:
+        return robot.simulate(y0, T_END, DT, controller=law, contacts=["foot_a"], arm_gap=0.01,
+                              on_slip="continue", hold=hold)
 
-    res = run()
-    strikes = [e for e in res.events if e["kind"] == "touchdown"]
-    out["rodgen_status"] = res.message
-    out["rodgen_heel_strikes"] = len(strikes)
-    out["rodgen_distance_m"] = float(res.q[-1, 0] - res.q[0, 0])
-    out["rodgen_lowest_hip_m"] = float(res.q[:, 1].min())
-    out["rodgen_events"] = len(res.events)
+    import ctypes
+    count_dir = Path(tempfile.mkdtemp(prefix="rodgen_walkcount_"))
+    (count_dir / "exo5_walk_counted.c").write_text(COUNTED)
+    counted = rodgen.CController(count_dir / "exo5_walk_counted.c", "exo5_walk_counted", params=ctrl.params,
+                                 state=ctrl.state, include_dirs=[EXAMPLES], build_dir=build_dir)
+    counter = ctypes.c_long.in_dll(ctypes.CDLL(str(counted.library)), "exo5_walk_calls")
+    for key, hold, _ in VARIANTS[:2]:
+        res = run(hold)
+        counter.value = 0
+        again = run(hold, counted)
+        np.testing.assert_array_equal(again.q, res.q)
+        strikes = [e for e in res.events if e["kind"] == "touchdown"]
+        out[f"{key}_status"] = res.message
+        out[f"{key}_heel_strikes"] = len(strikes)
+        out[f"{key}_distance_m"] = float(res.q[-1, 0] - res.q[0, 0])
+        out[f"{key}_lowest_hip_m"] = float(res.q[:, 1].min())
+        out[f"{key}_events"] = len(res.events)
+        out[f"{key}_evaluations"] = int(res.extra["evaluations"])
+        out[f"{key}_controller_calls"] = int(counter.value)
     why = missing("mujoco")
     if why:
         out["mujoco"] = why
@@ -260,35 +292,39 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
         info = lines[reps].split()
         return [float(x) for x in lines[:reps]], {info[i]: info[i + 1] for i in range(0, len(info), 2)}
 
-    # interleaved: one rodgen run, one MuJoCo RK4 run, one MuJoCo Euler run, repeated (the machine is shared)
-    times: dict[str, list[float]] = {"rodgen": [], "rk4": [], "euler": []}
+    # interleaved: each variant once, repeated (the machine is shared)
+    times: dict[str, list[float]] = {key: [] for key, _, _ in VARIANTS}
     info: dict[str, dict[str, str]] = {}
     for _ in range(repeat):
-        times["rodgen"].append(_median(run, 1))
-        for integrator in ("rk4", "euler"):
-            t, info[integrator] = harness(integrator, steps, 1)
-            times[integrator] += t
-    out["rodgen_s"] = statistics.median(times["rodgen"])
-    out["rodgen_s_per_simulated_s"] = out["rodgen_s"] / T_END
+        for key, hold, mode in VARIANTS:
+            if mode is None:
+                times[key].append(_median(lambda: run(hold), 1))
+            else:
+                t, info[key] = harness(mode, steps, 1)
+                times[key] += t
     per_call, _ = harness("controller", 20000, 5)
     out["controller_us_per_call"] = 1e6 * statistics.median(per_call)
-    out["rodgen_controller_calls"] = int(res.extra["evaluations"])
-    out["rodgen_s_without_controller"] = out["rodgen_s"] - out["rodgen_controller_calls"] * statistics.median(
-        per_call)
-    for integrator in ("rk4", "euler"):
-        kv = info[integrator]
-        key = f"mujoco_{integrator}"
-        out[f"{key}_s"] = statistics.median(times[integrator])
+    for key, hold, mode in VARIANTS:
+        out[f"{key}_s"] = statistics.median(times[key])
         out[f"{key}_s_per_simulated_s"] = out[f"{key}_s"] / T_END
-        out[f"{key}_controller_calls"] = int(kv["calls"])
-        out[f"{key}_stance_changes"] = int(kv["switches"])
-        out[f"{key}_controller_failed"] = bool(int(kv["failed"]))
-        out[f"{key}_distance_m"] = float(kv["x"]) - float(tree.T[0] @ y0[:tree.n])
-        out[f"{key}_lowest_hip_m"] = float(kv["low"])
-        out[f"ratio_{key}_over_rodgen"] = out[f"{key}_s"] / out["rodgen_s"]
-        out[f"{key}_s_without_controller"] = out[f"{key}_s"] - int(kv["calls"]) * statistics.median(per_call)
-        out[f"ratio_{key}_over_rodgen_without_controller"] = (out[f"{key}_s_without_controller"]
-                                                              / out["rodgen_s_without_controller"])
+        if mode is not None:
+            kv = info[key]
+            out[f"{key}_controller_calls"] = int(kv["calls"])
+            out[f"{key}_stance_changes"] = int(kv["switches"])
+            out[f"{key}_controller_failed"] = bool(int(kv["failed"]))
+            out[f"{key}_distance_m"] = float(kv["x"]) - float(tree.T[0] @ y0[:tree.n])
+            out[f"{key}_lowest_hip_m"] = float(kv["low"])
+        out[f"{key}_s_without_controller"] = out[f"{key}_s"] - out[f"{key}_controller_calls"] * statistics.median(
+            per_call)
+    for key, hold, mode in VARIANTS[2:]:
+        # against rodgen with the controller called the same way (per stage, or held over the step)
+        ref = "rodgen_hold" if hold else "rodgen"
+        out[f"ratio_{key}_over_{ref}"] = out[f"{key}_s"] / out[f"{ref}_s"]
+        out[f"ratio_{key}_over_{ref}_without_controller"] = (out[f"{key}_s_without_controller"]
+                                                             / out[f"{ref}_s_without_controller"])
+    # the headline: MuJoCo's RK4 with its per-stage callback against rodgen's held controller (each
+    # simulator's way to run a digital controller at 1 kHz is the hold; MuJoCo's callback is per stage)
+    out["ratio_mujoco_rk4_over_rodgen_hold"] = out["mujoco_rk4_s"] / out["rodgen_hold_s"]
     if instructions and shutil.which("valgrind"):
         # instructions are not disturbed by other work on the machine: rodgen inside rodgen_hybrid_simulate
         # (the model and the controller loaded from their libraries: no SymPy under valgrind), MuJoCo inside
@@ -297,16 +333,22 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
         np.save(work / "params.npy", ctrl.params)
         np.save(work / "y0.npy", y0)
         ins: dict[str, Any] = {}
-        tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library), "params.npy",
-                               "y0.npy", repr(T_END), repr(DT)], work, "rodgen_hybrid_simulate", work / "cg.rodgen")
-        ins["rodgen"], ins["rodgen_controller"] = tot, ctl
-        for integrator in ("rk4", "euler"):
-            tot, ctl = _callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", integrator, str(steps), "1"], work,
-                                  "mj_step", work / f"cg.{integrator}")
-            ins[f"mujoco_{integrator}"], ins[f"mujoco_{integrator}_controller"] = tot, ctl
-            ins[f"ratio_mujoco_{integrator}_over_rodgen"] = tot / ins["rodgen"]
-            ins[f"ratio_mujoco_{integrator}_over_rodgen_without_controller"] = (tot - ctl) / (
-                ins["rodgen"] - ins["rodgen_controller"])
+        for key, hold, mode in VARIANTS:
+            if mode is None:
+                tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
+                                       "params.npy", "y0.npy", repr(T_END), repr(DT), "hold" if hold else "stage"],
+                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}")
+            else:
+                # held: the controller's calls before each mj_step count too
+                tot, ctl = _callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", mode, str(steps), "1"], work,
+                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}")
+            ins[key], ins[f"{key}_controller"] = tot, ctl
+        for key, hold, mode in VARIANTS[2:]:
+            ref = "rodgen_hold" if hold else "rodgen"
+            ins[f"ratio_{key}_over_{ref}"] = ins[key] / ins[ref]
+            ins[f"ratio_{key}_over_{ref}_without_controller"] = (ins[key] - ins[f"{key}_controller"]) / (
+                ins[ref] - ins[f"{ref}_controller"])
+        ins["ratio_mujoco_rk4_over_rodgen_hold"] = ins["mujoco_rk4"] / ins["rodgen_hold"]
         out["instructions"] = ins
     return out
 

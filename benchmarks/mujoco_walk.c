@@ -2,14 +2,17 @@
  * mujoco_walk.c: the exo5 walker in MuJoCo, driven by the same C controller as rodgen's simulation
  * (examples/exo5_walk_controller.c), set as MuJoCo's control callback. Built and run by bench_walk.py:
  *
- *     mujoco_walk MODEL.xml rk4|euler|controller STEPS REPEAT
+ *     mujoco_walk MODEL.xml rk4|euler|rk4_hold|euler_hold|controller STEPS REPEAT
  *
  * walk_data.h (written by bench_walk.py) holds the joint map s = T q of the expanded tree (MuJoCo's
  * hinge and slide coordinates s from rodgen's q), its inverse, the controller's parameters and the
  * initial state. The callback maps MuJoCo's (qpos, qvel) to rodgen's y = [q, qd], calls the controller,
  * and turns its inputs into joint forces: generalized forces Q = B(q) u in q are tau = T^-T Q in s (equal
- * power), one motor of gear 1 per joint. Prints, per run: seconds of the STEPS mj_step calls, then once
- * the controller's calls, its stance changes, whether it failed, the hip's x at the end, its lowest
+ * power), one motor of gear 1 per joint. Modes rk4 and euler call it as MuJoCo's control callback
+ * (mjcb_control: at every stage of RK4); rk4_hold and euler_hold call it once before each mj_step and
+ * leave d->ctrl set over the step (zero-order hold, as a digital controller; no callback). Prints, per
+ * run: seconds of the STEPS mj_step calls (and, with hold, of the controller's calls before them), then
+ * once the controller's calls, its stance changes, whether it failed, the hip's x at the end, its lowest
  * height, and the final time. Mode "controller" times the controller alone (seconds per call).
  */
 #define _POSIX_C_SOURCE 199309L
@@ -80,6 +83,9 @@ static void control(const mjModel *m, mjData *d)
     }
 }
 
+/* The held mode's call, through a pointer so that it stays a function of its own (callgrind counts it). */
+static void (*volatile sample)(const mjModel *m, mjData *d) = control;
+
 static double now(void)
 {
     struct timespec ts;
@@ -94,10 +100,10 @@ int main(int argc, char **argv)
     mjModel *m;
     mjData *d;
     long steps, k;
-    int repeat, r;
+    int repeat, r, hold;
     double low = 1e300;
     if (argc < 5) {
-        fprintf(stderr, "usage: %s MODEL.xml rk4|euler STEPS REPEAT\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.xml rk4|euler|rk4_hold|euler_hold|controller STEPS REPEAT\n", argv[0]);
         return 2;
     }
     m = mj_loadXML(argv[1], NULL, error, sizeof error);
@@ -105,7 +111,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "MuJoCo could not load %s: %s\n", argv[1], error);
         return 2;
     }
-    m->opt.integrator = strcmp(argv[2], "euler") == 0 ? mjINT_EULER : mjINT_RK4;
+    m->opt.integrator = strncmp(argv[2], "euler", 5) == 0 ? mjINT_EULER : mjINT_RK4;
+    hold = strstr(argv[2], "_hold") != NULL;
     steps = atol(argv[3]);
     repeat = atoi(argv[4]);
     if (strcmp(argv[2], "controller") == 0) {
@@ -150,7 +157,7 @@ int main(int argc, char **argv)
     ctx.nparams = (long)(sizeof params / sizeof params[0]);
     ctx.state = state;
     ctx.nstate = 1;
-    mjcb_control = control;
+    mjcb_control = hold ? NULL : control;
     for (r = 0; r < repeat; ++r) {
         double t0, t1;
         mj_resetData(m, d);
@@ -162,6 +169,9 @@ int main(int argc, char **argv)
         low = 1e300;
         t0 = now();
         for (k = 0; k < steps; ++k) {
+            if (hold) {
+                sample(m, d);   /* sampled at the start of the step, held over it */
+            }
             mj_step(m, d);
             if (d->qpos[1] < low) {
                 low = d->qpos[1];

@@ -305,7 +305,7 @@ class Struct:
 INPUT_FN = ("rodgen_input_fn", "int", "void *context, double t, const double *y, double *u")
 
 STRUCTS: tuple[Struct, ...] = (
-    Struct("rodgen_input", "An input law, evaluated at every stage of the integrators.", (
+    Struct("rodgen_input", "An input law, evaluated at every stage of the integrators (or once a step: hold).", (
         Field("int", "kind", "RODGEN_INPUT_..."),
         Field("const double *", "u", "CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none"),
         Field("long", "n", "number of samples (TABLE, PD, COMPUTED_TORQUE), at least 1"),
@@ -326,6 +326,8 @@ STRUCTS: tuple[Struct, ...] = (
         Field("double", "h_max", "DOPRI5: largest step (0: t_end - t0)"),
         Field("long", "max_steps", "most steps, accepted and rejected (0: no limit)"),
         Field("long", "store_every", "store every k-th accepted step (1: all)"),
+        Field("int", "hold", "RK4 only: 1 samples the input law once at the start of each step and holds it "
+                             "over the stages (zero-order hold); 0 evaluates it at every stage"),
     )),
     Struct("rodgen_sim_state", "The state of a simulation; y and f point into the caller's storage "
                                "(rodgen_sim_start).", (

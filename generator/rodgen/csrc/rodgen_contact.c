@@ -758,7 +758,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
  * active, armed, slipping, act2, after [nc each]; then (aligned) the scratch of
  * the constrained dynamics. */
 typedef struct {
-    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *g1, *gx, *lam, *c, *qdp, *imp, *J;
+    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *uh, *g1, *gx, *lam, *c, *qdp, *imp, *J;
     double *memo;   /* the last evaluation of hy_dyn, see there: HY_MEMO(m) doubles */
     int *act2, *after;
     void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
@@ -780,7 +780,7 @@ static long hybrid_doubles(const rodgen_model *m)
 {
     const long ny = 2L * m->nq, nr = m->nrows, nc = m->nconstraints;
     return ny + nr + 3 * nc                                         /* y, target, g, mu */
-        + HY_NSTATES * ny + (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq   /* scratch */
+        + HY_NSTATES * ny + 2 * (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq   /* scratch */
         + HY_MEMO(m);
 }
 
@@ -832,6 +832,8 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     }
     w->u = d;
     d += m->nu > 0 ? m->nu : 1;
+    w->uh = d;
+    d += m->nu > 0 ? m->nu : 1;
     w->g1 = d;
     d += 2 * nc;
     w->gx = d;
@@ -863,12 +865,13 @@ void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
     o->max_events = 0;
     o->on_slip = RODGEN_SLIP_STOP;
     rodgen_cfd_defaults(&o->cfd);
+    o->hold = 0;
 }
 
 static int options_ok(const rodgen_hybrid_options *o)
 {
     return o != 0 && o->store_every >= 1 && o->event_tol > 0.0 && o->arm_gap >= 0.0 && o->check_tol >= 0.0
-        && o->max_events >= 0
+        && o->max_events >= 0 && (o->hold == 0 || o->hold == 1)
         && (o->on_slip == RODGEN_SLIP_STOP || o->on_slip == RODGEN_SLIP_CONTINUE || o->on_slip == RODGEN_SLIP_SLIDE)
         && o->cfd.alpha >= 0.0 && o->cfd.beta >= 0.0 && o->cfd.singular_tol >= 0.0;
 }
@@ -891,6 +894,43 @@ static int hy_input(rodgen_hybrid_state *s, double t, const double *y, double *u
         return RODGEN_ERR_INPUT_FAILED;
     }
     return all_finite(u, m->nu) ? RODGEN_OK : RODGEN_ERR_INPUT_NONFINITE;
+}
+
+/* The inputs in force at (t, y) into w->u: the held ones (hold), else the input function's. */
+static int hy_law(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y)
+{
+    int i;
+    if (!o->hold) {
+        return hy_input(s, t, y, w->u);
+    }
+    for (i = 0; i < s->model->nu; ++i) {
+        w->u[i] = w->uh[i];
+    }
+    return RODGEN_OK;
+}
+
+/* hold: sample the input function at (s->t, s->y) into the held inputs. When they change, the memo
+ * (keyed without them) is dropped and the phase is checked again (a new sample can pull a contact or
+ * push it out of its friction cone). */
+static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
+{
+    const int nu = s->model->nu;
+    int i, changed = 0;
+    const int status = hy_input(s, s->t, s->y, w->u);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < nu; ++i) {
+        changed = changed || !(w->uh[i] == w->u[i]);   /* NaN before the first sample */
+        w->uh[i] = w->u[i];
+    }
+    s->held = 1;
+    if (changed) {
+        w->memo[0] = NAN;
+        s->have_g = 0;
+        s->settled = 0;
+    }
+    return RODGEN_OK;
 }
 
 /* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. Leaves the inputs at (t, y) in w->u.
@@ -929,7 +969,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     if (lambda == 0) {
         /* an inner stage of RK4: never evaluated again, so the memo keeps the state it holds (the end of
          * the last step, which event location starts from again) */
-        status = hy_input(s, t, y, w->u);
+        status = hy_law(s, o, w, t, y);
         if (status != RODGEN_OK) {
             return status;
         }
@@ -942,7 +982,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
     }
     w->memo[0] = NAN;
-    status = hy_input(s, t, y, w->u);
+    status = hy_law(s, o, w, t, y);
     if (status != RODGEN_OK) {
         return status;
     }
@@ -1106,7 +1146,7 @@ static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     }
     if (out->u_out != 0) {
         if (status != RODGEN_OK) {   /* else hy_dyn left the inputs at (t, y) in w->u */
-            status = hy_input(s, s->t, s->y, w->u);
+            status = hy_law(s, o, w, s->t, s->y);
         }
         for (i = 0; i < m->nu; ++i) {
             out->u_out[n * m->nu + i] = status == RODGEN_OK ? w->u[i] : NAN;
@@ -1277,6 +1317,12 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             s->y[nq + i] = w->qdp[i];
         }
     }
+    if (o->hold) {   /* the phase changed: a digital controller samples again right after the jump */
+        status = hy_sample(s, w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+    }
     status = hy_settle(s, o, w, out, &slip_block);
     if (status != RODGEN_OK) {
         return status;
@@ -1418,6 +1464,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         }
         s->have_g = !changed;
         s->stored = 0;
+        s->held = 0;
         return RODGEN_OK;
     }
     status = hy_rk4(s, o, w, t, w->y0, tau - t, w->y1);
@@ -1469,9 +1516,13 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     s->quiet_jumps = 0;
     s->last_jump = -INFINITY;
     s->have_g = 0;
+    s->held = 0;
     hlayout_state(m, s, work);
     hcarve(m, s, &w);
     w.memo[0] = NAN;
+    for (i = 0; i < m->nu; ++i) {
+        w.uh[i] = NAN;
+    }
     for (i = 0; i < 2 * m->nq; ++i) {
         s->y[i] = y0[i];
     }
@@ -1561,6 +1612,12 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
     for (;;) {
         double t_next, h;
         int jumped = 0;
+        if (o->hold && !s->held) {
+            status = hy_sample(s, &w);
+            if (status != RODGEN_OK) {
+                break;
+            }
+        }
         if (!s->settled) {
             int slip_block = -1;
             status = hy_settle(s, o, &w, &out, &slip_block);

@@ -135,6 +135,9 @@ typedef struct {
     long max_events;       /* stop with RODGEN_ERR_TOO_MANY_EVENTS after this many (0: no limit) */
     int on_slip;           /* RODGEN_SLIP_STOP (default), RODGEN_SLIP_CONTINUE or RODGEN_SLIP_SLIDE */
     rodgen_cfd_options cfd;   /* drift control and the singularity test */
+    int hold;              /* 1: zero-order hold, the input function is called once at the start of each
+                              step and right after each jump, its inputs held until the next sample (the
+                              phase is checked again when they change); 0 (default): at every stage */
 } rodgen_hybrid_options;
 
 /* Defaults for everything but t_end and dt (set to 0) ; store_every = 1. */
@@ -164,6 +167,7 @@ typedef struct {
     int have_g;            /* g holds the event functions at (t, y) */
     double *g;             /* [2 nconstraints] event functions at (t, y) */
     double *mu;            /* [nconstraints] friction coefficients (inf: none) */
+    int held;              /* hold: the held inputs were sampled at (t, y) */
     void *scratch;         /* the caller's buffer, past the state arrays */
 } rodgen_hybrid_state;
 

@@ -32,6 +32,7 @@ cdef extern from "rodgen_contact.h" nogil:
         long max_events
         int on_slip
         rodgen_cfd_options cfd
+        int hold
     void rodgen_hybrid_defaults(rodgen_hybrid_options *o)
     ctypedef struct rodgen_hybrid_state:
         double t
@@ -158,7 +159,7 @@ cdef class Hybrid:
     CompiledModel.simulate(contacts=...).
 
     Hybrid(law, p, t0, t_end, dt, store_every, event_tol, arm_gap, check_tol, max_events, on_slip, alpha, beta,
-    singular_tol, y0, active0, disarmed0): ``law`` a Simulation holding the input law (its integrator options
+    singular_tol, y0, active0, disarmed0, hold=0): ``law`` a Simulation holding the input law (its integrator options
     are not used), tolerances <= 0 (alpha, beta < 0): the C defaults. ``status`` holds the start's status.
     """
     cdef rodgen_hybrid_options opt
@@ -176,7 +177,8 @@ cdef class Hybrid:
 
     def __init__(self, Simulation law, double[::1] p, double t0, double t_end, double dt, long store_every,
                  double event_tol, double arm_gap, double check_tol, long max_events, int on_slip, double alpha,
-                 double beta, double singular_tol, double[::1] y0, int[::1] active0, int[::1] disarmed0):
+                 double beta, double singular_tol, double[::1] y0, int[::1] active0, int[::1] disarmed0,
+                 int hold=0):
         cdef Model model = law.model
         cdef const rodgen_model *m = model.m
         if y0.shape[0] != 2 * m.nq or p.shape[0] != m.np or active0.shape[0] != m.nconstraints \
@@ -198,6 +200,7 @@ cdef class Hybrid:
             self.opt.check_tol = check_tol
         self.opt.max_events = max_events
         self.opt.on_slip = on_slip
+        self.opt.hold = hold
         _cfd(&self.opt.cfd, alpha, beta, singular_tol)
         self.work = PyMem_Malloc(rodgen_hybrid_work_bytes(m) + 8)
         if self.work == NULL:

@@ -71,7 +71,7 @@ extern "C" {
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
 
-/* An input law, evaluated at every stage of the integrators. */
+/* An input law, evaluated at every stage of the integrators (or once a step: hold). */
 typedef struct {
     int kind;                    /* RODGEN_INPUT_... */
     const double *u;             /* CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none */
@@ -95,6 +95,7 @@ typedef struct {
     double h_max;                /* DOPRI5: largest step (0: t_end - t0) */
     long max_steps;              /* most steps, accepted and rejected (0: no limit) */
     long store_every;            /* store every k-th accepted step (1: all) */
+    int hold;                    /* RK4 only: 1 samples the input law once at the start of each step and holds it over the stages (zero-order hold); 0 evaluates it at every stage */
 } rodgen_sim_options;
 
 /* The state of a simulation; y and f point into the caller's storage (rodgen_sim_start). */

@@ -133,26 +133,41 @@ int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double
     return rodgen_all_finite(u, m) ? RODGEN_OK : RODGEN_ERR_INPUT_NONFINITE;
 }
 
-/* dy = rhs(t, y) under the input law; a non-finite y is reported as a non-finite state. */
+/* dy = rhs(t, y, u) with the held inputs u [nu]; a non-finite y is reported as a non-finite state. */
+static int rodgen_sim_fu(const rodgen_model *m, const double *p, rodgen_sim_state *s, double t, const double *y,
+    const double *u, double *dy)
+{
+    const int status = m->rhs(t, y, u, p, dy);
+    s->evaluations += 1;
+    return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
+}
+
+/* dy = rhs(t, y) under the input law, evaluated at (t, y). */
 static int rodgen_sim_f(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
     double t, const double *y, double *dy)
 {
     double u[m->nu > 0 ? m->nu : 1];
     int status = rodgen_input_eval(m, inp, t, y, p, u);
-    s->evaluations += 1;
     if (status != RODGEN_OK) {
+        s->evaluations += 1;
         return status;
     }
-    status = m->rhs(t, y, u, p, dy);
-    return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
+    return rodgen_sim_fu(m, p, s, t, y, u, dy);
 }
 
-/* Write the state as row n of the outputs, with the inputs at that state (NaN if they fail). */
+/* One stage of RK4: under the held inputs uh when it is not NULL, else the input law at (t, y). */
+static int rodgen_stage(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
+    const double *uh, double t, const double *y, double *dy)
+{
+    return uh != 0 ? rodgen_sim_fu(m, p, s, t, y, uh, dy) : rodgen_sim_f(m, inp, p, s, t, y, dy);
+}
+
+/* Write the state as row n of the outputs, with the inputs at that state (NaN if they fail); they are
+ * left in u [nu] (with hold: the inputs held over the next step). */
 static int rodgen_sim_store(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
-    long n, double *t_out, double *y_out, double *u_out)
+    long n, double *t_out, double *y_out, double *u_out, double *u)
 {
     const int ny = 2 * m->nq, nu = m->nu;
-    double u[nu > 0 ? nu : 1];
     int i, status;
     t_out[n] = s->t;
     for (i = 0; i < ny; ++i) {
@@ -186,9 +201,10 @@ void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, con
     s->stored = 0;
 }
 
-/* One RK4 step; steps end on the grid t0 + k dt, the last one at t_end. */
+/* One RK4 step; steps end on the grid t0 + k dt, the last one at t_end. uh [nu]: the inputs held over the
+ * step (sampled at its start), or NULL: the input law at every stage. */
 static int rodgen_rk4_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
-    const double *p, rodgen_sim_state *s)
+    const double *p, rodgen_sim_state *s, const double *uh)
 {
     const int ny = 2 * m->nq;
     double k1[ny], k2[ny], k3[ny], k4[ny], yt[ny];
@@ -200,28 +216,28 @@ static int rodgen_rk4_step(const rodgen_model *m, const rodgen_sim_options *o, c
         t_next = o->t_end;
     }
     h = t_next - t;
-    status = rodgen_sim_f(m, inp, p, s, t, s->y, k1);
+    status = rodgen_stage(m, inp, p, s, uh, t, s->y, k1);
     if (status != RODGEN_OK) {
         return status;
     }
     for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + 0.5 * h * k1[i];
     }
-    status = rodgen_sim_f(m, inp, p, s, t + 0.5 * h, yt, k2);
+    status = rodgen_stage(m, inp, p, s, uh, t + 0.5 * h, yt, k2);
     if (status != RODGEN_OK) {
         return status;
     }
     for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + 0.5 * h * k2[i];
     }
-    status = rodgen_sim_f(m, inp, p, s, t + 0.5 * h, yt, k3);
+    status = rodgen_stage(m, inp, p, s, uh, t + 0.5 * h, yt, k3);
     if (status != RODGEN_OK) {
         return status;
     }
     for (i = 0; i < ny; ++i) {
         yt[i] = s->y[i] + h * k3[i];
     }
-    status = rodgen_sim_f(m, inp, p, s, t_next, yt, k4);
+    status = rodgen_stage(m, inp, p, s, uh, t_next, yt, k4);
     if (status != RODGEN_OK) {
         return status;
     }
@@ -405,11 +421,15 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
     const double *p, rodgen_sim_state *s,
     long capacity, double *t_out, double *y_out, double *u_out, long *n_out)
 {
+    const int nu = m->nu > 0 ? m->nu : 1;
+    double uh[nu];   /* with hold: the inputs at (s->t, s->y), held over the next step */
+    int have_uh = 0;
     long n = 0;
     int status;
     *n_out = 0;
     if ((o->method != RODGEN_RK4 && o->method != RODGEN_DOPRI5) || !(o->t_end > s->t0) || o->store_every < 1
-        || capacity < 1 || (o->method == RODGEN_RK4 && !(o->dt > 0.0))
+        || capacity < 1 || (o->method == RODGEN_RK4 && !(o->dt > 0.0)) || (o->hold != 0 && o->hold != 1)
+        || (o->hold && o->method != RODGEN_RK4)
         || (o->method == RODGEN_DOPRI5 && (!(o->rtol >= 0.0) || !(o->atol >= 0.0) || !(o->rtol + o->atol > 0.0)
                                              || !(o->dt >= 0.0) || !(o->h_min >= 0.0) || !(o->h_max >= 0.0)))) {
         return RODGEN_ERR_OPTIONS;
@@ -421,11 +441,12 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
                 status = RODGEN_SIM_FULL;
                 break;
             }
-            status = rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out);
+            status = rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out, uh);
             n += 1;
             if (status != RODGEN_OK) {
                 break;
             }
+            have_uh = o->hold;
         }
         if (s->t >= o->t_end) {
             status = RODGEN_OK;
@@ -438,13 +459,20 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
         if (o->max_steps > 0 && s->steps + s->rejected >= o->max_steps) {
             status = RODGEN_ERR_MAX_STEPS;
         } else if (o->method == RODGEN_RK4) {
-            status = rodgen_rk4_step(m, o, inp, p, s);
+            status = RODGEN_OK;
+            if (o->hold && !have_uh) {
+                status = rodgen_input_eval(m, inp, s->t, s->y, p, uh);
+            }
+            if (status == RODGEN_OK) {
+                status = rodgen_rk4_step(m, o, inp, p, s, o->hold ? uh : 0);
+            }
+            have_uh = 0;
         } else {
             status = rodgen_dopri5_step(m, o, inp, p, s);
         }
         if (status != RODGEN_OK) {
             if (!s->stored) {
-                (void)rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out);
+                (void)rodgen_sim_store(m, inp, p, s, n, t_out, y_out, u_out, uh);
                 n += 1;
             }
             break;

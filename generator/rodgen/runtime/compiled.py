@@ -542,12 +542,15 @@ class CompiledModel:
                  rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Params = None, controller: Any = None,
                  store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
                  h_max: Optional[float] = None, h_min: float = 0.0,
-                 progress: Optional[bool] = None, contacts: Any = None, **hybrid: Any) -> "SimulationResult":
+                 progress: Optional[bool] = None, contacts: Any = None, hold: bool = False,
+                 **hybrid: Any) -> "SimulationResult":
         """Integrate in C with RK4 (fixed step ``dt``) or DOPRI5 (adaptive, rtol/atol).
 
         ``u``: None, a constant (nu,), an InputTable or a callable u(t, q, qd)
         (slow path; u(t, y) is accepted too, see :mod:`rodgen.runtime.callables`); ``controller``: PD or
-        ComputedTorque toward a Reference.
+        ComputedTorque toward a Reference, or a CController. ``hold=True`` (RK4 only): sample-and-hold, the
+        input law is evaluated once at the start of each step (and right after each event of the hybrid
+        simulation) and its inputs held over the RK4 stages, as a digital controller with period ``dt``.
         See :func:`rodgen.runtime.integrate.simulate` for every argument.
         Returns a SimulationResult (t, q, qd, u, energy, status, message).
 
@@ -564,13 +567,13 @@ class CompiledModel:
             if dt is None:
                 raise ValueError("the hybrid simulation (contacts=...) needs the step dt")
             return simulate_hybrid(self, y0, t_end, dt, contacts=contacts, u=u, p=p, controller=controller,
-                                   store_every=store_every, t0=t0, **hybrid)
+                                   store_every=store_every, t0=t0, hold=hold, **hybrid)
         if hybrid:
             raise TypeError(f"simulate() got unexpected arguments {', '.join(sorted(hybrid))} (hybrid options "
                             f"need contacts=...)")
         return simulate(self, y0, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                         controller=controller, store_every=store_every, max_steps=max_steps, t0=t0, h_max=h_max,
-                        h_min=h_min, progress=progress)
+                        h_min=h_min, progress=progress, hold=hold)
 
     def simulate_batch(self, y0s: ArrayLike, t_end: float, dt: Optional[float] = None, *, method: str = "rk4",
                        rtol: float = 1e-6, atol: float = 1e-9, u: Any = None, p: Any = None,

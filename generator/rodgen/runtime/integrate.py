@@ -6,7 +6,8 @@ the adaptive Dormand–Prince 5(4) of rodgen's C runtime
 (``rodgen_simulate`` on the model's table); the inputs are evaluated in C at every stage (a
 constant, an :class:`~rodgen.runtime.control.InputTable`, a PD or
 computed-torque law toward a :class:`~rodgen.runtime.control.Reference`) or,
-on the slow path, by a Python callable ``u(t, q, qd)``. Every
+on the slow path, by a Python callable ``u(t, q, qd)``; with ``hold=True``
+once a step and held over its stages (sample-and-hold, as a digital controller). Every
 ``store_every``-th step is written into arrays filled chunk by chunk, so
 memory grows with what is stored only, a progress bar advances per chunk,
 and Ctrl-C stops the run at the end of a chunk with what was computed.
@@ -56,7 +57,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
              u: UInput = None, p: Any = None, controller: Union[PD, ComputedTorque, CController, None] = None,
              store_every: int = 1, max_steps: Optional[int] = None, t0: float = 0.0,
              h_max: Optional[float] = None, h_min: float = 0.0,
-             progress: Optional[bool] = None) -> SimulationResult:
+             progress: Optional[bool] = None, hold: bool = False) -> SimulationResult:
     """Integrate a compiled model in C from ``t0`` to ``t_end``.
 
     Parameters
@@ -85,6 +86,11 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
         :data:`DOPRI5_MAX_STEPS` for DOPRI5).
     h_max, h_min : DOPRI5 step limits (default: t_end - t0, and 16 eps |t|).
     progress : show a progress bar (default: when stderr is a terminal).
+    hold : sample-and-hold (zero-order hold), RK4 only: the input law (``u``, ``controller``) is evaluated
+        once at the start of each step, at (t_k, y_k), and its inputs are held constant over the four
+        stages, as a digital controller with sampling period ``dt`` runs. Default False: evaluated at
+        every stage (a continuous-time law). The stored ``u`` is the held value of the step that starts
+        at the stored state.
 
     Returns
     -------
@@ -118,6 +124,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
         max_steps = 0 if method is Integrator.RK4 else DOPRI5_MAX_STEPS
     if max_steps < 0:
         raise ValueError(f"max_steps must be positive; got {max_steps!r}")
+    hold = _hold(hold, method)
     if h_max is not None and not h_max > 0:
         raise ValueError(f"h_max must be positive; got {h_max!r}")
     if not h_min >= 0:
@@ -127,7 +134,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
 
     sim = sys._runtime.Simulation(sys._m, _METHOD[method.value], t0, t_end, float(dt or 0.0), float(rtol),
                                   float(atol), float(h_min), float(h_max or 0.0), int(max_steps), int(store_every),
-                                  kind, uc, times, values, kp, kd, fn, pv, y)
+                                  kind, uc, times, values, kp, kd, fn, pv, y, int(hold))
     if method is Integrator.RK4:
         assert dt is not None  # checked above
         steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
@@ -180,6 +187,16 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     if isinstance(fn, tuple):
         res.extra["controller_state"] = fn[2].state.copy()
     return res
+
+
+def _hold(hold: Any, method: Integrator) -> bool:
+    if not isinstance(hold, (bool, np.bool_)):
+        raise TypeError(f"hold must be True or False; got {hold!r}")
+    if hold and method is not Integrator.RK4:
+        raise ValueError("hold=True (sample-and-hold inputs, sampled once a step) needs the fixed-step RK4: "
+                         "the adaptive steps of DOPRI5 are no sampling period; use method='rk4' with dt the "
+                         "controller's period")
+    return bool(hold)
 
 
 def _outcome(code: int) -> tuple[Status, str]:
@@ -295,7 +312,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
                     store_every: int = 1, t0: float = 0.0, alpha: Optional[float] = None,
                     beta: Optional[float] = None, event_tol: Optional[float] = None, arm_gap: Optional[float] = None,
                     check_tol: Optional[float] = None, disarmed: Any = (), on_slip: str = "stop",
-                    max_events: int = 0, chunk_rows: int = CHUNK_ROWS) -> SimulationResult:
+                    max_events: int = 0, chunk_rows: int = CHUNK_ROWS, hold: bool = False) -> SimulationResult:
     """Hybrid simulation in C: RK4 of the constrained dynamics with located events (rodgen_contact.h).
 
     ``contacts``: the initial active set, block names (loops are always active) or name -> "stick" /
@@ -304,6 +321,9 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     ``alpha``, ``beta``: Baumgarte gains (default 10 1/s), ``event_tol`` (s, default 1e-10), ``arm_gap``
     (m, default 1e-6: an inactive contact can touch down once its gap exceeded it), ``check_tol`` (initial
     state, default 1e-8), ``on_slip``: "stop", "continue" or "slide"; ``max_events`` (0: no limit).
+    ``hold``: sample-and-hold inputs, evaluated at the start of each step and again right after each event
+    (the phase changed), held in between; when a new sample changes them the phase is checked again (a
+    contact the new inputs would pull lifts off at the sample time).
 
     Returns a SimulationResult with, besides t, q, qd, u and the energy: ``lam`` (N, nrows) every
     constraint row's force (0 when inactive), ``active`` dict block -> (N,) int codes (0 inactive, 1
@@ -332,6 +352,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
         raise ValueError(f"on_slip must be one of {', '.join(map(repr, rt.SLIP_MODES))}; got {on_slip!r}")
     if max_events < 0:
         raise ValueError(f"max_events must be >= 0; got {max_events!r}")
+    hold = _hold(hold, Integrator.RK4)
     for nm, v in (("alpha", alpha), ("beta", beta)):
         if v is not None and not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"{nm} (Baumgarte gain) must be finite and >= 0; got {v!r}")
@@ -347,7 +368,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     run = rt.Hybrid(law, pv, t0, t_end, float(dt), int(store_every), float(event_tol or 0.0),
                     float(arm_gap or 0.0), float(check_tol or 0.0), int(max_events), rt.SLIP_MODES[on_slip],
                     -1.0 if alpha is None else float(alpha), -1.0 if beta is None else float(beta), 0.0, y,
-                    active0, disarmed0)
+                    active0, disarmed0, int(hold))
     names = [b.name for b in sys.constraints]
 
     def block_name(i: int) -> str:
