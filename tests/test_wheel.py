@@ -33,6 +33,9 @@ s = rodgen.build(rodgen.load(sys.argv[1]))
 from rodgen.toolchain.cache import default_build_dir
 assert s.path.resolve().is_relative_to(default_build_dir().resolve()), s.path  # the user cache, not the cwd
 print("OK", s.name, s.nq, float(s.mass_matrix(s.initial_state()[: s.nq])[0, 0]))
+from rodgen.toolchain.key import generator_digest
+print("DIGEST", generator_digest())
+assert "templates" not in vars(rodgen)
 """
 
 
@@ -92,6 +95,10 @@ def test_wheel_installs_and_builds_from_another_folder(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     out = run([str(py), "-c", SCRIPT, str(EXAMPLES / "double_pendulum.yaml")], cwd=work, env=env)
     assert out.startswith("OK double_pendulum 2 ")
+    # the installed package keys its builds as the source checkout does (templates included), so a cache
+    # entry made by one is found by the other
+    from rodgen.toolchain.key import generator_digest
+    assert out.split("DIGEST ")[1].split()[0] == generator_digest()
     assert not (work / "build").exists()
     # the command line of the installed package
     out = run([str(venv / "bin" / "rodgen"), "generate", str(EXAMPLES / "pendulum_vl.yaml"), "-o", "gen"],

@@ -5,13 +5,12 @@ rodgen's C runtime (``rodgen_model.h``, ``rodgen_runtime.h``, ``rodgen_*.c``),
 copied beside them so that the folder builds on its own.
 
 The templates live in the top-level ``templates/`` folder, shipped inside the
-package as ``rodgen.templates`` and read with :mod:`importlib.resources`.
+package as the folder ``rodgen/templates`` (read as files, not imported).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -29,7 +28,7 @@ RESERVED_PREFIXES = frozenset({"rodgen"})
 
 
 class _ResourceLoader(jinja2.BaseLoader):
-    """Loads templates from the ``rodgen.templates`` package resources (works from a wheel or a zip)."""
+    """Loads templates from :func:`template_root`."""
 
     def get_source(self, environment: jinja2.Environment,
                    template: str) -> tuple[str, Optional[str], Optional[Callable[[], bool]]]:
@@ -44,14 +43,13 @@ class _ResourceLoader(jinja2.BaseLoader):
         return text, template, lambda: True
 
 
-def template_root() -> importlib.resources.abc.Traversable:
-    """The folder holding the templates (``rodgen.templates``, the repository's ``templates/``)."""
-    try:
-        root = importlib.resources.files("rodgen.templates")
-    except ModuleNotFoundError:
-        root = None
-    if root is not None and root.joinpath("c").is_dir():
-        return root
+def template_root() -> Path:
+    """The folder holding the templates (the installed ``rodgen/templates``, the repository's ``templates/``)."""
+    # the installed package's rodgen/templates, read as a folder (importing it as a namespace package
+    # would add a `templates` attribute to rodgen)
+    installed = Path(__file__).resolve().parents[1] / "templates"
+    if installed.joinpath("c").is_dir():
+        return installed
     # a source checkout used without installing: generator/rodgen/codegen -> templates/
     here = Path(__file__).resolve().parents[3] / "templates"
     if here.joinpath("c").is_dir():

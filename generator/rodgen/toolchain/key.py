@@ -27,7 +27,6 @@ import dataclasses
 import enum
 import functools
 import hashlib
-import importlib.resources
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -94,12 +93,9 @@ def _package_root() -> Path:
 def template_folder() -> Optional[Path]:
     """The templates' folder, found as the code stage finds it (``rodgen.templates``, else the source
     checkout's ``templates/``), without importing Jinja."""
-    try:
-        root = importlib.resources.files("rodgen.templates")
-        if root.joinpath("c").is_dir():
-            return Path(str(root))
-    except (ModuleNotFoundError, TypeError):
-        pass
+    installed = _package_root() / "templates"  # the wheel's rodgen/templates (a folder, not imported)
+    if (installed / "c").is_dir():
+        return installed
     here = _package_root().parents[1] / "templates"
     return here if (here / "c").is_dir() else None
 
