@@ -24,3 +24,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """Whether the run was asked to rewrite the golden files (``pytest --update-golden``)."""
     return bool(request.config.getoption("--update-golden"))
+
+
+# The tests run over every example file derive each example by several methods; for the two largest examples
+# (the 8-link snake with friction, 11 coordinates, and the flexible arm) that is minutes of SymPy, so those
+# cases are slow. What they check on them is checked in the default run on smaller models with the same
+# features: force elements in tests/test_forces.py (the methods agree, the exact Jacobian) and elastic links in
+# tests/test_elastic.py.
+_LARGE_EXAMPLES = ("snake", "flexible_arm")
+_EXAMPLE_WIDE = ("test_jacobian_matches_central_differences", "test_recursive_equals_reference_on_examples",
+                 "test_terms_match_lambdify", "test_matrix_equals_lagrange_on_examples",
+                 "test_newton_euler_inverse_dynamics_equals_m_qdd_plus_bias")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        params = item.name[len(name):]
+        if name in _EXAMPLE_WIDE and any(ex in params for ex in _LARGE_EXAMPLES):
+            item.add_marker(pytest.mark.slow)
