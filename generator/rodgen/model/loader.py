@@ -340,15 +340,7 @@ class _Reader:
         if d.get("limits") is not None:
             lk.limits = self.pair(d["limits"], f"{lw}.limits", "[lower, upper]")
         if "joint" in d:
-            jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
-            jt = Joint()
-            if "torque" in jd:
-                jt.torque = self.string(jd["torque"], f"{lw}.joint.torque")
-            if "actuated" in jd:
-                jt.actuated = self.boolean(jd["actuated"], f"{lw}.joint.actuated")
-            jt.spring = self.spring(jd.get("spring"), f"{lw}.joint.spring")
-            jt.damping = jd.get("damping")
-            lk.joint = jt
+            lk.joint = self.joint(d["joint"], f"{lw}.joint")
         segs = self.seq(d["segments"], f"{lw}.segments")
         for j, sd in enumerate(segs):
             lk.segments.append(self.segment(sd, lw, j))
@@ -398,16 +390,20 @@ class _Reader:
             if key in d:
                 kw[key] = self.seq(d[key], f"{lw}.{key}")
         if "joint" in d:
-            jd = self.mapping(d["joint"], f"{lw}.joint", _JOINT_KEYS)
-            jt = Joint()
-            if "torque" in jd:
-                jt.torque = self.string(jd["torque"], f"{lw}.joint.torque")
-            if "actuated" in jd:
-                jt.actuated = self.boolean(jd["actuated"], f"{lw}.joint.actuated")
-            jt.spring = self.spring(jd.get("spring"), f"{lw}.joint.spring")
-            jt.damping = jd.get("damping")
-            kw["joint"] = jt
+            kw["joint"] = self.joint(d["joint"], f"{lw}.joint")
         elastic(model, self.string(d["name"], f"{lw}.name"), **kw)
+
+    def joint(self, jv: Any, where: str) -> Joint:
+        """A link's (or an elastic link's root) ``joint`` mapping: torque input, actuated, spring, damping."""
+        jd = self.mapping(jv, where, _JOINT_KEYS)
+        jt = Joint()
+        if "torque" in jd:
+            jt.torque = self.string(jd["torque"], f"{where}.torque")
+        if "actuated" in jd:
+            jt.actuated = self.boolean(jd["actuated"], f"{where}.actuated")
+        jt.spring = self.spring(jd.get("spring"), f"{where}.spring")
+        jt.damping = jd.get("damping")
+        return jt
 
     def spring(self, sd: Any, where: str) -> Optional[Spring]:
         if sd is None:

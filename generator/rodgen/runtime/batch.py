@@ -22,7 +22,7 @@ import numpy as np
 from ..contract import StatusCode
 from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable
-from .integrate import _CALLBACK, _METHOD, DOPRI5_MAX_STEPS, Integrator, _failure, _input_law, _method
+from .integrate import _CALLBACK, _METHOD, DOPRI5_MAX_STEPS, Integrator, _failure, _input_law, _method, check_span
 from .result import Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,17 +113,7 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
     """
     method = _method(method)
     nq, nu, npar, ny = sys.nq, sys.nu, sys.np, 2 * sys.nq
-    t0, t_end = float(t0), float(t_end)
-    if not (math.isfinite(t0) and math.isfinite(t_end) and t_end > t0):
-        raise ValueError(f"simulate_batch: t_end must be finite and greater than t0 = {t0!r}; got {t_end!r}")
-    if method is Integrator.RK4:
-        if dt is None or not (float(dt) > 0 and math.isfinite(float(dt))):
-            raise ValueError(f"simulate_batch: RK4 needs a positive step dt; got {dt!r}")
-    elif dt is not None and not (float(dt) > 0 and math.isfinite(float(dt))):
-        raise ValueError(f"simulate_batch: dt (the first step of DOPRI5) must be positive; got {dt!r}")
-    if method is Integrator.DOPRI5 and not (rtol >= 0 and atol >= 0 and rtol + atol > 0):
-        raise ValueError(f"simulate_batch: rtol and atol must be non-negative and not both zero; got "
-                         f"rtol={rtol!r}, atol={atol!r}")
+    t0, t_end = check_span(method, t0, t_end, dt, rtol, atol, "simulate_batch: ")
     if not isinstance(store_every, (int, np.integer)) or isinstance(store_every, bool) or store_every < 1:
         raise ValueError(f"simulate_batch: store_every must be a positive integer; got {store_every!r}")
     if store not in ("all", "final"):

@@ -52,6 +52,24 @@ UInput = Union[None, np.ndarray, list, tuple, float, InputTable, CController,
                Callable[[float, np.ndarray, np.ndarray], Any]]
 
 
+def check_span(method: Integrator, t0: float, t_end: float, dt: Optional[float], rtol: float, atol: float,
+               where: str = "") -> tuple[float, float]:
+    """(t0, t_end) as floats, after checking the time span, the step and the tolerances of a run;
+    ``where`` prefixes the messages (e.g. ``"simulate_batch: "``)."""
+    t0, t_end = float(t0), float(t_end)
+    if not (math.isfinite(t0) and math.isfinite(t_end) and t_end > t0):
+        raise ValueError(f"{where}t_end must be finite and greater than t0 = {t0!r}; got {t_end!r}")
+    if method is Integrator.RK4:
+        if dt is None or not (float(dt) > 0 and math.isfinite(float(dt))):
+            raise ValueError(f"{where}RK4 needs a positive step dt; got {dt!r}")
+    elif dt is not None and not (float(dt) > 0 and math.isfinite(float(dt))):
+        raise ValueError(f"{where}dt (the first step of DOPRI5) must be positive; got {dt!r}")
+    if method is Integrator.DOPRI5 and not (rtol >= 0 and atol >= 0 and rtol + atol > 0):
+        raise ValueError(f"{where}rtol and atol must be non-negative and not both zero; got rtol={rtol!r}, "
+                         f"atol={atol!r}")
+    return t0, t_end
+
+
 def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = None, *,
              method: Union[Integrator, str] = Integrator.RK4, rtol: float = 1e-6, atol: float = 1e-9,
              u: UInput = None, p: Any = None, controller: Union[PD, ComputedTorque, CController, None] = None,
@@ -108,16 +126,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                          f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
-    t0, t_end = float(t0), float(t_end)
-    if not (math.isfinite(t0) and math.isfinite(t_end) and t_end > t0):
-        raise ValueError(f"t_end must be finite and greater than t0 = {t0!r}; got {t_end!r}")
-    if method is Integrator.RK4:
-        if dt is None or not (float(dt) > 0 and math.isfinite(float(dt))):
-            raise ValueError(f"RK4 needs a positive step dt; got {dt!r}")
-    elif dt is not None and not (float(dt) > 0 and math.isfinite(float(dt))):
-        raise ValueError(f"dt (the first step of DOPRI5) must be positive; got {dt!r}")
-    if method is Integrator.DOPRI5 and not (rtol >= 0 and atol >= 0 and rtol + atol > 0):
-        raise ValueError(f"rtol and atol must be non-negative and not both zero; got rtol={rtol!r}, atol={atol!r}")
+    t0, t_end = check_span(method, t0, t_end, dt, rtol, atol)
     if not isinstance(store_every, (int, np.integer)) or store_every < 1:
         raise ValueError(f"store_every must be a positive integer; got {store_every!r}")
     if max_steps is None:

@@ -43,16 +43,14 @@ def cache_dir() -> Path:
     return cache.user_cache_dir()
 
 
-def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:
-    """(hash, the wrapper's files) of the runtime for this machine."""
+def _machine_parts(compiler: Optional[str]) -> dict[str, str]:
+    """What a runtime build depends on besides its sources: rodgen's and Cython's versions, the compiler and
+    its flags, Python's ABI and the platform."""
     import Cython
 
     from .. import __version__
-    from ..codegen.runtime import files_digest, wrapper_files
-    files = wrapper_files()
     cc = find_compiler(compiler)
-    parts = {
-        "sources": files_digest(files),
+    return {
         "rodgen": __version__,
         "cython": str(Cython.__version__),
         "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
@@ -61,6 +59,13 @@ def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:
         "python": sys.implementation.cache_tag or sys.version,
         "platform": sys.platform,
     }
+
+
+def runtime_key(compiler: Optional[str] = None) -> tuple[str, dict[str, str]]:
+    """(hash, the wrapper's files) of the runtime for this machine."""
+    from ..codegen.runtime import files_digest, wrapper_files
+    files = wrapper_files()
+    parts = {"sources": files_digest(files), **_machine_parts(compiler)}
     return cache.build_hash(parts), files
 
 
@@ -68,21 +73,8 @@ def quick_key(compiler: Optional[str] = None) -> str:
     """The runtime's key from its inputs (the files that shape it, see :func:`rodgen.toolchain.key.generator_digest`,
     and everything :func:`runtime_key` covers but the rendered files), known without rendering the
     wrapper; recorded in the cache's index to find a built runtime without SymPy or Jinja."""
-    import Cython
-
-    from .. import __version__
     from .key import generator_digest
-    cc = find_compiler(compiler)
-    parts = {
-        "generator": generator_digest(),
-        "rodgen": __version__,
-        "cython": str(Cython.__version__),
-        "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
-        "cflags": " ".join(RUNTIME_CFLAGS),
-        "ext_suffix": ext_suffix(),
-        "python": sys.implementation.cache_tag or sys.version,
-        "platform": sys.platform,
-    }
+    parts = {"generator": generator_digest(), **_machine_parts(compiler)}
     return "runtime-" + cache.build_hash(parts)[:24]
 
 
