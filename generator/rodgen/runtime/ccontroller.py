@@ -18,7 +18,6 @@ else stops the run with status ``FAILED``. See docs/controller.md.
 from __future__ import annotations
 
 import ctypes
-import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from .. import contract
 from ..errors import BuildError
+from ..toolchain import cache
 
 #: Suffixes taken as a compiled shared library (anything else is compiled as C source).
 LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
@@ -46,8 +46,6 @@ def _struct(name: str) -> type:
 #: ``rodgen_controller`` as a ctypes structure.
 ControllerContext = _struct("rodgen_controller")
 
-_libraries: dict[str, ctypes.CDLL] = {}
-_guard = threading.Lock()
 
 
 def _vector(x: Any, what: str) -> np.ndarray:
@@ -117,16 +115,10 @@ class CController:
         self.params = _vector(params, "params")
         self.state = _vector(state, "state")
         where = self.source or self.library
-        key = str(self.library)
-        with _guard:
-            lib = _libraries.get(key)
-            if lib is None:
-                try:
-                    lib = ctypes.CDLL(key)
-                except OSError as exc:
-                    raise BuildError(f"loading the controller library {self.library} ({where}) failed: "
-                                     f"{exc}") from None
-                _libraries[key] = lib
+        try:
+            lib = cache.open_library(self.library)
+        except OSError as exc:
+            raise BuildError(f"loading the controller library {self.library} ({where}) failed: {exc}") from None
         self._lib = lib
         try:
             fn = getattr(lib, symbol)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -207,8 +206,6 @@ def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations
                                        progress=False))
 
 
-_libraries: dict[str, ctypes.CDLL] = {}
-_libraries_guard = threading.Lock()
 
 
 def load_module(path: Union[str, Path]) -> "CompiledModel":
@@ -225,16 +222,10 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
     if not (name.startswith("lib") and name.endswith(library_suffix())):
         raise BuildError(f"{path} is not a model library (expected lib<model>{library_suffix()})")
     prefix = name[3:-len(library_suffix())]
-    key = str(path.resolve())
-    with _libraries_guard:
-        lib = _libraries.get(key)
-        if lib is None:
-            try:
-                lib = ctypes.CDLL(key)
-            except OSError as exc:
-                raise BuildError(f"loading the compiled model {path.name} failed: {exc}",
-                                 folder=str(path.parent)) from None
-            _libraries[key] = lib
+    try:
+        lib = cache.open_library(path)
+    except OSError as exc:
+        raise BuildError(f"loading the compiled model {path.name} failed: {exc}", folder=str(path.parent)) from None
     try:
         table = getattr(lib, f"{prefix}_model")
     except AttributeError:

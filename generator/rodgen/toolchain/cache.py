@@ -9,6 +9,7 @@ model from several processes compile once; the others wait and reuse the result.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -59,6 +60,23 @@ def default_build_dir() -> Path:
     pip's own ``build/``, and every project would build the same model again.
     """
     return user_cache_dir() / "models"
+
+
+_libraries: dict[str, ctypes.CDLL] = {}
+_libraries_guard = threading.Lock()
+
+
+def open_library(path: Union[str, Path]) -> ctypes.CDLL:
+    """The shared library at ``path``, loaded once per process (a library stays loaded while the process
+    lives, so its functions and tables stay valid); raises OSError as ``ctypes.CDLL`` does."""
+    import ctypes
+
+    key = str(Path(path).resolve())
+    with _libraries_guard:
+        lib = _libraries.get(key)
+        if lib is None:
+            lib = _libraries[key] = ctypes.CDLL(key)
+        return lib
 
 
 _thread_locks: dict[str, threading.Lock] = {}
