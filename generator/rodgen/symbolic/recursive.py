@@ -379,6 +379,28 @@ def derive_recursive(model: ValidModel) -> Equations:
             wj, sxj, syj = S[j]
             Mt[i, j] = e(wj * F[0] + sxj * F[1] + syj * F[2], f"M{i}_{j}")
 
+    def body_force(i: int, a: tuple[sp.Expr, ...], Iv: tuple[sp.Expr, ...]) -> list[list[sp.Expr]]:
+        """f = I a + v x* (I v) of node i's bodies, as lists to which the children's forces are added."""
+        m, hx, hy, inertia = body[i]
+        w, vx, vy = vel[i]
+        return [[inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1]],
+                [m * a[1] - a[0] * hy - w * Iv[2]],
+                [m * a[2] + a[0] * hx + w * Iv[1]]]
+
+    def backward(frc: list[list[list[sp.Expr]]], tag: str) -> list[sp.Expr]:
+        """The backward pass: each node's force (its own and its children's, summed), projected on its
+        motion subspace; the names of the intermediates are prefixed with ``tag``."""
+        out: list[sp.Expr] = [_0] * N
+        for i in reversed(range(N)):
+            f = tuple(e(sp.Add(*t), f"{i}_{tag}f{nm}") for t, nm in zip(frc[i], "nxy"))
+            w, sx, sy = S[i]
+            out[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_{tag}tau")
+            p = nodes[i].parent
+            if p >= 0:
+                for slot, val in zip(frc[p], force_out(i, f, f"{i}_{tag}fp")):
+                    slot.append(val)
+        return out
+
     # --- recursive Newton-Euler with qdd = 0 and no gravity: velocity terms ----------------------
     zero3 = (_0, _0, _0)
     vel: list[tuple[sp.Expr, ...]] = []
@@ -402,19 +424,8 @@ def derive_recursive(model: ValidModel) -> Equations:
         Iv = (inertia * w + hx * vy - hy * vx, m * vx - w * hy, m * vy + w * hx)
         Iv = tuple(e(x, f"{i}_Iv{nm}") for x, nm in zip(Iv, "nxy"))
         Ivs.append(Iv)
-        f = (inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1],
-             m * a[1] - a[0] * hy - w * Iv[2],
-             m * a[2] + a[0] * hx + w * Iv[1])
-        frc.append([[x] for x in f])
-    tau: list[sp.Expr] = [_0] * N
-    for i in reversed(range(N)):
-        f = tuple(e(sp.Add(*t), f"{i}_f{nm}") for t, nm in zip(frc[i], "nxy"))
-        w, sx, sy = S[i]
-        tau[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_tau")
-        p = nodes[i].parent
-        if p >= 0:
-            for slot, val in zip(frc[p], force_out(i, f, f"{i}_fp")):
-                slot.append(val)
+        frc.append(body_force(i, a, Iv))
+    tau = backward(frc, "")
 
     # --- gravity: the composite of each subtree in the gravity field -----------------------------
     gx0, gy0 = k.gravity
@@ -443,20 +454,8 @@ def derive_recursive(model: ValidModel) -> Equations:
              e(ain[1] - w * Sq[2] + vy * Sq[0] + S[i][1] * sdd, f"{i}_iax"),
              e(ain[2] + w * Sq[1] - vx * Sq[0] + S[i][2] * sdd, f"{i}_iay"))
         iacl.append(a)
-        m, hx, hy, inertia = body[i]
-        Iv = Ivs[i]
-        ifrc.append([[inertia * a[0] + hx * a[2] - hy * a[1] + vx * Iv[2] - vy * Iv[1]],
-                     [m * a[1] - a[0] * hy - w * Iv[2]],
-                     [m * a[2] + a[0] * hx + w * Iv[1]]])
-    itau: list[sp.Expr] = [_0] * N
-    for i in reversed(range(N)):
-        f = tuple(e(sp.Add(*t), f"{i}_if{nm}") for t, nm in zip(ifrc[i], "nxy"))
-        w, sx, sy = S[i]
-        itau[i] = e(w * f[0] + sx * f[1] + sy * f[2], f"{i}_itau")
-        p = nodes[i].parent
-        if p >= 0:
-            for slot, val in zip(ifrc[p], force_out(i, f, f"{i}_ifp")):
-                slot.append(val)
+        ifrc.append(body_force(i, a, Ivs[i]))
+    itau = backward(ifrc, "i")
     inverse_assignments = e.assignments[mark:]
     del e.assignments[mark:]
 
