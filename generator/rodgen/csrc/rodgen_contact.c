@@ -69,19 +69,6 @@ static void solve_upper(const double *L, int n, double *x)
     }
 }
 
-/* y <- y + a x */
-static void axpy(double *restrict y, double a, const double *restrict x, int n)
-{
-    int i;
-    for (i = 0; i + 1 < n; i += 2) {
-        y[i] += a * x[i];
-        y[i + 1] += a * x[i + 1];
-    }
-    if (i < n) {
-        y[i] += a * x[i];
-    }
-}
-
 static double dot(const double *a, const double *b, int n)
 {
     double s = 0.0;
@@ -174,6 +161,31 @@ static double finite_sum(const double *x, int n)
 static int all_finite(const double *x, int n)
 {
     return finite_sum(x, n) == 0.0;
+}
+
+/* Whether q, qd [nq], u [nu] and p [np] are all finite. A sum of finite values minus itself is 0 (an
+ * infinite or NaN entry makes it NaN); only when it is not (an entry not finite, or the sum overflowed)
+ * are the entries tested one by one. */
+static int inputs_finite(const double *q, const double *qd, const double *u, const double *p, int nq, int nu,
+    int np)
+{
+    double s0 = 0.0, s1 = 0.0, s;
+    int i;
+    for (i = 0; i < nq; ++i) {
+        s0 += q[i];
+        s1 += qd[i];
+    }
+    for (i = 0; i < nu; ++i) {
+        s0 += u[i];
+    }
+    for (i = 0; i < np; ++i) {
+        s1 += p[i];
+    }
+    s = s0 + s1;
+    if (s - s == 0.0) {
+        return 1;
+    }
+    return all_finite(q, nq) && all_finite(qd, nq) && (nu == 0 || all_finite(u, nu)) && all_finite(p, np);
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
@@ -431,7 +443,9 @@ static int spd_solve(double *S, int k, double *x, double tol)
  * M^-1 J^T and J M^-1 J^T, the free accelerations qdd0; no factorisation of M at run time):
  *   S lambda = gamma - (J qdd0 + Jdot qd), gamma = -2 alpha J qd - beta^2 (c - target), over the active
  *   rows, S from the rows of J M^-1 J^T (with sliding contacts S_ij = J_i M^-1 W_j^T,
- *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda. */
+ *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda.
+ * When every row is active (k == nrows, nothing slides: a sliding contact holds one row of two) the rows
+ * are 0 .. nrows - 1 and S is J M^-1 J^T itself, factorised where the generated code left it. */
 static int cfd_terms(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
     const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
     scratch *w)
@@ -439,72 +453,108 @@ static int cfd_terms(const rodgen_model *m, const double *p, const double *q, co
     const int nq = m->nq, nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
     double *const d = w->h, *const qdd0 = w->z, *const v = w->w, *const a0 = w->b, *const A = w->Y;
-    int k, i, j;
+    double *S = w->S, fin0 = 0.0, fin1 = 0.0;
+    int k, i, j, bad = 0;
     k = active_rows(m, p, active, 0, w);
     if (k < 0) {
         return -k;
     }
     m->constrained_terms(q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
     for (i = 0; i < nq; ++i) {
-        if (!(d[i] > 0.0)) {
-            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-        }
+        bad |= !(d[i] > 0.0);
+    }
+    if (bad) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
             lambda[i] = 0.0;
         }
     }
-    /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
-     * only after v[rows[i]] has been read */
-    for (i = 0; i < k; ++i) {
-        const int r = w->rows[i];
-        const double *sr = w->Sf + r * nr;
-        double *si = w->S + i * k;
-        const double tgt = target != 0 ? target[r] : (w->tang[i] ? w->c[r] : 0.0);
-        for (j = 0; j < k; ++j) {
-            si[j] = sr[w->rows[j]];
+    if (k == nr) {
+        /* every row: S = J M^-1 J^T as computed, the right-hand side in place of v */
+        S = w->Sf;
+        for (i = 0; i < k; ++i) {
+            const double tgt = target != 0 ? target[i] : (w->tang[i] ? w->c[i] : 0.0);
+            v[i] = -a0[i] - a2 * v[i] - b2 * (w->c[i] - tgt);
         }
-        if (w->nslide > 0) {
+    } else {
+        /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
+         * only after v[rows[i]] has been read */
+        for (i = 0; i < k; ++i) {
+            const int r = w->rows[i];
+            const double *sr = w->Sf + r * nr;
+            double *si = S + i * k;
+            const double tgt = target != 0 ? target[r] : (w->tang[i] ? w->c[r] : 0.0);
             for (j = 0; j < k; ++j) {
-                if (w->trow[j] >= 0) {
-                    si[j] += w->coef[j] * sr[w->trow[j]];
+                si[j] = sr[w->rows[j]];
+            }
+            if (w->nslide > 0) {
+                for (j = 0; j < k; ++j) {
+                    if (w->trow[j] >= 0) {
+                        si[j] += w->coef[j] * sr[w->trow[j]];
+                    }
                 }
             }
+            v[i] = -a0[r] - a2 * v[r] - b2 * (w->c[r] - tgt);
         }
-        v[i] = -a0[r] - a2 * v[r] - b2 * (w->c[r] - tgt);
     }
     if (k > 0) {
         if (w->nslide > 0) {
-            if (lu(w->S, k, w->piv, o->singular_tol) != 0) {
+            if (lu(S, k, w->piv, o->singular_tol) != 0) {
                 return RODGEN_ERR_SINGULAR_CONSTRAINTS;
             }
-            lu_solve(w->S, k, w->piv, v);
-        } else if (spd_solve(w->S, k, v, o->singular_tol) != 0) {
+            lu_solve(S, k, w->piv, v);
+        } else if (spd_solve(S, k, v, o->singular_tol) != 0) {
             return RODGEN_ERR_SINGULAR_CONSTRAINTS;
         }
     }
     /* qdd = qdd0 + sum of lambda_i A_rows[i] (+ coef_i lambda_i A_trow[i], the tangential force) */
-    for (i = 0; i < k; ++i) {
-        axpy(qdd0, v[i], A + w->rows[i] * nq, nq);
+    for (j = 0; j < nq; ++j) {
+        qdd[j] = qdd0[j];
+    }
+    for (i = 0; i + 1 < k && w->nslide == 0; i += 2) {   /* two rows at a time: qdd read and written once */
+        const double li = v[i], lk = v[i + 1];
+        const double *ai = A + w->rows[i] * nq, *ak = A + w->rows[i + 1] * nq;
+        for (j = 0; j < nq; ++j) {
+            qdd[j] += li * ai[j] + lk * ak[j];
+        }
+        fin0 += li * 0.0;
+        fin1 += lk * 0.0;
         if (lambda != 0) {
-            lambda[w->rows[i]] = v[i];
+            lambda[w->rows[i]] = li;
+            lambda[w->rows[i + 1]] = lk;
+        }
+    }
+    for (; i < k; ++i) {
+        const double li = v[i];
+        const double *ai = A + w->rows[i] * nq;
+        for (j = 0; j < nq; ++j) {
+            qdd[j] += li * ai[j];
+        }
+        fin0 += li * 0.0;
+        if (lambda != 0) {
+            lambda[w->rows[i]] = li;
         }
         if (w->trow[i] >= 0) {
-            const double ft = w->coef[i] * v[i];
-            axpy(qdd0, ft, A + w->trow[i] * nq, nq);
+            const double ft = w->coef[i] * li;
+            const double *at = A + w->trow[i] * nq;
+            for (j = 0; j < nq; ++j) {
+                qdd[j] += ft * at[j];
+            }
             if (lambda != 0) {
                 lambda[w->trow[i]] = ft;
             }
         }
     }
-    for (j = 0; j < nq; ++j) {
-        qdd[j] = qdd0[j];
+    for (j = 0; j + 1 < nq; j += 2) {
+        fin0 += qdd[j] * 0.0;
+        fin1 += qdd[j + 1] * 0.0;
     }
-    if (!all_finite(qdd, nq) || !all_finite(v, k)) {
-        return RODGEN_ERR_NONFINITE_RESULT;
+    if (j < nq) {
+        fin0 += qdd[j] * 0.0;
     }
-    return RODGEN_OK;
+    return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
 }
 
 /* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
@@ -568,8 +618,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
     if (m->np > 0 && p == 0) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
-    if (!(finite_sum(q, nq) + finite_sum(qd, nq) + (m->nu > 0 ? finite_sum(u, m->nu) : 0.0)
-          + finite_sum(p, m->np) == 0.0)) {
+    if (!inputs_finite(q, qd, u, p, nq, m->nu, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
