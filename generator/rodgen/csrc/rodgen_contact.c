@@ -169,19 +169,33 @@ static int all_finite(const double *x, int n)
 static int inputs_finite(const double *q, const double *qd, const double *u, const double *p, int nq, int nu,
     int np)
 {
-    double s0 = 0.0, s1 = 0.0, s;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s;
     int i;
-    for (i = 0; i < nq; ++i) {
+    for (i = 0; i + 1 < nq; i += 2) {
+        s0 += q[i];
+        s1 += qd[i];
+        s2 += q[i + 1];
+        s3 += qd[i + 1];
+    }
+    if (i < nq) {
         s0 += q[i];
         s1 += qd[i];
     }
-    for (i = 0; i < nu; ++i) {
-        s0 += u[i];
+    for (i = 0; i + 1 < nu; i += 2) {
+        s2 += u[i];
+        s3 += u[i + 1];
     }
-    for (i = 0; i < np; ++i) {
-        s1 += p[i];
+    if (i < nu) {
+        s2 += u[i];
     }
-    s = s0 + s1;
+    for (i = 0; i + 1 < np; i += 2) {
+        s0 += p[i];
+        s1 += p[i + 1];
+    }
+    if (i < np) {
+        s0 += p[i];
+    }
+    s = (s0 + s1) + (s2 + s3);
     if (s - s == 0.0) {
         return 1;
     }
@@ -557,6 +571,91 @@ static int cfd_terms(const rodgen_model *m, const double *p, const double *q, co
     return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
 }
 
+/* Whether no contact of the active set slides. */
+static int none_sliding(const rodgen_model *m, const int *active)
+{
+    int i;
+    for (i = 0; i < m->nconstraints && active != 0; ++i) {
+        if (is_sliding(m, active, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The constrained dynamics from the model's constrained_solve (qdd and lambda in the generated code; the
+ * rows of the active blocks held, the others with lambda 0). The same equations, tests and statuses as
+ * cfd_terms: M positive definite (its pivots), S = J M^-1 J^T of the rows held with the pivot test of
+ * spd_solve (pivots in the order of the rows, relative to the largest diagonal entry of the rows held).
+ * A contact's tangential row without a target holds where it is: its position gain is 0. */
+static int cfd_solve(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
+    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+    double *work)
+{
+    const int nq = m->nq, nr = m->nrows;
+    const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
+    /* its own layout of the scratch (8 nrows + 2 nq doubles, less than size_doubles) */
+    double *const kv = work, *const tg = work + 4 * nr, *const s = tg + nr, *const lam = s + 2 * nr;
+    double *const a = lam + nr, *const d = a + nq;   /* a, lam: copied to qdd, lambda once they pass the tests */
+    double dmax = 0.0, fin0 = 0.0, fin1 = 0.0;
+    int i, r, bad = 0, held = 0;
+    for (i = 0; i < m->nconstraints; ++i) {
+        const rodgen_constraint *c = m->constraints + i;
+        const double on = is_active(m, active, i) ? 1.0 : 0.0;
+        held += on != 0.0;
+        for (r = c->row; r < c->row + c->nrows; ++r) {
+            kv[4 * r] = on;
+            kv[4 * r + 1] = 1.0 - on;
+            kv[4 * r + 2] = a2;
+            kv[4 * r + 3] = b2;
+            tg[r] = target != 0 ? target[r] : 0.0;
+        }
+        if (target == 0 && c->kind == RODGEN_CONTACT) {
+            kv[4 * c->row + 3] = 0.0;
+        }
+    }
+    m->constrained_solve(q, qd, u, p, kv, tg, d, a, lam, s);
+    for (i = 0; i < nq; ++i) {
+        bad |= !(d[i] > 0.0);
+    }
+    if (bad) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    if (held > 0) {
+        for (i = 0; i < nr; ++i) {
+            if (kv[4 * i] != 0.0) {
+                dmax = s[nr + i] > dmax ? s[nr + i] : dmax;
+            }
+        }
+        if (!(dmax > 0.0 && dmax < HUGE_VAL)) {
+            return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
+        for (i = 0; i < nr; ++i) {
+            bad |= kv[4 * i] != 0.0 && !(s[i] > o->singular_tol * dmax && s[i] < HUGE_VAL);
+            fin0 += lam[i] * 0.0;
+        }
+        if (bad) {
+            return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
+    }
+    for (i = 0; i + 1 < nq; i += 2) {
+        fin0 += a[i] * 0.0;
+        fin1 += a[i + 1] * 0.0;
+        qdd[i] = a[i];
+        qdd[i + 1] = a[i + 1];
+    }
+    if (i < nq) {
+        fin0 += a[i] * 0.0;
+        qdd[i] = a[i];
+    }
+    if (lambda != 0) {
+        for (i = 0; i < nr; ++i) {
+            lambda[i] = lam[i];
+        }
+    }
+    return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
 /* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
  * also Z (row i = L^-1 W_i^T, W the force directions) and the LU factors of S = Y Z^T. */
 static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
@@ -596,13 +695,16 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
 }
 
+static int cfd_eval(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
+    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+    void *work);
+
 int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
-    scratch w;
-    int nq, nr, k, i, j, status;
+    int nq;
     if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
         return RODGEN_ERR_OPTIONS;
     }
@@ -614,12 +716,26 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
         p = m->default_p;
     }
     nq = m->nq;
-    nr = m->nrows;
     if (m->np > 0 && p == 0) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     if (!inputs_finite(q, qd, u, p, nq, m->nu, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    return cfd_eval(m, p, q, qd, u, active, target, o, qdd, lambda, work);
+}
+
+/* rodgen_constrained_dynamics past its checks of the arguments (the hybrid simulation has made them at
+ * its start, and keeps its states and inputs finite). */
+static int cfd_eval(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
+    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+    void *work)
+{
+    const int nq = m->nq, nr = m->nrows;
+    scratch w;
+    int k, i, j, status;
+    if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
+        return cfd_solve(m, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
     }
     carve(m, work, &w);
     if (m->constrained_terms != 0) {
@@ -982,6 +1098,22 @@ static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
     return RODGEN_OK;
 }
 
+/* The constrained dynamics at the state y in the current phase with the inputs in w->u: the checks of
+ * rodgen_constrained_dynamics were made at the start of the run (model, options, parameters) and the
+ * inputs are checked where they are made; a state that is not finite is found from a result that is not
+ * (RODGEN_ERR_NONFINITE_STATE, as rodgen_constrained_dynamics's RODGEN_ERR_NONFINITE_INPUT was). */
+static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, const double *y, double *qdd,
+    double *lambda)
+{
+    const rodgen_model *m = s->model;
+    const int status = cfd_eval(m, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
+        w->work);
+    if (status != RODGEN_OK && !(all_finite(y, 2 * m->nq))) {
+        return RODGEN_ERR_NONFINITE_STATE;
+    }
+    return status;
+}
+
 /* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. Leaves the inputs at (t, y) in w->u.
  * The last successful evaluation is kept in w->memo with its key (t, y, the active set and the targets) and
  * returned again for the same key: the state at the end of an RK4 step is evaluated for the event
@@ -1023,12 +1155,11 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             return status;
         }
         s->evaluations += 1;
-        status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
-            dy + nq, 0, w->work);
+        status = hy_cfd(s, o, w, y, dy + nq, 0);
         for (i = 0; i < nq; ++i) {
             dy[i] = y[nq + i];
         }
-        return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
+        return status;
     }
     w->memo[0] = NAN;
     status = hy_law(s, o, w, t, y);
@@ -1036,10 +1167,9 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         return status;
     }
     s->evaluations += 1;
-    status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
-        mem_lam, w->work);
-    if (status == RODGEN_ERR_NONFINITE_INPUT) {
-        return RODGEN_ERR_NONFINITE_STATE;
+    status = hy_cfd(s, o, w, y, dy + nq, mem_lam);
+    if (status == RODGEN_ERR_NONFINITE_STATE) {
+        return status;
     }
     for (i = 0; i < nq; ++i) {
         dy[i] = y[nq + i];
