@@ -15,16 +15,18 @@
  *      Ch qdd = -kp y - kd ydot + h''(s) s'^2 thetadot^2,   Ch = C - (h'(s) s') c^T.
  *
  * The Python reference writes qdd = a0 + G u and solves (Ch G) u = ...; here the same equations are solved
- * at once, without M^-1: with N the rows spanning the left null space of B (N B = 0) and B+ a left inverse
- * of B (B+ B = I),
+ * without M^-1. With N the rows spanning the left null space of B (N B = 0; three for the planar floating
+ * base) and B+ a left inverse of B (B+ B = I), step 2 is N (M qdd + bias - J^T lambda) = 0 and
+ * u = B+ (M qdd + bias - J^T lambda). Of the three rows N, the combination w^T N with w orthogonal to both
+ * columns of N J^T (their cross product) is free of lambda, so qdd solves the nq x nq system
  *
- *      [ N M   -N J^T ] [ qdd    ]   [ -N bias                                        ]
- *      [ J      0     ] [ lambda ] = [ -Jdot qd                                       ]
- *      [ Ch     0     ]              [ -kp y - kd ydot + h''(s) s'^2 thetadot^2       ]
+ *      [ w^T N M ]         [ -w^T N bias                                 ]
+ *      [ J       ] qdd  =  [ -Jdot qd                                    ]
+ *      [ Ch      ]         [ -kp y - kd ydot + h''(s) s'^2 thetadot^2    ]
  *
- * (nq + 2 equations: nq - 8, 2 and 8 rows), then u = B+ (M qdd + bias - J^T lambda) (M qdd + bias - J^T lambda lies in the range of B since N of it
- * is 0). The system is the KKT system of step 2 with u eliminated; its solution is that of the reference
- * whenever the reference's Ch G and J M^-1 J^T are regular.
+ * then lambda solves (N J^T) lambda = N (M qdd + bias) (three consistent equations, by their normal
+ * equations) and u follows. Its solution is that of the reference whenever the reference's Ch G and
+ * J M^-1 J^T are regular.
  *
  * The model is reached through the table of the context (c->model: sizes, routines, constraint blocks),
  * so nothing here names a coordinate: the output matrices and N, B+ come in the parameters, built by
@@ -34,7 +36,7 @@
  *   [0] alpha0  [1] lean  [2] shorten  [3] kp  [4] kd  [5] l_thigh0  [6] l_shank0
  *   [7] block index of foot_a  [8] block index of foot_b
  *   [9 ...]  C_a (8 x nq, row-major), c_a (nq), C_b (8 x nq), c_b (nq)   (stance leg a, then b),
- *            N ((nq - 8) x nq), B+ (8 x nq)
+ *            N (3 x nq), B+ (8 x nq)
  *
  * Returns 0, or 1 when the parameters do not fit the model (its sizes are fixed here: NQ coordinates,
  * NOUT inputs), 4 when the system above is singular (the contact rows or the output decoupling).
@@ -47,15 +49,15 @@
 #define NOUT 8                   /* outputs = inputs */
 #define HEAD 9
 #define NQ 11                   /* coordinates of exo5_walk: fixed, so that the compiler unrolls the loops */
-#define NK (NQ + 2)              /* unknowns qdd, lambda */
+#define NN (NQ - NOUT)           /* rows of N: 3, the unactuated directions of the planar floating base */
 
 int exo5_walk_controller(void *context, double t, const double *y, double *u);
 
-/* Solve A x = b (NK x NK, row-major, overwritten) by Gaussian elimination with partial pivoting; b -> x.
+/* Solve A x = b (NQ x NQ, row-major, overwritten) by Gaussian elimination with partial pivoting; b -> x.
  * Columns of a row left of the diagonal are not updated once eliminated (they are not read again). */
 static int solve_lu(double *A, double *b)
 {
-    const int n = NK;
+    const int n = NQ;
     int i, j, k;
     for (k = 0; k < n; ++k) {
         int piv = k;
@@ -115,14 +117,14 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
 {
     const rodgen_controller *c = (const rodgen_controller *)context;
     const rodgen_model *m = c->model;
-    const int n = NQ, nr = m->nrows, nn = n - NOUT, nk = NK;
+    const int n = NQ, nr = m->nrows;
     const double *q = y, *qd = y + n, *par = c->params;
     const double alpha0 = par[0], lean = par[1], shorten = par[2], kp = par[3], kd = par[4];
     const double pi = 3.14159265358979323846;
     const double ds = -1.0 / (2.0 * alpha0);
     int i, j, k, blk[2], stance;
     (void)t;
-    if (m->nq != NQ || m->nu != NOUT || c->nparams != HEAD + 2 * (NOUT + 1) * n + n * n || c->nstate < 1
+    if (m->nq != NQ || m->nu != NOUT || c->nparams != HEAD + 2 * (NOUT + 1) * n + (NN + NOUT) * n || c->nstate < 1
         || m->nconstraints < 2) {
         return 1;
     }
@@ -146,11 +148,11 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
     }
     {
         const double *C = par + HEAD + stance * (NOUT + 1) * n, *cv = C + NOUT * n;
-        const double *N = par + HEAD + 2 * (NOUT + 1) * n, *Bp = N + nn * n;
+        const double *N = par + HEAD + 2 * (NOUT + 1) * n, *Bp = N + NN * n;
         const int row = m->constraints[blk[stance]].row;
         const double *J0, *J1;
-        double M[n * n], h[n], Jall[(nr > 0 ? nr : 1) * n], ball[nr > 0 ? nr : 1];
-        double K[nk * nk], x[nk], f[n];
+        double M[NQ * NQ], h[NQ], Jall[(nr > 0 ? nr : 1) * NQ], ball[nr > 0 ? nr : 1];
+        double NM[NN * NQ], nh[NN], na[2][NN], w[NN], K[NQ * NQ], x[NQ], f[NQ], r[NN], lam[2];
         double sn, cn, hs[NOUT], dh[NOUT], ddh[NOUT], theta, thd;
         m->mass_matrix(q, c->p, M);
         m->bias(q, qd, c->p, h);
@@ -158,42 +160,48 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         m->constraint_bias(q, qd, c->p, ball);
         J0 = Jall + row * n;
         J1 = J0 + n;
-        /* 2. rows 0 .. nn-1: N (M qdd - J^T lambda) = -N bias (no inputs: N B = 0) */
-        for (i = 0; i < nn; ++i) {
+        /* 2. N (M qdd - J^T lambda) = -N bias (no inputs: N B = 0): N M, N bias and the columns of N J^T */
+        for (i = 0; i < NN; ++i) {
             const double *Ni = N + i * n;
-            double *Ki = K + i * nk;
-            double nh = 0.0, nj0 = 0.0, nj1 = 0.0;
+            double *NMi = NM + i * n;
             for (j = 0; j < n; ++j) {
-                Ki[j] = 0.0;
+                NMi[j] = 0.0;
             }
+            nh[i] = 0.0;
+            na[0][i] = 0.0;
+            na[1][i] = 0.0;
             for (k = 0; k < n; ++k) {
                 const double a = Ni[k];
                 if (a != 0.0) {
                     const double *Mk = M + k * n;
                     for (j = 0; j < n; ++j) {
-                        Ki[j] += a * Mk[j];
+                        NMi[j] += a * Mk[j];
                     }
-                    nh += a * h[k];
-                    nj0 += a * J0[k];
-                    nj1 += a * J1[k];
+                    nh[i] += a * h[k];
+                    na[0][i] += a * J0[k];
+                    na[1][i] += a * J1[k];
                 }
             }
-            Ki[n] = -nj0;
-            Ki[n + 1] = -nj1;
-            x[i] = -nh;
         }
-        /* rows nn, nn+1: the stance foot holds, J qdd = -Jdot qd */
+        /* row 0: w^T N (M qdd + bias) = 0 with w orthogonal to both columns of N J^T (their cross
+         * product): the one of these rows free of lambda */
+        w[0] = na[0][1] * na[1][2] - na[0][2] * na[1][1];
+        w[1] = na[0][2] * na[1][0] - na[0][0] * na[1][2];
+        w[2] = na[0][0] * na[1][1] - na[0][1] * na[1][0];
+        for (j = 0; j < n; ++j) {
+            K[j] = w[0] * NM[j] + w[1] * NM[n + j] + w[2] * NM[2 * n + j];
+        }
+        x[0] = -(w[0] * nh[0] + w[1] * nh[1] + w[2] * nh[2]);
+        /* rows 1, 2: the stance foot holds, J qdd = -Jdot qd */
         for (i = 0; i < 2; ++i) {
             const double *Ji = J0 + i * n;
-            double *Ki = K + (nn + i) * nk;
+            double *Ki = K + (1 + i) * n;
             for (j = 0; j < n; ++j) {
                 Ki[j] = Ji[j];
             }
-            Ki[n] = 0.0;
-            Ki[n + 1] = 0.0;
-            x[nn + i] = -ball[row + i];
+            x[1 + i] = -ball[row + i];
         }
-        /* 3. the outputs' targets at the phase s and their s-derivatives; rows nn+2 ..: Ch qdd = v */
+        /* 3. the outputs' targets at the phase s and their s-derivatives; rows 3 ..: Ch qdd = v */
         theta = dot(cv, q, n);
         thd = dot(cv, qd, n);
         {
@@ -217,22 +225,33 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         ddh[6] = ddh[7] = shorten * pi * pi * sn;
         for (i = 0; i < NOUT; ++i) {
             const double *Ci = C + i * n;
-            double *Ki = K + (nn + 2 + i) * nk;
+            double *Ki = K + (3 + i) * n;
             const double yo = dot(Ci, q, n) - hs[i];
             const double yd = dot(Ci, qd, n) - dh[i] * ds * thd;
             for (k = 0; k < n; ++k) {                 /* row i of Ch = C - (h' s') c^T */
                 Ki[k] = Ci[k] - dh[i] * ds * cv[k];
             }
-            Ki[n] = 0.0;
-            Ki[n + 1] = 0.0;
-            x[nn + 2 + i] = -kp * yo - kd * yd + ddh[i] * ds * ds * thd * thd;
+            x[3 + i] = -kp * yo - kd * yd + ddh[i] * ds * ds * thd * thd;
         }
         if (solve_lu(K, x) != 0) {
             return 4;
         }
+        /* lambda from the rows N: (N J^T) lambda = N (M qdd + bias), consistent by row 0 (normal equations) */
+        for (i = 0; i < NN; ++i) {
+            r[i] = dot(NM + i * n, x, n) + nh[i];
+        }
+        {
+            const double g00 = dot(na[0], na[0], NN), g01 = dot(na[0], na[1], NN), g11 = dot(na[1], na[1], NN);
+            const double b0 = dot(na[0], r, NN), b1 = dot(na[1], r, NN), det = g00 * g11 - g01 * g01;
+            if (!(det > 1e-14 * g00 * g11)) {
+                return 4;
+            }
+            lam[0] = (g11 * b0 - g01 * b1) / det;
+            lam[1] = (g00 * b1 - g01 * b0) / det;
+        }
         /* u = B+ (M qdd + bias - J^T lambda) */
         for (k = 0; k < n; ++k) {
-            f[k] = h[k] + dot(M + k * n, x, n) - J0[k] * x[n] - J1[k] * x[n + 1];
+            f[k] = h[k] + dot(M + k * n, x, n) - J0[k] * lam[0] - J1[k] * lam[1];
         }
         for (j = 0; j < NOUT; ++j) {
             const double *Bj = Bp + j * n;
