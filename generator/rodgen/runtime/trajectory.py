@@ -42,6 +42,7 @@ a :class:`rodgen.symbolic.numeric.NumericModel`, or a :class:`rodgen.Model`
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -100,6 +101,16 @@ def input_matrix(ev: Any, q: np.ndarray, qd: np.ndarray, p: Any = None) -> np.nd
         e[:, j] = 1.0
         cols.append(np.asarray(ev.forward_dynamics(q, qd, e, p), dtype=float).reshape(N, ev.nq) - base)
     return np.einsum("nij,njk->nik", M, np.stack(cols, axis=-1)) if nu else np.zeros((N, ev.nq, 0))
+
+
+def _at(fn: Callable[..., Any], t: Any) -> dict[str, Any]:
+    """``{"t": t}`` for an evaluator's function that takes the time (a compiled or NumericModel: force elements
+    may depend on it), else nothing (an evaluator of an autonomous model without the argument)."""
+    try:
+        takes = "t" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes = False
+    return {"t": np.ascontiguousarray(np.asarray(t, dtype=float))} if takes else {}
 
 
 # -- motions -----------------------------------------------------------------------------------
@@ -282,7 +293,7 @@ def prescribed_forces(model: Any, t: Any, q: MotionSpec, qd: MotionSpec = None, 
     coords = _names(ev.coordinates)
     motion = Motion(q, coords, t=tt, qd=qd, qdd=qdd, bc_type=bc_type)
     Q_, QD, QDD = motion(tt)
-    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, t=tt), dtype=float).reshape(len(tt), ev.nq)
+    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, **_at(ev.inverse_dynamics, tt)), dtype=float).reshape(len(tt), ev.nq)
     B = input_matrix(ev, Q_, QD, p)
     u = np.einsum("nij,nj->ni", np.linalg.pinv(B), forces) if B.shape[-1] else np.zeros((len(tt), 0))
     residual = forces - np.einsum("nij,nj->ni", B, u)
@@ -357,7 +368,7 @@ class MixedProblem:
         Y = np.asarray(y, dtype=float).reshape(len(tt), -1)
         q, qd, qddp = self._full(tt, Y)
         M = np.asarray(self.ev.mass_matrix(q, self.p), dtype=float).reshape(len(tt), self.ev.nq, self.ev.nq)
-        rhs = -np.asarray(self.ev.bias(q, qd, self.p, t=tt), dtype=float).reshape(len(tt), self.ev.nq)
+        rhs = -np.asarray(self.ev.bias(q, qd, self.p, **_at(self.ev.bias, tt)), dtype=float).reshape(len(tt), self.ev.nq)
         if self.nu:
             B = input_matrix(self.ev, q, qd, self.p)
             rhs = rhs + np.einsum("nij,nj->ni", B, self._inputs(tt, Y))
@@ -380,7 +391,7 @@ class MixedProblem:
     def compensating_forces(self, t: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Q_p, (N, nprescribed): the generalized forces the prescribed coordinates need."""
         tt = np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (len(q),))
-        Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p, t=np.ascontiguousarray(tt)),
+        Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p, **_at(self.ev.inverse_dynamics, tt)),
                        dtype=float).reshape(len(q), self.ev.nq)
         return Q[:, self.pres]
 
@@ -441,7 +452,7 @@ class MixedProblem:
                                     f"{what}", status=code, row=int(bad[0]))
             return qdd, tau
         M = np.asarray(self.ev.mass_matrix(Q, self.p), dtype=float).reshape(N, nq, nq)
-        r = -np.asarray(self.ev.bias(Q, QD, self.p, t=tt), dtype=float).reshape(N, nq)
+        r = -np.asarray(self.ev.bias(Q, QD, self.p, **_at(self.ev.bias, tt)), dtype=float).reshape(N, nq)
         if self.nu and self.u is not None:
             r = r + np.einsum("nij,j->ni", input_matrix(self.ev, Q, QD, self.p), np.asarray(self.u, dtype=float))
         f, pr = self.free, self.pres
