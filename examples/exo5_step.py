@@ -160,7 +160,8 @@ def weight_of(model: rodgen.CompiledModel) -> float:
 
 
 def run(out_dir: Optional[str], *, steps: int = 4, stiffness: float = 2e5,
-        gait: Gait = Gait(), ankle_gain: float = 5e3, params: Optional[dict[str, float]] = None) -> tuple[SimulationResult, dict[str, Any]]:
+        gait: Gait = Gait(), ankle_gain: float = 5e3,
+        params: Optional[dict[str, float]] = None) -> tuple[SimulationResult, dict[str, Any]]:
     """Simulate the gait; with ``out_dir`` write the figure. Returns the result and the numbers."""
     sys_ = rodgen.build(standing_model(stiffness))      # the model of exo5_stand.py (one build for both)
     ref, info = plan(sys_, steps, gait)

@@ -293,7 +293,8 @@ def prescribed_forces(model: Any, t: Any, q: MotionSpec, qd: MotionSpec = None, 
     coords = _names(ev.coordinates)
     motion = Motion(q, coords, t=tt, qd=qd, qdd=qdd, bc_type=bc_type)
     Q_, QD, QDD = motion(tt)
-    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, **_at(ev.inverse_dynamics, tt)), dtype=float).reshape(len(tt), ev.nq)
+    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, **_at(ev.inverse_dynamics, tt)),
+                        dtype=float).reshape(len(tt), ev.nq)
     B = input_matrix(ev, Q_, QD, p)
     u = np.einsum("nij,nj->ni", np.linalg.pinv(B), forces) if B.shape[-1] else np.zeros((len(tt), 0))
     residual = forces - np.einsum("nij,nj->ni", B, u)
@@ -368,7 +369,8 @@ class MixedProblem:
         Y = np.asarray(y, dtype=float).reshape(len(tt), -1)
         q, qd, qddp = self._full(tt, Y)
         M = np.asarray(self.ev.mass_matrix(q, self.p), dtype=float).reshape(len(tt), self.ev.nq, self.ev.nq)
-        rhs = -np.asarray(self.ev.bias(q, qd, self.p, **_at(self.ev.bias, tt)), dtype=float).reshape(len(tt), self.ev.nq)
+        rhs = -np.asarray(self.ev.bias(q, qd, self.p, **_at(self.ev.bias, tt)),
+                          dtype=float).reshape(len(tt), self.ev.nq)
         if self.nu:
             B = input_matrix(self.ev, q, qd, self.p)
             rhs = rhs + np.einsum("nij,nj->ni", B, self._inputs(tt, Y))
