@@ -172,3 +172,17 @@ def test_a_parameter_named_t_in_a_force_expression_is_refused():
     d["forces"][0]["force"] = ["sin(tau)", 0]
     with pytest.raises(ModelError, match="nor the time t"):
         load_dict(d, source="bad.yaml")
+
+
+def test_contact_inverse_dynamics_at_a_time():
+    from rodgen.runtime.contact import contact_inverse_dynamics
+    sys = rodgen.build(block("t_block_c", gravity=9.81, contact=True))
+    q, z = sys.initial_state()[:3], np.zeros(3)
+    r = contact_inverse_dynamics(sys, q, z, z, ["foot"], t=0.4)
+    # at rest and held, the ground takes the drive and the weight: lambda = [-F0 sin(w t), m g]
+    np.testing.assert_allclose(r.lam, [-F0 * np.sin(W * 0.4), M * 9.81], atol=1e-9)
+
+
+def test_latex_names_the_time_in_the_force_column():
+    tex = rodgen.derive(block("t_block_tex")).latex()
+    assert r"+ F(q,\dot{q},t)" in tex and r"\sin{\left(t w \right)}" in tex
