@@ -210,8 +210,8 @@ def test_exo5_stands_on_compliant_contacts_carrying_its_weight(tmp_path: "os.Pat
 
 
 def test_exo5_steps_forward_on_compliant_contacts(tmp_path: "os.PathLike[str]") -> None:
-    """Four steps of the prescribed gait: the walker gets at least 0.7 m ahead (1.0 m planned; the regularised
-    friction lets the stance foot creep back), never falls (hip above 0.8 m, torso within 0.3 rad of upright),
+    """Four steps of the prescribed gait: the walker gets at least 0.7 m ahead (1.0 m planned; the body rocks on
+    its compliant soles and the swing foot lands short), never falls (hip above 0.8 m, torso within 0.3 rad of upright),
     lifts each foot clear of the ground twice, and over a gait cycle the vertical reactions carry the weight."""
     mod = script("exo5_step")
     out = os.path.join(str(tmp_path), "out")
