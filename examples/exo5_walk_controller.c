@@ -155,7 +155,7 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         double NM[NN * NQ], nh[NN], na[2][NN], w[NN], K[NQ * NQ], x[NQ], f[NQ], r[NN], lam[2];
         double sn, cn, hs[NOUT], dh[NOUT], ddh[NOUT], theta, thd;
         m->mass_matrix(q, c->p, M);
-        m->bias(q, qd, c->p, h);
+        m->bias(t, q, qd, c->p, h);
         m->constraint_jacobian(q, c->p, Jall);
         m->constraint_bias(q, qd, c->p, ball);
         J0 = Jall + row * n;

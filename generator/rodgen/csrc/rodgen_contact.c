@@ -460,8 +460,9 @@ static int spd_solve(double *S, int k, double *x, double tol)
  *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda.
  * When every row is active (k == nrows, nothing slides: a sliding contact holds one row of two) the rows
  * are 0 .. nrows - 1 and S is J M^-1 J^T itself, factorised where the generated code left it. */
-static int cfd_terms(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
-    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+static int cfd_terms(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda,
     scratch *w)
 {
     const int nq = m->nq, nr = m->nrows;
@@ -473,7 +474,7 @@ static int cfd_terms(const rodgen_model *m, const double *p, const double *q, co
     if (k < 0) {
         return -k;
     }
-    m->constrained_terms(q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
+    m->constrained_terms(t, q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
     for (i = 0; i < nq; ++i) {
         bad |= !(d[i] > 0.0);
     }
@@ -588,9 +589,9 @@ static int none_sliding(const rodgen_model *m, const int *active)
  * cfd_terms: M positive definite (its pivots), S = J M^-1 J^T of the rows held with the pivot test of
  * spd_solve (pivots in the order of the rows, relative to the largest diagonal entry of the rows held).
  * A contact's tangential row without a target holds where it is: its position gain is 0. */
-static int cfd_solve(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
-    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
-    double *work)
+static int cfd_solve(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, double *work)
 {
     const int nq = m->nq, nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
@@ -614,7 +615,7 @@ static int cfd_solve(const rodgen_model *m, const double *p, const double *q, co
             kv[4 * c->row + 3] = 0.0;
         }
     }
-    m->constrained_solve(q, qd, u, p, kv, tg, d, a, lam, s);
+    m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s);
     for (i = 0; i < nq; ++i) {
         bad |= !(d[i] > 0.0);
     }
@@ -695,12 +696,13 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
 }
 
-static int cfd_eval(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
-    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
-    void *work);
-
-int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
+static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work);
+
+int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
+    const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o,
+    double *qdd,
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
@@ -722,31 +724,31 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
     if (!inputs_finite(q, qd, u, p, nq, m->nu, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
-    return cfd_eval(m, p, q, qd, u, active, target, o, qdd, lambda, work);
+    return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
 }
 
 /* rodgen_constrained_dynamics past its checks of the arguments (the hybrid simulation has made them at
  * its start, and keeps its states and inputs finite). */
-static int cfd_eval(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
-    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
-    void *work)
+static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work)
 {
     const int nq = m->nq, nr = m->nrows;
     scratch w;
     int k, i, j, status;
     if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
-        return cfd_solve(m, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
+        return cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
     }
     carve(m, work, &w);
     if (m->constrained_terms != 0) {
-        return cfd_terms(m, p, q, qd, u, active, target, o, qdd, lambda, &w);
+        return cfd_terms(m, t, p, q, qd, u, active, target, o, qdd, lambda, &w);
     }
     k = prepare(m, p, q, active, 0, &w);
     if (k < 0) {
         return -k;
     }
     /* z = L^-1 (B u - bias) */
-    m->bias(q, qd, p, w.h);
+    m->bias(t, q, qd, p, w.h);
     for (i = 0; i < nq; ++i) {
         w.z[i] = -w.h[i];
     }
@@ -1102,11 +1104,11 @@ static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
  * rodgen_constrained_dynamics were made at the start of the run (model, options, parameters) and the
  * inputs are checked where they are made; a state that is not finite is found from a result that is not
  * (RODGEN_ERR_NONFINITE_STATE, as rodgen_constrained_dynamics's RODGEN_ERR_NONFINITE_INPUT was). */
-static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, const double *y, double *qdd,
-    double *lambda)
+static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
+    double *qdd, double *lambda)
 {
     const rodgen_model *m = s->model;
-    const int status = cfd_eval(m, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
+    const int status = cfd_eval(m, t, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
         w->work);
     if (status != RODGEN_OK && !(all_finite(y, 2 * m->nq))) {
         return RODGEN_ERR_NONFINITE_STATE;
@@ -1155,7 +1157,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             return status;
         }
         s->evaluations += 1;
-        status = hy_cfd(s, o, w, y, dy + nq, 0);
+        status = hy_cfd(s, o, w, t, y, dy + nq, 0);
         for (i = 0; i < nq; ++i) {
             dy[i] = y[nq + i];
         }
@@ -1167,7 +1169,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         return status;
     }
     s->evaluations += 1;
-    status = hy_cfd(s, o, w, y, dy + nq, mem_lam);
+    status = hy_cfd(s, o, w, t, y, dy + nq, mem_lam);
     if (status == RODGEN_ERR_NONFINITE_STATE) {
         return status;
     }
