@@ -60,7 +60,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import math
 import os
 import threading
 import time
@@ -252,9 +251,11 @@ class ModelRef:
 
 _models: dict[str, "CompiledModel"] = {}
 _models_guard = threading.Lock()
-#: How this process obtained its models: ``"loaded"`` (from a library file) or ``"built"`` (rodgen.build,
-#: a cache hit included), one entry per model; read by the tests.
+#: How this process obtained its models: ``"library"`` (the library file the client named) or ``"build"``
+#: (``rodgen.build``: found in the cache by its key, or built), one entry per model; read by the tests.
 obtained: list[tuple[str, str]] = []
+#: Calls of ``rodgen.build`` by :func:`worker_model` in this process (failed ones included); read by the tests.
+build_attempts = 0
 
 
 def _valid(ref: ModelRef) -> Any:
@@ -273,16 +274,18 @@ def worker_model(ref: ModelRef) -> "CompiledModel":
         from ..toolchain import build, load_module
         if ref.path is not None and Path(ref.path).is_file():
             robot = load_module(ref.path)
-            how = "loaded"
+            how = "library"
             if ref.content_hash is not None and robot.content_hash != ref.content_hash:
                 robot = None
         if robot is None:
+            global build_attempts
+            build_attempts += 1
             if ref.data is None:
                 raise BuildError(f"the sweep's model {ref.name!r}: no library at {ref.path} on this worker "
                                  f"and no model text to build it from (pass the model, not only its build)")
             robot = build(_valid(ref), build_dir=ref.build_dir, method=ref.method, options=ref.options,
                           progress=False)
-            how = "built"
+            how = "build"
         if ref.content_hash is not None and robot.content_hash != ref.content_hash:
             raise BuildError(f"the sweep's model {ref.name!r} compiled on this worker has content hash "
                              f"{robot.content_hash[:12]}, the client's {ref.content_hash[:12]}: the worker runs "
@@ -393,7 +396,8 @@ def import_summary(spec: str) -> Callable[..., Any]:
     try:
         fn = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise SweepError(f"summary {spec!r}: cannot import it ({exc})") from None
+        raise SweepError(f"summary {spec!r}: neither a built-in STAT:WHAT (STAT one of {', '.join(STATS)}) nor an "
+                         f"importable module:function ({exc})") from None
     if not callable(fn):
         raise SweepError(f"summary {spec!r} is not callable")
     return fn  # type: ignore[no-any-return]
@@ -442,7 +446,7 @@ class Chunk:
     index: np.ndarray
     p: np.ndarray
     y0: np.ndarray
-    u: Optional[np.ndarray]
+    u: Any              # (n, nu) inputs, a shared (nu,) row, a CController or None
     controller: Any
     points: dict[str, np.ndarray]
 
@@ -565,8 +569,9 @@ def _names_of(vm: Any) -> Optional[Names]:
 
 
 def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = None, t_end: float,
-          dt: Optional[float] = None, method: str = "rk4", y0: Any = None, p: Optional[Mapping[str, float]] = None,
-          u: Any = None, controller: Any = None, summary: Any = None, store: str = "all",
+          dt: Optional[float] = None, method: str = "rk4", y0: Any = None,
+          initial: Optional[Mapping[str, float]] = None, p: Optional[Mapping[str, float]] = None, u: Any = None,
+          controller: Any = None, summary: Any = None, store: str = "all",
           chunk: int = DEFAULT_CHUNK, threads: int = 1, scheduler: Any = None, workers: Optional[int] = None,
           output: Union[str, os.PathLike, None] = None, result: str = "auto", progress: Optional[bool] = None,
           build_dir: Union[str, os.PathLike, None] = None, build_method: Optional[str] = None,
@@ -577,8 +582,9 @@ def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = 
     grid : name -> values (a sequence, ``"start:stop:num"`` or ``"v1,v2,..."``); the points are the outer
         product, one dimension per name. table : a DataFrame or mapping of columns, one point per row.
     t_end, dt, method and further ``options`` (rtol, atol, store_every, max_steps, h_max, ...): as for
-        ``simulate_batch``. y0 : the initial state (default: the model's); p : parameter overrides shared
-        by every point; u : constant inputs (nu,) shared; controller : a PD, ComputedTorque or CController.
+        ``simulate_batch``. y0 : the initial state (default: the model's); initial : coordinate (or
+        ``<coordinate>_dot``) -> value, overrides of y0 shared by every point; p : parameter overrides
+        shared by every point; u : constant inputs (nu,) shared; controller : a PD, ComputedTorque or CController.
     summary : see the module's docstring; ``store="final"`` (with summaries of ``final:`` only) keeps only
         the final states on the workers.
     chunk : trajectories per task (default 100); threads : threads of each task's ``simulate_batch``.
@@ -631,7 +637,7 @@ def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = 
         summaries = tuple(_summaries(summary, names))
         plan = Plan(float(t_end), None if dt is None else float(dt), dict(options, method=method, store=store),
                     summaries, int(threads))
-        jobs = _chunks(points, kinds, names, info, y0, p, u, controller, int(chunk))
+        jobs = _chunks(points, kinds, names, info, y0, initial, p, u, controller, int(chunk))
         start = time.perf_counter()
         futures = {client.submit(run_chunk, ref, plan, job, pure=False): job for job in jobs}
         results: dict[int, dict[str, Any]] = {}
@@ -670,10 +676,11 @@ def _raise_task(exc: BaseException, job: Chunk) -> None:
 
 
 def _chunks(points: Points, kinds: dict[str, tuple[str, int]], names: Names, info: dict[str, Any], y0: Any,
-            p: Optional[Mapping[str, float]], u: Any, controller: Any, size: int) -> list[Chunk]:
+            initial: Optional[Mapping[str, float]], p: Optional[Mapping[str, float]], u: Any, controller: Any,
+            size: int) -> list[Chunk]:
     """The tasks: the points' stacked arguments, cut into chunks (points with different gains apart)."""
     n = points.size
-    npar, nq, nu = len(names.parameters), len(names.coordinates), len(names.inputs)
+    nq, nu = len(names.coordinates), len(names.inputs)
     pbase = np.array([info["parameters"][k] for k in names.parameters], dtype=float)
     for k, v in (p or {}).items():
         if k not in names.parameters:
@@ -682,6 +689,13 @@ def _chunks(points: Points, kinds: dict[str, tuple[str, int]], names: Names, inf
     ybase = np.asarray(info["y0"] if y0 is None else y0, dtype=float).reshape(-1)
     if ybase.size != 2 * nq:
         raise SweepError(f"y0 has {ybase.size} entries; the model has {2 * nq} state entries [q, qd]")
+    ybase = ybase.copy()
+    for k, v in (initial or {}).items():
+        kind, i = names.kind(k, None) if k not in GAINS else ("gain", 0)
+        if kind != "y":
+            raise SweepError(f"initial: {k!r} is not a coordinate or <coordinate>_dot of the model (coordinates: "
+                             f"{', '.join(names.coordinates)})")
+        ybase[i] = float(v)
     P = np.tile(pbase, (n, 1))
     Y = np.tile(ybase, (n, 1))
     from .ccontroller import CController
