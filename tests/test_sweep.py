@@ -159,6 +159,17 @@ def test_bad_grids_name_the_parameter(grid: Any, table: Any, message: str) -> No
     assert message in str(info.value)
 
 
+def test_a_summary_the_workers_cannot_import_is_a_clear_error(client: Client, robot: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+    mod = types.ModuleType("rodgen_only_on_the_client")
+    exec("def peak(res):\n    return {'peak': abs(res.q).max(axis=(1, 2))}\n", mod.__dict__)
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)   # importable here, not on the workers
+    with pytest.raises(SweepError, match=r"the summary functions cannot be loaded on the worker .*"
+                                         r"No module named 'rodgen_only_on_the_client'"):
+        rodgen.sweep(robot, {"m1": [1.0, 2.0]}, t_end=0.1, dt=1e-2, summary=mod.peak, scheduler=client)
+
+
 def test_bad_summaries_and_outputs_are_named() -> None:
     with pytest.raises(SweepError, match=r"summary 'max_abs:tau': 'tau' is not q, qd, u"):
         rodgen.sweep(MODEL, {"m1": [1.0]}, t_end=1.0, dt=1e-2, summary="max_abs:tau", scheduler=object())
@@ -188,3 +199,34 @@ def test_cli_sweep_bad_grid_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["sweep", str(MODEL), "--grid", "mass=1,2", "--t-end", "1", "--summary", "final:q"]) == 2
     err = capsys.readouterr().err
     assert "rodgen: error: 'mass' is not a parameter" in err and "parameters: g, m1, m2, L1, L2" in err
+
+
+def test_exo5_gains_study_example(client: Client, build_dir: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example's heat maps hold the summaries of a plain loop; the tracking error falls like 1/kp."""
+    import importlib.util
+
+    from PIL import Image
+    spec = importlib.util.spec_from_file_location("example_exo5_gains_study", EXAMPLES / "exo5_gains_study.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)
+    spec.loader.exec_module(mod)
+    cloudpickle.register_pickle_by_value(mod)      # its summary function travels by value, as from __main__
+    robot = rodgen.build(rodgen.load(EXAMPLES / "exo5.yaml"), build_dir=build_dir)  # the workers load it
+    kp, m = (2e4, 8e4), (40.0, 100.0)
+    df = mod.run(str(tmp_path), t_end=0.5, kp=kp, m_torso=m, scheduler=client, build_dir=str(build_dir))
+    with Image.open(tmp_path / "exo5_gains_study.png") as im:
+        im.verify()
+    q0 = robot.initial_state()[:robot.nq]
+    tau = [i for i, n in enumerate(robot.inputs) if n.startswith("tau_")]
+    for _, row in df.iterrows():
+        ref = robot.simulate(robot.initial_state(), 0.5, 1e-3, p=robot.parameter_vector(m_torso=row.m_torso),
+                             controller=PD(Reference.hold(q0), kp=row.kp, kd=100.0))
+        assert row.status == 0
+        assert row.rms_error == pytest.approx(np.sqrt(np.mean((ref.q - q0) ** 2)), rel=1e-13)
+        assert row.peak_torque == np.max(np.abs(ref.u[:, tau]))
+    # the sag is carried by the PD law: four times the gain, about a quarter of the error
+    err = df.set_index(["m_torso", "kp"]).rms_error
+    for mass in m:
+        assert 3.0 < err[mass, kp[0]] / err[mass, kp[1]] < 5.0

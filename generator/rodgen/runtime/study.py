@@ -53,7 +53,9 @@ chunk's :class:`~rodgen.runtime.batch.BatchResult` on the worker and returns a m
 ``name -> array`` whose first axis is the chunk's trajectories (``res.extra["points"]`` holds the
 chunk's point values by name, ``res.extra["index"]`` their flat indices). It must be picklable: a
 function of an importable module (importable on the workers too), or a function of ``__main__`` or a
-lambda, which Dask sends by value (``cloudpickle``).
+lambda, which ``cloudpickle`` sends by value (as it does for the functions of a module registered with
+``cloudpickle.register_pickle_by_value``). A summary that does not load on a worker stops the study
+with a SweepError that says so.
 """
 from __future__ import annotations
 
@@ -453,20 +455,42 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Plan:
-    """What every task of a study shares."""
+    """What every task of a study shares; the summaries travel as ``cloudpickle`` bytes (functions of
+    ``__main__``, lambdas and modules registered with ``cloudpickle.register_pickle_by_value`` by value,
+    the rest by reference), loaded once per worker process."""
 
     t_end: float
     dt: Optional[float]
     options: dict[str, Any]
-    summaries: tuple[tuple[Optional[str], Callable[..., Any]], ...]
+    summaries: bytes
     threads: int
+
+
+_summary_cache: dict[bytes, Any] = {}
+
+
+def _load_summaries(blob: bytes) -> tuple[tuple[Optional[str], Callable[..., Any]], ...]:
+    """The summaries of a Plan, unpickled once per process; one that does not load (its module is not
+    importable on the worker) is a SweepError saying so."""
+    key = hashlib.sha256(blob).digest()
+    got = _summary_cache.get(key)
+    if got is None:
+        import pickle
+        try:
+            got = pickle.loads(blob)
+        except Exception as exc:  # noqa: BLE001 - whatever unpickling the user's function raises
+            raise SweepError(f"the summary functions cannot be loaded on the worker {os.getpid()} ({exc}): define "
+                             f"them in a module the workers can import, or in the script run as __main__") from None
+        _summary_cache[key] = got
+    return got  # type: ignore[no-any-return]
 
 
 def run_chunk(ref: ModelRef, plan: Plan, job: Chunk) -> dict[str, Any]:
     """Task: one ``simulate_batch`` of a chunk; its status codes and either the trajectories or the
     summaries (computed here, on the worker)."""
     robot = worker_model(ref)
-    store = "final" if plan.summaries and plan.options.get("store") == "final" else "all"
+    summaries = _load_summaries(plan.summaries)
+    store = "final" if summaries and plan.options.get("store") == "final" else "all"
     opts = {k: v for k, v in plan.options.items() if k != "store"}
     res = robot.simulate_batch(job.y0, plan.t_end, plan.dt, p=job.p, u=job.u, controller=job.controller,
                                store=store, threads=plan.threads, **opts)
@@ -475,9 +499,9 @@ def run_chunk(ref: ModelRef, plan: Plan, job: Chunk) -> dict[str, Any]:
     out: dict[str, Any] = {"number": job.number, "index": job.index, "codes": np.asarray(res.codes),
                            "messages": [m for m, ok in zip(res.messages, res.ok) if not ok], "pid": os.getpid()}
     n = len(job.index)
-    if plan.summaries:
+    if summaries:
         values: dict[str, np.ndarray] = {}
-        for name, fn in plan.summaries:
+        for name, fn in summaries:
             got = fn(res)
             if not isinstance(got, Mapping):
                 if name is None:
@@ -635,8 +659,9 @@ def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = 
         names = Names(tuple(info["parameters"]), tuple(info["coordinates"]), tuple(info["inputs"]))
         kinds = {nm: names.kind(nm, controller) for nm in all_names}
         summaries = tuple(_summaries(summary, names))
+        import cloudpickle
         plan = Plan(float(t_end), None if dt is None else float(dt), dict(options, method=method, store=store),
-                    summaries, int(threads))
+                    cloudpickle.dumps(summaries), int(threads))
         jobs = _chunks(points, kinds, names, info, y0, initial, p, u, controller, int(chunk))
         start = time.perf_counter()
         futures = {client.submit(run_chunk, ref, plan, job, pure=False): job for job in jobs}
