@@ -136,6 +136,7 @@ def main() -> None:
                    for k, d in runs.items()}
     td, ts = med["direct"]["wall_s"], med["sweep"]["wall_s"]
     out["work_per_task_s"] = td / out["tasks"]
+    out["work_per_task_cpu_s"] = med["direct"]["cpu_s"] / out["tasks"]
     out["speedup_sweep_over_direct"] = td / ts
     out["overhead_wall"] = 2 * ts / td - 1
     out["overhead_cpu"] = med["sweep"]["cpu_s"] / med["direct"]["cpu_s"] - 1
@@ -145,7 +146,7 @@ def main() -> None:
     out["overhead_wall_per_task_s"] = (2 * ts - td) / out["tasks"]
     out["target_overhead"] = 0.10
     out["load_average_1min_at_end"] = os.getloadavg()[0]
-    for k in ("cluster_start_s", "work_per_task_s", "speedup_sweep_over_direct", "overhead_wall", "overhead_cpu",
+    for k in ("cluster_start_s", "work_per_task_s", "work_per_task_cpu_s", "speedup_sweep_over_direct", "overhead_wall", "overhead_cpu",
               "idle_cluster_cpu_s_per_s", "overhead_cpu_net_of_idle", "overhead_cpu_net_of_idle_per_task_s",
               "load_average_1min_at_start", "load_average_1min_at_end"):
         print(f"{k}: {out[k]:.3g}")
