@@ -146,7 +146,8 @@ def main() -> None:
     out["overhead_wall_per_task_s"] = (2 * ts - td) / out["tasks"]
     out["target_overhead"] = 0.10
     out["load_average_1min_at_end"] = os.getloadavg()[0]
-    for k in ("cluster_start_s", "work_per_task_s", "work_per_task_cpu_s", "speedup_sweep_over_direct", "overhead_wall", "overhead_cpu",
+    for k in ("cluster_start_s", "work_per_task_s", "work_per_task_cpu_s", "speedup_sweep_over_direct",
+              "overhead_wall", "overhead_cpu",
               "idle_cluster_cpu_s_per_s", "overhead_cpu_net_of_idle", "overhead_cpu_net_of_idle_per_task_s",
               "load_average_1min_at_start", "load_average_1min_at_end"):
         print(f"{k}: {out[k]:.3g}")

@@ -101,9 +101,18 @@ def test_summaries_and_controller_gains_equal_the_loop(client: Client, robot: An
         assert row["max_abs_u[tau_upper]"] == np.max(np.abs(ref.u[:, 0]))
         assert row["max_abs_u[tau_lower]"] == np.max(np.abs(ref.u[:, 1]))
         assert row["final_th_lower"] == ref.q[-1, 1]
+    # named summaries: a built-in and a function returning a bare array, under the names given
+    named = rodgen.sweep(robot, {"kp": [5.0, 40.0]}, table=table, t_end=0.5, dt=1e-2, controller=hold,
+                         summary={"peak": "max_abs:tau_upper", "end": _final_lower}, scheduler=client)
+    np.testing.assert_array_equal(named["peak"], df["max_abs_u[tau_upper]"])
+    np.testing.assert_array_equal(named["end"], df["final_th_lower"])
     import pandas as pd
     back = pd.read_csv(tmp_path / "s.csv")
     np.testing.assert_allclose(back["final_th_lower"], df["final_th_lower"], rtol=1e-15)
+
+
+def _final_lower(res: Any) -> np.ndarray:
+    return res.q[np.arange(len(res)), res.rows - 1, 1]
 
 
 def _kill_once(res: Any) -> dict[str, np.ndarray]:

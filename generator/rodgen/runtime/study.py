@@ -319,10 +319,11 @@ class Builtin:
     array: str          # "q", "qd" or "u"
     column: Optional[int]
     labels: tuple[str, ...] = ()
+    alias: Optional[str] = None     # the name given in a dict of summaries
 
     @property
     def name(self) -> str:
-        return f"{self.stat}_{self.what}"
+        return self.alias or f"{self.stat}_{self.what}"
 
     @property
     def dim(self) -> str:
@@ -420,7 +421,7 @@ def _summaries(summary: Any, names: Names) -> list[tuple[Optional[str], Callable
     for name, s in items:
         if isinstance(s, str):
             if s.partition(":")[0] in STATS or ":" not in s:
-                out.append((name, builtin_summary(s, names)))
+                out.append((name, dataclasses.replace(builtin_summary(s, names), alias=name)))
             else:
                 out.append((name, import_summary(s)))
         elif callable(s):
@@ -509,7 +510,13 @@ def run_chunk(ref: ModelRef, plan: Plan, job: Chunk) -> dict[str, Any]:
                                      f"name -> array of one row per trajectory (or give it a name: "
                                      f"summary={{'name': fn}})")
                 got = {name: got}
+            elif name is not None and not isinstance(fn, Builtin):  # a named function: its keys under the name
+                got = {name: next(iter(got.values()))} if len(got) == 1 else \
+                    {f"{name}_{k}": v for k, v in got.items()}
             for k, v in got.items():
+                if str(k) in values:
+                    raise SweepError(f"summary {_label(fn)}: {k!r} is given by another summary too; name them "
+                                     f"apart (summary={{'name': ...}})")
                 a = np.asarray(v)
                 if a.ndim == 0 or a.shape[0] != n:
                     raise SweepError(f"summary {_label(fn)}: {k!r} has shape {a.shape}; expected ({n}, ...), one "
