@@ -153,6 +153,9 @@ ROUTINES: tuple[Routine, ...] = (
             "J M^-1 J^T.", optional=True),
     Routine("element_forces", (_q, _qd, _u, _p, _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
             "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
+    Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
+            "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
+            "static limit is the block's constraint_friction.", optional=True),
 )
 
 

@@ -28,6 +28,9 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
             yield f"{lw}.joint.spring.stiffness", jt.spring.stiffness, "nonneg"
         if jt.damping is not None:
             yield f"{lw}.joint.damping", jt.damping, "nonneg"
+        if jt.friction is not None:
+            yield f"{lw}.joint.friction.static", jt.friction.static, "nonneg"
+            yield f"{lw}.joint.friction.kinetic", jt.friction.kinetic, "nonneg"
         for sg in lk.segments:
             sw = f"{lw}, segment {sg.name!r}"
             yield f"{sw}.length", sg.length, "positive"
@@ -43,6 +46,9 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
                     yield f"{sw}.spring.stiffness", ext.spring.stiffness, "nonneg"
                 if ext.damping is not None:
                     yield f"{sw}.damping", ext.damping, "nonneg"
+                if ext.friction is not None:
+                    yield f"{sw}.friction.static", ext.friction.static, "nonneg"
+                    yield f"{sw}.friction.kinetic", ext.friction.kinetic, "nonneg"
     for c in vm.contacts:
         yield f"contact {c.name!r}.friction", c.friction, "nonneg"
 

@@ -129,7 +129,7 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
-        kinds = {0: "contact", 1: "loop", 2: "limit"}  # RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT
+        kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
         #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
         self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
                                                    for nm, k, r, n in info["constraints"]]
@@ -555,11 +555,21 @@ class CompiledModel:
         Returns a SimulationResult (t, q, qd, u, energy, status, message).
 
         ``contacts`` (the initial active set: constraint block names, or a mapping name -> mode) runs the
-        hybrid simulation instead (RK4, located touchdown, lift-off, slip and limit events); its options
+        hybrid simulation instead (RK4, located touchdown, lift-off, slip and limit events); a model with
+        dry friction with stiction (``friction:`` of a joint or a variable segment) always runs it (its
+        coordinates stick and slip as phases; ``contacts`` may then set a block to ``"stick"``,
+        ``"slide_plus"`` or ``"slide_minus"``, else it sticks at a zero rate and slips otherwise); its options
         (alpha, beta, event_tol, arm_gap, check_tol, disarmed, on_slip, max_events) go in ``hybrid``. See
         :func:`rodgen.runtime.integrate.simulate_hybrid`; the result also has lam, active, events, phases.
         """
         from .integrate import simulate, simulate_hybrid
+        if contacts is None and any(b.kind == "friction" for b in self.constraints):
+            # dry friction with stiction is a phase of the hybrid simulation: it runs without contacts=...
+            if method != "rk4":
+                raise ValueError(f"the model {self.name!r} has dry friction with stiction, which the hybrid "
+                                 f"simulation (RK4 with located stick and slip events) runs; use method='rk4' "
+                                 f"with a step dt")
+            contacts = ()
         if contacts is not None:
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "

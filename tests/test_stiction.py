@@ -1,0 +1,230 @@
+"""Dry friction with stiction on coordinates (``friction: {static, kinetic}`` of a joint or a variable
+segment): stick and slip as phases of the hybrid simulation, with located events.
+
+References, all by hand: a block on a rail under a piecewise-linear force sticks until the force
+reaches the static limit, slides with the kinetic force against it (motion in closed form, polynomials
+of t) and sticks again when its velocity returns to zero; a pendulum with joint stiction released at
+rest swings from rest to rest, each stop angle given by the energy balance ``m g L (sin a - sin b) =
+F_k |a - b|`` (a scalar root), and stays at the first stop where the gravity torque ``m g L |cos b|``
+is within the static limit; the total energy never increases.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import rodgen
+from rodgen import Friction, InputTable, Joint, Link, Model, ModelError, PointMass
+from rodgen.model import load_dict
+
+M_BLOCK, FS_BLOCK, FK_BLOCK = 2.0, 3.0, 2.0
+M, L, G, FS, FK = 1.0, 0.8, 9.81, 3.0, 1.2
+
+
+def _block_dict(**friction):
+    return {"name": "stiction_block", "gravity": [0, -9.81],
+            "parameters": {"m": M_BLOCK, "Fs": FS_BLOCK, "Fk": FK_BLOCK},
+            "couplings": {"phi_rail": 0},
+            "links": [{"name": "rail", "joint": {"actuated": False},
+                       "segments": [{"name": "s", "type": "variable", "length": 1.0,
+                                     "friction": friction or {"static": "Fs", "kinetic": "Fk"},
+                                     "masses": [{"mass": "m", "fraction": 1.0}]}]}]}
+
+
+def _pendulum() -> Model:
+    model = Model(name="stiction_pendulum", gravity=(0.0, "-g"))
+    model.parameter("g", G)
+    model.parameter("m", M)
+    model.parameter("L", L)
+    model.parameter("Fs", FS)
+    model.parameter("Fk", FK)
+    arm = Link("arm", joint=Joint(actuated=False, friction=Friction(static="Fs", kinetic="Fk")))
+    arm.rigid("bar", "L", masses=[PointMass("m", fraction=1.0)])
+    model.links.append(arm)
+    return model
+
+
+@pytest.fixture(scope="module")
+def block(build_dir):
+    return rodgen.build(load_dict(_block_dict()), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def pendulum(build_dir):
+    return rodgen.build(_pendulum(), build_dir=build_dir)
+
+
+def test_the_friction_block_is_a_one_row_constraint_on_the_coordinate(block, pendulum) -> None:
+    assert [(b.name, b.kind, b.nrows) for b in block.constraints] == [("l_s_friction", "friction", 1)]
+    assert [(b.name, b.kind, b.nrows) for b in pendulum.constraints] == [("phi_arm_friction", "friction", 1)]
+    np.testing.assert_array_equal(pendulum.constraint_jacobian([0.3]), [[1.0]])
+    np.testing.assert_array_equal(pendulum.constraint_friction(), [FS])
+
+
+def _block_motion(c: float, T: float):
+    """Force F = c t up to T, then c (2T - t) down to 0 at 2T, then 0. Sticks until c t = Fs, then slides
+    forward with m a = F - Fk; returns the slip time, the velocity (a closed-form polynomial of t,
+    piecewise) and the time the velocity returns to zero."""
+    m, fk = M_BLOCK, FK_BLOCK
+    t_slip = FS_BLOCK / c
+
+    def force(t: float) -> float:
+        return c * t if t <= T else (c * (2 * T - t) if t <= 2 * T else 0.0)
+
+    def velocity(t: float) -> float:
+        # integral of (F - Fk)/m from t_slip, piece by piece (each piece a polynomial)
+        def prim(a: float, b: float) -> float:
+            v = 0.0
+            for lo, hi, f in ((0.0, T, lambda s: c * s * s / 2), (T, 2 * T, lambda s: c * (2 * T * s - s * s / 2)),
+                              (2 * T, math.inf, lambda s: 0.0 * s)):
+                x0, x1 = max(a, lo), min(b, hi)
+                if x1 > x0:
+                    v += f(x1) - f(x0)
+            return v
+        return (prim(t_slip, t) - fk * (t - t_slip)) / m
+
+    t_stick = brentq(velocity, 2 * T, 2 * T + 100.0)
+    return t_slip, velocity, t_stick, force
+
+
+def test_block_under_a_ramped_force_sticks_slips_and_sticks_again_at_the_hand_computed_times(block) -> None:
+    c, T, dt = 1.0, 5.0, 1e-3
+    t_slip, velocity, t_stick, force = _block_motion(c, T)
+    assert t_slip == pytest.approx(3.0) and 10.0 < t_stick < 14.0
+    u = InputTable(np.array([0.0, T, 2 * T]), np.array([[0.0], [c * T], [0.0]]))
+    res = block.simulate(np.array([1.0, 0.0]), 15.0, dt, u=u)
+    assert res.status == "success", res.message
+    ev = [(e["kind"], e["t"]) for e in res.events]
+    assert [k for k, _ in ev] == ["slip", "stick"]
+    assert ev[0][1] == pytest.approx(t_slip, abs=1e-8)
+    assert ev[1][1] == pytest.approx(t_stick, abs=1e-6)
+    # stuck: the velocity is held at zero, the friction force balances the applied force (below Fs)
+    code = res.active["l_s_friction"]
+    stuck = (code == 1) & ((res.t < t_slip - 1e-6) | (res.t > t_stick + 1e-6))
+    assert np.max(np.abs(res.qd[stuck, 0])) < 1e-9
+    np.testing.assert_allclose(res.q[res.t < t_slip, 0], 1.0, atol=1e-12)
+    f_applied = np.array([force(t) for t in res.t])
+    np.testing.assert_allclose(res.lam[stuck, 0], -f_applied[stuck], atol=1e-9)
+    # slipping: the friction force is the kinetic one against the motion, the velocity the closed form
+    sliding = (res.t > t_slip + 1e-6) & (res.t < t_stick - 1e-6)
+    assert np.all(code[sliding] == 3)                       # RODGEN_SLIDE_MINUS: moving +, force -Fk
+    np.testing.assert_allclose(res.lam[sliding, 0], -FK_BLOCK, rtol=0, atol=1e-12)
+    v_ref = np.array([velocity(t) for t in res.t[sliding]])
+    np.testing.assert_allclose(res.qd[sliding, 0], v_ref, atol=1e-8)
+    # where it comes to rest: 1 + the integral of the velocity
+    x_rest = 1.0 + _integral(velocity, t_slip, t_stick)
+    assert res.q[-1, 0] == pytest.approx(x_rest, abs=1e-7)
+
+
+def _integral(f, a: float, b: float) -> float:
+    from scipy.integrate import quad
+    return quad(f, a, b, limit=200, points=[5.0, 10.0], epsabs=1e-12, epsrel=1e-12)[0]
+
+
+def _pendulum_stops(theta0: float) -> list[float]:
+    """Rest angles of the pendulum released at rest at theta0: from each rest angle a where the gravity
+    torque m g L |cos a| exceeds Fs it swings through the bottom (-pi/2) and stops at b with
+    m g L (sin a - sin b) = Fk |a - b|, between the bottom and the mirror image -pi - a of a."""
+    mgl = M * G * L
+    stops = [theta0]
+    while mgl * abs(math.cos(stops[-1])) > FS:
+        a = stops[-1]
+
+        def balance(b: float, a: float = a) -> float:
+            return mgl * (math.sin(a) - math.sin(b)) - FK * abs(a - b)
+        stops.append(brentq(balance, -math.pi / 2, -math.pi - a, xtol=1e-14))
+        assert len(stops) < 50
+    return stops
+
+
+def test_pendulum_with_joint_stiction_swings_from_rest_to_rest_and_stays_where_gravity_is_within_the_static_limit(
+        pendulum) -> None:
+    theta0 = 0.0
+    stops = _pendulum_stops(theta0)
+    assert len(stops) >= 3, stops
+    dt = 1e-3
+    res = pendulum.simulate(np.array([theta0, 0.0]), 12.0, dt)
+    assert res.status == "success", res.message
+    sticks = [e for e in res.events if e["kind"] == "stick"]
+    slips = [e for e in res.events if e["kind"] == "slip"]
+    assert len(sticks) == len(stops) - 1 and len(slips) == len(stops) - 1
+    angles = [float(np.interp(e["t"], res.t, res.q[:, 0])) for e in sticks]
+    np.testing.assert_allclose(angles, stops[1:], atol=1e-6)
+    final = stops[-1]
+    assert M * G * L * abs(math.cos(final)) <= FS
+    after = res.t > sticks[-1]["t"] + 1e-6
+    np.testing.assert_allclose(res.q[after, 0], final, atol=1e-6)
+    assert np.max(np.abs(res.qd[after, 0])) < 1e-9
+    np.testing.assert_allclose(res.lam[after, 0], M * G * L * math.cos(final), rtol=1e-7)
+    # energy never increases (up to the integrator's error)
+    E = res.kinetic + res.potential
+    assert np.max(np.diff(E)) < 1e-9
+    assert E[-1] < E[0] - 1.0
+
+
+@pytest.mark.parametrize("side,moves", [(-1e-3, False), (1e-3, True)])
+def test_pendulum_at_rest_sticks_exactly_when_the_gravity_torque_is_within_the_static_limit(
+        pendulum, side, moves) -> None:
+    """The threshold angle where m g L cos(theta) = Fs, by hand: just below it the arm stays, just above it
+    slips at once."""
+    theta_star = math.acos(FS / (M * G * L))          # gravity torque m g L cos(theta) = Fs
+    theta0 = theta_star - side                         # side < 0: further from horizontal, less torque
+    res = pendulum.simulate(np.array([theta0, 0.0]), 0.5, 1e-3)
+    assert res.status == "success", res.message
+    if moves:
+        assert res.events[0]["kind"] == "slip" and res.events[0]["t"] == 0.0
+        assert res.q[-1, 0] < theta0 - 1e-3
+    else:
+        assert res.events == []
+        np.testing.assert_array_equal(res.q[:, 0], theta0)
+        assert np.max(np.abs(res.qd[:, 0])) == 0.0
+        np.testing.assert_allclose(res.lam[:, 0], M * G * L * math.cos(theta0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("friction,field,needle", [
+    ({"static": 1.0, "kinetic": 2.0}, "friction.kinetic", "exceeds the static limit"),
+    ({"static": -1.0}, "friction.static", "must not be negative"),
+    ({"static": 1.0, "kinetic": -0.5}, "friction.kinetic", "must not be negative"),
+    ({"static": ".inf"}, "friction.static", ""),
+    ({"static": "nan_value"}, "friction.static", "never defined"),
+    ({"kinetic": 1.0}, "friction", "static"),
+    ({"static": 1.0, "viscous": 0.1}, "friction", "viscous"),
+])
+def test_bad_friction_is_a_model_error_naming_the_link_and_field(friction, field, needle) -> None:
+    d = _block_dict(**friction)
+    if friction.get("static") == ".inf":
+        d["links"][0]["segments"][0]["friction"] = {"static": float("inf")}
+    with pytest.raises(ModelError) as ei:
+        load_dict(d).validate()
+    text = str(ei.value)
+    assert "link 'rail'" in text and "segment 's'" in text and field in text, text
+    assert needle in text, text
+
+
+def test_bad_joint_friction_in_the_builder_names_the_link() -> None:
+    model = _pendulum()
+    model.links[0].joint.friction = Friction(static=1.0, kinetic=1.5)
+    with pytest.raises(ModelError, match=r"link 'arm'.*joint\.friction\.kinetic"):
+        model.validate()
+    model.links[0].joint.friction = Friction(static=float("nan"))
+    with pytest.raises(ModelError, match=r"link 'arm'.*joint\.friction\.static"):
+        model.validate()
+
+
+def test_friction_on_a_rigid_segment_is_refused() -> None:
+    d = _block_dict()
+    seg = d["links"][0]["segments"][0]
+    seg.pop("type")
+    with pytest.raises(ModelError, match="friction"):
+        load_dict(d).validate()
+
+
+def test_friction_round_trips_through_dump() -> None:
+    from rodgen.model import dump
+    text = dump(load_dict(_block_dict()))
+    again = rodgen.model.load_dict(__import__("yaml").safe_load(text))
+    (fr,) = again.frictions()
+    assert (fr.name, fr.static.text, fr.kinetic.text) == ("l_s_friction", "Fs", "Fk")
