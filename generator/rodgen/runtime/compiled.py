@@ -675,6 +675,34 @@ class CompiledModel:
         self._m.constraint_friction(1, p2, res)
         return res
 
+    def kinetic_friction(self, p: Params = None) -> np.ndarray:
+        """Kinetic friction limit of every block (nconstraints,): that of a dry-friction block (joint
+        torque or length force), 0 for the others (their static limits: :meth:`constraint_friction`)."""
+        res = np.zeros(len(self.constraints))
+        if any(b.kind == "friction" for b in self.constraints):
+            p2, rows = self._params(p)
+            if rows > 1:
+                raise ValueError("kinetic_friction takes one parameter vector")
+            self._m.kinetic_friction(1, p2, res)
+        return res
+
+    def friction_forces(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
+        """The generalized forces of the dry-friction blocks on a moving coordinate, (nq,) or (N, nq):
+        ``-F_k sign(J_r qd) J_r`` summed over the blocks (J_r the block's row, its coordinate), zero at a
+        zero rate (where the friction force is whatever holds the coordinate, up to the static limit).
+        What a prescribed motion's drive must add to the inverse dynamics is minus this
+        (:func:`~rodgen.runtime.trajectory.prescribed_forces` and mixed problems do)."""
+        qa = np.asarray(q, dtype=float)
+        qda = np.asarray(qd, dtype=float)
+        rows = [b.row for b in self.constraints if b.kind == "friction"]
+        out = np.zeros(np.broadcast_shapes(qa.shape, qda.shape))
+        if not rows:
+            return out
+        fk = self.kinetic_friction(p)[[i for i, b in enumerate(self.constraints) if b.kind == "friction"]]
+        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nq)
+        v = np.einsum("...kj,...j->...k", J, qda)
+        return -np.einsum("...k,...kj->...j", fk * np.sign(v), J)
+
     def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
         """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,
         a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"``.
