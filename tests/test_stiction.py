@@ -228,3 +228,45 @@ def test_friction_round_trips_through_dump() -> None:
     again = rodgen.model.load_dict(__import__("yaml").safe_load(text))
     (fr,) = again.frictions()
     assert (fr.name, fr.static.text, fr.kinetic.text) == ("l_s_friction", "Fs", "Fk")
+
+
+@pytest.fixture(scope="module")
+def stop_arm(build_dir):
+    """The pendulum with a torque input and a lower stop at -1 rad on its angle besides the friction."""
+    model = _pendulum()
+    model.name = "stiction_stop_arm"
+    model.links[0].joint.actuated = True
+    model.links[0].limits = (-1.0, None)
+    return rodgen.build(model, build_dir=build_dir)
+
+
+def test_a_stop_holds_the_joint_while_it_presses_then_friction_sticks_then_it_slips(stop_arm) -> None:
+    """Dropped from horizontal it lands on the stop (a plastic impact); a torque ramp c t lifts it off the
+    stop when c t reaches the gravity torque m g L cos(1) (its force would pull), the friction holds it
+    until c t exceeds that by Fs, then it slips."""
+    c = 10.0
+    mgl = M * G * L
+    t_release, t_slip = mgl * math.cos(1.0) / c, (mgl * math.cos(1.0) + FS) / c
+    assert mgl > FS                                      # from horizontal it slips at once and falls
+    drop = stop_arm.simulate(np.array([0.0, 0.0]), 1.5, 1e-3)
+    assert [e["kind"] for e in drop.events][:2] == ["slip", "limit"], drop.events
+    t_hit = drop.events[1]["t"]
+    after = drop.t > t_hit + 1e-6
+    np.testing.assert_allclose(drop.q[after, 0], -1.0, atol=1e-9)
+    assert np.all(drop.active["phi_arm_friction"][after] == 0)       # idle while the stop holds
+    E = drop.kinetic + drop.potential
+    assert np.max(np.diff(E)) < 1e-9
+    # from rest on the stop, under the torque ramp
+    y0 = np.array([-1.0, 0.0])
+    ramp = InputTable(np.array([0.0, 10.0]), np.array([[0.0], [10.0 * c]]))
+    res = stop_arm.simulate(y0, t_slip + 0.3, 1e-3, u=ramp, contacts=["phi_arm_lower"])
+    assert res.status == "success", res.message
+    kinds = [(e["kind"], e["block"]) for e in res.events]
+    assert kinds == [("limit_release", "phi_arm_lower"), ("slip", "phi_arm_friction")], kinds
+    assert res.events[0]["t"] == pytest.approx(t_release, abs=1e-8)
+    assert res.events[1]["t"] == pytest.approx(t_slip, abs=1e-8)
+    stuck = (res.t > t_release + 1e-6) & (res.t < t_slip - 1e-6)
+    np.testing.assert_allclose(res.q[stuck, 0], -1.0, atol=1e-9)
+    np.testing.assert_allclose(res.lam[stuck, 1], mgl * math.cos(1.0) - c * res.t[stuck], atol=1e-7)
+    assert np.all(res.active["phi_arm_friction"][stuck] == 1)
+    assert res.q[-1, 0] > -1.0 + 1e-3

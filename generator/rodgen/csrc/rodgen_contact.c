@@ -841,6 +841,7 @@ typedef struct {
     double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *uh, *g1, *gx, *lam, *c, *qdp, *imp, *J;
     double *memo;   /* the last evaluation of hy_dyn, see there: HY_MEMO(m) doubles */
     int *act2, *after;
+    int *partner;   /* [nc] a dry-friction block's LIMIT block on the same coordinate, or -1 (set at the start) */
     void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
 } hscratch;
 
@@ -866,7 +867,7 @@ static long hybrid_doubles(const rodgen_model *m)
 
 static long hybrid_own_bytes(const rodgen_model *m)
 {
-    return round_up(hybrid_doubles(m) * (long)sizeof(double) + 5L * m->nconstraints * (long)sizeof(int));
+    return round_up(hybrid_doubles(m) * (long)sizeof(double) + 6L * m->nconstraints * (long)sizeof(int));
 }
 
 long rodgen_hybrid_work_bytes(const rodgen_model *m)
@@ -931,6 +932,7 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->memo = d;
     w->act2 = ip + 3 * nc;
     w->after = ip + 4 * nc;
+    w->partner = ip + 5 * nc;
     w->work = (char *)s->scratch + hybrid_own_bytes(m);
 }
 
@@ -1269,6 +1271,45 @@ static int release_kind(const rodgen_model *m, int i)
     return m->constraints[i].kind == RODGEN_CONTACT ? RODGEN_EVENT_LIFTOFF : RODGEN_EVENT_LIMIT_RELEASE;
 }
 
+/* A rate of a dry-friction block's coordinate at most this is rest (it sticks). */
+#define RODGEN_FRICTION_REST 1e-9
+
+/* The phase of a dry-friction block from the rate of its coordinate at y: at rest it sticks where it is,
+ * else it slips against the rate (w->J and w->c hold J(y) and c(y)). */
+static void friction_by_rate(rodgen_hybrid_state *s, hscratch *w, const double *y, int i)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    const double v = dot(w->J + r * m->nq, y + m->nq, m->nq);
+    s->active[i] = v > RODGEN_FRICTION_REST ? RODGEN_SLIDE_MINUS
+                 : v < -RODGEN_FRICTION_REST ? RODGEN_SLIDE_PLUS : RODGEN_STICK;
+    s->target[r] = w->c[r];
+}
+
+/* A dry-friction block idles (0) while a LIMIT block on its coordinate holds it (the two rows would be
+ * one), and takes its phase from the rate again when the limit releases. */
+static void friction_sync(rodgen_hybrid_state *s, hscratch *w)
+{
+    const rodgen_model *m = s->model;
+    int i, have = 0;
+    for (i = 0; i < m->nconstraints; ++i) {
+        const int j = w->partner[i];
+        if (!is_friction(m, i) || j < 0) {
+            continue;
+        }
+        if (s->active[j]) {
+            s->active[i] = 0;
+        } else if (s->active[i] == 0) {
+            if (!have) {
+                m->constraint_position(s->y, s->p, w->c);
+                m->constraint_jacobian(s->y, s->p, w->J);
+                have = 1;
+            }
+            friction_by_rate(s, w, s->y, i);
+        }
+    }
+}
+
 /* Release pulling blocks (most negative normal force first, until none pulls),
  * then log contacts outside the friction cone. Returns a status; *slip_block
  * receives a contact that slipped (or stays -1). */
@@ -1280,6 +1321,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     for (pass = 0; pass <= 2 * m->nconstraints; ++pass) {
         int worst = -1;
         double lworst = 0.0;
+        friction_sync(s, w);
         status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
         if (status != RODGEN_OK) {
             return status;
@@ -1429,10 +1471,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
             if (is_friction(m, i)) {
-                const int r = m->constraints[i].row;
-                const double v = dot(w->J + r * nq, s->y + nq, nq);
-                s->active[i] = v > 0.0 ? RODGEN_SLIDE_MINUS : v < 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_STICK;
-                s->target[r] = w->c[r];
+                friction_by_rate(s, w, s->y, i);
             }
         }
     }
@@ -1659,6 +1698,20 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         m->constraint_position(s->y, p, w.c);
         m->constraint_jacobian(s->y, p, w.J);
     }
+    for (i = 0; i < nc; ++i) {   /* a LIMIT block on the coordinate of each dry-friction block */
+        int j;
+        w.partner[i] = -1;
+        for (j = 0; j < nc && is_friction(m, i); ++j) {
+            const double *a = w.J + m->constraints[i].row * m->nq, *b = w.J + m->constraints[j].row * m->nq;
+            int k, same = m->constraints[j].kind == RODGEN_LIMIT;
+            for (k = 0; same && k < m->nq; ++k) {
+                same = fabs(fabs(a[k]) - fabs(b[k])) <= 1e-12 * (1.0 + fabs(a[k]));
+            }
+            if (same && w.partner[i] < 0) {
+                w.partner[i] = j;
+            }
+        }
+    }
     for (i = 0; i < m->nrows; ++i) {
         s->target[i] = 0.0;
     }
@@ -1680,8 +1733,10 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
                                  || active0[i] == RODGEN_SLIDE_MINUS)) {
                 s->active[i] = active0[i];
             } else {
-                const double v = dot(w.J + r * m->nq, y0 + m->nq, m->nq);
-                s->active[i] = v > 0.0 ? RODGEN_SLIDE_MINUS : v < 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_STICK;
+                friction_by_rate(s, &w, y0, i);
+            }
+            if (w.partner[i] >= 0 && s->active[w.partner[i]]) {
+                s->active[i] = 0;   /* its limit (an earlier block) holds the coordinate */
             }
             if (s->mu[i] == INFINITY || m->kinetic_friction == 0) {
                 return RODGEN_ERR_OPTIONS;   /* a dry-friction block needs its static and kinetic limits */

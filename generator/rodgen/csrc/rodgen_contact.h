@@ -226,9 +226,13 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     in the direction of that force; a slipping block whose rate turns sticks
  *     where it is (RODGEN_EVENT_STICK) and slips again at once if the force to
  *     hold it exceeds the static limit. A block starts as active0 says (STICK,
- *     SLIDE_PLUS or SLIDE_MINUS), else sticking when its rate is zero and
- *     slipping against its rate otherwise; after an impact (which leaves it
- *     out) it slips against its new rate, or sticks if that is zero.
+ *     SLIDE_PLUS or SLIDE_MINUS), else sticking when its rate is at rest
+ *     (|rate| <= 1e-9) and slipping against its rate otherwise; after an
+ *     impact (which leaves it out) it slips against its new rate, or sticks
+ *     at rest. While a LIMIT block on the same coordinate (its Jacobian row
+ *     equal up to sign at the start) is active, the FRICTION block idles
+ *     (phase 0: the stop holds the coordinate); when the limit releases it
+ *     takes its phase from the rate again.
  * Impacts treat every active contact as sticking.
  * Rows written: t_out [capacity], y_out [capacity*2nq],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
