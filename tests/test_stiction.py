@@ -270,3 +270,10 @@ def test_a_stop_holds_the_joint_while_it_presses_then_friction_sticks_then_it_sl
     np.testing.assert_allclose(res.lam[stuck, 1], mgl * math.cos(1.0) - c * res.t[stuck], atol=1e-7)
     assert np.all(res.active["phi_arm_friction"][stuck] == 1)
     assert res.q[-1, 0] > -1.0 + 1e-3
+
+
+def test_the_batch_integrators_refuse_a_model_with_stiction_and_dopri5_too(pendulum) -> None:
+    with pytest.raises(ValueError, match="dry friction with stiction"):
+        pendulum.simulate_batch(np.zeros((2, 2)), 0.1, 1e-3)
+    with pytest.raises(ValueError, match="dry friction with stiction"):
+        pendulum.simulate(np.zeros(2), 0.1, method="dopri5")

@@ -599,6 +599,9 @@ class CompiledModel:
         ``store="final"`` keeps only the final states. See :func:`rodgen.runtime.batch.simulate_batch`.
         """
         from .batch import simulate_batch
+        if any(b.kind == "friction" for b in self.constraints):
+            raise ValueError(f"the model {self.name!r} has dry friction with stiction, which only the hybrid "
+                             f"simulation runs (simulate() with a step dt); the batch integrators would ignore it")
         return simulate_batch(self, y0s, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                               controller=controller, store_every=store_every, store=store, max_steps=max_steps,
                               max_rows=max_rows, t0=t0, h_max=h_max, h_min=h_min, threads=threads)
