@@ -277,3 +277,61 @@ def test_the_batch_integrators_refuse_a_model_with_stiction_and_dopri5_too(pendu
         pendulum.simulate_batch(np.zeros((2, 2)), 0.1, 1e-3)
     with pytest.raises(ValueError, match="dry friction with stiction"):
         pendulum.simulate(np.zeros(2), 0.1, method="dopri5")
+
+
+def _double(constrained_terms: bool) -> Model:
+    model = Model(name=f"stiction_double_{int(constrained_terms)}", gravity=(0.0, -9.81))
+    model.parameter("Fs1", 2.0)
+    model.parameter("Fk1", 1.5)
+    a = Link("a", joint=Joint(friction=Friction(static="Fs1", kinetic="Fk1")))
+    a.rigid("a_s", 0.7, masses=[PointMass(1.2, fraction=1.0)])
+    b = Link("b", parent="a", angle="relative", joint=Joint(friction=Friction(static=0.8, kinetic=0.5)))
+    b.rigid("b_s", 0.5, masses=[PointMass(0.6, fraction=1.0)])
+    model.links += [a, b]
+    return model
+
+
+@pytest.mark.parametrize("constrained_terms", [True, False])
+def test_constrained_dynamics_of_sticking_and_slipping_blocks_equals_a_numpy_kkt_solve(
+        build_dir, constrained_terms) -> None:
+    """Both factorisations of the C (the generated constrained_terms, the runtime's dense Cholesky): a
+    sticking block is a row held, a slipping one the kinetic force J_r^T (+-Fk) added to the right side."""
+    from rodgen.codegen import CodegenOptions
+    sys = rodgen.build(_double(constrained_terms), build_dir=build_dir,
+                       codegen=CodegenOptions(constrained_terms=constrained_terms))
+    rng = np.random.default_rng(7)
+    names = [b.name for b in sys.constraints]
+    assert names == ["phi_a_friction", "th_b_friction"]
+    fk = {"phi_a_friction": 1.5, "th_b_friction": 0.5}
+    for _ in range(5):
+        q, qd, u = rng.standard_normal(2), rng.standard_normal(2), rng.standard_normal(2)
+        M, h, B = sys.mass_matrix(q), sys.bias(q, qd), sys.input_map(q)
+        J = sys.constraint_jacobian(q)
+        for modes in ({"phi_a_friction": "stick", "th_b_friction": "slide_plus"},
+                      {"phi_a_friction": "slide_minus", "th_b_friction": "stick"},
+                      {"phi_a_friction": "slide_plus", "th_b_friction": "slide_minus"}):
+            qdd, lam = sys.constrained_dynamics(q, qd, u, active=modes)
+            f = B @ u - h
+            lam_ref = np.zeros(2)
+            held = []
+            for i, nm in enumerate(names):
+                if modes[nm] == "stick":
+                    held.append(i)
+                else:
+                    lam_ref[i] = fk[nm] * (1.0 if modes[nm] == "slide_plus" else -1.0)
+            f = f + J.T @ lam_ref
+            # KKT: [M -J_h^T; J_h 0] [qdd; lam_h] = [f; -Jdot qd] (no Baumgarte terms: alpha = beta = 0)
+            k = len(held)
+            K = np.block([[M, -J[held].T], [J[held], np.zeros((k, k))]])
+            rhs = np.concatenate([f, -sys.constraint_bias(q, qd)[held]])
+            sol = np.linalg.solve(K, rhs)
+            lam_ref[held] = sol[2:]
+            np.testing.assert_allclose(qdd, sol[:2], rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(lam, lam_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_parameter_values_at_run_time_are_checked_too(pendulum) -> None:
+    with pytest.raises(ModelError, match=r"link 'arm'\.joint\.friction.*kinetic friction Fk = 4 exceeds"):
+        pendulum.simulate(np.zeros(2), 0.1, 1e-3, p={"Fk": 4.0})
+    with pytest.raises(ModelError, match=r"link 'arm'\.joint\.friction\.static.*must not be negative"):
+        pendulum.simulate(np.zeros(2), 0.1, 1e-3, p={"Fs": -1.0, "Fk": -2.0})

@@ -317,7 +317,8 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             "Kinetic friction limit of each dry-friction block (0 for the other blocks).", (),
             [g.p, output("mu_k", str(nblocks), "kinetic friction limits")],
             [("mu_k", "kinetic friction limits", [(f"mu_k[{i}]", ex) for i, ex in enumerate(kinetic)])], [], a,
-            options)] if any(c.kind == "friction" for c in eqs.constraints) else []) + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
+            options)] if any(c.kind == "friction" for c in eqs.constraints) else []) \
+        + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
 
 
 def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:

@@ -49,7 +49,8 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Force", "Friction", "FrictionBlock", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link",
+__all__ = ["Contact", "Force", "Friction", "FrictionBlock", "ValidForce", "Ground", "Limit", "Loop", "Coordinate",
+           "Input", "Joint", "Link",
            "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic",
            "elastic", "rule_table", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",

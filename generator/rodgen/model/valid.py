@@ -404,7 +404,8 @@ def valid_model(model: object) -> ValidModel:
     raise TypeError(f"expected a rodgen.Model, got {type(model).__name__}")
 
 
-__all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidFriction", "ValidMarker", "ValidPointMass",
-           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "ValidForce",
+__all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidFriction", "ValidMarker",
+           "ValidPointMass", "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop",
+           "ValidForce",
            "SEGMENT_KINDS",
            "AnyModel", "valid_model"]
