@@ -277,6 +277,9 @@ def test_the_batch_integrators_refuse_a_model_with_stiction_and_dopri5_too(pendu
         pendulum.simulate_batch(np.zeros((2, 2)), 0.1, 1e-3)
     with pytest.raises(ValueError, match="dry friction with stiction"):
         pendulum.simulate(np.zeros(2), 0.1, method="dopri5")
+    from rodgen.runtime.solve import solve
+    with pytest.raises(ValueError, match="dry friction with stiction"):
+        solve(pendulum, np.zeros(2), 0.1, dt=1e-2)
 
 
 def _double(constrained_terms: bool) -> Model:
