@@ -338,3 +338,63 @@ def test_parameter_values_at_run_time_are_checked_too(pendulum) -> None:
         pendulum.simulate(np.zeros(2), 0.1, 1e-3, p={"Fk": 4.0})
     with pytest.raises(ModelError, match=r"link 'arm'\.joint\.friction\.static.*must not be negative"):
         pendulum.simulate(np.zeros(2), 0.1, 1e-3, p={"Fs": -1.0, "Fk": -2.0})
+
+
+STICTION_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "{prefix}.h"
+#include "rodgen_contact.h"
+int main(void)
+{{
+    const rodgen_model *m = {prefix}_model();
+    rodgen_hybrid_options o;
+    rodgen_hybrid_state s;
+    static double t[20000], y[40000];
+    double y0[2] = {{0.0, 0.0}};
+    rodgen_event ev[64];
+    long n = 0, ne = 0, i;
+    void *work = malloc((size_t)rodgen_hybrid_work_bytes(m));
+    int st;
+    rodgen_hybrid_defaults(&o);
+    o.t_end = 12.0;
+    o.dt = 1e-3;
+    st = rodgen_hybrid_start(&s, m, 0, 0, 0, &o, 0.0, y0, 0, 0, work);
+    if (st == RODGEN_OK) {{
+        st = rodgen_hybrid_simulate(&o, &s, 20000, t, y, 0, 0, 0, &n, 64, ev, &ne);
+    }}
+    printf("%d %.17g %.17g\n", st, y[2 * (n - 1)], y[2 * (n - 1) + 1]);
+    for (i = 0; i < ne; ++i) {{
+        printf("%d %.17g\n", ev[i].kind, ev[i].t);
+    }}
+    free(work);
+    return st;
+}}
+"""
+
+
+def test_the_pendulum_sticks_where_the_hand_computation_says_from_c_alone(tmp_path) -> None:
+    """The generated C with the runtime's hybrid simulator, built with gcc -std=c99 -Wall -Wextra -Werror
+    -pedantic and no Python: the pendulum ends at the hand-computed last stop, at rest."""
+    import shutil
+    import subprocess
+
+    from rodgen.codegen import generate
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    files = generate(_pendulum(), tmp_path)
+    (tmp_path / "main.c").write_text(STICTION_C.format(prefix=files.spec.prefix))
+    sources = sorted(n for n in files.files if n.endswith(".c"))
+    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", "main.c", *sources, "-o", "run",
+           "-lm"]
+    built = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([str(tmp_path / "run")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    head, *events = run.stdout.strip().split("\n")
+    _, angle, rate = head.split()
+    stops = _pendulum_stops(0.0)
+    assert float(angle) == pytest.approx(stops[-1], abs=1e-9) and abs(float(rate)) < 1e-12
+    kinds = [int(e.split()[0]) for e in events]
+    assert kinds.count(5) == len(stops) - 1 and kinds.count(2) == len(stops) - 1   # RODGEN_EVENT_STICK, _SLIP
