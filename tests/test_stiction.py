@@ -398,3 +398,20 @@ def test_the_pendulum_sticks_where_the_hand_computation_says_from_c_alone(tmp_pa
     assert float(angle) == pytest.approx(stops[-1], abs=1e-9) and abs(float(rate)) < 1e-12
     kinds = [int(e.split()[0]) for e in events]
     assert kinds.count(5) == len(stops) - 1 and kinds.count(2) == len(stops) - 1   # RODGEN_EVENT_STICK, _SLIP
+
+
+def test_friction_forces_are_result_columns_and_csv_columns(block, tmp_path) -> None:
+    u = InputTable(np.array([0.0, 5.0]), np.array([[0.0], [5.0]]))
+    res = block.simulate(np.array([1.0, 0.0]), 4.0, 1e-2, u=u)
+    assert list(res.friction) == ["l_s_friction"]
+    col = res.friction["l_s_friction"]
+    # by hand: -c t while it sticks (t < 3 s), -Fk while it slides forward
+    before, after = res.t < 3.0 - 1e-9, res.t > 3.0 + 1e-6
+    np.testing.assert_allclose(col[before], -res.t[before], atol=1e-9)
+    np.testing.assert_allclose(col[after], -FK_BLOCK, atol=1e-12)
+    path = tmp_path / "run.csv"
+    res.to_csv(path)
+    header = path.read_text().splitlines()[0].split(",")
+    assert header[-1] == "l_s_friction"
+    data = np.loadtxt(path, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(data[:, -1], col)
