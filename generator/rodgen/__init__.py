@@ -11,6 +11,7 @@ from .errors import BuildError, CodegenError, DerivationError, ModelError, Rodge
 from .model import (
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Limit,
@@ -37,7 +38,7 @@ if _TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
-           "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
+           "Ground", "Contact", "Force", "Friction", "Loop", "Limit", "ValidModel",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
