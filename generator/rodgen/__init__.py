@@ -43,7 +43,7 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "__version__"]
+           "CController", "examples", "sweep", "__version__"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.
@@ -71,6 +71,7 @@ _LAZY = {
     "InputTable": (".runtime", "InputTable"),
     "Reference": (".runtime", "Reference"),
     "Integrator": (".runtime", "Integrator"),
+    "sweep": (".runtime.study", "sweep"),
 }
 
 
