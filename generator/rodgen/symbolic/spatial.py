@@ -655,8 +655,10 @@ def derive_spatial(model: ValidSpatialModel) -> Equations:
         Vg.append(-_dot(k.gravity, _add(_scale(m, pw), _mv(Rw, hb))))
     V = e(sp.Add(*Vg), "Vg") + spring_energy(k)  # type: ignore[arg-type]
     frames = {}
+    jacobians = {}
     for name, ref in tree.frames.items():
         frames[name] = _frame_of(ref, world)
+        jacobians[name] = _frame_jacobian(ref, frames[name][0], nodes, J, world, n)
     K, D = spring_forces(k), damper_forces(k)  # type: ignore[arg-type]
     points = {nm: sp.Matrix(pos) for nm, (pos, _) in frames.items()}
     eqs = Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u,  # type: ignore[arg-type]
@@ -665,7 +667,28 @@ def derive_spatial(model: ValidSpatialModel) -> Equations:
                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
                     inverse=inverse, inverse_assignments=inverse_assignments)
     eqs.frames = {nm: (sp.Matrix(pos), sp.Matrix(rot)) for nm, (pos, rot) in frames.items()}
+    eqs.frame_jacobians = jacobians
     return eqs
+
+
+def _frame_jacobian(ref: SRef, pos: V3, nodes: list[SNode], J: _Joints, world: list[tuple[M3, V3]],
+                    n: int) -> sp.Matrix:
+    """The (6, n) Jacobian of a frame in the ground frame: rows 0-2 the velocity of its origin, rows 3-5 its
+    angular velocity (geometric: a revolute node i adds z_i and z_i x (p - o_i), a prismatic one z_i)."""
+    out = sp.zeros(6, n)
+    i = ref.node
+    while i >= 0:
+        Rw, pw = world[i]
+        z = _mv(Rw, nodes[i].axis)
+        if nodes[i].revolute:
+            col = _cross(z, [pos[r] - pw[r] for r in range(3)]) + z
+        else:
+            col = z + _zero3()
+        for a_, cf in J.Tmap[i]:
+            for r in range(6):
+                out[r, a_] += cf * col[r]
+        i = nodes[i].parent
+    return out
 
 
 def _world_frames(nodes: list[SNode], J: _Joints, e: _Emitter) -> list[tuple[M3, V3]]:
@@ -855,16 +878,18 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs = derive_spatial_lagrange(model)
     else:
         eqs = derive_spatial(model)
-    frames = getattr(eqs, "frames", {})
+    frames, jacobians = eqs.frames, eqs.frame_jacobians
     if model.couplings:
-        from .coupling import reduce_couplings
+        from .coupling import coupling_functions, reduce_couplings
+        full_q = list(eqs.q)
         eqs = reduce_couplings(eqs)
-        if frames:
-            from .coupling import coupling_functions
-            f = coupling_functions(eqs)
-            eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
+        f = coupling_functions(eqs)
+        # d q_full / d q: the independent coordinates' own columns, the coupled ones' derivatives
+        Jc = sp.Matrix([[sp.diff(f.get(qf, qf), qi) for qi in eqs.q] for qf in full_q])
+        eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
+        eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
     else:
-        eqs.frames = frames
+        eqs.frames, eqs.frame_jacobians = frames, jacobians
     for i, c in enumerate(eqs.coordinates):
         if eqs.M[i, i] == 0:
             raise ModelError(f"coordinate {c.name!r} moves no mass: the mass matrix is singular",
