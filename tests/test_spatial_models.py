@@ -225,3 +225,19 @@ def test_validation_does_not_change_the_model() -> None:
     assert m == before
     assert [c.name for c in vm.coordinates()] == ["q_base", "q_upper", "l_ext"]
     assert [u.name for u in vm.inputs()] == ["tau_base", "tau_upper", "F_ext"]
+
+
+def test_readme_spatial_example_runs_as_written(build_dir: Path) -> None:
+    """The README's spatial example: the tool point at q = 0 is where the link lengths put it by hand, and
+    the shoulder's column of its Jacobian is z x r (a rotation about the vertical axis through the origin)."""
+    import re
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "SpatialModel" in b)
+    ns: dict = {}
+    exec(block.replace("rodgen.build(m)", f"rodgen.build(m, build_dir={str(build_dir)!r})"), ns)
+    robot, q = ns["robot"], ns["q"]
+    tcp = np.array([0.3 + 0.25 + 0.05, 0.0, 0.33])
+    assert np.allclose(ns["pos"], tcp, atol=1e-12)
+    assert np.allclose(ns["rot"], [[0, 0, 1], [0, 1, 0], [-1, 0, 0]], atol=1e-4)   # Ry(1.5708)
+    J = robot.frame_jacobians(q)["tcp"]
+    assert np.allclose(J[:3, 0], np.cross([0, 0, 1], tcp), atol=1e-12) and np.allclose(J[3:, 0], [0, 0, 1])
