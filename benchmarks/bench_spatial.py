@@ -87,6 +87,7 @@ def chain12() -> rodgen.SpatialModel:
 def pinocchio_model(model: rodgen.SpatialModel) -> Any:
     """The same mechanism in Pinocchio, from rodgen's expanded tree (every node a joint of q)."""
     import pinocchio as pin
+
     from rodgen.symbolic.spatial import SpatialTree, spatial_kinematics
     vm = model.validate()
     k = spatial_kinematics(vm)
@@ -154,13 +155,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     rows = [bench(panda(), args.repeat), bench(chain12(), args.repeat)]
-    targets = {"panda": {"ratio_rodgen_over_pinocchio": 0.5, "c_per_state_us": 2.0, "build_s": 5.0, "build_cpu_s": 5.0},
+    targets = {"panda": {"ratio_rodgen_over_pinocchio": 0.5, "c_per_state_us": 2.0, "build_s": 5.0,
+                         "build_cpu_s": 5.0},
                "chain12": {"ratio_rodgen_over_pinocchio": 0.5}}
     for r in rows:
         r["targets_met"] = {k: r[k] <= v for k, v in targets[r["model"]].items()}
-        print(f"{r['model']:8s} nq={r['nq']:2d} build {r['build_s']:.2f} s (CPU {r['build_cpu_s']:.2f} s) | one state: rodgen "
-              f"{r['python_one_state_us']:.2f} us, pinocchio.aba {r['pinocchio_aba_us']:.2f} us, ratio "
-              f"{r['ratio_rodgen_over_pinocchio']:.2f} | C {r['c_per_state_us']:.3f} us/state | "
+        print(f"{r['model']:8s} nq={r['nq']:2d} build {r['build_s']:.2f} s (CPU {r['build_cpu_s']:.2f} s) | "
+              f"one state: rodgen {r['python_one_state_us']:.2f} us, pinocchio.aba {r['pinocchio_aba_us']:.2f} us, "
+              f"ratio {r['ratio_rodgen_over_pinocchio']:.2f} | C {r['c_per_state_us']:.3f} us/state | "
               f"|qdd - pin| {r['max_abs_difference_qdd']:.1e} | targets {r['targets_met']}")
     write_json("spatial", {"rows": rows})
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from ..errors import CodegenError
-from ..model.core import Model
-from ..model.valid import MODEL_TYPES, VALID_TYPES, AnyModel, ValidModel
+from ..model.valid import MODEL_TYPES, AnyModel
 from .options import DEFAULT_METHOD, CodegenOptions, ForwardAlgorithm, prefix_of
 from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
 

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ..codegen.options import DEFAULT_METHOD, CodegenOptions
 from ..errors import BuildError
-from ..model.core import Model
 from ..model.valid import MODEL_TYPES, VALID_TYPES, AnyModel, ValidModel, valid_model
 from . import cache
 from .compiler import (
