@@ -918,8 +918,8 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     if model.couplings:
         from .coupling import coupling_functions, reduce_couplings
         full_q = list(eqs.q)
+        f = coupling_functions(eqs)       # of the full equations: dependent symbol -> its expression
         eqs = reduce_couplings(eqs)
-        f = coupling_functions(eqs)
         # d q_full / d q: the independent coordinates' own columns, the coupled ones' derivatives
         Jc = sp.Matrix([[sp.diff(f.get(qf, qf), qi) for qi in eqs.q] for qf in full_q])
         eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
