@@ -339,7 +339,7 @@ class CompiledModel:
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
                          out: Optional[np.ndarray] = None, check: bool = True,
                          t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
-        """Accelerations qdd = M^-1 (B u - bias): (nq,) or (N, nq). ``u`` defaults to zero; ``t`` (default 0) is
+        """Accelerations qdd = M^-1 (B u - bias): (nv,) or (N, nv). ``u`` defaults to zero; ``t`` (default 0) is
         the time of the force elements' expressions.
 
         Raises DynamicsError where the state is not finite or M is not positive
@@ -369,7 +369,7 @@ class CompiledModel:
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, p: Params = None, *,
                          out: Optional[np.ndarray] = None, t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
-        """Generalized forces Q = M qdd + bias that produce ``qdd``: (nq,) or (N, nq), at time ``t`` (of the
+        """Generalized forces Q = M qdd + bias that produce ``qdd``: (nv,) or (N, nv), at time ``t`` (of the
         force elements' expressions; default 0).
 
         Q equals B(q) u for the inputs u that produce qdd (for a fully
