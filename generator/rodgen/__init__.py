@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (
+    Body,
     Contact,
     Force,
     Friction,
@@ -23,6 +24,10 @@ from .model import (
     PointMass,
     Rod,
     Segment,
+    SpatialJoint,
+    SpatialLink,
+    SpatialMarker,
+    SpatialModel,
     Spring,
     ValidModel,
     dump,
@@ -39,6 +44,7 @@ if _TYPE_CHECKING:  # pragma: no cover
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
            "Ground", "Contact", "Force", "Friction", "Loop", "Limit", "ValidModel",
+           "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",

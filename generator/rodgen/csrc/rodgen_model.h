@@ -9,9 +9,11 @@
  *
  * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
  * np parameters, npoints marker points, nconstraints constraint blocks with
- * nrows rows in all. The routines that evaluate forces take the time t first
- * (the force elements' expressions may depend on it; a model without such
- * expressions ignores it).
+ * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
+ * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
+ * model rodgen generates today; the state y = [q, qd] has 2*nq. The routines
+ * that evaluate forces take the time t first (the force elements' expressions
+ * may depend on it; a model without such expressions ignores it).
  */
 #ifndef RODGEN_MODEL_H
 #define RODGEN_MODEL_H

@@ -393,6 +393,12 @@ def point_links(model: ValidModel) -> dict[str, str]:
 
 AnyModel = Union[Model, ValidModel]
 
+from .spatial import SpatialModel, ValidSpatialModel  # noqa: E402  (spatial.py imports this module's types)
+
+#: Every type of model the later stages take (planar and spatial), and the validated ones.
+MODEL_TYPES = (Model, ValidModel, SpatialModel, ValidSpatialModel)
+VALID_TYPES = (ValidModel, ValidSpatialModel)
+
 
 def valid_model(model: object) -> ValidModel:
     """The ValidModel of ``model``: a :class:`Model` is validated (a :class:`ModelError` names the place),
@@ -401,6 +407,10 @@ def valid_model(model: object) -> ValidModel:
         return model
     if isinstance(model, Model):
         return model.validate()
+    if isinstance(model, ValidSpatialModel):
+        return model  # type: ignore[return-value]
+    if isinstance(model, SpatialModel):
+        return model.validate()  # type: ignore[return-value]
     raise TypeError(f"expected a rodgen.Model, got {type(model).__name__}")
 
 
