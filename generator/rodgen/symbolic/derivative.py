@@ -156,6 +156,7 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
         if s in need:
             need.update(f for f in sp.sympify(e).free_symbols if f in index)
     kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
+    kept, outputs = _split_large(kept, outputs, prefix)
     defined = {s for s, _ in kept}
 
     primal: list[tuple[sp.Symbol, sp.Expr]] = []
@@ -220,6 +221,78 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
         out.append(directional(o, after))
         primal += after
     return TangentChain(primal, list(read), tangent, out, seeds)
+
+
+#: Nodes of an expression above which :func:`tangent_chain` splits it into one assignment per operation
+#: before differentiating (an expanded force law or a row of M qdd: its partials would each repeat it).
+LARGE_EXPRESSION = 40
+
+
+def _larger_than(expr: sp.Expr, size: int) -> bool:
+    for k, _ in enumerate(sp.preorder_traversal(expr)):
+        if k >= size:
+            return True
+    return False
+
+
+def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
+                 prefix: str) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """Large expressions of the chain and the outputs as chains of single operations.
+
+    Every operation (sum, product, power, function, a Piecewise's branches and the sides of its
+    conditions) of a large expression gets a symbol of its own, a repeated subexpression one symbol
+    (shared by all the large expressions), so that each partial is a small expression of symbols
+    and the tangent has one term per operand: its size follows the expression's, not the expression's
+    size times its number of free symbols. Small expressions are kept as they are.
+    """
+    memo: dict[sp.Expr, sp.Expr] = {}
+    node_of: dict[sp.Expr, sp.Symbol] = {}
+    out: list[tuple[sp.Symbol, sp.Expr]] = []
+    counter = [0]
+
+    def rebuild(expr: sp.Expr) -> sp.Expr:
+        if isinstance(expr, sp.Piecewise):
+            pairs = []
+            for e, c in expr.args:
+                if isinstance(c, sp.core.relational.Relational):
+                    c = c.func(split(c.lhs), split(c.rhs))
+                pairs.append((split(e), c))
+            return sp.Piecewise(*pairs)
+        if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Function)):
+            return expr.func(*[split(a) for a in expr.args])
+        return expr
+
+    def split(expr: sp.Expr) -> sp.Expr:
+        if expr.is_Atom:
+            return expr
+        hit = memo.get(expr)
+        if hit is not None:
+            return hit
+        node = rebuild(expr)
+        if not node.is_Atom:
+            sym = node_of.get(node)
+            if sym is None:
+                sym = sp.Symbol(f"{prefix}e{counter[0]}")
+                counter[0] += 1
+                node_of[node] = sym
+                out.append((sym, node))
+            node = sym
+        memo[expr] = node
+        return node
+
+    chain: list[tuple[sp.Symbol, sp.Expr]] = []
+    for s, e in kept:
+        if _larger_than(e, LARGE_EXPRESSION):
+            e = rebuild(e)
+            chain += out
+            out.clear()
+        chain.append((s, e))
+    result = []
+    for o in outputs:
+        if _larger_than(o, LARGE_EXPRESSION):
+            o = rebuild(o)
+        result.append(o)
+    return chain + out, result
 
 
 __all__ = ["forward_derivatives", "tangent_chain", "TangentChain"]
