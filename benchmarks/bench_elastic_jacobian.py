@@ -5,9 +5,11 @@ recursive method and generated with and without ``rhs_jacobian``. Per n the scri
 derivation and generation times, the size of the generated C source and the part of it that the
 Jacobian adds (the difference of the two sources), the wall-clock time of ``rodgen.build`` with the
 Jacobian (derive, generate, compile and load into an empty build folder: what the first use of a
-deferred Jacobian costs) and without it, the run time of one Jacobian evaluation (the batch kernel,
-best of several repeats), and the growth exponent k of the Jacobian's C (~ n^k) between successive
-n and fitted over all n. Not part of the tests.
+deferred Jacobian costs) and without it, with the CPU time of that build (this process and the
+compilers: on a loaded machine the wall-clock time also holds the waiting for a core), the run
+time of one Jacobian evaluation (the batch kernel, best of several repeats), and the growth
+exponent k of the Jacobian's C (~ n^k) between successive n and fitted over all n. Not part of
+the tests.
 
 With ``--baseline REV`` the run time of one evaluation is also measured with rodgen as of the git
 revision REV (exported with ``git archive`` into a temporary folder and run in a subprocess), on the
@@ -22,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -74,6 +77,13 @@ def timed_build(n):
 exec(TIMING)  # defines cantilever, evaluation_seconds, timed_build (the same text the baseline runs)
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the compilers): a build's cost without the
+    waiting that other processes on a shared machine add to its wall-clock time."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def measure(n: int, eval_n: set[int]) -> dict:
     model = cantilever(n)  # noqa: F821 (defined by TIMING)
     row: dict = {"n": n}
@@ -88,17 +98,18 @@ def measure(n: int, eval_n: set[int]) -> dict:
             name = next(f for f in files.files if f.endswith(".c") and f.startswith(model.name))
             src = files.files[name]
         with tempfile.TemporaryDirectory() as tmp:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), cpu_seconds()
             sys_ = rodgen.build(model, build_dir=tmp, codegen=CodegenOptions(jacobian=jac), progress=False)
-            build = time.perf_counter() - t
+            build, build_cpu = time.perf_counter() - t, cpu_seconds() - cpu
             key = "jac" if jac else "base"
             row[f"{key}_generate_s"] = gen
             row[f"{key}_build_s"] = build
+            row[f"{key}_build_cpu_s"] = build_cpu
             row[f"{key}_c_bytes"] = len(src)
             if jac and n in eval_n:
                 row["evaluation_us"] = 1e6 * evaluation_seconds(sys_)  # noqa: F821
-        print(f"n={n:3d} jacobian={jac!s:5}: generate {gen:6.2f} s, rodgen.build {build:6.2f} s, "
-              f"C {len(src) / 1e3:8.1f} kB", flush=True)
+        print(f"n={n:3d} jacobian={jac!s:5}: generate {gen:6.2f} s, rodgen.build {build:6.2f} s "
+              f"({build_cpu:6.2f} s CPU), C {len(src) / 1e3:8.1f} kB", flush=True)
     row["jacobian_c_bytes"] = row["jac_c_bytes"] - row["base_c_bytes"]
     return row
 

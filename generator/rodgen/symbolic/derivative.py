@@ -235,62 +235,83 @@ def _larger_than(expr: sp.Expr, size: int) -> bool:
     return False
 
 
+#: Functions defined for every real argument: inside a Piecewise branch they may be evaluated
+#: unconditionally (an operation that may be undefined there, a fractional power of a penetration or
+#: a division, stays inside its branch).
+TOTAL_FUNCTIONS = (sp.sin, sp.cos, sp.tanh, sp.atan, sp.Abs, sp.sign)
+
+
+def _total(node: sp.Expr) -> bool:
+    """Whether an operation (its operands being symbols) is defined and finite for every value of them."""
+    if isinstance(node, (sp.Add, sp.Mul)):
+        return True
+    if isinstance(node, sp.Pow):
+        return bool(node.exp.is_Integer and node.exp > 0)
+    return isinstance(node, TOTAL_FUNCTIONS)
+
+
 def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
                  prefix: str) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
     """Large expressions of the chain and the outputs as chains of single operations.
 
-    Every operation (sum, product, power, function, a Piecewise's branches and the sides of its
-    conditions) of a large expression gets a symbol of its own, a repeated subexpression one symbol
-    (shared by all the large expressions), so that each partial is a small expression of symbols
-    and the tangent has one term per operand: its size follows the expression's, not the expression's
-    size times its number of free symbols. Small expressions are kept as they are.
+    Every operation (sum, product, power, function, the sides of a Piecewise's conditions) of a
+    large expression gets a symbol of its own, a repeated subexpression one symbol (shared by all the
+    large expressions), so that each partial is a small expression of symbols and the tangent has one
+    term per operand: its size follows the expression's, not the expression's size times its number
+    of free symbols. Inside a Piecewise branch only operations defined everywhere (:func:`_total`) of
+    operands defined everywhere get a symbol (evaluated whatever the condition); the others stay in
+    the branch, which the partials then differentiate under its condition. Small expressions are
+    kept as they are.
     """
-    memo: dict[sp.Expr, sp.Expr] = {}
+    memo: dict[tuple[sp.Expr, bool], tuple[sp.Expr, bool]] = {}
     node_of: dict[sp.Expr, sp.Symbol] = {}
     out: list[tuple[sp.Symbol, sp.Expr]] = []
     counter = [0]
 
-    def rebuild(expr: sp.Expr) -> sp.Expr:
+    def rebuild(expr: sp.Expr, guarded: bool) -> tuple[sp.Expr, bool]:
+        """(the operation with split operands, whether it is defined everywhere)."""
         if isinstance(expr, sp.Piecewise):
             pairs = []
             for e, c in expr.args:
                 if isinstance(c, sp.core.relational.Relational):
-                    c = c.func(split(c.lhs), split(c.rhs))
-                pairs.append((split(e), c))
-            return sp.Piecewise(*pairs)
+                    c = c.func(split(c.lhs, guarded)[0], split(c.rhs, guarded)[0])
+                pairs.append((split(e, True)[0], c))
+            return sp.Piecewise(*pairs), False
         if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Function)):
-            return expr.func(*[split(a) for a in expr.args])
-        return expr
+            parts = [split(a, guarded) for a in expr.args]
+            node = expr.func(*[a for a, _ in parts])
+            return node, all(ok for _, ok in parts) and _total(node)
+        return expr, False
 
-    def split(expr: sp.Expr) -> sp.Expr:
+    def split(expr: sp.Expr, guarded: bool) -> tuple[sp.Expr, bool]:
         if expr.is_Atom:
-            return expr
-        hit = memo.get(expr)
+            return expr, True
+        hit = memo.get((expr, guarded))
         if hit is not None:
             return hit
-        node = rebuild(expr)
-        if not node.is_Atom:
+        node, ok = rebuild(expr, guarded)
+        if not node.is_Atom and (ok or not guarded):
             sym = node_of.get(node)
             if sym is None:
                 sym = sp.Symbol(f"{prefix}e{counter[0]}")
                 counter[0] += 1
                 node_of[node] = sym
                 out.append((sym, node))
-            node = sym
-        memo[expr] = node
-        return node
+            node, ok = sym, True
+        memo[(expr, guarded)] = (node, ok)
+        return node, ok
 
     chain: list[tuple[sp.Symbol, sp.Expr]] = []
     for s, e in kept:
         if _larger_than(e, LARGE_EXPRESSION):
-            e = rebuild(e)
+            e = rebuild(e, False)[0]
             chain += out
             out.clear()
         chain.append((s, e))
     result = []
     for o in outputs:
         if _larger_than(o, LARGE_EXPRESSION):
-            o = rebuild(o)
+            o = rebuild(o, False)[0]
         result.append(o)
     return chain + out, result
 
