@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from .derivative import TangentChain
 
 
+#: The time ``t`` in the force elements' expressions (a point force ``F0*sin(w*t)``). Its assumptions set it
+#: apart from a parameter or coordinate that a model might call ``t`` (those are ``Symbol(name, real=True)``).
+TIME = sp.Symbol("t", real=True, finite=True)
+
+
 @dataclass(frozen=True)
 class ConstraintEquations:
     """The rows of one constraint block (a contact, a loop closure or a coordinate limit).
@@ -138,6 +143,8 @@ class Equations:
         ``assignments`` and ``inverse_assignments`` (which follow ``assignments``, may refer to
         them, and are the only ones that refer to ``qdd``); None otherwise. The inverse dynamics
         M qdd + bias is :meth:`inverse_dynamics`.
+    t : the Symbol of time (:data:`TIME`); only the force elements' expressions (``F``, ``forces``,
+        ``B`` never) may hold it, so M, h, G, K, D and B do not depend on time.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -172,6 +179,7 @@ class Equations:
     forces: list[ForceEquations] = field(default_factory=list)
     inverse: Optional[sp.Matrix] = None
     inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
+    t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
     _tangent: Optional[TangentChain] = field(default=None, init=False, repr=False, compare=False)
