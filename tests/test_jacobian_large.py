@@ -84,7 +84,8 @@ def test_tangent_jacobian_of_24_coordinates_with_force_elements(build_dir: Any) 
                                    err_msg=f"trial {trial}")
 
 
-@pytest.mark.parametrize("n,forces", [(5, True), (24, False)])
+# the full derivative of 24 coordinates (the reference) takes most of a minute of SymPy: slow
+@pytest.mark.parametrize("n,forces", [(5, True), pytest.param(24, False, marks=pytest.mark.slow)])
 def test_tangent_jacobian_equals_the_full_symbolic_derivative(build_dir: Any, n: int, forces: bool) -> None:
     """Two exact derivatives agree to round-off (the full one with force elements only where affordable:
     it carries every variable through the expanded force laws)."""
