@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (
+    Body,
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Limit,
@@ -22,6 +24,10 @@ from .model import (
     PointMass,
     Rod,
     Segment,
+    SpatialJoint,
+    SpatialLink,
+    SpatialMarker,
+    SpatialModel,
     Spring,
     ValidModel,
     dump,
@@ -37,12 +43,13 @@ if _TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
-           "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
+           "Ground", "Contact", "Force", "Friction", "Loop", "Limit", "ValidModel",
+           "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "__version__"]
+           "CController", "examples", "sweep", "__version__"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.
@@ -70,6 +77,7 @@ _LAZY = {
     "InputTable": (".runtime", "InputTable"),
     "Reference": (".runtime", "Reference"),
     "Integrator": (".runtime", "Integrator"),
+    "sweep": (".runtime.study", "sweep"),
 }
 
 

@@ -101,8 +101,8 @@ def _expr(width: str, owner: str) -> str:
 
 _t = Arg("t", "", "time (of the force elements' expressions; unused by a model without them)")
 _q = Arg("q", "nq", "coordinates")
-_qd = Arg("qd", "nq", "coordinate rates")
-_qdd = Arg("qdd", "nq", "coordinate accelerations")
+_qd = Arg("qd", "nv", "coordinate rates")
+_qdd = Arg("qdd", "nv", "coordinate accelerations")
 _u = Arg("u", "nu", "inputs")
 _p = Arg("p", "np", "parameters")
 
@@ -113,16 +113,16 @@ def _out(name: str, width: str, doc: str, shape: str = "") -> Arg:
 
 #: The routines of a model, in the order of the fields of ``rodgen_model``.
 ROUTINES: tuple[Routine, ...] = (
-    Routine("mass_matrix", (_q, _p, _out("M", "nq*nq", "mass matrix, row-major", "nq,nq")),
+    Routine("mass_matrix", (_q, _p, _out("M", "nv*nv", "mass matrix, row-major", "nv,nv")),
             "Mass matrix M(q), symmetric positive definite.", single=True),
-    Routine("bias", (_t, _q, _qd, _p, _out("h", "nq", "bias forces")),
+    Routine("bias", (_t, _q, _qd, _p, _out("h", "nv", "bias forces")),
             "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", single=True),
-    Routine("gravity", (_q, _p, _out("g", "nq", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
-    Routine("input_map", (_q, _p, _out("B", "nq*nu", "input map, row-major", "nq,nu")),
+    Routine("gravity", (_q, _p, _out("g", "nv", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
+    Routine("input_map", (_q, _p, _out("B", "nv*nu", "input map, row-major", "nv,nu")),
             "Input map B(q): generalized forces = B u."),
-    Routine("forward_dynamics", (_t, _q, _qd, _u, _p, _out("qdd", "nq", "coordinate accelerations")),
+    Routine("forward_dynamics", (_t, _q, _qd, _u, _p, _out("qdd", "nv", "coordinate accelerations")),
             "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
-    Routine("inverse_dynamics", (_t, _q, _qd, _qdd, _p, _out("Q", "nq", "generalized forces")),
+    Routine("inverse_dynamics", (_t, _q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
             "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
     Routine("rhs", (_t, Arg("y", "2*nq", "state [q, qd]"), _u,
                     _p, _out("dy", "2*nq", "state derivative [qd, qdd]")),
@@ -156,6 +156,9 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("element_forces", (_t, _q, _qd, _u, _p,
                                _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
             "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
+    Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
+            "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
+            "static limit is the block's constraint_friction.", optional=True),
 )
 
 
@@ -167,8 +170,26 @@ def routine(name: str) -> Routine:
     raise KeyError(name)
 
 
-#: Sizes a width may name; the fields of ``rodgen_model`` holding them.
-SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+#: Sizes a width may name; the fields of ``rodgen_model`` holding them (``nv``: see :data:`NV`).
+SIZES = ("nq", "nv", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+
+
+@dataclass(frozen=True)
+class DerivedSize:
+    """A size that is not a field of ``rodgen_model`` but a C macro of the table, ``RODGEN_<NAME>(m)``."""
+
+    name: str
+    expression: str      # C, of ``m`` (a ``const rodgen_model *``)
+    doc: str
+
+
+#: The number of velocities ``nv``: the length of qd, qdd and of the generalized forces (M is nv x nv), next
+#: to the number of coordinates ``nq`` (the length of q). They differ for joints whose configuration has more
+#: numbers than degrees of freedom (a quaternion); every joint rodgen derives today (revolute, prismatic,
+#: two-angle, variable lengths, planar bases) has nv = nq, so ``RODGEN_NV(m)`` is ``m->nq`` and the state
+#: y = [q, qd] holds 2*nq numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python:
+#: ``CompiledModel.nv``), so that a model with nv != nq later changes the table and this macro only.
+NV = DerivedSize("nv", "((m)->nq)", "number of velocities (qd, qdd, generalized forces); equal to nq today")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:
@@ -446,13 +467,15 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("int", "rodgen_mixed_simulate",
              "const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, "
              "double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, "
-             "double *y_out, double *qdd_out, double *tau_out, long *n_out",
+             "double *y_out, double *qdd_out, double *tau_out, double *u_out, long *n_out",
              "Integrate the free coordinates of a mixed problem with RK4 (fixed step dt, grid of "
              "rodgen_mixed_grid) from the free state y0 [2*nfree] = [q_f, qd_f] (free coordinates in model "
              "order) at t0 to t_end, the prescribed coordinates following mx, the inputs from the input law "
              "inp at the full state (NULL: zero). Writes every step: t_out [capacity], y_out [capacity*2*nq] "
              "(full state), qdd_out [capacity*nq], tau_out [capacity*npres] (forces at the prescribed "
-             "coordinates, as rodgen_mixed_accelerations); capacity must hold K + 1 rows. *n_out receives the "
+             "coordinates, as rodgen_mixed_accelerations), u_out [capacity*nu] or NULL (the inputs at the "
+             "stored states; the input law may be any rodgen_input: constant, table, callback such as a C "
+             "controller); capacity must hold K + 1 rows. *n_out receives the "
              "rows written. Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid, capacity or sample times), "
              "RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row "
              "holds the last good state)."),

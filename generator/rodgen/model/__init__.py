@@ -8,6 +8,8 @@ from .core import (
                    Contact,
                    Coordinate,
                    Force,
+                   Friction,
+                   FrictionBlock,
                    Ground,
                    Input,
                    Joint,
@@ -28,6 +30,18 @@ from .dump import dump, to_dict
 from .elastic import elastic, rule_table
 from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
+from .spatial import (
+                   Body,
+                   SpatialJoint,
+                   SpatialLink,
+                   SpatialMarker,
+                   SpatialModel,
+                   ValidBody,
+                   ValidSpatialJoint,
+                   ValidSpatialLink,
+                   ValidSpatialMarker,
+                   ValidSpatialModel,
+)
 from .valid import (
                    AnyModel,
                    Extension,
@@ -47,10 +61,12 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link",
+__all__ = ["Contact", "Force", "Friction", "FrictionBlock", "ValidForce", "Ground", "Limit", "Loop", "Coordinate",
+           "Input", "Joint", "Link",
            "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic",
            "elastic", "rule_table", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
-           "valid_model"]
+           "valid_model", "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
+           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody"]

@@ -7,6 +7,7 @@ any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Callable, Optional
 
@@ -19,6 +20,7 @@ from .core import (
     FORCE_TYPES,
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Link,
@@ -45,6 +47,7 @@ from .valid import (
     Extension,
     ValidContact,
     ValidForce,
+    ValidFriction,
     ValidGround,
     ValidJoint,
     ValidLink,
@@ -213,66 +216,13 @@ def validate_model(model: Model) -> ValidModel:
             torque = claim(jt.torque if jt.torque is not None else default_torque(lk.name), "input",
                            f"{lw}.joint.torque")
         spring, damping = _spring_damper(ctx, jt, f"{lw}.joint")
-        joint = ValidJoint(torque, spring, damping)
+        joint = ValidJoint(torque, spring, damping, _friction(ctx, jt.friction, f"{lw}.joint.friction"))
         link_limits = _limits(ctx, lk.limits, f"{lw}.limits")
         if not isinstance(lk.segments, list) or not lk.segments:
             raise ctx.err("a link needs at least one segment", f"{lw}.segments")
         segments: list[ValidSegment] = []
         for j, sg in enumerate(lk.segments):
-            _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
-            check_name(sg.name, "segment name", f"{lw}.segments[{j}]", model.source)
-            if sg.name in seg_names:
-                raise ctx.err(f"duplicate segment name {sg.name!r} (also in link {seg_names[sg.name]!r})",
-                              f"{lw}.segments[{j}]")
-            seg_names[sg.name] = lk.name
-            sw = f"{lw}, segment {sg.name!r}"
-            kind = _segment_kind(ctx, sg, sw)
-            length = ctx.expr(sg.length, f"{sw}.length", positive=True)
-            extension = None
-            if kind != "rigid":
-                seg_coordinate = claim(sg.coordinate if sg.coordinate is not None else
-                                       default_length_coordinate(sg.name), "coordinate", f"{sw}.coordinate")
-                force = None
-                if sg.actuated:
-                    force = claim(sg.force if sg.force is not None else default_force(sg.name), "input",
-                                  f"{sw}.force")
-                seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
-                extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
-                                      _limits(ctx, sg.limits, f"{sw}.limits"))
-            else:
-                for fld in ("spring", "damping", "limits"):
-                    if getattr(sg, fld) is not None:
-                        raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
-            masses: list[ValidPointMass] = []
-            for k, pm in enumerate(sg.masses):
-                mw = f"{sw}.masses[{k}]"
-                _typed(ctx, pm, PointMass, mw)
-                mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
-                fraction, moff, lateral = _station(ctx, pm, mw)
-                if pm.name is not None:
-                    claim(pm.name, "point name", f"{mw}.name")
-                masses.append(ValidPointMass(mass, fraction, moff, lateral, pm.name))
-            rods: list[ValidRod] = []
-            for k, rd in enumerate(sg.rods):
-                rw = f"{sw}.rods[{k}]"
-                _typed(ctx, rd, Rod, rw)
-                mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
-                if rd.length is None:
-                    if kind != "rigid" and rd.inertia is None:
-                        raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
-                    rod_length = length
-                else:
-                    rod_length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
-                inertia = ctx.expr(rd.inertia if rd.inertia is not None else
-                                   as_expression(f"({mass.text})*({rod_length.text})**2/12"),
-                                   f"{rw}.inertia", nonneg=True)
-                fraction, roff, lateral = _station(ctx, rd, rw)
-                if rd.name is not None:
-                    claim(rd.name, "point name", f"{rw}.name")
-                rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
-            if kind == "telescopic" and len(rods) >= 2:
-                _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
-            segments.append(ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension))
+            segments.append(validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim))
         seg_of = {sg.name for sg in lk.segments}
         markers: list[ValidMarker] = []
         for k, mk in enumerate(lk.markers):
@@ -313,6 +263,66 @@ def validate_model(model: Model) -> ValidModel:
                       ground=out.ground, contacts=contacts, loops=loops, forces=forces,
                       couplings=MappingProxyType(couplings), doc=out.doc, source=out.source)
 
+
+def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_names: dict[str, str],
+                     claim: Callable[[object, str, str], str]) -> ValidSegment:
+    """Check segment ``j`` of a link (``lw`` names the link for messages) and return its ValidSegment;
+    ``seg_names`` maps the segment names seen so far to their links."""
+    _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
+    check_name(sg.name, "segment name", f"{lw}.segments[{j}]", ctx.src)
+    if sg.name in seg_names:
+        raise ctx.err(f"duplicate segment name {sg.name!r} (also in link {seg_names[sg.name]!r})",
+                      f"{lw}.segments[{j}]")
+    seg_names[sg.name] = lk_name
+    sw = f"{lw}, segment {sg.name!r}"
+    kind = _segment_kind(ctx, sg, sw)
+    length = ctx.expr(sg.length, f"{sw}.length", positive=True)
+    extension = None
+    if kind != "rigid":
+        seg_coordinate = claim(sg.coordinate if sg.coordinate is not None else
+                               default_length_coordinate(sg.name), "coordinate", f"{sw}.coordinate")
+        force = None
+        if sg.actuated:
+            force = claim(sg.force if sg.force is not None else default_force(sg.name), "input",
+                          f"{sw}.force")
+        seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
+        extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
+                              _limits(ctx, sg.limits, f"{sw}.limits"),
+                              _friction(ctx, sg.friction, f"{sw}.friction"))
+    else:
+        for fld in ("spring", "damping", "limits", "friction"):
+            if getattr(sg, fld) is not None:
+                raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
+    masses: list[ValidPointMass] = []
+    for k, pm in enumerate(sg.masses):
+        mw = f"{sw}.masses[{k}]"
+        _typed(ctx, pm, PointMass, mw)
+        mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
+        fraction, moff, lateral = _station(ctx, pm, mw)
+        if pm.name is not None:
+            claim(pm.name, "point name", f"{mw}.name")
+        masses.append(ValidPointMass(mass, fraction, moff, lateral, pm.name))
+    rods: list[ValidRod] = []
+    for k, rd in enumerate(sg.rods):
+        rw = f"{sw}.rods[{k}]"
+        _typed(ctx, rd, Rod, rw)
+        mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
+        if rd.length is None:
+            if kind != "rigid" and rd.inertia is None:
+                raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
+            rod_length = length
+        else:
+            rod_length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
+        inertia = ctx.expr(rd.inertia if rd.inertia is not None else
+                           as_expression(f"({mass.text})*({rod_length.text})**2/12"),
+                           f"{rw}.inertia", nonneg=True)
+        fraction, roff, lateral = _station(ctx, rd, rw)
+        if rd.name is not None:
+            claim(rd.name, "point name", f"{rw}.name")
+        rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
+    if kind == "telescopic" and len(rods) >= 2:
+        _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
+    return ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension)
 
 #: The name of the time in a point force's expressions.
 TIME_NAME = "t"
@@ -478,6 +488,30 @@ def _limits(ctx: _Ctx, limits: object, where: str) -> Bounds:
     return (lo, hi)
 
 
+def _friction(ctx: _Ctx, friction: object, where: str) -> Optional[ValidFriction]:
+    """Dry friction with stiction: ``static`` and ``kinetic`` (default: ``static``) finite, non-negative,
+    kinetic <= static at the default parameters."""
+    if friction is None:
+        return None
+    if isinstance(friction, Mapping):
+        unknown = sorted(set(friction) - {"static", "kinetic"})
+        if unknown:
+            raise ctx.err(f"unknown field {unknown[0]!r} (friction takes static and kinetic)", where)
+        if "static" not in friction:
+            raise ctx.err("friction needs its static limit (static: ...)", where)
+        friction = Friction(friction["static"], friction.get("kinetic"))
+    if not isinstance(friction, Friction):
+        raise ctx.err(f"expected a Friction or a mapping {{static: ..., kinetic: ...}}, got "
+                      f"{type(friction).__name__}", where)
+    static = ctx.expr(friction.static, f"{where}.static", nonneg=True)
+    kinetic = static if friction.kinetic is None else ctx.expr(friction.kinetic, f"{where}.kinetic", nonneg=True)
+    vs, vk = static.evaluate(ctx.params), kinetic.evaluate(ctx.params)
+    if not vk <= vs:
+        raise ctx.err(f"the kinetic friction {kinetic.text} = {vk:g} exceeds the static limit {static.text} = "
+                      f"{vs:g}; stiction needs kinetic <= static", f"{where}.kinetic")
+    return ValidFriction(static, kinetic)
+
+
 def _ground(ctx: _Ctx, model: Model) -> tuple[Expression, Expression]:
     _typed(ctx, model.ground, Ground, "ground")
     return ctx.expr(model.ground.slope, "ground.slope"), ctx.expr(model.ground.height, "ground.height")
@@ -530,6 +564,9 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
     for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
         block(lim.name, "limit", where)
+    for fr in vm.frictions():
+        where = f"link {fr.link!r}" + (f", segment {fr.segment!r}.friction" if fr.segment else ".joint.friction")
+        block(fr.name, "friction", where)
     return tuple(contacts), tuple(loops)
 
 

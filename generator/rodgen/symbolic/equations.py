@@ -34,12 +34,14 @@ class ConstraintEquations:
 
     name : the contact's, loop's or limit's name in the model.
     kind : ``"contact"`` (2 rows: tangential position along the ground, gap above it),
-        ``"loop"`` (2 rows: marker b minus marker a, x and y) or ``"limit"`` (1 row:
-        ``q - lower`` or ``upper - q``).
+        ``"loop"`` (2 rows: marker b minus marker a, x and y), ``"limit"`` (1 row:
+        ``q - lower`` or ``upper - q``) or ``"friction"`` (1 row: the coordinate ``q``).
     position : (k, 1) the rows as functions of q and the parameters.
     jacobian : (k, n) d position / d q.
     bias : (k, 1) the time derivative of the Jacobian times qd (J̇ q̇).
-    friction : the Coulomb coefficient of a contact (an expression of the parameters); None otherwise.
+    friction : the Coulomb coefficient of a contact, the static limit of a ``"friction"`` block (dry
+        friction with stiction on a coordinate, 1 row: the coordinate); None otherwise.
+    kinetic : the kinetic limit of a ``"friction"`` block; None otherwise.
     """
 
     name: str
@@ -48,6 +50,7 @@ class ConstraintEquations:
     jacobian: sp.Matrix
     bias: sp.Matrix
     friction: Optional[sp.Expr] = None
+    kinetic: Optional[sp.Expr] = None
 
     @property
     def nrows(self) -> int:
@@ -179,6 +182,13 @@ class Equations:
     forces: list[ForceEquations] = field(default_factory=list)
     inverse: Optional[sp.Matrix] = None
     inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
+    #: spatial models: name -> ((3, 1) position, (3, 3) rotation) of every named frame (link frames
+    #: ``<link>.joint``, segment ends, named masses and bodies, markers) in the ground frame; empty for
+    #: planar models (whose ``points`` are (2, 1))
+    frames: dict[str, tuple[sp.Matrix, sp.Matrix]] = field(default_factory=dict)
+    #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
+    #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
+    frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
     t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
@@ -218,17 +228,21 @@ class Equations:
         def x(m: sp.Matrix) -> sp.Matrix:
             return m.xreplace(subs)
 
-        return Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
+        out = Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
                          self.param_values, x(self.M), x(self.h), x(self.G), x(self.K), x(self.D), x(self.B),
                          self.T.xreplace(subs), self.V.xreplace(subs),
                          {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs,
                          {k: v.xreplace(subs) for k, v in self.couplings.items()},
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
-                                              None if c.friction is None else c.friction.xreplace(subs))
+                                              None if c.friction is None else c.friction.xreplace(subs),
+                                              None if c.kinetic is None else c.kinetic.xreplace(subs))
                           for c in self.constraints],
                          self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
                                          x(f.generalized), f.input) for f in self.forces])
+        out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
+        out.frame_jacobians = {nm: x(jac) for nm, jac in self.frame_jacobians.items()}
+        return out
 
     def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
         """d(M a + bias - B u)/d[q, qd] with a (the ``qdd`` symbols) and u held fixed, as straight-line code.
