@@ -455,7 +455,7 @@ def summary_markdown(build: Any, fwd: Any, sim: Any, ops: Any, targets: list[dic
         if rt and rt.get("compile_s") is not None:
             lines += ["", f"rodgen's runtime extension (the Python binding of every model) is compiled once per "
                           f"rodgen version and machine, {rt['compile_s']:.1f} s, and is not part of these times."]
-        lines += ["", "The times are those of `rodgen.build(model)`: up to 12 coordinates it compiles the model "
+        lines += ["", "The times are those of `rodgen.build(model)`: it compiles the model "
                       "without its exact RHS Jacobian, which is generated and compiled (as a second, cached "
                       "library) on the first call of `rhs_jacobian` or `ode().jac`; that first use is the "
                       "Jacobian column (`CodegenOptions(jacobian=True)` compiles it with the model)."]

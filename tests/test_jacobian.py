@@ -96,8 +96,9 @@ def test_jacobian_can_be_switched_off(build_dir: Any) -> None:
     assert "rhs_jacobian" not in sys_.header.read_text()
     with pytest.raises(RodgenError, match="built without the Jacobian of its right-hand side"):
         sys_.rhs_jacobian([0.1, 1.0], [0.0, 0.0])
-    assert CodegenOptions().wants_jacobian(12) and not CodegenOptions().wants_jacobian(13)
-    assert CodegenOptions(jacobian=True).wants_jacobian(40)
+    # automatic: every size (the tangent's code grows like the inverse dynamics); never in float
+    assert CodegenOptions().wants_jacobian(12) and CodegenOptions().wants_jacobian(200)
+    assert not CodegenOptions(jacobian=False).wants_jacobian(2) and not CodegenOptions(real="float").wants_jacobian(2)
 
 
 def test_build_defers_the_jacobian_to_its_first_use(build_dir: Any) -> None:

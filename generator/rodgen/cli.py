@@ -40,7 +40,7 @@ def _add_codegen_args(p: argparse.ArgumentParser) -> None:
                    help="forward-dynamics algorithm: articulated-body (aba) where it applies, else Cholesky "
                         "(default auto)")
     p.add_argument("--jacobian", dest="jacobian", action="store_true", default=None,
-                   help="generate the exact RHS Jacobian (default: for models of at most 12 coordinates)")
+                   help="generate the exact RHS Jacobian (the default)")
     p.add_argument("--no-jacobian", dest="jacobian", action="store_false", help="do not generate it")
 
 

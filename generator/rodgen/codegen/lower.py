@@ -63,9 +63,9 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     forward, forward_note, fd = forward_choice(eqs, options)
 
     r = dynamics_routines(eqs, prefix, g, options)
-    r += forward_routines(eqs, prefix, g, options, fd, need_mass_force=fd is None or jacobian)
+    r += forward_routines(eqs, prefix, g, options, fd, need_mass_force=fd is None)
     if jacobian:
-        r.append(jacobian_routine(eqs, prefix, g, options))
+        r += jacobian_routines(eqs, prefix, g, options)
     r += constraint_routines(eqs, prefix, g, options, blocks)
     r += force_routines(eqs, prefix, g, options)
     if spatial:
@@ -237,7 +237,7 @@ def forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, O
 def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
                      fd: Optional[ForwardDynamics], *, need_mass_force: bool) -> list[Routine]:
     """The static helpers of ``<prefix>_forward_dynamics`` (its body is in the template):
-    ``mass_force`` (M and B u - bias, for the Cholesky path and the RHS Jacobian) and
+    ``mass_force`` (M and B u - bias, for the Cholesky path) and
     ``articulated`` (the articulated-body recursion)."""
     n = len(eqs.q)
     NQ = g.NQ
@@ -248,7 +248,7 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
         bias = eqs.bias
         out.append(build_routine(
             "mass_force", f"{prefix}_mass_force",
-            "M(q) and f = B u - bias (used by " + ("forward_dynamics" if not fd else "rhs_jacobian") + ").", (),
+            "M(q) and f = B u - bias (used by forward_dynamics).", (),
             [g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
             [("M", "mass matrix, lower triangle", m_items),
              ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], eqs.assignments,
@@ -267,23 +267,36 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     return out
 
 
-def jacobian_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
-    """``inverse_dynamics_jacobian``, used by ``<prefix>_rhs_jacobian``.
+def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """``inverse_dynamics_partials`` and ``inverse_dynamics_tangent``, used by ``<prefix>_rhs_jacobian``.
 
     g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
-    d qdd / d x = -M^-1 dg/dx (the C solves with the Cholesky factor of M). The
-    symbolic stage derives dg/dx (``Equations.inverse_dynamics_jacobian``).
+    d qdd / d x = -M^-1 dg/dx. The symbolic stage gives the tangent of g along a direction
+    (``Equations.inverse_dynamics_tangent``): the partials routine evaluates its local partials once
+    per point into ``pd``, the tangent routine gives dg for one direction ``dx`` = [dq, dqd] from
+    them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
+    dynamics (O(nq) for a chain), not nq times it.
     """
     n = len(eqs.q)
     NQ = g.NQ
-    d_assign, jac = eqs.inverse_dynamics_jacobian()
-    return build_routine(
-        "inverse_dynamics_jacobian", f"{prefix}_inverse_dynamics_jacobian",
-        "G = d(M a + bias - B u)/d[q, qd] at fixed a and u (used by rhs_jacobian).", (),
-        [g.t, g.q, g.qd, g.qdd, g.u, g.p, output("G", f"{NQ}*2*{NQ}", "derivative, row-major")],
-        [("G", f"d(M a + bias - B u)/d[q, qd], row-major {n}x{2 * n}",
-          [(f"G[{i * 2 * n + k}]", jac[i][k]) for i in range(n) for k in range(2 * n)])],
-        [], d_assign, options, static=True)
+    tc = eqs.inverse_dynamics_tangent()
+    npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
+    pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)
+    dx = Group(Argument("dx", f"2*{NQ}", "direction [dq, dqd]"), tc.seeds)
+    inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
+    partials = build_routine(
+        "inverse_dynamics_partials", f"{prefix}_inverse_dynamics_partials",
+        "Local partials of g = M a + bias - B u at one point (used by rhs_jacobian).", (),
+        inputs + [output("pd", str(npd), "local partials")],
+        [("pd", f"{len(tc.partials)} local partials", [(f"pd[{i}]", s) for i, s in enumerate(tc.partials)])],
+        [], tc.primal, options, static=True)
+    tangent = build_routine(
+        "inverse_dynamics_tangent", f"{prefix}_inverse_dynamics_tangent",
+        "dg = d(M a + bias - B u)/d[q, qd] times dx at fixed a and u (used by rhs_jacobian).", (),
+        inputs + [pd, dx, output("dg", NQ, "directional derivative")],
+        [("dg", "d(M a + bias - B u)/d[q, qd] dx", [(f"dg[{i}]", tc.outputs[i]) for i in range(n)])],
+        [], tc.tangent, options, static=True)
+    return [partials, tangent]
 
 
 def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:

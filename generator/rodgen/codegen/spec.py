@@ -204,9 +204,9 @@ class ModelSpec:
         if not static:
             return (name,)
         users = {"articulated": ("forward_dynamics",),
-                 "mass_force": (("forward_dynamics",) if self.forward == "cholesky" else ())
-                 + (("rhs_jacobian",) if self.jacobian else ()),
-                 "inverse_dynamics_jacobian": ("rhs_jacobian",)}
+                 "mass_force": ("forward_dynamics",),
+                 "inverse_dynamics_partials": ("rhs_jacobian",),
+                 "inverse_dynamics_tangent": ("rhs_jacobian",)}
         if name in users and users[name]:
             return users[name]
         return tuple(g for g, _ in self._all_groups())

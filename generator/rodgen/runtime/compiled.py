@@ -522,9 +522,9 @@ class CompiledModel:
             return self._jacobian_table.rhs_jacobian
 
     def _no_jacobian(self) -> str:
-        return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (models of more "
-                f"than 12 coordinates skip it by default, and rodgen.build compiles it on first use into a second "
-                f"library, which a library loaded by its path does not know); rebuild with "
+        return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (CodegenOptions("
+                f"jacobian=False), or rodgen.build's deferred Jacobian, which it compiles on first use into a second "
+                f"library that a library loaded by its path does not know); rebuild with "
                 f"rodgen.build(model, codegen=CodegenOptions(jacobian=True))")
 
     def rhs_jacobian(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,

@@ -41,8 +41,8 @@ def linearize(sys: Any, q0: ArrayLike, qd0: Optional[ArrayLike] = None, u0: Opti
               p: Params = None) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) of the first-order system about (q0, qd0, u0): A (2nq, 2nq), B (2nq, nu).
 
-    ``sys`` is a compiled model built with the Jacobian (``CodegenOptions(jacobian=True)``, the
-    default up to 12 coordinates). ``qd0`` and ``u0`` default to zero.
+    ``sys`` is a compiled model with the Jacobian (``rodgen.build`` gives every model one, built on
+    its first use, unless ``CodegenOptions(jacobian=False)``). ``qd0`` and ``u0`` default to zero.
     """
     q = np.asarray(q0, dtype=float)
     nq, nu = sys.nq, sys.nu

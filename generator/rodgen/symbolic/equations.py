@@ -18,6 +18,7 @@ from ..model.valid import ValidModel
 
 if TYPE_CHECKING:
     from .constraints import ConstrainedSolve, ConstrainedTerms
+    from .derivative import TangentChain
 
 
 #: The time ``t`` in the force elements' expressions (a point force ``F0*sin(w*t)``). Its assumptions set it
@@ -191,6 +192,7 @@ class Equations:
     t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
+    _tangent: Optional[TangentChain] = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.F is None:
@@ -249,7 +251,8 @@ class Equations:
         order (the equations' own assignments and their derivatives) and the n x 2n derivative in
         them (see :mod:`rodgen.symbolic.derivative`). At ``a = qdd`` the Jacobian of the
         accelerations is ``-M^-1`` times it. Derived on the first call and kept; its size grows
-        like nq times the inverse dynamics, so it is not derived unless asked for.
+        like nq times the inverse dynamics (nq^2 for a chain), so the code stage prints
+        :meth:`inverse_dynamics_tangent` instead; this full form is the reference it is tested against.
         """
         if self._jacobian is None:
             from .derivative import forward_derivatives
@@ -260,6 +263,27 @@ class Equations:
             self._jacobian = forward_derivatives(self.assignments + extra, list(inverse - bu),
                                                  list(self.q) + list(self.qd))
         return self._jacobian
+
+    def inverse_dynamics_tangent(self) -> "TangentChain":
+        """The tangent of g = M a + bias - B u along a direction (dq, dqd), a and u held fixed.
+
+        A :class:`~rodgen.symbolic.derivative.TangentChain` over the inverse dynamics (the O(n)
+        Newton-Euler form where the method gives one, with the springs, dampers, force elements
+        and input map): ``primal`` evaluates the local partials once at (q, qd, a, u),
+        ``tangent``/``outputs`` give dg for the seeds ``seeds`` = [dq, dqd] (2n symbols),
+        linear in them. Both grow like the inverse dynamics (O(n) for a chain), independently of
+        the number of directions: the code stage prints them as two routines and the C of
+        ``rhs_jacobian`` runs the tangent once per unit direction, d qdd/dx_k = -M^-1 dg(e_k)
+        at a = qdd. Derived on the first call and kept.
+        """
+        if self._tangent is None:
+            from .derivative import tangent_chain
+            n = len(self.q)
+            bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
+            inverse, extra = self.inverse_dynamics()
+            self._tangent = tangent_chain(self.assignments + extra, list(inverse - bu),
+                                          list(self.q) + list(self.qd))
+        return self._tangent
 
     def constrained_terms(self) -> ConstrainedTerms:
         """What the constrained dynamics needs at one state, as straight-line code: a sparse L D L^T

@@ -111,7 +111,7 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
 
 def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = True) -> tuple[CodegenOptions, bool]:
     """The code-stage options :func:`build` compiles a model of ``nq`` coordinates with, and whether its RHS
-    Jacobian is deferred to the first use (``codegen.jacobian`` None, a model small enough to get one)."""
+    Jacobian is deferred to the first use (``codegen.jacobian`` None, code in double)."""
     deferred = defer_jacobian and codegen.jacobian is None and codegen.wants_jacobian(nq)
     return (replace(codegen, jacobian=False) if deferred else codegen), deferred
 
@@ -138,11 +138,11 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
     progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
-    defer_jacobian : with ``codegen.jacobian`` None (automatic), a model that gets the exact RHS
-        Jacobian (at most ``JACOBIAN_AUTO_MAX_NQ`` coordinates) is compiled without it, and the
+    defer_jacobian : with ``codegen.jacobian`` None (automatic), the model is compiled without its
+        exact RHS Jacobian, and the
         Jacobian is generated and compiled on its first use (``rhs_jacobian``, ``ode().jac``) as a
         second build of the same model with ``CodegenOptions(jacobian=True)``, cached like any
-        build. Its code is larger than the rest of a small model's, so this halves the build.
+        build; a model that never uses it neither derives, prints nor compiles it.
         False compiles it now, into the same library (as ``CodegenOptions(jacobian=True)`` does).
 
     Returns
