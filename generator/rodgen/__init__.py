@@ -22,6 +22,10 @@ from .model import (
     PointMass,
     Rod,
     Segment,
+    SpatialJoint,
+    SpatialLink,
+    SpatialMarker,
+    SpatialModel,
     Spring,
     ValidModel,
     dump,
@@ -29,6 +33,7 @@ from .model import (
     load,
     telescopic,
 )
+from .model import Body
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate
@@ -38,6 +43,7 @@ if _TYPE_CHECKING:  # pragma: no cover
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
            "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
+           "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",

@@ -28,6 +28,18 @@ from .dump import dump, to_dict
 from .elastic import elastic, rule_table
 from .expr import Expression, ExpressionError, parse
 from .loader import load, load_dict
+from .spatial import (
+                   Body,
+                   SpatialJoint,
+                   SpatialLink,
+                   SpatialMarker,
+                   SpatialModel,
+                   ValidBody,
+                   ValidSpatialJoint,
+                   ValidSpatialLink,
+                   ValidSpatialMarker,
+                   ValidSpatialModel,
+)
 from .valid import (
                    AnyModel,
                    Extension,
@@ -53,4 +65,5 @@ __all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordin
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
-           "valid_model"]
+           "valid_model", "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
+           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody"]

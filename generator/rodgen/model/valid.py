@@ -377,6 +377,11 @@ def valid_model(model: object) -> ValidModel:
         return model
     if isinstance(model, Model):
         return model.validate()
+    from .spatial import SpatialModel, ValidSpatialModel
+    if isinstance(model, ValidSpatialModel):
+        return model  # type: ignore[return-value]
+    if isinstance(model, SpatialModel):
+        return model.validate()  # type: ignore[return-value]
     raise TypeError(f"expected a rodgen.Model, got {type(model).__name__}")
 
 

@@ -219,60 +219,7 @@ def validate_model(model: Model) -> ValidModel:
             raise ctx.err("a link needs at least one segment", f"{lw}.segments")
         segments: list[ValidSegment] = []
         for j, sg in enumerate(lk.segments):
-            _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
-            check_name(sg.name, "segment name", f"{lw}.segments[{j}]", model.source)
-            if sg.name in seg_names:
-                raise ctx.err(f"duplicate segment name {sg.name!r} (also in link {seg_names[sg.name]!r})",
-                              f"{lw}.segments[{j}]")
-            seg_names[sg.name] = lk.name
-            sw = f"{lw}, segment {sg.name!r}"
-            kind = _segment_kind(ctx, sg, sw)
-            length = ctx.expr(sg.length, f"{sw}.length", positive=True)
-            extension = None
-            if kind != "rigid":
-                seg_coordinate = claim(sg.coordinate if sg.coordinate is not None else
-                                       default_length_coordinate(sg.name), "coordinate", f"{sw}.coordinate")
-                force = None
-                if sg.actuated:
-                    force = claim(sg.force if sg.force is not None else default_force(sg.name), "input",
-                                  f"{sw}.force")
-                seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
-                extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
-                                      _limits(ctx, sg.limits, f"{sw}.limits"))
-            else:
-                for fld in ("spring", "damping", "limits"):
-                    if getattr(sg, fld) is not None:
-                        raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
-            masses: list[ValidPointMass] = []
-            for k, pm in enumerate(sg.masses):
-                mw = f"{sw}.masses[{k}]"
-                _typed(ctx, pm, PointMass, mw)
-                mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
-                fraction, moff, lateral = _station(ctx, pm, mw)
-                if pm.name is not None:
-                    claim(pm.name, "point name", f"{mw}.name")
-                masses.append(ValidPointMass(mass, fraction, moff, lateral, pm.name))
-            rods: list[ValidRod] = []
-            for k, rd in enumerate(sg.rods):
-                rw = f"{sw}.rods[{k}]"
-                _typed(ctx, rd, Rod, rw)
-                mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
-                if rd.length is None:
-                    if kind != "rigid" and rd.inertia is None:
-                        raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
-                    rod_length = length
-                else:
-                    rod_length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
-                inertia = ctx.expr(rd.inertia if rd.inertia is not None else
-                                   as_expression(f"({mass.text})*({rod_length.text})**2/12"),
-                                   f"{rw}.inertia", nonneg=True)
-                fraction, roff, lateral = _station(ctx, rd, rw)
-                if rd.name is not None:
-                    claim(rd.name, "point name", f"{rw}.name")
-                rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
-            if kind == "telescopic" and len(rods) >= 2:
-                _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
-            segments.append(ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension))
+            segments.append(validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim))
         seg_of = {sg.name for sg in lk.segments}
         markers: list[ValidMarker] = []
         for k, mk in enumerate(lk.markers):
@@ -312,6 +259,66 @@ def validate_model(model: Model) -> ValidModel:
                       base=out.base, base_coordinates=out.base_coordinates, base_initial=out.base_initial,
                       ground=out.ground, contacts=contacts, loops=loops, forces=forces,
                       couplings=MappingProxyType(couplings), doc=out.doc, source=out.source)
+
+
+def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_names: dict[str, str],
+                     claim: Callable[[object, str, str], str]) -> ValidSegment:
+    """Check segment ``j`` of a link (``lw`` names the link for messages) and return its ValidSegment;
+    ``seg_names`` maps the segment names seen so far to their links."""
+    _typed(ctx, sg, Segment, f"{lw}.segments[{j}]")
+    check_name(sg.name, "segment name", f"{lw}.segments[{j}]", ctx.src)
+    if sg.name in seg_names:
+        raise ctx.err(f"duplicate segment name {sg.name!r} (also in link {seg_names[sg.name]!r})",
+                      f"{lw}.segments[{j}]")
+    seg_names[sg.name] = lk_name
+    sw = f"{lw}, segment {sg.name!r}"
+    kind = _segment_kind(ctx, sg, sw)
+    length = ctx.expr(sg.length, f"{sw}.length", positive=True)
+    extension = None
+    if kind != "rigid":
+        seg_coordinate = claim(sg.coordinate if sg.coordinate is not None else
+                               default_length_coordinate(sg.name), "coordinate", f"{sw}.coordinate")
+        force = None
+        if sg.actuated:
+            force = claim(sg.force if sg.force is not None else default_force(sg.name), "input",
+                          f"{sw}.force")
+        seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
+        extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
+                              _limits(ctx, sg.limits, f"{sw}.limits"))
+    else:
+        for fld in ("spring", "damping", "limits"):
+            if getattr(sg, fld) is not None:
+                raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
+    masses: list[ValidPointMass] = []
+    for k, pm in enumerate(sg.masses):
+        mw = f"{sw}.masses[{k}]"
+        _typed(ctx, pm, PointMass, mw)
+        mass = ctx.expr(pm.mass, f"{mw}.mass", positive=True)
+        fraction, moff, lateral = _station(ctx, pm, mw)
+        if pm.name is not None:
+            claim(pm.name, "point name", f"{mw}.name")
+        masses.append(ValidPointMass(mass, fraction, moff, lateral, pm.name))
+    rods: list[ValidRod] = []
+    for k, rd in enumerate(sg.rods):
+        rw = f"{sw}.rods[{k}]"
+        _typed(ctx, rd, Rod, rw)
+        mass = ctx.expr(rd.mass, f"{rw}.mass", positive=True)
+        if rd.length is None:
+            if kind != "rigid" and rd.inertia is None:
+                raise ctx.err("a rod on a variable segment needs its own length or inertia", rw)
+            rod_length = length
+        else:
+            rod_length = ctx.expr(rd.length, f"{rw}.length", nonneg=True)
+        inertia = ctx.expr(rd.inertia if rd.inertia is not None else
+                           as_expression(f"({mass.text})*({rod_length.text})**2/12"),
+                           f"{rw}.inertia", nonneg=True)
+        fraction, roff, lateral = _station(ctx, rd, rw)
+        if rd.name is not None:
+            claim(rd.name, "point name", f"{rw}.name")
+        rods.append(ValidRod(mass, rod_length, inertia, fraction, roff, lateral, rd.name))
+    if kind == "telescopic" and len(rods) >= 2:
+        _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
+    return ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension)
 
 
 #: Defaults of the force elements' optional fields.

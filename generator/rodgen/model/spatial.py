@@ -1,0 +1,443 @@
+"""The spatial model vocabulary: trees of rigid bodies in 3D, joints about any axis.
+
+A :class:`SpatialModel` is a tree of :class:`SpatialLink` objects, each with
+its own body frame. A link is attached to a point of its parent (``at``: the
+end of the parent's last segment by default, which is the parent's frame when
+it has no segments), moved by a fixed transform ``xyz`` + ``rpy`` (the URDF
+convention: translation, then the fixed-axis roll-pitch-yaw rotation
+``R = Rz(yaw) Ry(pitch) Rx(roll)``), then by its joint:
+
+* ``"revolute"``: a rotation by the coordinate (plus ``offset``) about the unit
+  ``axis`` (link frame);
+* ``"prismatic"``: a translation by the coordinate along ``axis``;
+* ``"fixed"``: no coordinate (the link is welded to its parent);
+* ``"two_angle"``: Borisov's spatial link, two coordinates (phi, psi): the link
+  frame is ``Rz(phi) Ry(-psi)``, so its x axis (the link axis) points along
+  ``(cos psi cos phi, cos psi sin phi, sin psi)``. With ``angles="absolute"``
+  both angles are measured in the ground frame (Borisov's convention; the
+  parent must then be None or another absolute two-angle link, attached
+  without ``rpy``); with ``angles="relative"`` in the parent's frame (a
+  universal joint).
+
+A link carries rigid bodies (:class:`Body`: mass, centre of mass and the full
+inertia tensor about it, URDF order ``ixx, ixy, ixz, iyy, iyz, izz``) in its
+frame, and the planar vocabulary's segments (:class:`~rodgen.model.core.Segment`,
+rigid, variable-length or telescopic, with their point masses and rods) along
+its link axis ``along`` (default the frame's x axis). A variable segment is a
+prismatic coordinate along the link axis driven by a longitudinal force, as in
+the planar model; a rod has the given ``inertia`` about both axes normal to
+the link axis and none about it. Segment points lie on the link axis: a
+point's ``lateral`` offset must be 0 here (use a :class:`Body` off the axis).
+
+Markers (:class:`SpatialMarker`) are frames on a link: a point (along a
+segment, plus ``xyz`` in the link frame) and an orientation ``rpy``.
+
+Every numeric field takes a number, a parameter name or an expression, as in
+the planar model. :meth:`SpatialModel.validate` returns an immutable
+:class:`ValidSpatialModel`. This module uses no SymPy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+from .core import Coordinate, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .expr import Expression, Value
+from .valid import Bounds, ValidSegment, ValidSpring
+
+#: Joint types of a spatial link.
+JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle")
+#: Angle conventions of a two-angle link.
+TWO_ANGLE_CONVENTIONS = ("absolute", "relative")
+
+Vec3 = tuple[Value, Value, Value]
+
+
+def default_joint_coordinate(link_name: str) -> str:
+    """Name of a revolute or prismatic joint's coordinate when the model gives none."""
+    return "q_" + link_name
+
+
+def default_joint_input(link_name: str, joint_type: str) -> str:
+    """Name of a joint's input when the model gives none: ``tau_<link>`` (revolute), ``F_<link>`` (prismatic)."""
+    return ("F_" if joint_type == "prismatic" else "tau_") + link_name
+
+
+def default_two_angle_coordinates(link_name: str) -> tuple[str, str]:
+    return ("phi_" + link_name, "psi_" + link_name)
+
+
+@dataclass
+class Body:
+    """A rigid body fixed in a link frame.
+
+    ``com`` is its centre of mass in the link frame; ``inertia`` the inertia
+    tensor about the centre of mass as ``(ixx, ixy, ixz, iyy, iyz, izz)``
+    (URDF order) or a 3x3 nested sequence, in axes rotated by ``rpy`` from the
+    link frame (the URDF ``<inertial><origin rpy>``).
+    """
+
+    mass: Value
+    com: Vec3 = (0.0, 0.0, 0.0)
+    inertia: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    rpy: Vec3 = (0.0, 0.0, 0.0)
+    name: Optional[str] = None
+
+
+@dataclass
+class SpatialJoint:
+    """The joint of a spatial link (see the module docstring for the types).
+
+    ``coordinate`` names the coordinate (default ``q_<link>``; a two-angle link
+    takes ``coordinates=(phi, psi)``, default ``phi_<link>``, ``psi_<link>``).
+    ``input`` names its input (default ``tau_<link>`` for a revolute joint,
+    ``F_<link>`` for a prismatic one; a two-angle link has two (``input`` a pair),
+    ``tau_phi_<link>`` and ``tau_psi_<link>``, the generalized forces on its
+    two angles) unless ``actuated=False``. ``limits``, ``effort`` and
+    ``velocity`` are kept with the model (``limits`` give limit blocks as in
+    the planar model; ``effort`` and ``velocity`` are recorded only).
+    """
+
+    type: str = "revolute"
+    axis: Vec3 = (0.0, 0.0, 1.0)
+    xyz: Vec3 = (0.0, 0.0, 0.0)
+    rpy: Vec3 = (0.0, 0.0, 0.0)
+    coordinate: Optional[str] = None
+    coordinates: Optional[tuple[str, str]] = None
+    angles: str = "relative"
+    offset: Value = 0.0
+    initial: Any = 0.0
+    input: Any = None
+    actuated: bool = True
+    spring: Optional[Spring] = None
+    damping: Optional[Value] = None
+    limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
+    effort: Optional[Value] = None
+    velocity: Optional[Value] = None
+
+
+@dataclass
+class SpatialMarker:
+    """A named frame on a link: the point ``fraction*length + offset`` along ``segment`` (or ``offset``
+    along the link axis from the link frame's origin when ``segment`` is None) plus ``xyz`` (link frame),
+    its axes rotated by ``rpy`` from the link frame."""
+
+    name: str
+    segment: Optional[str] = None
+    fraction: Value = 0.0
+    offset: Value = 0.0
+    xyz: Vec3 = (0.0, 0.0, 0.0)
+    rpy: Vec3 = (0.0, 0.0, 0.0)
+
+
+@dataclass
+class SpatialLink:
+    """A link of a spatial model: a body frame moved by ``joint`` relative to its parent (or the ground)."""
+
+    name: str
+    parent: Optional[str] = None
+    at: str = "end"
+    joint: SpatialJoint = field(default_factory=SpatialJoint)
+    along: Vec3 = (1.0, 0.0, 0.0)
+    bodies: list[Body] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    markers: list[SpatialMarker] = field(default_factory=list)
+
+    # -- builder helpers -------------------------------------------------
+    def body(self, mass: Value, com: Vec3 = (0.0, 0.0, 0.0), inertia: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), *,
+             rpy: Vec3 = (0.0, 0.0, 0.0), name: Optional[str] = None) -> Body:
+        """Add a rigid body (mass, centre of mass, inertia about it) and return it."""
+        b = Body(mass, com, inertia, rpy, name)
+        self.bodies.append(b)
+        return b
+
+    def rigid(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
+              rod: Rod | None = None, rods: Sequence[Rod] = ()) -> Segment:
+        """Append a rigid segment along the link axis and return it."""
+        seg = Segment(name=name, length=length, variable=False, masses=list(masses),
+                      rods=list(rods) + ([rod] if rod is not None else []))
+        self.segments.append(seg)
+        return seg
+
+    def variable(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
+                 rods: Sequence[Rod] = (), coordinate: str | None = None, force: str | None = None,
+                 actuated: bool = True, spring: Spring | None = None, damping: Value | None = None,
+                 limits: tuple[Optional[Value], Optional[Value]] | None = None) -> Segment:
+        """Append a variable-length segment (a prismatic coordinate along the link axis) and return it."""
+        seg = Segment(name=name, length=length, variable=True, masses=list(masses), rods=list(rods),
+                      coordinate=coordinate, force=force, actuated=actuated, spring=spring, damping=damping,
+                      limits=limits)
+        self.segments.append(seg)
+        return seg
+
+    def telescopic(self, name: str, **kw: Any) -> Segment:
+        """Append a telescopic segment (see :func:`rodgen.model.telescopic`) and return it."""
+        seg = telescopic(name, **kw)
+        self.segments.append(seg)
+        return seg
+
+    def marker(self, name: str, segment: str | None = None, fraction: Value = 0.0, offset: Value = 0.0, *,
+               xyz: Vec3 = (0.0, 0.0, 0.0), rpy: Vec3 = (0.0, 0.0, 0.0)) -> SpatialMarker:
+        """Add a marker frame and return it."""
+        mk = SpatialMarker(name, segment, fraction, offset, xyz, rpy)
+        self.markers.append(mk)
+        return mk
+
+
+@dataclass
+class SpatialModel:
+    """A spatial (3D) tree of links on a fixed base; see the module docstring.
+
+    ``gravity`` is a 3-vector (default ``(0, 0, -9.81)``). ``couplings`` map a
+    dependent coordinate to an expression of the others (e.g. a URDF mimic
+    joint), as in the planar :class:`~rodgen.model.core.Model`.
+    """
+
+    name: str
+    links: list[SpatialLink] = field(default_factory=list)
+    parameters: list[Parameter] = field(default_factory=list)
+    gravity: Vec3 = (0.0, 0.0, -9.81)
+    couplings: dict[str, Value] = field(default_factory=dict)
+    doc: str = ""
+    source: Optional[str] = None
+
+    # -- builder API -----------------------------------------------------
+    def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
+        """Declare a parameter and return its name (for use in expressions)."""
+        self.parameters.append(Parameter(name, value, unit, doc))
+        return name
+
+    def link(self, name: str, parent: Optional[str] = None, *, joint: str = "revolute",
+             axis: Vec3 = (0.0, 0.0, 1.0), xyz: Vec3 = (0.0, 0.0, 0.0), rpy: Vec3 = (0.0, 0.0, 0.0),
+             at: str = "end", along: Vec3 = (1.0, 0.0, 0.0), coordinate: Optional[str] = None,
+             initial: Value = 0.0, offset: Value = 0.0, input: Optional[str] = None, actuated: bool = True,
+             spring: Optional[Spring] = None, damping: Optional[Value] = None,
+             limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
+             effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
+        """Add a link with a revolute, prismatic or fixed joint and return it.
+
+        ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
+        (``parent=None``: the ground frame); ``axis`` is the joint axis in the link frame.
+        """
+        jt = SpatialJoint(joint, axis, xyz, rpy, coordinate=coordinate, offset=offset, initial=initial,
+                          input=input, actuated=actuated, spring=spring, damping=damping, limits=limits,
+                          effort=effort, velocity=velocity)
+        lk = SpatialLink(name=name, parent=parent, at=at, joint=jt, along=along)
+        self.links.append(lk)
+        return lk
+
+    def fixed(self, name: str, parent: Optional[str] = None, *, xyz: Vec3 = (0.0, 0.0, 0.0),
+              rpy: Vec3 = (0.0, 0.0, 0.0), at: str = "end", along: Vec3 = (1.0, 0.0, 0.0)) -> SpatialLink:
+        """Add a link welded to its parent (a fixed joint) and return it."""
+        return self.link(name, parent, joint="fixed", xyz=xyz, rpy=rpy, at=at, along=along)
+
+    def two_angle_link(self, name: str, parent: Optional[str] = None, *, angles: str = "absolute",
+                       coordinates: Optional[tuple[str, str]] = None, initial: tuple[Value, Value] = (0.0, 0.0),
+                       xyz: Vec3 = (0.0, 0.0, 0.0), at: str = "end", actuated: bool = True,
+                       inputs: Optional[tuple[str, str]] = None) -> SpatialLink:
+        """Add Borisov's two-angle link (phi, psi; link axis x) and return it; add segments to it.
+
+        ``angles="absolute"`` (Borisov): the angles are measured in the ground frame; the parent must be
+        None or an absolute two-angle link. ``angles="relative"``: in the parent's frame.
+        """
+        jt = SpatialJoint("two_angle", xyz=xyz, coordinates=coordinates, angles=angles, initial=initial,
+                          actuated=actuated, input=inputs)
+        lk = SpatialLink(name=name, parent=parent, at=at, joint=jt)
+        self.links.append(lk)
+        return lk
+
+    def couple(self, coordinate: str, expression: Value) -> str:
+        """Make ``coordinate`` a function of the other coordinates (see ``Model.couple``); return its name."""
+        self.couplings[coordinate] = expression
+        return coordinate
+
+    # -- queries -------------------------------------------------------------
+    def link_named(self, name: str) -> SpatialLink:
+        for lk in self.links:
+            if lk.name == name:
+                return lk
+        raise KeyError(name)
+
+    def children(self, name: Optional[str]) -> list[SpatialLink]:
+        return [lk for lk in self.links if lk.parent == name]
+
+    def coordinates(self) -> list[Coordinate]:
+        return self.validate().coordinates()
+
+    def inputs(self) -> list[Input]:
+        return self.validate().inputs()
+
+    def parameter_values(self) -> dict[str, float]:
+        return {p.name: float(p.value) for p in self.parameters}
+
+    def validate(self) -> "ValidSpatialModel":
+        """Check the model and return its :class:`ValidSpatialModel` (a ModelError names the place)."""
+        return validate_spatial(self)
+
+
+# ---------------------------------------------------------------------------
+# the validated spatial model
+# ---------------------------------------------------------------------------
+
+Vec3E = tuple[Expression, Expression, Expression]
+
+
+@dataclass(frozen=True)
+class ValidBody:
+    """A rigid body: ``inertia`` about the centre of mass, ``(ixx, ixy, ixz, iyy, iyz, izz)`` in axes rotated
+    by ``rpy`` from the link frame."""
+
+    mass: Expression
+    com: Vec3E
+    inertia: tuple[Expression, Expression, Expression, Expression, Expression, Expression]
+    rpy: Vec3E
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ValidSpatialJoint:
+    """A joint with every default resolved. ``coordinates`` has one name (revolute, prismatic), two
+    (two_angle) or none (fixed); ``inputs`` the matching input names (empty when not actuated);
+    ``initial`` one expression per coordinate; ``axis`` is a unit vector (revolute, prismatic)."""
+
+    type: str
+    axis: Vec3E
+    xyz: Vec3E
+    rpy: Vec3E
+    coordinates: tuple[str, ...]
+    inputs: tuple[str, ...]
+    initial: tuple[Expression, ...]
+    offset: Expression
+    angles: str = "relative"
+    spring: Optional[ValidSpring] = None
+    damping: Optional[Expression] = None
+    limits: Bounds = None
+    effort: Optional[Expression] = None
+    velocity: Optional[Expression] = None
+
+
+@dataclass(frozen=True)
+class ValidSpatialMarker:
+    name: str
+    segment: Optional[str]
+    fraction: Expression
+    offset: Expression
+    xyz: Vec3E
+    rpy: Vec3E
+
+
+@dataclass(frozen=True)
+class ValidSpatialLink:
+    name: str
+    parent: Optional[str]
+    at: str
+    joint: ValidSpatialJoint
+    along: Vec3E
+    bodies: tuple[ValidBody, ...] = ()
+    segments: tuple[ValidSegment, ...] = ()
+    markers: tuple[ValidSpatialMarker, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidSpatialModel:
+    """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
+    (``contacts``, ``loops``, ``forces``) are empty; ``base`` is ``"fixed"``."""
+
+    name: str
+    links: tuple[ValidSpatialLink, ...]
+    parameters: tuple[Any, ...]
+    gravity: Vec3E
+    couplings: Mapping[str, Expression] = field(default_factory=lambda: MappingProxyType({}))
+    doc: str = ""
+    source: Optional[str] = None
+    base: str = "fixed"
+    contacts: tuple[()] = ()
+    loops: tuple[()] = ()
+    forces: tuple[()] = ()
+
+    spatial = True
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.links, self.parameters, tuple(self.couplings.items())))
+
+    def link_named(self, name: str) -> ValidSpatialLink:
+        for lk in self.links:
+            if lk.name == name:
+                return lk
+        raise KeyError(name)
+
+    def children(self, name: Optional[str]) -> list[ValidSpatialLink]:
+        return [lk for lk in self.links if lk.parent == name]
+
+    def iter_segments(self) -> Iterator[tuple[ValidSpatialLink, ValidSegment]]:
+        for lk in self.links:
+            for sg in lk.segments:
+                yield lk, sg
+
+    def coordinates(self) -> list[Coordinate]:
+        """Per link (tree order): its joint's coordinates, then the lengths of its variable segments."""
+        out: list[Coordinate] = []
+        for lk in self.links:
+            kind = "position" if lk.joint.type == "prismatic" else "angle"
+            for nm, x0 in zip(lk.joint.coordinates, lk.joint.initial):
+                out.append(Coordinate(nm, kind, lk.name, None, x0))
+            for sg in lk.segments:
+                if sg.extension is not None:
+                    out.append(Coordinate(sg.extension.coordinate, "length", lk.name, sg.name, sg.length))
+        return out
+
+    def independent_coordinates(self) -> list[Coordinate]:
+        return [c for c in self.coordinates() if c.name not in self.couplings]
+
+    def inputs(self) -> list[Input]:
+        """Per link: its joint's inputs, then the forces of its variable segments."""
+        out: list[Input] = []
+        for lk in self.links:
+            kind = "force" if lk.joint.type == "prismatic" else "torque"
+            for nm in lk.joint.inputs:
+                out.append(Input(nm, kind, lk.name, None))
+            for sg in lk.segments:
+                if sg.extension is not None and sg.extension.force is not None:
+                    out.append(Input(sg.extension.force, "force", lk.name, sg.name))
+        return out
+
+    def limits(self) -> list[Limit]:
+        out: list[Limit] = []
+
+        def add(bounds: Bounds, coord: str, link: str, segment: Optional[str]) -> None:
+            for side, bound in zip(("lower", "upper"), bounds or ()):
+                if bound is not None:
+                    out.append(Limit(f"{coord}_{side}", coord, side, bound, link, segment))
+
+        for lk in self.links:
+            if len(lk.joint.coordinates) == 1:
+                add(lk.joint.limits, lk.joint.coordinates[0], lk.name, None)
+            for sg in lk.segments:
+                if sg.extension is not None:
+                    add(sg.extension.limits, sg.extension.coordinate, lk.name, sg.name)
+        return out
+
+    def markers(self) -> dict[str, tuple[ValidSpatialLink, ValidSpatialMarker]]:
+        return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
+
+    def parameter_values(self) -> dict[str, float]:
+        return {p.name: p.value for p in self.parameters}
+
+    def value(self, v: Expression) -> float:
+        return v.evaluate(self.parameter_values())
+
+    def validate(self) -> "ValidSpatialModel":
+        return self
+
+
+def validate_spatial(model: SpatialModel) -> ValidSpatialModel:
+    """Check a SpatialModel and return its ValidSpatialModel (see :mod:`rodgen.model.spatial_validate`)."""
+    from .spatial_validate import validate_spatial_model
+    return validate_spatial_model(model)
+
+
+__all__ = ["SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body", "JOINT_TYPES",
+           "TWO_ANGLE_CONVENTIONS", "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint",
+           "ValidSpatialMarker", "ValidBody", "default_joint_coordinate", "default_joint_input",
+           "default_two_angle_coordinates"]

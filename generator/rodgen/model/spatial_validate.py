@@ -1,0 +1,298 @@
+"""Validation of a SpatialModel: names, topology, joints, bodies, segments, markers.
+
+Called by :meth:`SpatialModel.validate <rodgen.model.spatial.SpatialModel.validate>`; returns a new
+:class:`~rodgen.model.spatial.ValidSpatialModel` and leaves the model as it was. Every error is a
+:class:`ModelError` naming the link and field. This module uses no SymPy.
+"""
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Any, Optional
+
+from .core import Parameter, check_name, is_finite_number
+from .expr import Expression
+from .spatial import (
+    JOINT_TYPES,
+    TWO_ANGLE_CONVENTIONS,
+    Body,
+    SpatialJoint,
+    SpatialLink,
+    SpatialMarker,
+    SpatialModel,
+    ValidBody,
+    ValidSpatialJoint,
+    ValidSpatialLink,
+    ValidSpatialMarker,
+    ValidSpatialModel,
+    default_joint_coordinate,
+    default_joint_input,
+    default_two_angle_coordinates,
+)
+from .suggest import did_you_mean
+from .valid import ValidParameter, ValidSegment
+from .validate import _couplings, _Ctx, _limits, _spring_damper, _typed, validate_segment
+
+
+def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 3:
+        raise ctx.err(f"expected three components [x, y, z], got {value!r}", where)
+    out = (ctx.expr(value[0], f"{where}[0]"), ctx.expr(value[1], f"{where}[1]"), ctx.expr(value[2], f"{where}[2]"))
+    if nonzero and all(c.evaluate(ctx.params) == 0 for c in out):
+        raise ctx.err("must not be the zero vector", where)
+    return out
+
+
+def _inertia(ctx: _Ctx, value: object, where: str) -> tuple[Expression, ...]:
+    """``(ixx, ixy, ixz, iyy, iyz, izz)`` from six values or a symmetric 3x3, positive semidefinite
+    (at the default parameters, with a little slack for rounding)."""
+    if isinstance(value, (tuple, list)) and len(value) == 3 and all(
+            isinstance(r, (tuple, list)) and len(r) == 3 for r in value):
+        rows = value
+        for a, b in ((0, 1), (0, 2), (1, 2)):
+            x, y = ctx.expr(rows[a][b], f"{where}[{a}][{b}]"), ctx.expr(rows[b][a], f"{where}[{b}][{a}]")
+            if abs(x.evaluate(ctx.params) - y.evaluate(ctx.params)) > 1e-12 * (1 + abs(x.evaluate(ctx.params))):
+                raise ctx.err(f"the inertia tensor must be symmetric: [{a}][{b}] = {x.text} but "
+                              f"[{b}][{a}] = {y.text}", where)
+        six = [rows[0][0], rows[0][1], rows[0][2], rows[1][1], rows[1][2], rows[2][2]]
+    elif isinstance(value, (tuple, list)) and len(value) == 6:
+        six = list(value)
+    else:
+        raise ctx.err(f"expected (ixx, ixy, ixz, iyy, iyz, izz) or a 3x3 matrix, got {value!r}", where)
+    names = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    out = tuple(ctx.expr(v, f"{where}.{nm}") for v, nm in zip(six, names))
+    xx, xy, xz, yy, yz, zz = (e.evaluate(ctx.params) for e in out)
+    scale = max(abs(xx), abs(yy), abs(zz), 1e-300)
+    tol = 1e-9 * scale
+    if min(xx, yy, zz) < -tol:
+        raise ctx.err(f"the moments of inertia must not be negative (ixx={xx:g}, iyy={yy:g}, izz={zz:g})", where)
+    if xx + yy < zz - tol or yy + zz < xx - tol or xx + zz < yy - tol:
+        raise ctx.err(f"the moments of inertia violate the triangle inequality (ixx={xx:g}, iyy={yy:g}, "
+                      f"izz={zz:g}): no rigid body has them", where)
+    det = xx * (yy * zz - yz * yz) - xy * (xy * zz - yz * xz) + xz * (xy * yz - yy * xz)
+    minors = (xx * yy - xy * xy, yy * zz - yz * yz, xx * zz - xz * xz)
+    if min(minors) < -tol * scale or det < -tol * scale * scale:
+        raise ctx.err("the inertia tensor is not positive semidefinite", where)
+    return out
+
+
+def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, SpatialLink]) -> ValidSpatialJoint:
+    jw = f"{lw}.joint"
+    _typed(ctx, lk.joint, SpatialJoint, jw)
+    jt = lk.joint
+    if jt.type not in JOINT_TYPES:
+        raise ctx.err(f"unknown joint type {jt.type!r}{did_you_mean(str(jt.type), JOINT_TYPES)} "
+                      f"(types: {', '.join(JOINT_TYPES)})", f"{jw}.type")
+    xyz = _vec3(ctx, jt.xyz, f"{jw}.xyz")
+    rpy = _vec3(ctx, jt.rpy, f"{jw}.rpy")
+    offset = ctx.expr(jt.offset, f"{jw}.offset")
+    if not isinstance(jt.actuated, bool):
+        raise ctx.err(f"actuated must be true or false, got {jt.actuated!r}", f"{jw}.actuated")
+    zero = ctx.expr(0.0, jw)
+    axis = (zero, zero, ctx.expr(1.0, jw))
+    if jt.type == "fixed":
+        for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input"):
+            if getattr(jt, fld) is not None:
+                raise ctx.err(f"a fixed joint has no coordinate: {fld} does not apply", f"{jw}.{fld}")
+        return ValidSpatialJoint("fixed", axis, xyz, rpy, (), (), (), offset)
+    spring, damping = _spring_damper(ctx, jt, jw)  # type: ignore[arg-type]
+    if jt.type == "two_angle":
+        if jt.angles not in TWO_ANGLE_CONVENTIONS:
+            raise ctx.err(f"angles must be 'absolute' or 'relative', got {jt.angles!r}", f"{jw}.angles")
+        if jt.coordinate is not None:
+            raise ctx.err("a two-angle link has two coordinates: give 'coordinates' (phi, psi)", f"{jw}.coordinate")
+        names = jt.coordinates if jt.coordinates is not None else default_two_angle_coordinates(lk.name)
+        if not isinstance(names, (tuple, list)) or len(names) != 2:
+            raise ctx.err(f"coordinates must name two coordinates (phi, psi), got {names!r}", f"{jw}.coordinates")
+        coords = tuple(claim(nm, "coordinate", f"{jw}.coordinates") for nm in names)
+        init = jt.initial if isinstance(jt.initial, (tuple, list)) else (jt.initial, jt.initial)
+        if len(init) != 2:
+            raise ctx.err(f"initial must give (phi, psi), got {jt.initial!r}", f"{jw}.initial")
+        initial = tuple(ctx.expr(v, f"{jw}.initial[{i}]") for i, v in enumerate(init))
+        inputs: tuple[str, ...] = ()
+        if jt.actuated:
+            given = jt.input if jt.input is not None else tuple(f"tau_{c}" for c in coords)
+            if not isinstance(given, (tuple, list)) or len(given) != 2:
+                raise ctx.err(f"a two-angle link takes two input names, got {given!r}", f"{jw}.input")
+            inputs = tuple(claim(nm, "input", f"{jw}.input") for nm in given)
+        if jt.limits is not None:
+            raise ctx.err("limits apply to one-coordinate joints only", f"{jw}.limits")
+        if spring is not None or damping is not None:
+            raise ctx.err("springs and dampers apply to one-coordinate joints only", jw)
+        if jt.angles == "absolute":
+            if lk.parent is not None:
+                up = parents[lk.parent]
+                if up.joint.type != "two_angle" or up.joint.angles != "absolute":
+                    raise ctx.err(f"absolute angles need a parent that is itself an absolute two-angle link "
+                                  f"(parent {lk.parent!r} has a {up.joint.type} joint); use "
+                                  f"angles='relative'", f"{jw}.angles")
+            if any(v.evaluate(ctx.params) != 0 for v in rpy):
+                raise ctx.err("a two-angle link with absolute angles takes no rpy", f"{jw}.rpy")
+        return ValidSpatialJoint("two_angle", axis, xyz, rpy, coords, inputs, initial, offset,
+                                 angles=jt.angles, spring=spring, damping=damping)
+    # revolute, prismatic
+    if jt.coordinates is not None:
+        raise ctx.err(f"a {jt.type} joint has one coordinate: give 'coordinate'", f"{jw}.coordinates")
+    axis = _vec3(ctx, jt.axis, f"{jw}.axis", nonzero=True)
+    coord = claim(jt.coordinate if jt.coordinate is not None else default_joint_coordinate(lk.name),
+                  "coordinate", f"{jw}.coordinate")
+    if isinstance(jt.initial, (tuple, list)):
+        raise ctx.err(f"initial must be one value, got {jt.initial!r}", f"{jw}.initial")
+    initial1 = ctx.expr(jt.initial, f"{jw}.initial")
+    inputs = ()
+    if jt.actuated:
+        if jt.input is not None and not isinstance(jt.input, str):
+            raise ctx.err(f"input must be a name, got {jt.input!r}", f"{jw}.input")
+        inputs = (claim(jt.input if jt.input is not None else default_joint_input(lk.name, jt.type), "input",
+                        f"{jw}.input"),)
+    limits = _limits(ctx, jt.limits, f"{jw}.limits")
+    effort = None if jt.effort is None else ctx.expr(jt.effort, f"{jw}.effort", nonneg=True)
+    velocity = None if jt.velocity is None else ctx.expr(jt.velocity, f"{jw}.velocity", nonneg=True)
+    return ValidSpatialJoint(jt.type, axis, xyz, rpy, (coord,), inputs, (initial1,), offset, spring=spring,
+                             damping=damping, limits=limits, effort=effort, velocity=velocity)
+
+
+def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
+    """Check ``model`` and return its :class:`ValidSpatialModel`; ``model`` itself is not changed."""
+    ctx = _Ctx(model)  # type: ignore[arg-type]
+    if not isinstance(model, SpatialModel):
+        raise TypeError(f"expected a SpatialModel, got {type(model).__name__}")
+    check_name(model.name, "model name", "name", model.source)
+    seen: dict[str, str] = {}
+
+    def claim(name: object, what: str, where: str) -> str:
+        nm = check_name(name, what, where, model.source)
+        if nm in seen:
+            raise ctx.err(f"{what} {nm!r} has the same name as {seen[nm]}", where)
+        seen[nm] = f"{what} ({where})"
+        return nm
+
+    parameters: list[ValidParameter] = []
+    for i, par in enumerate(model.parameters):
+        _typed(ctx, par, Parameter, f"parameters[{i}]")
+        claim(par.name, "parameter", f"parameters.{par.name}")
+        if not is_finite_number(par.value):
+            raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
+        ctx.params[par.name] = float(par.value)
+        parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
+    gravity = _vec3(ctx, model.gravity, "gravity")
+
+    if not isinstance(model.links, list) or not model.links:
+        raise ctx.err("the model has no links", "links")
+    names: dict[str, SpatialLink] = {}
+    for i, lk in enumerate(model.links):
+        _typed(ctx, lk, SpatialLink, f"links[{i}]")
+        check_name(lk.name, "link name", f"links[{i}]", model.source)
+        if lk.name in names:
+            raise ctx.err(f"duplicate link name {lk.name!r}", f"link {lk.name!r}")
+        names[lk.name] = lk
+    for lk in model.links:
+        if lk.parent is not None and lk.parent not in names:
+            raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(str(lk.parent), names)} "
+                          f"(links: {', '.join(names)})", f"link {lk.name!r}.parent")
+    for lk in model.links:
+        path = [lk.name]
+        cur = lk
+        while cur.parent is not None:
+            if cur.parent in path:
+                cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
+                raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
+            path.append(cur.parent)
+            cur = names[cur.parent]
+    ordered: list[SpatialLink] = []
+    placed: set[Optional[str]] = {None}
+    pending = list(model.links)
+    while pending:
+        for lk in pending:
+            if lk.parent in placed:
+                ordered.append(lk)
+                placed.add(lk.name)
+                pending.remove(lk)
+                break
+
+    seg_names: dict[str, str] = {}
+    links: list[ValidSpatialLink] = []
+    for lk in ordered:
+        lw = f"link {lk.name!r}"
+        joint = _joint(ctx, lk, lw, claim, names)
+        along = _vec3(ctx, lk.along, f"{lw}.along", nonzero=True)
+        if not isinstance(lk.bodies, list):
+            raise ctx.err(f"expected a list of bodies, got {type(lk.bodies).__name__}", f"{lw}.bodies")
+        bodies: list[ValidBody] = []
+        for k, b in enumerate(lk.bodies):
+            bw = f"{lw}.bodies[{k}]" if b is None or getattr(b, "name", None) is None else f"{lw}, body {b.name!r}"
+            _typed(ctx, b, Body, bw)
+            if b.name is not None:
+                claim(b.name, "point name", f"{bw}.name")
+            mass = ctx.expr(b.mass, f"{bw}.mass", nonneg=True)
+            bodies.append(ValidBody(mass, _vec3(ctx, b.com, f"{bw}.com"), _inertia(ctx, b.inertia, f"{bw}.inertia"),
+                                    _vec3(ctx, b.rpy, f"{bw}.rpy"), b.name))
+        if not isinstance(lk.segments, list):
+            raise ctx.err(f"expected a list of segments, got {type(lk.segments).__name__}", f"{lw}.segments")
+        segments: list[ValidSegment] = []
+        for j, sg in enumerate(lk.segments):
+            vs = validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim)
+            sw = f"{lw}, segment {sg.name!r}"
+            for what, items in (("masses", vs.masses), ("rods", vs.rods)):
+                for k, it in enumerate(items):
+                    if it.lateral.evaluate(ctx.params) != 0:
+                        raise ctx.err("a spatial link's segment points lie on the link axis: lateral must be 0 "
+                                      "(add a Body for a mass off the axis)", f"{sw}.{what}[{k}].lateral")
+            segments.append(vs)
+        if joint.type == "two_angle" and any(v.evaluate(ctx.params) != 0 for v in along[1:]):
+            raise ctx.err("a two-angle link's axis is its frame's x axis; along must be (1, 0, 0)", f"{lw}.along")
+        seg_of = {sg.name for sg in lk.segments}
+        markers: list[ValidSpatialMarker] = []
+        for k, mk in enumerate(lk.markers):
+            mw = f"{lw}.markers[{k}]"
+            _typed(ctx, mk, SpatialMarker, mw)
+            claim(mk.name, "marker", mw)
+            if mk.segment is not None and mk.segment not in seg_of:
+                raise ctx.err(f"unknown segment {mk.segment!r}{did_you_mean(str(mk.segment), seg_of)} "
+                              f"(segments of {lk.name!r}: {', '.join(seg_of) or 'none'})", f"{mw}.segment")
+            fraction = ctx.expr(mk.fraction, f"{mw}.fraction")
+            if mk.segment is None and fraction.evaluate(ctx.params) != 0:
+                raise ctx.err("fraction needs a segment; give offset along the link instead", f"{mw}.fraction")
+            markers.append(ValidSpatialMarker(mk.name, mk.segment, fraction, ctx.expr(mk.offset, f"{mw}.offset"),
+                                              _vec3(ctx, mk.xyz, f"{mw}.xyz"), _vec3(ctx, mk.rpy, f"{mw}.rpy")))
+        links.append(ValidSpatialLink(lk.name, lk.parent, lk.at, joint, along, tuple(bodies), tuple(segments),
+                                      tuple(markers)))
+
+    for lk in model.links:
+        if lk.parent is None:
+            if lk.at != "end":
+                raise ctx.err("'at' names a point of the parent; a link on the ground is placed by xyz and rpy",
+                              f"link {lk.name!r}.at")
+            continue
+        up = names[lk.parent]
+        valid = {"end", "start"} | {s.name for s in up.segments} | {m.name for m in up.markers}
+        if not isinstance(lk.at, str) or lk.at not in valid:
+            raise ctx.err(f"unknown attachment point {lk.at!r} on parent {up.name!r}"
+                          f"{did_you_mean(str(lk.at), valid)} (use 'end', 'start', a segment or a marker of "
+                          f"{up.name!r}: {', '.join(sorted(valid))})", f"link {lk.name!r}.at")
+
+    out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
+                            doc=model.doc, source=model.source)
+    couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
+    _check_masses(ctx, out)
+    return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
+                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source)
+
+
+def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:
+    """Every link with a coordinate must move some mass: its subtree carries mass (at the default parameters)."""
+    own: dict[str, float] = {}
+    for lk in vm.links:
+        m = sum(b.mass.evaluate(ctx.params) for b in lk.bodies)
+        for sg in lk.segments:
+            m += sum(p.mass.evaluate(ctx.params) for p in sg.masses) + sum(r.mass.evaluate(ctx.params)
+                                                                         for r in sg.rods)
+        own[lk.name] = m
+    total = dict(own)
+    for lk in reversed(vm.links):
+        if lk.parent is not None:
+            total[lk.parent] += total[lk.name]
+    for lk in vm.links:
+        if lk.joint.coordinates and not total[lk.name] > 0 and not math.isnan(total[lk.name]):
+            raise ctx.err(f"the joint of link {lk.name!r} moves no mass (the link and its descendants are "
+                          f"massless): the mass matrix would be singular; give the link a body", f"link {lk.name!r}")
