@@ -30,6 +30,7 @@ from .model import (
     ValidModel,
     dump,
     elastic,
+    from_urdf,
     load,
     telescopic,
 )
@@ -48,7 +49,7 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "__version__"]
+           "CController", "examples", "__version__", "from_urdf"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.

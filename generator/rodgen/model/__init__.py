@@ -40,6 +40,7 @@ from .spatial import (
                    ValidSpatialMarker,
                    ValidSpatialModel,
 )
+from .urdf import from_urdf, read_urdf
 from .valid import (
                    AnyModel,
                    Extension,
@@ -66,4 +67,5 @@ __all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordin
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
            "valid_model", "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
-           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody"]
+           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody",
+           "from_urdf", "read_urdf"]

@@ -50,12 +50,15 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 from xml.parsers import expat
 
 import numpy as np
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:
+    from .spatial import SpatialModel
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -126,6 +129,9 @@ class UrdfInertial:
     mass: float
     com: Vec3
     inertia: tuple[Vec3, Vec3, Vec3]
+    #: as the file writes them: ``(ixx, ixy, ixz, iyy, iyz, izz)`` in axes rotated by ``rpy``
+    moments: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    rpy: Vec3 = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -388,7 +394,8 @@ class _Reader:
         I_link = R @ I_in @ R.T
         I_link = (I_link + I_link.T) / 2
         inertia = tuple(tuple(float(v) for v in row) for row in I_link)
-        return UrdfLink(name, UrdfInertial(mass, xyz, inertia), node.line)  # type: ignore[arg-type]
+        return UrdfLink(name, UrdfInertial(mass, xyz, inertia, (ixx, ixy, ixz, iyy, iyz, izz), rpy),  # type: ignore
+                        node.line)
 
     def joint(self, node: _Node, links: Mapping[str, UrdfLink]) -> UrdfJoint:
         name = self.name(node, "joint")
@@ -675,3 +682,119 @@ def identifier(name: str, taken: set[str], prefix: str) -> str:
         k += 1
     taken.add(out)
     return out
+
+
+# -- onto the spatial model -----------------------------------------------------------------------------
+
+def matrix_rpy(R: np.ndarray) -> Vec3:
+    """URDF's ``rpy`` of a rotation matrix (the inverse of :func:`rpy_matrix`; pitch in [-pi/2, pi/2])."""
+    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
+    if abs(math.cos(pitch)) < 1e-12:      # gimbal lock: yaw absorbs the whole rotation about z
+        return (0.0, pitch, math.atan2(-R[0, 1], R[1, 1]))
+    return (math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0]))
+
+
+def _number(x: float) -> float:
+    """A number as the model keeps it: -0.0 and rounding noise of exact zeros left out."""
+    return 0.0 if x == 0 else float(x)
+
+
+def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
+                     lock: Optional[Mapping[str, float]] = None, mimic: bool = True,
+                     damping: bool = False) -> "SpatialModel":
+    """The :class:`~rodgen.model.spatial.SpatialModel` of a URDF robot (see :func:`from_urdf`)."""
+    from .spatial import SpatialModel
+    src = robot.source
+    lock = dict(lock or {})
+    for jn in lock:
+        try:
+            jt = robot.joint(jn)
+        except KeyError:
+            raise ModelError(f"lock: {jn!r} is not a joint of the file (moving joints: "
+                             f"{', '.join(j.name for j in robot.joints if j.moving)})", source=src,
+                             where="lock") from None
+        if not jt.moving:
+            raise ModelError(f"lock: joint {jn!r} is fixed already", source=src, where="lock")
+        if jn in robot.mimics and mimic:
+            raise ModelError(f"lock: joint {jn!r} mimics {robot.mimics[jn][0]!r}; lock that joint instead",
+                             source=src, where="lock")
+    mimics = robot.mimics if mimic else {}
+    held = dict(lock)
+    for jn, (master, mult, off) in mimics.items():
+        if master in lock:
+            held[jn] = mult * lock[master] + off
+    taken: set[str] = set()
+    link_id = {lk.name: identifier(lk.name, taken, "link") for lk in robot.links}
+    taken = set()
+    coord_id = {j.name: identifier(j.name, taken, "q") for j in robot.joints if j.moving and j.name not in held}
+    marker_id = {lk.name: identifier(lk.name, taken, "frame") for lk in robot.links}
+    model = SpatialModel(identifier(name or robot.name or "robot", set(), "robot"), gravity=gravity, source=src)
+    model.doc = (f"Read from the URDF file {os.path.basename(src)} (robot {robot.name!r})." if src else
+                 f"Read from URDF (robot {robot.name!r}).")
+    root = model.fixed(link_id[robot.root])
+    root.marker(marker_id[robot.root])
+    for j in robot.joints:
+        parent = link_id[j.parent]
+        child = link_id[j.child]
+        if not j.moving or j.name in held:
+            R = j.rotation
+            p = np.asarray(j.xyz, dtype=float)
+            if j.name in held:
+                value = held[j.name]
+                if j.type == "prismatic":
+                    p = p + R @ np.asarray(j.axis) * value
+                else:
+                    R = R @ axis_angle(j.axis, value)
+            lk = model.fixed(child, parent, xyz=tuple(_number(v) for v in p),  # type: ignore[arg-type]
+                             rpy=tuple(_number(v) for v in matrix_rpy(R)) if j.name in held else j.rpy)  # type: ignore[arg-type]
+        else:
+            jtype = "prismatic" if j.type == "prismatic" else "revolute"
+            coord = coord_id[j.name]
+            limits = None
+            effort = velocity = None
+            if j.limit is not None:
+                if j.limit.lower is not None or j.limit.upper is not None:
+                    limits = (j.limit.lower, j.limit.upper)
+                effort, velocity = j.limit.effort, j.limit.velocity
+            coupled = j.name in mimics
+            lk = model.link(child, parent, joint=jtype, axis=j.axis, xyz=j.xyz, rpy=j.rpy, coordinate=coord,
+                            input=None if coupled else ("F_" if jtype == "prismatic" else "tau_") + coord,
+                            actuated=not coupled, limits=limits, effort=effort, velocity=velocity,
+                            damping=j.damping if damping and j.damping else None)
+            if coupled:
+                master, mult, off = mimics[j.name]
+                expr = coord_id[master] if mult == 1.0 else f"{mult!r}*{coord_id[master]}"
+                if off:
+                    expr += f" + {off!r}" if off > 0 else f" - {-off!r}"
+                model.couple(coord, expr)
+        inertial = robot.link(j.child).inertial
+        if inertial is not None:
+            lk.body(inertial.mass, inertial.com, inertial.moments, rpy=inertial.rpy)
+        lk.marker(marker_id[j.child])
+    return model
+
+
+def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
+              lock: Optional[Mapping[str, float]] = None, mimic: bool = True, damping: bool = False,
+              ) -> "SpatialModel":
+    """Read a URDF file into a :class:`~rodgen.model.spatial.SpatialModel` (fixed base at the root link).
+
+    Every URDF link becomes a spatial link of the same name (characters other than letters, digits and
+    ``_`` replaced by ``_``) carrying its ``<inertial>`` as a :class:`~rodgen.model.spatial.Body` and a
+    marker of the same name at its frame's origin; the root link is welded to the ground. A revolute or
+    prismatic joint becomes the joint of its child link with the coordinate named as the joint, an input
+    ``tau_<joint>`` (revolute) or ``F_<joint>`` (prismatic), its limits (``continuous``: none), effort and
+    velocity; a fixed joint a fixed link.
+
+    Parameters
+    ----------
+    lock : joints held at a value, name -> displacement (rad or m): they become fixed joints (e.g. the
+        fingers of a gripper); joints that mimic a locked joint are held with it.
+    mimic : ``True`` (default): a ``<mimic>`` joint is coupled to the joint it follows
+        (``q = multiplier*q_other + offset``, a coupling as ``Model.couple``) and has no input;
+        ``False``: it is an independent joint (as Pinocchio's ``buildModelFromUrdf(..., mimic=False)``).
+    damping : take the joints' ``<dynamics damping>`` as viscous joint damping (default: ignored, as
+        Pinocchio's dynamics algorithms do); ``friction`` is always ignored.
+    """
+    robot = read_urdf(path)
+    return to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping)
