@@ -12,7 +12,7 @@ from rodgen.errors import ModelError
 from rodgen.model import load_dict, to_dict
 from rodgen.model.spatial import SpatialModel
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "arm3_spatial.yaml"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "spatial" / "arm3.yaml"
 
 
 def test_example_reads_as_a_spatial_model() -> None:
