@@ -45,15 +45,21 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     ----------
     model : a :class:`rodgen.Model` (validated on the way in, each call: later changes to it are
         seen by the next call) or a :class:`~rodgen.model.valid.ValidModel`.
-    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``.
+    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``. A :class:`rodgen.SpatialModel` is derived
+        by the spatial recursive method (:mod:`rodgen.symbolic.spatial`; also for ``"matrix"``, which has
+        no spatial form) or by ``"lagrange"`` (the reference, for small models).
     """
-    if not isinstance(model, (Model, ValidModel)):
+    from ..model.spatial import SpatialModel, ValidSpatialModel
+    if not isinstance(model, (Model, ValidModel, SpatialModel, ValidSpatialModel)):
         raise TypeError(f"derive() takes a rodgen.Model, got {type(model).__name__}")
     try:
         m = Method(method)
     except ValueError:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(available_methods())}") from None
     vm = valid_model(model)
+    if isinstance(vm, ValidSpatialModel):
+        from .spatial import derive_spatial_model
+        return derive_spatial_model(vm, m.value)
     if m is Method.LAGRANGE:
         from .lagrange import derive_lagrange
         eqs = derive_lagrange(vm)

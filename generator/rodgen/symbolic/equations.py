@@ -171,6 +171,10 @@ class Equations:
     forces: list[ForceEquations] = field(default_factory=list)
     inverse: Optional[sp.Matrix] = None
     inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
+    #: spatial models: name -> ((3, 1) position, (3, 3) rotation) of every named frame (link frames
+    #: ``<link>.joint``, segment ends, named masses and bodies, markers) in the ground frame; empty for
+    #: planar models (whose ``points`` are (2, 1))
+    frames: dict[str, tuple[sp.Matrix, sp.Matrix]] = field(default_factory=dict)
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
 
@@ -208,7 +212,7 @@ class Equations:
         def x(m: sp.Matrix) -> sp.Matrix:
             return m.xreplace(subs)
 
-        return Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
+        out = Equations(self.model, self.method, self.q, self.qd, self.qdd, self.u, self.params,
                          self.param_values, x(self.M), x(self.h), x(self.G), x(self.K), x(self.D), x(self.B),
                          self.T.xreplace(subs), self.V.xreplace(subs),
                          {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs,
@@ -219,6 +223,8 @@ class Equations:
                          self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
                                          x(f.generalized), f.input) for f in self.forces])
+        out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
+        return out
 
     def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
         """d(M a + bias - B u)/d[q, qd] with a (the ``qdd`` symbols) and u held fixed, as straight-line code.
