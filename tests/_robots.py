@@ -21,3 +21,19 @@ def robot_file(relative: str) -> Path:
         if name.endswith("example-robot-data/robots/" + relative):
             return Path(str(dist.locate_file(f)))
     raise FileNotFoundError(f"{relative} is not among the files of {DIST} {dist.version}")
+
+
+def pin_configuration(coordinates: "list[str]", pm: object, q: "object") -> "object":
+    """Pinocchio's configuration vector for rodgen's coordinates (by joint name; a continuous joint is
+    (cos, sin) in Pinocchio)."""
+    import numpy as np
+    import pinocchio as pin
+    out = pin.neutral(pm)
+    for name, value in zip(coordinates, np.asarray(q, dtype=float)):
+        jid = pm.getJointId(name)                       # type: ignore[attr-defined]
+        k = pm.idx_qs[jid]                              # type: ignore[attr-defined]
+        if pm.nqs[jid] == 2:                            # type: ignore[attr-defined]
+            out[k:k + 2] = np.cos(value), np.sin(value)
+        else:
+            out[k] = value
+    return out

@@ -694,6 +694,20 @@ def matrix_rpy(R: np.ndarray) -> Vec3:
     return (math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0]))
 
 
+def _angle(x: float) -> Union[float, str]:
+    """An rpy angle as the model keeps it: a multiple of pi/2 written exactly (``pi/2``, ``-pi``) when the
+    file gives it to double precision, so that the derivation sees exact zeros and ones in the rotation
+    (cos(1.5707963267948966) is 6e-17, not 0) and the generated code has no terms multiplied by them."""
+    k = round(x / (math.pi / 2))
+    if k == 0 or abs(x - k * math.pi / 2) > 4 * math.ulp(max(abs(x), 1.0)):
+        return _number(x)
+    return {1: "pi/2", -1: "-pi/2", 2: "pi", -2: "-pi"}.get(k, f"{k}*pi/2")
+
+
+def _rpy(v: Iterable[float]) -> tuple[Union[float, str], ...]:
+    return tuple(_angle(x) for x in v)
+
+
 def _number(x: float) -> float:
     """A number as the model keeps it: -0.0 and rounding noise of exact zeros left out."""
     return 0.0 if x == 0 else float(x)
@@ -746,7 +760,7 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
                 else:
                     R = R @ axis_angle(j.axis, value)
             lk = model.fixed(child, parent, xyz=tuple(_number(v) for v in p),  # type: ignore[arg-type]
-                             rpy=tuple(_number(v) for v in matrix_rpy(R)) if j.name in held else j.rpy)  # type: ignore[arg-type]
+                             rpy=_rpy(matrix_rpy(R) if j.name in held else j.rpy))  # type: ignore[arg-type]
         else:
             jtype = "prismatic" if j.type == "prismatic" else "revolute"
             coord = coord_id[j.name]
@@ -757,7 +771,8 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
                     limits = (j.limit.lower, j.limit.upper)
                 effort, velocity = j.limit.effort, j.limit.velocity
             coupled = j.name in mimics
-            lk = model.link(child, parent, joint=jtype, axis=j.axis, xyz=j.xyz, rpy=j.rpy, coordinate=coord,
+            lk = model.link(child, parent, joint=jtype, axis=j.axis, xyz=j.xyz, rpy=_rpy(j.rpy),  # type: ignore
+                            coordinate=coord,
                             input=None if coupled else ("F_" if jtype == "prismatic" else "tau_") + coord,
                             actuated=not coupled, limits=limits, effort=effort, velocity=velocity,
                             damping=j.damping if damping and j.damping else None)
@@ -769,7 +784,7 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
                 model.couple(coord, expr)
         inertial = robot.link(j.child).inertial
         if inertial is not None:
-            lk.body(inertial.mass, inertial.com, inertial.moments, rpy=inertial.rpy)
+            lk.body(inertial.mass, inertial.com, inertial.moments, rpy=_rpy(inertial.rpy))  # type: ignore
         lk.marker(marker_id[j.child])
     return model
 
