@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from ._version import __version__
 from .errors import BuildError, CodegenError, DerivationError, ModelError, RodgenError
 from .model import (
+    Body,
     Contact,
     Force,
     Ground,
@@ -34,7 +35,6 @@ from .model import (
     load,
     telescopic,
 )
-from .model import Body
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate

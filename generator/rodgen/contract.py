@@ -100,8 +100,8 @@ def _expr(width: str, owner: str) -> str:
 
 
 _q = Arg("q", "nq", "coordinates")
-_qd = Arg("qd", "nq", "coordinate rates")
-_qdd = Arg("qdd", "nq", "coordinate accelerations")
+_qd = Arg("qd", "nv", "coordinate rates")
+_qdd = Arg("qdd", "nv", "coordinate accelerations")
 _u = Arg("u", "nu", "inputs")
 _p = Arg("p", "np", "parameters")
 
@@ -112,16 +112,16 @@ def _out(name: str, width: str, doc: str, shape: str = "") -> Arg:
 
 #: The routines of a model, in the order of the fields of ``rodgen_model``.
 ROUTINES: tuple[Routine, ...] = (
-    Routine("mass_matrix", (_q, _p, _out("M", "nq*nq", "mass matrix, row-major", "nq,nq")),
+    Routine("mass_matrix", (_q, _p, _out("M", "nv*nv", "mass matrix, row-major", "nv,nv")),
             "Mass matrix M(q), symmetric positive definite.", single=True),
-    Routine("bias", (_q, _qd, _p, _out("h", "nq", "bias forces")),
+    Routine("bias", (_q, _qd, _p, _out("h", "nv", "bias forces")),
             "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", single=True),
-    Routine("gravity", (_q, _p, _out("g", "nq", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
-    Routine("input_map", (_q, _p, _out("B", "nq*nu", "input map, row-major", "nq,nu")),
+    Routine("gravity", (_q, _p, _out("g", "nv", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
+    Routine("input_map", (_q, _p, _out("B", "nv*nu", "input map, row-major", "nv,nu")),
             "Input map B(q): generalized forces = B u."),
-    Routine("forward_dynamics", (_q, _qd, _u, _p, _out("qdd", "nq", "coordinate accelerations")),
+    Routine("forward_dynamics", (_q, _qd, _u, _p, _out("qdd", "nv", "coordinate accelerations")),
             "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
-    Routine("inverse_dynamics", (_q, _qd, _qdd, _p, _out("Q", "nq", "generalized forces")),
+    Routine("inverse_dynamics", (_q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
             "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
     Routine("rhs", (Arg("t", "", "time (unused: the model is autonomous)"), Arg("y", "2*nq", "state [q, qd]"), _u,
                     _p, _out("dy", "2*nq", "state derivative [qd, qdd]")),
@@ -164,8 +164,26 @@ def routine(name: str) -> Routine:
     raise KeyError(name)
 
 
-#: Sizes a width may name; the fields of ``rodgen_model`` holding them.
-SIZES = ("nq", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+#: Sizes a width may name; the fields of ``rodgen_model`` holding them (``nv``: see :data:`NV`).
+SIZES = ("nq", "nv", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+
+
+@dataclass(frozen=True)
+class DerivedSize:
+    """A size that is not a field of ``rodgen_model`` but a C macro of the table, ``RODGEN_<NAME>(m)``."""
+
+    name: str
+    expression: str      # C, of ``m`` (a ``const rodgen_model *``)
+    doc: str
+
+
+#: The number of velocities ``nv``: the length of qd, qdd and of the generalized forces (M is nv x nv), next
+#: to the number of coordinates ``nq`` (the length of q). They differ for joints whose configuration has more
+#: numbers than degrees of freedom (a quaternion); every joint rodgen derives today (revolute, prismatic,
+#: two-angle, variable lengths, planar bases) has nv = nq, so ``RODGEN_NV(m)`` is ``m->nq`` and the state
+#: y = [q, qd] holds 2*nq numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python:
+#: ``CompiledModel.nv``), so that a model with nv != nq later changes the table and this macro only.
+NV = DerivedSize("nv", "((m)->nq)", "number of velocities (qd, qdd, generalized forces); equal to nq today")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from ..errors import CodegenError
-from ..model.core import Model
-from ..model.valid import AnyModel, ValidModel
+from ..model.valid import MODEL_TYPES, AnyModel
 from .options import DEFAULT_METHOD, CodegenOptions, ForwardAlgorithm, prefix_of
 from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
 
@@ -89,7 +88,7 @@ def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] 
             raise CodegenError(f"method={method!r} was given with Equations derived by {source.method!r}; "
                                f"pass the Model to derive it again")
         return source
-    if isinstance(source, (Model, ValidModel)):
+    if isinstance(source, MODEL_TYPES):
         from ..symbolic import derive
         return derive(source, method=DEFAULT_METHOD if method is None else method)
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")

@@ -10,6 +10,7 @@ matrix and a Cholesky solve, as ``CodegenOptions.forward`` chooses.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import fields, replace
@@ -45,6 +46,10 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         from .. import __version__ as version  # type: ignore[no-redef]
     assert version is not None
     model = eqs.model
+    spatial = bool(getattr(model, "spatial", False))
+    if spatial:   # 3D points: the frames routines below; the table's 2D points stay empty
+        full, eqs = eqs, copy.copy(eqs)
+        eqs.points = {}
     prefix = prefix_of(model.name)
     macro = prefix.upper()
     n, m, npar, npts = len(eqs.q), len(eqs.u), len(eqs.params), len(eqs.points)
@@ -63,6 +68,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         r.append(jacobian_routine(eqs, prefix, g, options))
     r += constraint_routines(eqs, prefix, g, options, blocks)
     r += force_routines(eqs, prefix, g, options)
+    if spatial:
+        r += frame_routines(full, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
                    else _find(r, "mass_force").ops + cholesky_ops(n))
 
@@ -78,6 +85,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         ("POINTS", repr(tuple(str(nm) for nm in eqs.points))),
         ("HAS_JACOBIAN", repr(jacobian)), ("FORWARD", repr(forward)),
     )
+    if spatial:
+        meta += (("FRAMES", repr(tuple(full.frames))),)
     if eqs.forces:
         meta += (("NFORCES", repr(len(eqs.forces))), ("FORCES", repr(tuple(f.name for f in eqs.forces))),
                  ("FORCE_TYPES", repr(tuple(f.type for f in eqs.forces))))
@@ -173,6 +182,36 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             (), [g.q, g.p, output("r", f"2*{g.NPTS}", "point positions")],
             [("r", "marker points x, y", [(f"r[{2 * i + c}]", v[c]) for i, v in enumerate(points)
                                           for c in range(2)])], [], a, options),
+    ]
+
+
+def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """``frames`` and ``frame_jacobians`` of a spatial model (exported functions beside the table, found by
+    name: ``<prefix>_nframes()`` and ``<prefix>_frame_list()`` give their number and names)."""
+    n = len(eqs.q)
+    frames = list(eqs.frames.values())
+    jac = [eqs.frame_jacobians[nm] for nm in eqs.frames]
+    nf = len(frames)
+    return [
+        build_routine(
+            "frames", f"{prefix}_frames",
+            "Frames of the named points in the ground frame: r[12*i .. 12*i+2] = position, "
+            "r[12*i+3 .. 12*i+11] = rotation matrix, row-major.",
+            (f"{nf} frames; names from {prefix}_frame_list().",),
+            [g.q, g.p, output("r", str(12 * nf), "frame positions and rotations")],
+            [("r", "positions and rotations", [(f"r[{12 * i + c}]", (pos[c] if c < 3 else rot[(c - 3) // 3,
+                                                                                            (c - 3) % 3]))
+                                                for i, (pos, rot) in enumerate(frames) for c in range(12)])],
+            [], eqs.assignments, options),
+        build_routine(
+            "frame_jacobians", f"{prefix}_frame_jacobians",
+            "Jacobians of the frames: rows 6*i .. 6*i+2 the velocity of frame i's origin, rows 6*i+3 .. 6*i+5 "
+            "its angular velocity (ground frame), times qd.",
+            (f"J: {6 * nf} x {n}, row-major.",),
+            [g.q, g.p, output("J", str(6 * nf * n), "frame Jacobians, row-major")],
+            [("J", "frame Jacobians", [(f"J[{(6 * i + r) * n + j}]", jc[r, j])
+                                       for i, jc in enumerate(jac) for r in range(6) for j in range(n)])],
+            [], eqs.assignments, options),
     ]
 
 

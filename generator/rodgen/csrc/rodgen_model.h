@@ -9,7 +9,9 @@
  *
  * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
  * np parameters, npoints marker points, nconstraints constraint blocks with
- * nrows rows in all.
+ * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
+ * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
+ * model rodgen generates today; the state y = [q, qd] has 2*nq.
  */
 #ifndef RODGEN_MODEL_H
 #define RODGEN_MODEL_H

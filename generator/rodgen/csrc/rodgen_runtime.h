@@ -68,6 +68,9 @@ extern "C" {
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
 #define RODGEN_SIM_STORAGE(nq) (4 * (nq))
 
+/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); equal to nq today. */
+#define RODGEN_NV(m) ((m)->nq)
+
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
 

@@ -43,7 +43,8 @@ def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tup
     return out
 
 
-def _inertia(ctx: _Ctx, value: object, where: str) -> tuple[Expression, ...]:
+def _inertia(ctx: _Ctx, value: object, where: str
+             ) -> tuple[Expression, Expression, Expression, Expression, Expression, Expression]:
     """``(ixx, ixy, ixz, iyy, iyz, izz)`` from six values or a symmetric 3x3, positive semidefinite
     (at the default parameters, with a little slack for rounding)."""
     if isinstance(value, (tuple, list)) and len(value) == 3 and all(
@@ -59,8 +60,9 @@ def _inertia(ctx: _Ctx, value: object, where: str) -> tuple[Expression, ...]:
         six = list(value)
     else:
         raise ctx.err(f"expected (ixx, ixy, ixz, iyy, iyz, izz) or a 3x3 matrix, got {value!r}", where)
-    names = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    out = tuple(ctx.expr(v, f"{where}.{nm}") for v, nm in zip(six, names))
+    xx_, xy_, xz_, yy_, yz_, zz_ = (ctx.expr(v, f"{where}.{nm}")
+                                    for v, nm in zip(six, ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")))
+    out = (xx_, xy_, xz_, yy_, yz_, zz_)
     xx, xy, xz, yy, yz, zz = (e.evaluate(ctx.params) for e in out)
     scale = max(abs(xx), abs(yy), abs(zz), 1e-300)
     tol = 1e-9 * scale
@@ -233,7 +235,8 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         for j, sg in enumerate(lk.segments):
             vs = validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim)
             sw = f"{lw}, segment {sg.name!r}"
-            for what, items in (("masses", vs.masses), ("rods", vs.rods)):
+            points: tuple[tuple[str, tuple[Any, ...]], ...] = (("masses", vs.masses), ("rods", vs.rods))
+            for what, items in points:
                 for k, it in enumerate(items):
                     if it.lateral.evaluate(ctx.params) != 0:
                         raise ctx.err("a spatial link's segment points lie on the link axis: lateral must be 0 "

@@ -369,6 +369,12 @@ def point_links(model: ValidModel) -> dict[str, str]:
 
 AnyModel = Union[Model, ValidModel]
 
+from .spatial import SpatialModel, ValidSpatialModel  # noqa: E402  (spatial.py imports this module's types)
+
+#: Every type of model the later stages take (planar and spatial), and the validated ones.
+MODEL_TYPES = (Model, ValidModel, SpatialModel, ValidSpatialModel)
+VALID_TYPES = (ValidModel, ValidSpatialModel)
+
 
 def valid_model(model: object) -> ValidModel:
     """The ValidModel of ``model``: a :class:`Model` is validated (a :class:`ModelError` names the place),
@@ -377,7 +383,6 @@ def valid_model(model: object) -> ValidModel:
         return model
     if isinstance(model, Model):
         return model.validate()
-    from .spatial import SpatialModel, ValidSpatialModel
     if isinstance(model, ValidSpatialModel):
         return model  # type: ignore[return-value]
     if isinstance(model, SpatialModel):

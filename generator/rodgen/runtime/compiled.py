@@ -87,6 +87,8 @@ class CompiledModel:
     ----------
     name : model name.
     nq, nu, np, npoints : numbers of coordinates, inputs, parameters and marker points.
+    nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); equal
+        to nq for every model rodgen derives today (see ``rodgen.contract.NV``).
     coordinates, inputs : names, in the order of q and u.
     parameters : dict name -> default value, in the order of p.
     point_names : names of the marker points, in the order of ``points``.
@@ -104,6 +106,7 @@ class CompiledModel:
         self.name: str = info["name"]
         self.prefix: str = info["prefix"]
         self.nq: int = int(info["nq"])
+        self.nv: int = int(info.get("nv", self.nq))
         self.nu: int = int(info["nu"])
         self.np: int = int(info["np"])
         self.npoints: int = int(info["npoints"])
@@ -143,8 +146,28 @@ class CompiledModel:
         self._one_forward_dynamics = model.one_forward_dynamics
         self._one_inverse_dynamics = model.one_inverse_dynamics
         self._one_rhs = model.one_rhs
-        self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nq, "coordinate rates"),
-                       "qdd": (self.nq, "coordinate accelerations"), "u": (self.nu, "inputs"),
+        #: Spatial models: the names of the frames (link frames ``<link>.joint``, segment ends, named masses
+        #: and bodies, markers) of :meth:`frames`, :meth:`points` and :meth:`frame_jacobians`; empty for planar
+        #: models.
+        self.frame_names: list[str] = []
+        self._frames_fn: Any = None
+        self._frame_jac_fn: Any = None
+        library = getattr(model, "library", None)
+        count = getattr(library, f"{self.prefix}_nframes", None) if library is not None else None
+        if count is not None:
+            import ctypes
+            count.restype, count.argtypes = ctypes.c_int, []
+            names = getattr(library, f"{self.prefix}_frame_list")
+            names.restype, names.argtypes = ctypes.POINTER(ctypes.c_char_p), []
+            table = names()
+            self.frame_names = [table[i].decode() for i in range(count())]
+            dp = ctypes.POINTER(ctypes.c_double)
+            self._frames_fn = getattr(library, f"{self.prefix}_frames")
+            self._frame_jac_fn = getattr(library, f"{self.prefix}_frame_jacobians")
+            for fn in (self._frames_fn, self._frame_jac_fn):
+                fn.restype, fn.argtypes = None, [dp, dp, dp]
+        self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nv, "coordinate rates"),
+                       "qdd": (self.nv, "coordinate accelerations"), "u": (self.nu, "inputs"),
                        "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
 
     def __repr__(self) -> str:
@@ -267,7 +290,7 @@ class CompiledModel:
 
     # -- the compiled functions ------------------------------------------------
     def mass_matrix(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Mass matrix M(q): (nq, nq), or (N, nq, nq) for q of shape (N, nq)."""
+        """Mass matrix M(q): (nv, nv), or (N, nv, nv) for q of shape (N, nq)."""
         if out is None:
             r = self._one_mass_matrix(q, p)
             if r is not None:
@@ -280,7 +303,7 @@ class CompiledModel:
         q2, nq_ = self._rows(q, "q")
         p2, np_ = self._params(p)
         n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
-        res = self._out(out, (n, self.nq, self.nq) if batched else (self.nq, self.nq))
+        res = self._out(out, (n, self.nv, self.nv) if batched else (self.nv, self.nv))
         self._m.mass_matrix(n, q2, p2, res)
         return res
 
@@ -296,18 +319,18 @@ class CompiledModel:
                 r = self._one_bias(q, qd, p)
                 if r is not None:
                     return r
-        return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nq)
+        return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nv)
 
     def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Gravity forces G(q) (part of the bias)."""
-        return self._vec("gravity", (q, "q"), p=p, out=out, width=self.nq)
+        return self._vec("gravity", (q, "q"), p=p, out=out, width=self.nv)
 
     def input_map(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Input map B(q): (nq, nu) or (N, nq, nu); the generalized forces of the inputs are B u."""
+        """Input map B(q): (nv, nu) or (N, nv, nu); the generalized forces of the inputs are B u."""
         q2, nq_ = self._rows(q, "q")
         p2, np_ = self._params(p)
         n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
-        res = self._out(out, (n, self.nq, self.nu) if batched else (self.nq, self.nu))
+        res = self._out(out, (n, self.nv, self.nu) if batched else (self.nv, self.nu))
         self._m.input_map(n, q2, p2, res)
         return res
 
@@ -332,7 +355,7 @@ class CompiledModel:
         u2, c = self._inputs(u)
         p2, d = self._params(p)
         n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
-        res = self._out(out, (n, self.nq) if batched else (self.nq,))
+        res = self._out(out, (n, self.nv) if batched else (self.nv,))
         status = np.zeros(n, dtype=np.intc)
         self._m.forward_dynamics(n, q2, qd2, u2, p2, res, status)
         if check:
@@ -355,7 +378,7 @@ class CompiledModel:
                 r = self._one_inverse_dynamics(q, qd, qdd, p)
                 if r is not None:
                     return r
-        return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nq)
+        return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nv)
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
@@ -600,8 +623,57 @@ class CompiledModel:
             return float(e[0]), float(e[1])
         return e[:, 0].copy(), e[:, 1].copy()
 
+    @property
+    def spatial(self) -> bool:
+        """True for a spatial (3D) model: points are (3,), and :meth:`frames` and :meth:`frame_jacobians` apply."""
+        return self._frames_fn is not None
+
+    def _spatial_rows(self, fn: Any, width: int, q: ArrayLike, p: Params) -> tuple[np.ndarray, bool]:
+        """A spatial routine of (q, p) on every row: (N, width) and whether q was a batch."""
+        import ctypes
+        q2, nq_ = self._rows(q, "q")
+        p2, np_ = self._params(p)
+        n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
+        q2 = np.ascontiguousarray(q2, dtype=float).reshape(-1, self.nq)
+        p2 = np.ascontiguousarray(p2, dtype=float).reshape(-1, self.np) if self.np else np.zeros((1, 1))
+        out = np.empty((n, width))
+        dp = ctypes.POINTER(ctypes.c_double)
+        for i in range(n):
+            qi = q2[i if q2.shape[0] > 1 else 0]
+            pi = p2[i if p2.shape[0] > 1 else 0]
+            fn(qi.ctypes.data_as(dp), pi.ctypes.data_as(dp), out[i].ctypes.data_as(dp))
+        return out, batched
+
+    def _need_spatial(self, what: str) -> None:
+        if not self.spatial:
+            raise TypeError(f"{what} applies to spatial models; {self.name!r} is planar (use points())")
+
+    def frames(self, q: ArrayLike, p: Params = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Spatial models: name -> (position (3,), rotation (3, 3)) of every frame in the ground frame (the
+        rotation's columns are the frame's axes), or ((N, 3), (N, 3, 3)) for a batch of q."""
+        self._need_spatial("frames()")
+        r, batched = self._spatial_rows(self._frames_fn, 12 * len(self.frame_names), q, p)
+        r = r.reshape(r.shape[0], len(self.frame_names), 12)
+        out = {}
+        for i, nm in enumerate(self.frame_names):
+            pos, rot = r[:, i, :3].copy(), r[:, i, 3:].reshape(-1, 3, 3).copy()
+            out[nm] = (pos, rot) if batched else (pos[0], rot[0])
+        return out
+
+    def frame_jacobians(self, q: ArrayLike, p: Params = None) -> dict[str, np.ndarray]:
+        """Spatial models: name -> (6, nv) Jacobian of every frame (rows 0-2: velocity of its origin, rows 3-5:
+        its angular velocity, ground frame; times qd), or (N, 6, nv) for a batch of q."""
+        self._need_spatial("frame_jacobians()")
+        nf = len(self.frame_names)
+        r, batched = self._spatial_rows(self._frame_jac_fn, 6 * nf * self.nv, q, p)
+        r = r.reshape(r.shape[0], nf, 6, self.nv)
+        return {nm: (r[:, i].copy() if batched else r[0, i].copy()) for i, nm in enumerate(self.frame_names)}
+
     def points(self, q: ArrayLike, p: Params = None) -> dict[str, np.ndarray]:
-        """Marker positions: name -> (2,) array [x, y], or (N, 2) for a batch."""
+        """Marker positions: name -> (2,) array [x, y], or (N, 2) for a batch; for a spatial model (3,)
+        [x, y, z] or (N, 3), the origins of :meth:`frames`."""
+        if self.spatial:
+            return {nm: pos for nm, (pos, _) in self.frames(q, p).items()}
         r = self._vec("points", (q, "q"), p=p, out=None, width=2 * self.npoints)
         if r.ndim == 1:
             r = r.reshape(self.npoints, 2)

@@ -175,6 +175,9 @@ class Equations:
     #: ``<link>.joint``, segment ends, named masses and bodies, markers) in the ground frame; empty for
     #: planar models (whose ``points`` are (2, 1))
     frames: dict[str, tuple[sp.Matrix, sp.Matrix]] = field(default_factory=dict)
+    #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
+    #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
+    frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
 
@@ -224,6 +227,7 @@ class Equations:
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
                                          x(f.generalized), f.input) for f in self.forces])
         out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
+        out.frame_jacobians = {nm: x(jac) for nm, jac in self.frame_jacobians.items()}
         return out
 
     def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:

@@ -70,34 +70,56 @@ def _zero3() -> V3:
     return [_0, _0, _0]
 
 
+def _z(x: sp.Expr) -> bool:
+    return x is _0 or x == 0
+
+
+def _mul(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """a*b without building products of 0 and 1 (SymPy's arithmetic dominates the derivation time)."""
+    if _z(a) or _z(b):
+        return _0
+    if a is _1:
+        return b
+    if b is _1:
+        return a
+    return a * b
+
+
+def _sum(terms: Sequence[sp.Expr]) -> sp.Expr:
+    nz = [t for t in terms if not _z(t)]
+    if not nz:
+        return _0
+    return nz[0] if len(nz) == 1 else sp.Add(*nz)
+
+
 def _add(a: V3, b: V3) -> V3:
-    return [a[i] + b[i] for i in range(3)]
+    return [_sum((a[i], b[i])) for i in range(3)]
 
 
 def _scale(k: sp.Expr, a: V3) -> V3:
-    return [k * x for x in a]
+    return [_mul(k, x) for x in a]
 
 
 def _cross(a: V3, b: V3) -> V3:
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    return [_sum((_mul(a[1], b[2]), -_mul(a[2], b[1]))), _sum((_mul(a[2], b[0]), -_mul(a[0], b[2]))),
+            _sum((_mul(a[0], b[1]), -_mul(a[1], b[0])))]
 
 
 def _dot(a: V3, b: V3) -> sp.Expr:
-    return sp.Add(*[a[i] * b[i] for i in range(3) if a[i] != 0 and b[i] != 0])
+    return _sum([_mul(a[i], b[i]) for i in range(3)])
 
 
 def _mv(R: M3, v: V3) -> V3:
-    return [sp.Add(*[R[i][j] * v[j] for j in range(3) if R[i][j] != 0 and v[j] != 0]) for i in range(3)]
+    return [_sum([_mul(R[i][j], v[j]) for j in range(3)]) for i in range(3)]
 
 
 def _mtv(R: M3, v: V3) -> V3:
     """Rᵀ v."""
-    return [sp.Add(*[R[j][i] * v[j] for j in range(3) if R[j][i] != 0 and v[j] != 0]) for i in range(3)]
+    return [_sum([_mul(R[j][i], v[j]) for j in range(3)]) for i in range(3)]
 
 
 def _mm(A: M3, B: M3) -> M3:
-    return [[sp.Add(*[A[i][k] * B[k][j] for k in range(3) if A[i][k] != 0 and B[k][j] != 0]) for j in range(3)]
-            for i in range(3)]
+    return [[_sum([_mul(A[i][k], B[k][j]) for k in range(3)]) for j in range(3)] for i in range(3)]
 
 
 def _mt(A: M3) -> M3:
@@ -112,14 +134,23 @@ def _is_identity(R: M3) -> bool:
     return all(R[i][j] == (_1 if i == j else _0) for i in range(3) for j in range(3))
 
 
+#: A constant entry of a fixed rotation within this of 0 or +-1 is taken as exact (the rounding of a right angle
+#: written in floating point, cos(1.5707963267948966) = 6e-17): the zeros of such rotations stay out of the code.
+SNAP = 1e-14
+
+
 def _numeric(x: sp.Expr) -> sp.Expr:
-    """A constant without symbols as a Float (exact integers stay exact); anything else as it is."""
+    """A constant without symbols as a Float (exact integers stay exact, see :data:`SNAP`); anything else as
+    it is."""
     x = sp.sympify(x)
     if x.free_symbols or x.is_Integer or x.is_Rational:
         return x
     val = x.evalf(30)
     if val.is_Number:
         f = float(val)
+        for k in (0, 1, -1):   # cos and sin of a right angle given in floating point (1.5707963267948966)
+            if abs(f - k) < SNAP:
+                return sp.Integer(k)
         if f == int(f) and abs(f) < 2 ** 31:
             return sp.Integer(int(f))
         return sp.Float(repr(f), 17)
@@ -472,12 +503,13 @@ def _inertia_times(m: sp.Expr, h: V3, Ib: M3, w: V3, v: V3) -> tuple[V3, V3]:
     return _add(_mv(Ib, w), _cross(h, v)), [m * v[r] - x for r, x in enumerate(_cross(h, w))]
 
 
-def derive_spatial(model: ValidSpatialModel) -> Equations:
+def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
+                   tree: Optional[SpatialTree] = None) -> Equations:
     """Equations of motion of a spatial model by the composite-body (M), Newton–Euler (h, inverse dynamics)
-    and composite gravity (G) recursions; the articulated-body forward dynamics in ``Equations.articulated``
-    where it applies."""
-    k = spatial_kinematics(model)
-    tree = SpatialTree(model, k)
+    and composite gravity (G) recursions (``k`` and ``tree``: the model's kinematics and expanded tree, when
+    already built)."""
+    k = k or spatial_kinematics(model)
+    tree = tree or SpatialTree(model, k)
     nodes = tree.nodes
     e = _Emitter(_prefix(k))
     N, n = len(nodes), len(k.q)
@@ -655,8 +687,10 @@ def derive_spatial(model: ValidSpatialModel) -> Equations:
         Vg.append(-_dot(k.gravity, _add(_scale(m, pw), _mv(Rw, hb))))
     V = e(sp.Add(*Vg), "Vg") + spring_energy(k)  # type: ignore[arg-type]
     frames = {}
+    jacobians = {}
     for name, ref in tree.frames.items():
         frames[name] = _frame_of(ref, world)
+        jacobians[name] = _frame_jacobian(ref, frames[name][0], nodes, J, world, n)
     K, D = spring_forces(k), damper_forces(k)  # type: ignore[arg-type]
     points = {nm: sp.Matrix(pos) for nm, (pos, _) in frames.items()}
     eqs = Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u,  # type: ignore[arg-type]
@@ -665,7 +699,28 @@ def derive_spatial(model: ValidSpatialModel) -> Equations:
                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
                     inverse=inverse, inverse_assignments=inverse_assignments)
     eqs.frames = {nm: (sp.Matrix(pos), sp.Matrix(rot)) for nm, (pos, rot) in frames.items()}
+    eqs.frame_jacobians = jacobians
     return eqs
+
+
+def _frame_jacobian(ref: SRef, pos: V3, nodes: list[SNode], J: _Joints, world: list[tuple[M3, V3]],
+                    n: int) -> sp.Matrix:
+    """The (6, n) Jacobian of a frame in the ground frame: rows 0-2 the velocity of its origin, rows 3-5 its
+    angular velocity (geometric: a revolute node i adds z_i and z_i x (p - o_i), a prismatic one z_i)."""
+    out = sp.zeros(6, n)
+    i = ref.node
+    while i >= 0:
+        Rw, pw = world[i]
+        z = _mv(Rw, nodes[i].axis)
+        if nodes[i].revolute:
+            col = _cross(z, [pos[r] - pw[r] for r in range(3)]) + z
+        else:
+            col = z + _zero3()
+        for a_, cf in J.Tmap[i]:
+            for r in range(6):
+                out[r, a_] += cf * col[r]
+        i = nodes[i].parent
+    return out
 
 
 def _world_frames(nodes: list[SNode], J: _Joints, e: _Emitter) -> list[tuple[M3, V3]]:
@@ -689,17 +744,18 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
     return _add(pw, _mv(Rw, ref.pl)), _mm(Rw, ref.Rl)
 
 
-def spatial_forward_dynamics(model: ValidSpatialModel) -> ForwardDynamics:
+def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
+                             tree: Optional[SpatialTree] = None) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
     """
-    k = spatial_kinematics(model)
+    k = k or spatial_kinematics(model)
     if model.couplings:
         raise DerivationError(f"model {model.name!r} couples coordinates; the articulated-body algorithm needs "
                               f"independent joints")
-    tree = SpatialTree(model, k)
+    tree = tree or SpatialTree(model, k)
     nodes = tree.nodes
     N, n = len(nodes), len(k.q)
     if N != n:
@@ -832,13 +888,14 @@ def _sym_emit(e: _Emitter, A: M3, tag: str) -> M3:
     return [[out[min(r, c), max(r, c)] for c in range(3)] for r in range(3)]
 
 
-def spatial_articulated(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
+def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
+                        tree: Optional[SpatialTree] = None) -> tuple[Optional[ForwardDynamics], str]:
     """The articulated-body forward dynamics of a spatial model's equations, or None and the reason."""
     model = eqs.model
     if eqs.couplings or getattr(model, "couplings", None):
         return None, "the model couples coordinates"
     try:
-        fd = spatial_forward_dynamics(model)  # type: ignore[arg-type]
+        fd = spatial_forward_dynamics(model, k, tree)  # type: ignore[arg-type]
     except DerivationError as exc:
         return None, str(exc)
     pivots = [sp.sympify(d) for d in fd.inverse_pivots]
@@ -850,26 +907,30 @@ def spatial_articulated(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     """``rodgen.derive`` for a spatial model: ``"recursive"`` (also for ``"matrix"``, which has no spatial
     form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
+    k = spatial_kinematics(model)
+    tree = SpatialTree(model, k)
     if method == "lagrange":
         from .spatial_lagrange import derive_spatial_lagrange
         eqs = derive_spatial_lagrange(model)
     else:
-        eqs = derive_spatial(model)
-    frames = getattr(eqs, "frames", {})
+        eqs = derive_spatial(model, k, tree)
+    frames, jacobians = eqs.frames, eqs.frame_jacobians
     if model.couplings:
-        from .coupling import reduce_couplings
+        from .coupling import coupling_functions, reduce_couplings
+        full_q = list(eqs.q)
+        f = coupling_functions(eqs)       # of the full equations: dependent symbol -> its expression
         eqs = reduce_couplings(eqs)
-        if frames:
-            from .coupling import coupling_functions
-            f = coupling_functions(eqs)
-            eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
+        # d q_full / d q: the independent coordinates' own columns, the coupled ones' derivatives
+        Jc = sp.Matrix([[sp.diff(f.get(qf, qf), qi) for qi in eqs.q] for qf in full_q])
+        eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
+        eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
     else:
-        eqs.frames = frames
+        eqs.frames, eqs.frame_jacobians = frames, jacobians
     for i, c in enumerate(eqs.coordinates):
         if eqs.M[i, i] == 0:
             raise ModelError(f"coordinate {c.name!r} moves no mass: the mass matrix is singular",
                              source=model.source, where=f"link {c.link!r}")
-    eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs)
+    eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
     eqs.constraints = []
     return eqs
 

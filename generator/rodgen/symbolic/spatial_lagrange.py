@@ -158,6 +158,15 @@ def derive_spatial_lagrange(model: ValidSpatialModel) -> Equations:
                     T=T, V=Vg + spring_energy(k), points=points,  # type: ignore[arg-type]
                     coordinates=model.coordinates(), inputs=model.inputs())
     eqs.frames = {nm: (points[nm], rots[nm]) for nm in points}
+    jac = {}
+    for nm in points:
+        R = rots[nm]
+        cols = []
+        for qi in q:
+            W = R.diff(qi) * R.T          # skew matrix of the angular velocity per unit rate, ground frame
+            cols.append(list(points[nm].diff(qi)) + [W[2, 1], W[0, 2], W[1, 0]])
+        jac[nm] = sp.Matrix(cols).T if cols else sp.zeros(6, 0)
+    eqs.frame_jacobians = jac
     return eqs
 
 

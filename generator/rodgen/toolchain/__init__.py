@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ..codegen.options import DEFAULT_METHOD, CodegenOptions
 from ..errors import BuildError
-from ..model.core import Model
-from ..model.valid import AnyModel, ValidModel, valid_model
+from ..model.valid import MODEL_TYPES, VALID_TYPES, AnyModel, ValidModel, valid_model
 from . import cache
 from .compiler import (
     BuildOptions,
@@ -158,7 +157,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
     key = None
     now, deferred = codegen, False
-    if isinstance(source, (Model, ValidModel)):
+    if isinstance(source, MODEL_TYPES):
         from .key import model_key
         source = valid_model(source)
         method = str(getattr(method, "value", method)) if method is not None else DEFAULT_METHOD
@@ -178,7 +177,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     from ..codegen.lower import lower
     from ..codegen.render import render
     from ..runtime.progress import Progress
-    name = source.name if isinstance(source, ValidModel) else source.model.name
+    name = source.name if isinstance(source, VALID_TYPES) else source.model.name
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
         eqs = equations_of(source, method=method)
         bar.update(1)
@@ -201,7 +200,7 @@ def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations
                     method: Optional[str], options: BuildOptions, codegen: CodegenOptions) -> None:
     """Give ``robot`` the build of its RHS Jacobian: the same source with ``CodegenOptions(jacobian=True)``."""
     full = replace(codegen, jacobian=True)
-    how = None if not isinstance(source, ValidModel) else method
+    how = None if not isinstance(source, VALID_TYPES) else method
     robot.defer_jacobian(lambda: build(source, build_dir=root, method=how, options=options, codegen=full,
                                        progress=False))
 

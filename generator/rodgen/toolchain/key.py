@@ -34,7 +34,7 @@ from typing import Any, Optional
 from ..model.valid import ValidModel
 
 #: Fields left out of :func:`canonical` (by dataclass and field name): they do not reach the generated code.
-IGNORED_FIELDS = frozenset({("ValidModel", "source")})
+IGNORED_FIELDS = frozenset({("ValidModel", "source"), ("ValidSpatialModel", "source")})
 
 #: Parts of the package whose files shape the generated code (folders and single files, under ``rodgen/``).
 GENERATOR_PARTS = ("model", "symbolic", "codegen", "csrc", "contract.py", "errors.py", "_version.py")
