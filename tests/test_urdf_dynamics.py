@@ -1,8 +1,7 @@
-"""Robots read from URDF files have Pinocchio's dynamics: the mass matrix (crba) and the forward dynamics
-(aba; crba and rnea for mimic joints, which aba does not take) agree to 1e-10 at seeded random states, for
-robots of the example-robot-data package. rodgen's equations are evaluated as the straight-line chain the
-code stage prints (rodgen.symbolic.numeric.ChainModel) and, for the articulated-body forward dynamics, the
-chain of Equations.articulated."""
+"""Robots read from URDF files have Pinocchio's dynamics: the compiled model's mass matrix (crba), forward
+dynamics (aba; crba and rnea for mimic joints, which aba does not take) and link frames (forward kinematics)
+agree to 1e-10 at seeded random states, for robots of the example-robot-data package; the symbolic chain the
+code stage prints (rodgen.symbolic.numeric.ChainModel) agrees too."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -60,21 +59,21 @@ def _states(vm: Any, rng: np.random.Generator, n: int) -> list[tuple[np.ndarray,
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_mass_matrix_and_forward_dynamics_match_pinocchio(case: str) -> None:
+def test_mass_matrix_and_forward_dynamics_match_pinocchio(case: str, build_dir: Path) -> None:
     relative, lock = CASES[case]
     path = robot_file(relative)
     model = rodgen.from_urdf(path, lock=lock)
     eqs = rodgen.derive(model)
-    coords = [str(s) for s in eqs.q]
-    num = ChainModel(eqs)
-    fd = eqs.articulated
-    aba = (ChainModel._lam((list(eqs.q), list(eqs.qd), list(eqs.u), list(eqs.params)), list(fd.qdd),
-                           list(eqs.assignments) + list(fd.assignments)) if fd is not None else None)
+    robot = rodgen.build(model, build_dir=build_dir)
+    coords = list(robot.coordinates)
+    assert coords == [str(s) for s in eqs.q]
+    chain = ChainModel(eqs)
     pm = _pinocchio(path, lock)
     pd = pm.createData()
-    assert pm.nv == len(coords)
+    assert pm.nv == len(coords) == robot.nv
     order = [pm.idx_vs[pm.getJointId(n)] for n in coords]      # Pinocchio's order of the same joints
     mimic = any(j.shortname() == "JointModelMimic" for j in pm.joints)
+    links = [lk.name for lk in read_urdf(path).links]
     rng = np.random.default_rng(sum(map(ord, case)))
     for q, qd, u in _states(eqs.model, rng, 4):
         pq = pin_configuration(coords, pm, q)
@@ -83,20 +82,26 @@ def test_mass_matrix_and_forward_dynamics_match_pinocchio(case: str) -> None:
         pv[order], pu[order] = qd, u
         Mp = pin.crba(pm, pd, pq)
         Mp = (np.triu(Mp) + np.triu(Mp, 1).T)[np.ix_(order, order)]
-        M = num.mass_matrix(q)
-        assert np.abs(M - Mp).max() <= TOL * max(1.0, np.abs(Mp).max()), case
+        for M in (robot.mass_matrix(q), chain.mass_matrix(q)):
+            assert np.abs(M - Mp).max() <= TOL * max(1.0, np.abs(Mp).max()), case
         if mimic:       # Pinocchio's aba takes no mimic joint: its M and nonlinear effects
             ref = np.linalg.solve(Mp, pu[order] - pin.nonLinearEffects(pm, pd, pq, pv)[order])
         else:
             ref = pin.aba(pm, pd, pq, pv, pu)[order]
         scale = max(1.0, np.abs(ref).max())
-        qdd = np.linalg.solve(M, num.input_map(q) @ u - num.bias(q, qd))
+        assert np.abs(robot.forward_dynamics(q, qd, u) - ref).max() <= TOL * scale, case
+        qdd = np.linalg.solve(chain.mass_matrix(q), chain.input_map(q) @ u - chain.bias(q, qd))
         assert np.abs(qdd - ref).max() <= TOL * scale, case
-        if aba is not None:
-            qdd_aba = np.asarray(aba(q, qd, u, num.params()), dtype=float).ravel()
-            assert np.abs(qdd_aba - ref).max() <= TOL * scale, case
+        # every link frame where Pinocchio puts it
+        pin.framesForwardKinematics(pm, pd, pq)
+        frames = robot.frames(q)
+        for name in links:
+            place = pd.oMf[pm.getFrameId(name, pin.FrameType.BODY)]
+            pos, rot = frames[f"{name}.joint"]
+            np.testing.assert_allclose(pos, place.translation, atol=TOL, err_msg=name)
+            np.testing.assert_allclose(rot, place.rotation, atol=TOL, err_msg=name)
     if not mimic:
-        assert fd is not None, eqs.articulated_reason
+        assert eqs.articulated is not None, eqs.articulated_reason
 
 
 def test_load_reads_urdf_by_its_suffix() -> None:

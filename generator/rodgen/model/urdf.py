@@ -741,12 +741,10 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
     link_id = {lk.name: identifier(lk.name, taken, "link") for lk in robot.links}
     taken = set()
     coord_id = {j.name: identifier(j.name, taken, "q") for j in robot.joints if j.moving and j.name not in held}
-    marker_id = {lk.name: identifier(lk.name, taken, "frame") for lk in robot.links}
     model = SpatialModel(identifier(name or robot.name or "robot", set(), "robot"), gravity=gravity, source=src)
     model.doc = (f"Read from the URDF file {os.path.basename(src)} (robot {robot.name!r})." if src else
                  f"Read from URDF (robot {robot.name!r}).")
-    root = model.fixed(link_id[robot.root])
-    root.marker(marker_id[robot.root])
+    model.fixed(link_id[robot.root])
     for j in robot.joints:
         parent = link_id[j.parent]
         child = link_id[j.child]
@@ -785,7 +783,6 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
         inertial = robot.link(j.child).inertial
         if inertial is not None:
             lk.body(inertial.mass, inertial.com, inertial.moments, rpy=_rpy(inertial.rpy))  # type: ignore
-        lk.marker(marker_id[j.child])
     return model
 
 
@@ -795,8 +792,9 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
     """Read a URDF file into a :class:`~rodgen.model.spatial.SpatialModel` (fixed base at the root link).
 
     Every URDF link becomes a spatial link of the same name (characters other than letters, digits and
-    ``_`` replaced by ``_``) carrying its ``<inertial>`` as a :class:`~rodgen.model.spatial.Body` and a
-    marker of the same name at its frame's origin; the root link is welded to the ground. A revolute or
+    ``_`` replaced by ``_``) carrying its ``<inertial>`` as a :class:`~rodgen.model.spatial.Body`; its
+    frame is the named frame ``<link>.joint`` of the compiled model (``robot.frames(q)``,
+    ``robot.points(q)``). The root link is welded to the ground. A revolute or
     prismatic joint becomes the joint of its child link with the coordinate named as the joint, an input
     ``tau_<joint>`` (revolute) or ``F_<joint>`` (prismatic), its limits (``continuous``: none), effort and
     velocity; a fixed joint a fixed link.
