@@ -26,7 +26,7 @@ def test_configuration_draws_each_stick_through_its_points(tmp_path: "os.PathLik
         assert len(x) == len(line)
         np.testing.assert_array_equal(np.column_stack([x, y, z]), [POINTS[n] for n in line])
     joints = ax.lines[len(LINES)]
-    assert len(joints.get_data_3d()[0]) == 2            # one dot at the first point of each stick
+    assert len(joints.get_data_3d()[0]) == 4            # one dot at each point of a stick
     masses = ax.lines[len(LINES) + 1]
     np.testing.assert_array_equal(np.column_stack(masses.get_data_3d()), [POINTS["load"]])
     assert [ax.get_xlabel(), ax.get_ylabel(), ax.get_zlabel()] == ["x [m]", "y [m]", "z [m]"]
@@ -58,3 +58,37 @@ def test_bad_points_are_named() -> None:
         draw_configuration({"a": [0.0, 1.0, 2.0]}, [["a", "c"]])
     with pytest.raises(ValueError, match="trace: no point 'z'"):
         animate_points({"a": np.zeros((2, 3))}, [["a"]], "never.gif", trace="z")
+
+
+def test_urdf_robot_is_drawn_and_animated_in_3d(tmp_path: "os.PathLike[str]", build_dir: "os.PathLike[str]") -> None:
+    """The Panda read from URDF: one stick per joint, from the parent link's frame to the child's, at the
+    places the URDF reader's own forward kinematics gives; the animation has the frames asked for."""
+    import rodgen
+    from _robots import robot_file
+    from rodgen.model.urdf import read_urdf
+    from rodgen.runtime.plot3d import animate3d, plot_configuration
+    from rodgen.runtime.result import SimulationResult
+    path = robot_file("panda_description/urdf/panda.urdf")
+    model = rodgen.from_urdf(path, lock={"panda_finger_joint1": 0.03})
+    robot = rodgen.build(model, build_dir=build_dir)
+    urdf = read_urdf(path)
+    q = np.array([0.3, -0.5, 0.2, -1.9, 0.1, 1.6, 0.7])
+    fig = plot_configuration(robot, q, os.path.join(str(tmp_path), "panda.png"), model=model, dpi=40)
+    ax = fig.axes[0]
+    joints = [j for j in urdf.joints]
+    sticks = ax.lines[:len(joints)]
+    place = urdf.placements(np.r_[q, 0.03])
+    for art, j in zip(sticks, joints):
+        xyz = np.column_stack(art.get_data_3d())
+        assert xyz.shape == (2, 3)
+        np.testing.assert_allclose(xyz, [place[j.parent][1], place[j.child][1]], atol=1e-12, err_msg=j.name)
+    assert len(ax.lines[len(joints)].get_data_3d()[0]) == len(urdf.links)     # a dot at every link frame
+    t = np.linspace(0.0, 1.0, 11)
+    res = SimulationResult(t=t, q=np.outer(t, q), qd=np.zeros((11, 7)), u=np.zeros((11, 7)), kinetic=0.0,
+                           potential=0.0, coordinates=list(robot.coordinates), inputs=list(robot.inputs))
+    gif = os.path.join(str(tmp_path), "panda.gif")
+    n = rodgen.animate(robot, res, gif, fps=5, model=model, dpi=30, size=3.0)   # rodgen.animate draws 3D points in 3D
+    assert n == 6
+    with Image.open(gif) as im:
+        assert im.n_frames == n
+    assert animate3d(robot, res, gif, fps=10, max_frames=4, model=model, dpi=30, size=3.0) == 4

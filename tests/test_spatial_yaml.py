@@ -83,3 +83,22 @@ def test_spatial_must_be_true() -> None:
     # without spatial: true the planar reader reads the file, and says what it expects
     with pytest.raises(ModelError, match="unknown field 'bodies'"):
         load_dict({"name": "s", "links": [{"name": "a", "segments": [], "bodies": []}]})
+
+
+@pytest.mark.parametrize("source", ["arm3", "panda"])
+def test_dumped_model_has_the_same_mass_matrix(source: str, tmp_path: Path) -> None:
+    """load(dump(m)) has m's mass matrix and bias (the chains of both derivations evaluated numerically)."""
+    import numpy as np
+
+    from rodgen.symbolic.numeric import ChainModel
+    model = (rodgen.load(EXAMPLE) if source == "arm3" else
+             rodgen.from_urdf(robot_file("panda_description/urdf/panda.urdf")))
+    path = tmp_path / "m.yaml"
+    rodgen.dump(model, path)
+    a, b = ChainModel(rodgen.derive(model)), ChainModel(rodgen.derive(rodgen.load(path)))
+    assert a.coordinates == b.coordinates
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, qd = rng.uniform(-1, 1, a.nq), rng.normal(size=a.nq)
+        np.testing.assert_allclose(b.mass_matrix(q), a.mass_matrix(q), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(b.bias(q, qd), a.bias(q, qd), rtol=0, atol=1e-12)

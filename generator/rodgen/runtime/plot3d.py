@@ -27,16 +27,45 @@ Lines = Sequence[Sequence[str]]
 def skeleton3d(names: Sequence[str], model: Any = None) -> tuple[list[list[str]], dict[str, float]]:
     """Polylines (lists of point names) and mass points (name -> mass) of a mechanism's points.
 
-    With a model that knows its own drawing (a spatial model: ``model.skeleton(names)``) the structure is
-    read from it; otherwise the planar convention of :func:`rodgen.runtime.plot.skeleton` applies
+    A spatial model (:class:`~rodgen.model.spatial.SpatialModel` or its validated form) is drawn as a tree
+    of sticks: from the parent's frame ``<parent>.joint`` (through the attachment point when the link
+    hangs at a segment's end or a marker) to the link's frame ``<link>.joint``, and along the link's
+    segments (``<link>.joint``, ``<segment>.end``, ...); its named bodies, point masses and rods are the mass
+    points. Otherwise the planar convention of :func:`rodgen.runtime.plot.skeleton` applies
     (``<link>.joint`` opens a polyline, ``<segment>.end`` extends it, other points are masses).
     """
-    draw = getattr(model, "skeleton", None)
-    if callable(draw):
-        lines, masses = draw(names)
-        return [list(line) for line in lines], dict(masses)
     from .plot import skeleton
-    return skeleton(names, model)
+    if model is None:
+        return skeleton(names, None)
+    from ..model.valid import valid_model
+    vm: Any = valid_model(model)
+    if not getattr(vm, "spatial", False):
+        return skeleton(names, vm)
+    have = set(names)
+    lines: list[list[str]] = []
+    masses: dict[str, float] = {}
+    by_name = {lk.name: lk for lk in vm.links}
+    for lk in vm.links:
+        frame = f"{lk.name}.joint"
+        if lk.parent is not None:
+            up = by_name[lk.parent]
+            line = [f"{up.name}.joint"]
+            if lk.at == "end" and up.segments:
+                line.append(f"{up.segments[-1].name}.end")
+            elif lk.at not in ("end", "start"):
+                line.append(lk.at if lk.at in have else f"{lk.at}.end")
+            lines.append(line + [frame])
+        if lk.segments:
+            lines.append([frame] + [f"{sg.name}.end" for sg in lk.segments])
+        for b in lk.bodies:
+            if b.name:
+                masses[b.name] = vm.value(b.mass)
+        for sg in lk.segments:
+            for item in list(sg.masses) + list(sg.rods):
+                if item.name:
+                    masses[item.name] = vm.value(item.mass)
+    lines = [[n for n in line if n in have] for line in lines]
+    return [line for line in lines if len(line) > 1], {k: v for k, v in masses.items() if k in have}
 
 
 def _bounds(points: Mapping[str, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -87,6 +116,7 @@ class _Figure3D:
         self.lines = [list(line) for line in lines]
         self.sticks = [ax.plot([], [], [], "-", lw=3, color="tab:blue", solid_capstyle="round")[0]
                        for _ in self.lines]
+        self.joint_names = list(dict.fromkeys(n for line in self.lines for n in line))
         self.joints = ax.plot([], [], [], "o", color="k", ms=4, linestyle="none")[0]
         self.mass_names = list(masses)
         mmax = max(masses.values(), default=0.0) or 1.0
@@ -101,8 +131,7 @@ class _Figure3D:
         for art, line in zip(self.sticks, self.lines):
             xyz = np.array([pts[n][f] for n in line]).reshape(-1, 3)
             art.set_data_3d(xyz[:, 0], xyz[:, 1], xyz[:, 2])
-        heads = [line[0] for line in self.lines if line]
-        xyz = np.array([pts[n][f] for n in heads]).reshape(-1, 3)
+        xyz = np.array([pts[n][f] for n in self.joint_names]).reshape(-1, 3)
         self.joints.set_data_3d(xyz[:, 0], xyz[:, 1], xyz[:, 2])
         xyz = np.array([pts[n][f] for n in self.mass_names]).reshape(-1, 3)
         self.mass_points.set_data_3d(xyz[:, 0], xyz[:, 1], xyz[:, 2])
