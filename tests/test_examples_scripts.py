@@ -207,3 +207,25 @@ def test_exo5_stands_on_compliant_contacts_carrying_its_weight(tmp_path: "os.Pat
     assert info["peak"] > 1.5 * weight                     # the landing
     assert all(f[:, 1].min() >= 0 for f in res.element_forces.values())   # the ground never pulls
     assert abs(info["horizontal"]) < 0.05 * weight
+
+
+def test_panda_from_urdf_holds_its_posture_against_pinocchio_gravity(tmp_path: "os.PathLike[str]") -> None:
+    """The Panda example: the PD law brings the arm to rest at the ready posture, where the torques it
+    applies are the gravity torques Pinocchio computes from the same URDF (a static balance)."""
+    import pinocchio as pin
+    mod = script("panda_urdf")
+    out = str(tmp_path)
+    res, info = mod.main([out, "--t-end", "2", "--frames", "10"])
+    for name in ("panda_urdf.png", "panda_urdf_3d.png", "panda_urdf.gif"):
+        image_ok(os.path.join(out, name))
+    assert info["final_error"] < 1e-4 and info["final_rate"] < 1e-3       # settled (decay rate about 5/s)
+    full = pin.buildModelFromUrdf(mod.panda_urdf())
+    q_lock = pin.neutral(full)
+    fingers = [full.getJointId(n) for n in ("panda_finger_joint1", "panda_finger_joint2")]
+    for j in fingers:
+        q_lock[full.idx_qs[j]] = 0.03
+    arm = pin.buildReducedModel(full, fingers, q_lock)
+    gravity = pin.computeGeneralizedGravity(arm, arm.createData(), res.q[-1])
+    np.testing.assert_allclose(res.u[-1], gravity, rtol=0, atol=1e-3)
+    np.testing.assert_allclose(info["gravity"], pin.computeGeneralizedGravity(arm, arm.createData(), mod.READY),
+                               rtol=0, atol=1e-10)
