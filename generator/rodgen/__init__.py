@@ -31,13 +31,13 @@ from .model import (
     ValidModel,
     dump,
     elastic,
-    from_urdf,
     load,
     telescopic,
 )
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate
+    from .model.urdf import from_urdf
     from .symbolic import Equations, Method, derive
     from .toolchain import build
 
@@ -62,6 +62,7 @@ _LAZY = {
     "build": (".toolchain", "build"),
     "toolchain": (".toolchain", None),
     "generate": (".codegen", "generate"),
+    "from_urdf": (".model.urdf", "from_urdf"),
     "examples": (".examples", None),
     "modes": (".analysis", "modes"),
     "linearize": (".runtime.linear", "linearize"),

@@ -4,6 +4,8 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 :class:`ValidModel` that ``Model.validate()`` returns and the later stages read (see
 :mod:`rodgen.model.valid`).
 """
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from .core import (
                    Contact,
                    Coordinate,
@@ -40,7 +42,6 @@ from .spatial import (
                    ValidSpatialMarker,
                    ValidSpatialModel,
 )
-from .urdf import from_urdf, read_urdf
 from .valid import (
                    AnyModel,
                    Extension,
@@ -69,3 +70,14 @@ __all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordin
            "valid_model", "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
            "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody",
            "from_urdf", "read_urdf"]
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from .urdf import from_urdf, read_urdf
+
+
+def __getattr__(name: str) -> object:
+    # the URDF reader (it uses NumPy) is imported on first use, so that `import rodgen` stays light
+    if name in ("from_urdf", "read_urdf"):
+        from . import urdf
+        return getattr(urdf, name)
+    raise AttributeError(f"module 'rodgen.model' has no attribute {name!r}")
