@@ -29,6 +29,8 @@ CASES = {
     # the KUKA iiwa is not among example-robot-data 6's robots: another 7-joint arm
     "xarm7": ("xarm_description/urdf/xarm7.urdf", None),
     "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", None),
+    # revolute joints whose <limit> gives effort and velocity only (lower = upper = 0): no position limits
+    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", None),
 }
 
 
@@ -128,6 +130,8 @@ def test_mapping_options() -> None:
     coupled = rodgen.from_urdf(path).validate()
     assert dict(coupled.couplings)["panda_finger_joint2"].text == "panda_finger_joint1"
     assert "F_panda_finger_joint2" not in [i.name for i in coupled.inputs()]
+    pendulum = rodgen.from_urdf(robot_file(CASES["double_pendulum"][0])).validate()
+    assert [lk.joint.limits for lk in pendulum.links if lk.joint.coordinates] == [None, None]
     held = rodgen.from_urdf(path, lock={"panda_finger_joint1": 0.01}).validate()
     assert len(held.coordinates()) == 7 and not held.couplings
     # the exact rotations: the Panda's rpy of ±pi/2 are kept as pi/2, so that cos(pi/2) is 0, not 6e-17

@@ -765,7 +765,9 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
             limits = None
             effort = velocity = None
             if j.limit is not None:
-                if j.limit.lower is not None or j.limit.upper is not None:
+                # a limit without a range (lower = upper, also when both are left out and default to 0, as
+                # in many files that give only effort and velocity) bounds nothing: no position limits
+                if j.limit.lower is not None and j.limit.upper is not None and j.limit.lower < j.limit.upper:
                     limits = (j.limit.lower, j.limit.upper)
                 effort, velocity = j.limit.effort, j.limit.velocity
             coupled = j.name in mimics
@@ -796,8 +798,9 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
     frame is the named frame ``<link>.joint`` of the compiled model (``robot.frames(q)``,
     ``robot.points(q)``). The root link is welded to the ground. A revolute or
     prismatic joint becomes the joint of its child link with the coordinate named as the joint, an input
-    ``tau_<joint>`` (revolute) or ``F_<joint>`` (prismatic), its limits (``continuous``: none), effort and
-    velocity; a fixed joint a fixed link.
+    ``tau_<joint>`` (revolute) or ``F_<joint>`` (prismatic), its limits (``continuous``, or a ``<limit>``
+    whose lower and upper bounds are equal or left out: none), effort and velocity; a fixed joint a fixed
+    link.
 
     Parameters
     ----------
