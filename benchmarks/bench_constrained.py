@@ -85,8 +85,8 @@ static double run(int which, long reps, double *work, double *out, int *status) 
     t0 = now();
     for (i = 0; i < reps; ++i) {{
         q[0] = m->initial_q[0] + 1e-9 * (double)(i & 15);   /* defeat hoisting */
-        if (which == 0) st |= m->forward_dynamics(q, qd, u, m->default_p, out);
-        else st |= rodgen_constrained_dynamics(m, m->default_p, q, qd, u, ACTIVE, 0, 0, out, lam, work);
+        if (which == 0) st |= m->forward_dynamics(0.0, q, qd, u, m->default_p, out);
+        else st |= rodgen_constrained_dynamics(m, 0.0, m->default_p, q, qd, u, ACTIVE, 0, 0, out, lam, work);
     }}
     *status |= st;
     return reps > 0 ? (now() - t0) / (double)reps : 0.0;

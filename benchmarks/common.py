@@ -309,7 +309,7 @@ int main(int argc, char **argv) {{
         for (i = 0; i < reps; ++i) {{
             y[0] = y0[0] + 1e-9 * (i & 15);        /* defeat hoisting */
             if (aba) aba_fd(y, y + {NQ}, u, p, qdd);
-            else st |= {name}_forward_dynamics(y, y + {NQ}, u, p, qdd);
+            else st |= {name}_forward_dynamics(0.0, y, y + {NQ}, u, p, qdd);
             acc += qdd[0];
         }}
         t1 = now();

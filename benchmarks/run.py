@@ -165,8 +165,8 @@ def section_forward(ns: list[int], build_dir: str) -> dict[str, Any]:
         # the compiled kernel without the runtime's argument checks (what a fast path could reach)
         q2, qd2, u2 = q[None, :].copy(), qd[None, :].copy(), u[None, :].copy()
         p2 = np.asarray(sysm.parameter_vector(), float)[None, :].copy()
-        res, st = np.empty((1, tree.n)), np.zeros(1, dtype=np.intc)
-        row["rodgen_kernel_s"] = autorange(lambda: sysm._m.forward_dynamics(1, q2, qd2, u2, p2, res, st))
+        res, st, t2 = np.empty((1, tree.n)), np.zeros(1, dtype=np.intc), np.zeros(1)
+        row["rodgen_kernel_s"] = autorange(lambda: sysm._m.forward_dynamics(1, t2, q2, qd2, u2, p2, res, st))
         Q, QD, U = np.tile(q, (BATCH, 1)), np.tile(qd, (BATCH, 1)), np.zeros((BATCH, tree.n))
         out = np.empty_like(Q)
         row["rodgen_batch_per_state_s"] = autorange(lambda: sysm.forward_dynamics(Q, QD, U, out=out)) / BATCH

@@ -133,7 +133,7 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         double sn, cn, hs[NOUT], dh[NOUT], ddh[NOUT], theta, thd;
         /* 2. qdd = a0 + G u in single support */
         m->mass_matrix(q, c->p, M);
-        m->bias(q, qd, c->p, h);
+        m->bias(t, q, qd, c->p, h);
         m->input_map(q, c->p, B);
         m->constraint_jacobian(q, c->p, Jall);
         m->constraint_bias(q, qd, c->p, ball);

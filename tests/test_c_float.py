@@ -38,7 +38,7 @@ int main(void)
     for (i = 0; i < {M}_NU; ++i) {{
         u[i] = 0.5f - 0.25f * (float)i;
     }}
-    status = {prefix}_forward_dynamics(q, qd, u, p, qdd);
+    status = {prefix}_forward_dynamics(0.0, q, qd, u, p, qdd);
     {prefix}_mass_matrix(q, p, M);
     printf("%d\n", status);
     for (i = 0; i < {M}_NQ; ++i) {{

@@ -43,7 +43,7 @@ int main(void)
     p[DOUBLE_PENDULUM_P_G] = 0.0;
     u[DOUBLE_PENDULUM_U_TAU_LOWER] = 1.0;
     double_pendulum_mass_matrix(q, p, M);
-    status = double_pendulum_forward_dynamics(q, qd, u, p, qdd);
+    status = double_pendulum_forward_dynamics(0.0, q, qd, u, p, qdd);
     double_pendulum_points(q, p, r);
     for (i = 0; i < DOUBLE_PENDULUM_NQ * DOUBLE_PENDULUM_NQ; ++i) {
         printf("%.17g\n", M[i]);

@@ -44,7 +44,7 @@ int main(void)
     for (i = 0; i < {M}_NU; ++i) {{
         u[i] = 0.5 - 0.25 * i;
     }}
-    status = {prefix}_forward_dynamics(q, qd, u, p, qdd);
+    status = {prefix}_forward_dynamics(0.0, q, qd, u, p, qdd);
     printf("%d\n", status);
     for (i = 0; i < {M}_NQ; ++i) {{
         printf("%.17g\n", qdd[i]);

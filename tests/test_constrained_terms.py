@@ -142,7 +142,7 @@ def test_constrained_terms_outputs(walk) -> None:  # type: ignore[no-untyped-def
         p = np.asarray(fast.parameter_vector(), float)
         out = {k: np.zeros((1, w)) for k, w in (("d", nq), ("qdd0", nq), ("J", nr * nq), ("c", nr), ("v", nr),
                                                  ("a0", nr), ("A", nr * nq), ("S", nr * nr))}
-        fast._m.constrained_terms(1, q[None], qd[None], u[None], p[None], *out.values())
+        fast._m.constrained_terms(1, np.zeros(1), q[None], qd[None], u[None], p[None], *out.values())
         M, h, B = ref.mass_matrix(q), ref.bias(q, qd), ref.input_map(q)
         J, Jb = ref.constraint_jacobian(q), ref.constraint_bias(q, qd)
         qdd0 = np.linalg.solve(M, B @ u - h)

@@ -82,7 +82,7 @@ def test_table_points_at_the_generated_routines(build_dir: Path) -> None:
         assert not any(routines[n] for n in routines if n.startswith("constraint_"))   # no constraints
         assert all(routines[r.name] for r in contract.ROUTINES if not r.optional)
     with pytest.raises(NotImplementedError, match="has no rhs_jacobian"):
-        without._m.rhs_jacobian(1, np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(3), np.zeros(16),
+        without._m.rhs_jacobian(1, np.zeros(1), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(3), np.zeros(16),
                                 np.zeros(1, dtype=np.intc))
     files = generate(model)
     assert "pendulum_vl_rhs_jacobian,   /* rhs_jacobian */" in files.source

@@ -229,3 +229,26 @@ def test_panda_from_urdf_holds_its_posture_against_pinocchio_gravity(tmp_path: "
     np.testing.assert_allclose(res.u[-1], gravity, rtol=0, atol=1e-3)
     np.testing.assert_allclose(info["gravity"], pin.computeGeneralizedGravity(arm, arm.createData(), mod.READY),
                                rtol=0, atol=1e-10)
+
+
+def test_exo5_steps_forward_on_compliant_contacts(tmp_path: "os.PathLike[str]") -> None:
+    """Four steps of the prescribed gait: the walker gets at least 0.7 m ahead (1.0 m planned; the body rocks on
+    its compliant soles and the swing foot lands short), never falls (hip above 0.8 m, torso within 0.3 rad of upright),
+    lifts each foot clear of the ground twice, and over a gait cycle the vertical reactions carry the weight."""
+    mod = script("exo5_step")
+    out = os.path.join(str(tmp_path), "out")
+    res, info = mod.run(out, steps=4)
+    image_ok(os.path.join(out, "exo5_step.png"))
+    weight = (30.0 + 2 * (7.0 + 3.5 + 1.0)) * 9.81          # masses of the model file times g
+    x, y = res.q[:, 0], res.q[:, 1]
+    assert x[-1] - x[0] > 0.7
+    assert y.min() > 0.8
+    assert np.abs(res.q[:, 2] - math.pi / 2).max() < 0.3
+    np.testing.assert_allclose(info["mean_vertical"], weight, rtol=0.02)
+    assert all(f[:, 1].min() >= 0 for f in res.element_forces.values())   # the ground never pulls
+    for side in "ab":   # swing phases: both contacts of the foot unloaded for at least 0.2 s, twice
+        free = (res.element_forces[f"heel_{side}"][:, 1] == 0) & (res.element_forces[f"toe_{side}"][:, 1] == 0)
+        change = np.diff(np.concatenate([[0], free.astype(int), [0]]))
+        starts, ends = np.flatnonzero(change == 1), np.flatnonzero(change == -1) - 1
+        spans = res.t[ends] - res.t[starts]
+        assert np.sum(spans > 0.2) >= 2, (side, spans)

@@ -272,3 +272,44 @@ def test_coupled_spatial_model_against_lagrange_and_finite_differences(build_dir
         assert np.allclose(jac[:3, j], (p1 - p0) / (2 * h), atol=1e-8)
         W = (R1 - R0) / (2 * h) @ robot.frames(q)["c.joint"][1].T     # skew matrix of the angular velocity
         assert np.allclose(jac[3:, j], [W[2, 1], W[0, 2], W[1, 0]], atol=1e-8)
+
+
+@pytest.mark.parametrize("full", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_recursion_and_lagrange_agree_on_the_other_pieces(full: bool) -> None:
+    """What Pinocchio's test leaves out, against the Lagrange reference: a relative two-angle link, a mass at
+    an intermediate fraction of a variable segment (a virtual joint: the mass matrix path), a child at a
+    marker turned by rpy, frames and Jacobians; in full (slow: a minute of Lagrange) also a telescopic
+    segment and a prismatic joint with an offset."""
+    m = rodgen.SpatialModel("pieces", gravity=(0.3, -1.0, -9.5))
+    a = m.link("a", axis=(0, 0, 1))
+    a.variable("va", 0.4, masses=[PointMass(0.5, fraction=0.6, name="mid"), PointMass(0.3, fraction=1)])
+    a.marker("mk", "va", 0.5, xyz=(0.0, 0.05, 0.0), rpy=(0.0, 0.0, 0.5))
+    t = m.two_angle_link("t", "a", angles="relative", at="mk")
+    if full:
+        t.telescopic("tel", length=0.5, outer_length=0.4, outer_mass=0.6, inner_length=0.35, inner_mass=0.4)
+        p = m.link("p", "t", joint="prismatic", axis=(0, 1, 0), offset=0.1)
+        p.body(0.4, (0.0, 0.0, 0.1), (0.003, 0.0, 0.0, 0.004, 0.0, 0.002))
+    else:
+        t.variable("tel", 0.5, masses=[PointMass(0.6, fraction=1)])
+    rec = rodgen.derive(m, method="recursive")
+    assert rec.articulated is None          # the mass at fraction 0.6 of a variable segment
+    rec = rec.expanded()
+    lag = rodgen.derive(m, method="lagrange")
+    rng = np.random.default_rng(3)
+    x = dict(zip(rec.q + rec.qd, rng.uniform(-0.8, 0.8, 2 * len(rec.q))))
+    x[rec.q[1]] = 0.45                        # the length of va
+    x[rec.q[4]] = 0.5                         # the length of tel
+
+    def num(e: sp.Matrix, eqs) -> np.ndarray:  # type: ignore[no-untyped-def]
+        return np.array(e.xreplace(eqs.param_values).xreplace(x).evalf(), dtype=float)
+
+    for name in ("M", "h", "G"):
+        assert np.allclose(num(getattr(rec, name), rec), num(getattr(lag, name), lag), atol=1e-12), name
+    assert np.isclose(float(num(sp.Matrix([rec.T + rec.V]), rec)[0, 0]),
+                      float(num(sp.Matrix([lag.T + lag.V]), lag)[0, 0]), atol=1e-12)
+    assert set(rec.frames) == set(lag.frames) >= {"mid", "mk", "t.joint", "tel.end"}
+    for name in rec.frames:
+        for i in range(2):
+            assert np.allclose(num(rec.frames[name][i], rec), num(lag.frames[name][i], lag), atol=1e-12), name
+        assert np.allclose(num(rec.frame_jacobians[name], rec), num(lag.frame_jacobians[name], lag),
+                           atol=1e-12), name

@@ -99,6 +99,7 @@ def _expr(width: str, owner: str) -> str:
     return "*".join(f.strip() if f.strip().isdigit() else owner + f.strip() for f in width.split("*"))
 
 
+_t = Arg("t", "", "time (of the force elements' expressions; unused by a model without them)")
 _q = Arg("q", "nq", "coordinates")
 _qd = Arg("qd", "nv", "coordinate rates")
 _qdd = Arg("qdd", "nv", "coordinate accelerations")
@@ -114,23 +115,24 @@ def _out(name: str, width: str, doc: str, shape: str = "") -> Arg:
 ROUTINES: tuple[Routine, ...] = (
     Routine("mass_matrix", (_q, _p, _out("M", "nv*nv", "mass matrix, row-major", "nv,nv")),
             "Mass matrix M(q), symmetric positive definite.", single=True),
-    Routine("bias", (_q, _qd, _p, _out("h", "nv", "bias forces")),
+    Routine("bias", (_t, _q, _qd, _p, _out("h", "nv", "bias forces")),
             "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", single=True),
     Routine("gravity", (_q, _p, _out("g", "nv", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
     Routine("input_map", (_q, _p, _out("B", "nv*nu", "input map, row-major", "nv,nu")),
             "Input map B(q): generalized forces = B u."),
-    Routine("forward_dynamics", (_q, _qd, _u, _p, _out("qdd", "nv", "coordinate accelerations")),
+    Routine("forward_dynamics", (_t, _q, _qd, _u, _p, _out("qdd", "nv", "coordinate accelerations")),
             "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
-    Routine("inverse_dynamics", (_q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
+    Routine("inverse_dynamics", (_t, _q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
             "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
-    Routine("rhs", (Arg("t", "", "time (unused: the model is autonomous)"), Arg("y", "2*nq", "state [q, qd]"), _u,
+    Routine("rhs", (_t, Arg("y", "2*nq", "state [q, qd]"), _u,
                     _p, _out("dy", "2*nq", "state derivative [qd, qdd]")),
             "Right-hand side of y' = f(t, y), y = [q, qd].", status=True, single=True),
     Routine("energy", (_q, _qd, _p, _out("e", "2", "kinetic, potential energy")),
             "Kinetic and potential energy: e[0] = T, e[1] = V."),
     Routine("points", (_q, _p, _out("r", "2*npoints", "point positions x, y")),
             "Positions of the marker points: r[2*i] = x, r[2*i+1] = y."),
-    Routine("rhs_jacobian", (_q, _qd, _u, _p, _out("J", "4*nq*nq", "d[qd, qdd]/d[q, qd], row-major", "2*nq,2*nq")),
+    Routine("rhs_jacobian", (_t, _q, _qd, _u, _p,
+                             _out("J", "4*nq*nq", "d[qd, qdd]/d[q, qd], row-major", "2*nq,2*nq")),
             "Exact Jacobian of the right-hand side at constant u.", status=True, optional=True),
     Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
             "Positions of the constraint rows c(q).", optional=True),
@@ -140,7 +142,7 @@ ROUTINES: tuple[Routine, ...] = (
             "Velocity product of the constraint rows Jdot qd.", optional=True),
     Routine("constraint_friction", (_p, _out("mu", "nconstraints", "friction coefficients")),
             "Friction coefficient of each constraint block.", optional=True),
-    Routine("constrained_terms", (_q, _qd, _u, _p, _out("d", "nq", "pivots of P M P^T = L D L^T"),
+    Routine("constrained_terms", (_t, _q, _qd, _u, _p, _out("d", "nq", "pivots of P M P^T = L D L^T"),
                                   _out("qdd0", "nq", "M^-1 (B u - bias)"),
                                   _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq"),
                                   _out("c", "nrows", "constraint rows"), _out("v", "nrows", "J qd"),
@@ -151,7 +153,8 @@ ROUTINES: tuple[Routine, ...] = (
             "of a sparse L D L^T factorisation of M (valid when all are > 0), the free accelerations qdd0, and "
             "of every constraint row J, c, J qd, the free row acceleration J qdd0 + Jdot qd, M^-1 J^T and "
             "J M^-1 J^T.", optional=True),
-    Routine("element_forces", (_q, _qd, _u, _p, _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
+    Routine("element_forces", (_t, _q, _qd, _u, _p,
+                               _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
             "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
 )
 
@@ -444,14 +447,14 @@ FUNCTIONS: tuple[Function, ...] = (
              "held constant outside: out [width]. The reference of the tracking input laws and the motion of "
              "a mixed problem."),
     Function("int", "rodgen_mixed_accelerations",
-             "const rodgen_model *m, int npres, const int *pres, const double *q, const double *qd, "
+             "const rodgen_model *m, double t, int npres, const int *pres, const double *q, const double *qd, "
              "const double *qdd_p, const double *u, const double *p, double *qdd, double *tau",
-             "A mixed problem at one state: the coordinates pres [npres] (1 to nq - 1 distinct indices) move "
-             "with the accelerations qdd_p [npres], the others are free. With M q'' + bias = B u split into "
-             "free (f) and prescribed (p) blocks, solves M_ff qdd_f = B_f u - bias_f - M_fp qdd_p (Cholesky of "
-             "M_ff) and fills qdd [nq] (free and prescribed) and tau [npres] = M_pf qdd_f + M_pp qdd_p + bias_p "
-             "- B_p u, the generalized forces the prescribed coordinates need. q, qd [nq]; u [nu] or NULL "
-             "(zero). Returns RODGEN_OK, RODGEN_ERR_OPTIONS (a bad pres), RODGEN_ERR_NONFINITE_INPUT, "
+             "A mixed problem at time t and one state: the coordinates pres [npres] (1 to nq - 1 distinct "
+             "indices) move with the accelerations qdd_p [npres], the others are free. With M q'' + bias = B u "
+             "split into free (f) and prescribed (p) blocks, solves M_ff qdd_f = B_f u - bias_f - M_fp qdd_p "
+             "(Cholesky of M_ff) and fills qdd [nq] (free and prescribed) and tau [npres] = M_pf qdd_f + M_pp "
+             "qdd_p + bias_p - B_p u, the generalized forces the prescribed coordinates need. q, qd [nq]; u [nu]"
+             " or NULL (zero). Returns RODGEN_OK, RODGEN_ERR_OPTIONS (a bad pres), RODGEN_ERR_NONFINITE_INPUT, "
              "RODGEN_ERR_NOT_POSITIVE_DEFINITE (M_ff) or RODGEN_ERR_NONFINITE_RESULT."),
     Function("long", "rodgen_mixed_grid", "double t0, double t_end, double dt, double *times",
              "The RK4 grid of rodgen_mixed_simulate: returns the number of steps K (steps end at t0 + k dt, "

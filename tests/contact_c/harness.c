@@ -35,8 +35,9 @@ static void cg_mass(const double *q, const double *p, double *M)
     memcpy(M, v, sizeof v);
 }
 
-static void cg_bias(const double *q, const double *qd, const double *p, double *h)
+static void cg_bias(double t, const double *q, const double *qd, const double *p, double *h)
 {
+    (void)t;
     const double m = p[0], mH = p[1], b = p[3], g = p[4], mt = mH + 2.0 * m;
     const double c1 = cos(q[2]), s1 = sin(q[2]), c2 = cos(q[3]), s2 = sin(q[3]);
     const double w1 = qd[2] * qd[2], w2 = qd[3] * qd[3];
@@ -49,7 +50,7 @@ static void cg_bias(const double *q, const double *qd, const double *p, double *
 static void cg_gravity(const double *q, const double *p, double *G)
 {
     const double zero[4] = {0.0, 0.0, 0.0, 0.0};
-    cg_bias(q, zero, p, G);
+    cg_bias(0.0, q, zero, p, G);
 }
 
 static void cg_input_map(const double *q, const double *p, double *B)
@@ -173,8 +174,9 @@ static void fb_mass(const double *q, const double *p, double *M)
     }
 }
 
-static void fb_bias(const double *q, const double *qd, const double *p, double *h)
+static void fb_bias(double t, const double *q, const double *qd, const double *p, double *h)
 {
+    (void)t;
     int i, j;
     for (i = 0; i < 3; ++i) {
         h[i] = p[6] * p[i] * sin(q[i]) * fb_msum(p, i);
@@ -187,7 +189,7 @@ static void fb_bias(const double *q, const double *qd, const double *p, double *
 static void fb_gravity(const double *q, const double *p, double *G)
 {
     const double zero[3] = {0.0, 0.0, 0.0};
-    fb_bias(q, zero, p, G);
+    fb_bias(0.0, q, zero, p, G);
 }
 
 static void fb_input_map(const double *q, const double *p, double *B)
@@ -313,8 +315,9 @@ static void pm_mass(const double *q, const double *p, double *M)
     M[3] = p[0];
 }
 
-static void pm_bias(const double *q, const double *qd, const double *p, double *h)
+static void pm_bias(double t, const double *q, const double *qd, const double *p, double *h)
 {
+    (void)t;
     (void)q;
     (void)qd;
     h[0] = 0.0;
@@ -324,7 +327,7 @@ static void pm_bias(const double *q, const double *qd, const double *p, double *
 static void pm_gravity(const double *q, const double *p, double *G)
 {
     const double zero[2] = {0.0, 0.0};
-    pm_bias(q, zero, p, G);
+    pm_bias(0.0, q, zero, p, G);
 }
 
 static void pm_input_map(const double *q, const double *p, double *B)
@@ -412,7 +415,7 @@ int h_eval(int id, const double *p, const double *q, const double *qd, double *M
 {
     const rodgen_model *m = model_of(id);
     m->mass_matrix(q, p, M);
-    m->bias(q, qd, p, h);
+    m->bias(0.0, q, qd, p, h);
     m->input_map(q, p, B);
     m->constraint_position(q, p, c);
     m->constraint_jacobian(q, p, J);
@@ -432,7 +435,7 @@ int h_cfd(int id, const double *p, const double *q, const double *qd, const doub
     rodgen_cfd_defaults(&o);
     o.alpha = alpha;
     o.beta = beta;
-    status = rodgen_constrained_dynamics(m, p, q, qd, u, active, target, &o, qdd, lambda, work);
+    status = rodgen_constrained_dynamics(m, 0.0, p, q, qd, u, active, target, &o, qdd, lambda, work);
     free(work);
     return status;
 }

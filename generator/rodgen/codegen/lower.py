@@ -111,6 +111,7 @@ class _Groups:
 
     def __init__(self, eqs: Equations, macro: str) -> None:
         self.NQ, self.NU, NP, self.NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
+        self.t = Group(Argument("t", "", "time (of the force elements' expressions)", scalar=True), [eqs.t])
         self.q = Group(Argument("q", self.NQ, "coordinates"), eqs.q)
         self.qd = Group(Argument("qd", self.NQ, "coordinate rates"), eqs.qd)
         self.qdd = Group(Argument("qdd", self.NQ, "coordinate accelerations"), eqs.qdd)
@@ -155,7 +156,8 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             [("M", "upper triangle by symmetry", m_copies)], a, options),
         build_routine(
             "bias", f"{prefix}_bias", "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.",
-            ("velocity terms + gravity + springs + dampers.",), [g.q, g.qd, g.p, output("h", NQ, "bias forces")],
+            ("velocity terms + gravity + springs + dampers - force elements.",),
+            [g.t, g.q, g.qd, g.p, output("h", NQ, "bias forces")],
             [("h", "bias forces h + G + K + D", [(f"h[{i}]", bias[i]) for i in range(n)])], [], a, options),
         build_routine(
             "gravity", f"{prefix}_gravity", "Gravity forces G(q) (part of the bias).", (),
@@ -170,7 +172,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             "inverse_dynamics", f"{prefix}_inverse_dynamics",
             "Inverse dynamics: generalized forces Q = M(q) qdd + bias(q, qd).",
             ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
-            [g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
+            [g.t, g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
             [("Q", "generalized forces M qdd + bias",
               [(f"Q[{i}]", inverse[i]) for i in range(n)])], [], a + inverse_assignments, options),
         build_routine(
@@ -247,7 +249,7 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
         out.append(build_routine(
             "mass_force", f"{prefix}_mass_force",
             "M(q) and f = B u - bias (used by " + ("forward_dynamics" if not fd else "rhs_jacobian") + ").", (),
-            [g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
+            [g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
             [("M", "mass matrix, lower triangle", m_items),
              ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], eqs.assignments,
             options, static=True))
@@ -257,7 +259,7 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
             "Forward dynamics by the articulated-body algorithm (used by forward_dynamics).",
             (("dinv holds 1/D_i, the inverse articulated inertias along the joints: the result is valid where "
               "each is positive and finite."),),
-            [g.q, g.qd, g.u, g.p, output("qdd", NQ, "coordinate accelerations"),
+            [g.t, g.q, g.qd, g.u, g.p, output("qdd", NQ, "coordinate accelerations"),
              output("dinv", NQ, "inverse articulated inertias 1/D_i")],
             [("qdd", "accelerations", [(f"qdd[{i}]", fd.qdd[i]) for i in range(n)]),
              ("dinv", "inverse articulated inertias", [(f"dinv[{i}]", d) for i, d in enumerate(fd.inverse_pivots)])],
@@ -278,7 +280,7 @@ def jacobian_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     return build_routine(
         "inverse_dynamics_jacobian", f"{prefix}_inverse_dynamics_jacobian",
         "G = d(M a + bias - B u)/d[q, qd] at fixed a and u (used by rhs_jacobian).", (),
-        [g.q, g.qd, g.qdd, g.u, g.p, output("G", f"{NQ}*2*{NQ}", "derivative, row-major")],
+        [g.t, g.q, g.qd, g.qdd, g.u, g.p, output("G", f"{NQ}*2*{NQ}", "derivative, row-major")],
         [("G", f"d(M a + bias - B u)/d[q, qd], row-major {n}x{2 * n}",
           [(f"G[{i * 2 * n + k}]", jac[i][k]) for i in range(n) for k in range(2 * n)])],
         [], d_assign, options, static=True)
@@ -368,7 +370,7 @@ def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: 
         (f"M is factorised as P M P^T = L D L^T with the coordinates in the order {order}; d holds D.",
          "The other outputs are valid when every d[i] > 0 (M positive definite).",
          f"J, A: {nrows} x {NQ}, row-major (A row i = M^-1 J_i^T); S: {nrows} x {nrows} = J M^-1 J^T."),
-        [g.q, g.qd, g.u, g.p, output("d", NQ, "pivots of M"), output("qdd0", NQ, "M^-1 (B u - bias)"),
+        [g.t, g.q, g.qd, g.u, g.p, output("d", NQ, "pivots of M"), output("qdd0", NQ, "M^-1 (B u - bias)"),
          output("J", f"{nrows}*{NQ}", "constraint Jacobian, row-major"),
          output("c", str(nrows), "constraint rows"), output("v", str(nrows), "J qd"),
          output("a0", str(nrows), "J qdd0 + Jdot qd"), output("A", f"{nrows}*{NQ}", "M^-1 J^T, transposed"),
@@ -403,7 +405,7 @@ def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOpti
         "element_forces", f"{prefix}_element_forces",
         "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.",
         (f"elements in model order: {comment_text(names, 400)}.",),
-        [g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
+        [g.t, g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
         [("f", "element forces, ground frame", items)], [], eqs.assignments, options)]
 
 

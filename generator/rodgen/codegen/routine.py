@@ -68,7 +68,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
     slot_of: dict[sp.Basic, str] = {}
     for g in inputs:
         for i, s in enumerate(g.symbols):
-            slot_of[s] = f"{g.arg.c_name}[{i}]"
+            slot_of[s] = g.arg.c_name if g.arg.scalar else f"{g.arg.c_name}[{i}]"
     group_names = ", ".join(g.arg.c_name for g in inputs) or "none"
 
     stmts: list[Stmt] = [("temp", s, e) for s, e in temps]

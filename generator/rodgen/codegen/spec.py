@@ -28,15 +28,19 @@ class Slot:
 
 @dataclass(frozen=True)
 class Argument:
-    """A pointer argument of a routine: ``const double *q`` (length NQ)."""
+    """A pointer argument of a routine: ``const double *q`` (length NQ), or the scalar time ``double t``
+    (``scalar``; its length is empty)."""
 
     c_name: str
     length: str          # C expression of the length, e.g. "EXO5_NQ" or "2*EXO5_NPOINTS"
     doc: str
     output: bool = False
+    scalar: bool = False
 
     @property
     def decl(self) -> str:
+        if self.scalar:
+            return f"double {self.c_name}"
         return f"double *{self.c_name}" if self.output else f"const double *{self.c_name}"
 
 

@@ -432,8 +432,8 @@ static int spd_solve(double *S, int k, double *x, double tol)
  *   S lambda = gamma - (J qdd0 + Jdot qd), gamma = -2 alpha J qd - beta^2 (c - target), over the active
  *   rows, S from the rows of J M^-1 J^T (with sliding contacts S_ij = J_i M^-1 W_j^T,
  *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda. */
-static int cfd_terms(const rodgen_model *m, const double *p, const double *q, const double *qd, const double *u,
-    const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+static int cfd_terms(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
     scratch *w)
 {
     const int nq = m->nq, nr = m->nrows;
@@ -444,7 +444,7 @@ static int cfd_terms(const rodgen_model *m, const double *p, const double *q, co
     if (k < 0) {
         return -k;
     }
-    m->constrained_terms(q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
+    m->constrained_terms(t, q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
     for (i = 0; i < nq; ++i) {
         if (!(d[i] > 0.0)) {
             return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
@@ -546,8 +546,8 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
 }
 
-int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
-    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
+    const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
@@ -574,14 +574,14 @@ int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const do
     }
     carve(m, work, &w);
     if (m->constrained_terms != 0) {
-        return cfd_terms(m, p, q, qd, u, active, target, o, qdd, lambda, &w);
+        return cfd_terms(m, t, p, q, qd, u, active, target, o, qdd, lambda, &w);
     }
     k = prepare(m, p, q, active, 0, &w);
     if (k < 0) {
         return -k;
     }
     /* z = L^-1 (B u - bias) */
-    m->bias(q, qd, p, w.h);
+    m->bias(t, q, qd, p, w.h);
     for (i = 0; i < nq; ++i) {
         w.z[i] = -w.h[i];
     }
@@ -974,7 +974,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             return status;
         }
         s->evaluations += 1;
-        status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
+        status = rodgen_constrained_dynamics(m, t, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
             dy + nq, 0, w->work);
         for (i = 0; i < nq; ++i) {
             dy[i] = y[nq + i];
@@ -987,7 +987,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         return status;
     }
     s->evaluations += 1;
-    status = rodgen_constrained_dynamics(m, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
+    status = rodgen_constrained_dynamics(m, t, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
         mem_lam, w->work);
     if (status == RODGEN_ERR_NONFINITE_INPUT) {
         return RODGEN_ERR_NONFINITE_STATE;

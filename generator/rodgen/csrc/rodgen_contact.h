@@ -58,8 +58,8 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
 
-/* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks)
- * for the blocks with active[i] != 0 (active may be NULL: none but the loops).
+/* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
+ * the force elements' expressions; any value for a model without them) for the blocks with active[i] != 0 (active may be NULL: none but the loops).
  * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
  * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
  * its current position, every other row 0). o NULL: defaults.
@@ -74,8 +74,8 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * needs the model's constraint_friction and mu >= 0, else RODGEN_ERR_OPTIONS.
  * Returns RODGEN_OK, RODGEN_ERR_NONFINITE_INPUT, RODGEN_ERR_NOT_POSITIVE_DEFINITE,
  * RODGEN_ERR_SINGULAR_CONSTRAINTS or RODGEN_ERR_NONFINITE_RESULT. */
-int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
-    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
+    const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, void *work);
 
 /* ---- Impact map --------------------------------------------------------- */

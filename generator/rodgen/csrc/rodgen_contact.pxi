@@ -9,8 +9,8 @@ cdef extern from "rodgen_contact.h" nogil:
         double singular_tol
     void rodgen_cfd_defaults(rodgen_cfd_options *o)
     long rodgen_contact_work_bytes(const rodgen_model *m)
-    int rodgen_constrained_dynamics(const rodgen_model *m, const double *p, const double *q, const double *qd,
-                                    const double *u, const int *active, const double *target,
+    int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
+                                    const double *qd, const double *u, const int *active, const double *target,
                                     const rodgen_cfd_options *o, double *qdd, double *lam, void *work)
     int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
                       const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse,
@@ -89,8 +89,8 @@ cdef const double *_opt_pointer(double[::1] a, const double *fallback):
 
 def constrained_dynamics(Model model, double[::1] q, double[::1] qd, double[::1] u, int[::1] active,
                          double[::1] p, double[::1] qdd, double[::1] lam, double alpha=-1, double beta=-1,
-                         double singular_tol=0):
-    """rodgen_constrained_dynamics into qdd [nq], lam [nrows] (u, p may be empty: zero, defaults;
+                         double singular_tol=0, double t=0.0):
+    """rodgen_constrained_dynamics at time t into qdd [nq], lam [nrows] (u, p may be empty: zero, defaults;
     alpha, beta < 0 and singular_tol <= 0: the defaults). Returns the status."""
     cdef const rodgen_model *m = model.m
     if (q.shape[0] != m.nq or qd.shape[0] != m.nq or qdd.shape[0] != m.nq or lam.shape[0] != m.nrows
@@ -108,7 +108,7 @@ def constrained_dynamics(Model model, double[::1] q, double[::1] qd, double[::1]
     cdef const double *uu = _opt_pointer(u, model.u0)
     try:
         with nogil:
-            status = rodgen_constrained_dynamics(m, pp, &q[0], &qd[0], uu, ap, NULL, &o, &qdd[0], lp, work)
+            status = rodgen_constrained_dynamics(m, t, pp, &q[0], &qd[0], uu, ap, NULL, &o, &qdd[0], lp, work)
     finally:
         PyMem_Free(work)
     return status

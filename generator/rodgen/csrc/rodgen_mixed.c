@@ -61,7 +61,7 @@ static int rodgen_mixed_split(const rodgen_model *m, int npres, const int *pres,
 }
 
 /* The core of rodgen_mixed_accelerations on a checked split. */
-static int rodgen_mixed_solve(const rodgen_model *m, int npres, const int *pres, int nf, const int *free_idx,
+static int rodgen_mixed_solve(const rodgen_model *m, double t, int npres, const int *pres, int nf, const int *free_idx,
     const double *q, const double *qd, const double *qdd_p, const double *u, const double *p, double *qdd,
     double *tau)
 {
@@ -69,7 +69,7 @@ static int rodgen_mixed_solve(const rodgen_model *m, int npres, const int *pres,
     double M[nq * nq], r[nq], Mff[nf * nf], b[nf];
     int i, j, k, status;
     m->mass_matrix(q, p, M);
-    m->bias(q, qd, p, r);
+    m->bias(t, q, qd, p, r);
     for (i = 0; i < nq; ++i) {
         r[i] = -r[i];
     }
@@ -118,7 +118,7 @@ static int rodgen_mixed_solve(const rodgen_model *m, int npres, const int *pres,
     return RODGEN_OK;
 }
 
-int rodgen_mixed_accelerations(const rodgen_model *m, int npres, const int *pres, const double *q,
+int rodgen_mixed_accelerations(const rodgen_model *m, double t, int npres, const int *pres, const double *q,
     const double *qd, const double *qdd_p, const double *u, const double *p, double *qdd, double *tau)
 {
     const int nq = m->nq;
@@ -131,7 +131,7 @@ int rodgen_mixed_accelerations(const rodgen_model *m, int npres, const int *pres
         || (u != 0 && !rodgen_mixed_finite(u, m->nu)) || !rodgen_mixed_finite(p, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
-    return rodgen_mixed_solve(m, npres, pres, nf, free_idx, q, qd, qdd_p, u, p, qdd, tau);
+    return rodgen_mixed_solve(m, t, npres, pres, nf, free_idx, q, qd, qdd_p, u, p, qdd, tau);
 }
 
 long rodgen_mixed_grid(double t0, double t_end, double dt, double *times)
@@ -208,7 +208,7 @@ static int rodgen_mixed_eval(const rodgen_mixed_run *r, double t, const double *
             return status;
         }
     }
-    status = rodgen_mixed_solve(m, np, r->mx->pres, nf, r->free_idx, y, y + nq, qdd_p, r->inp != 0 ? u : 0, r->p,
+    status = rodgen_mixed_solve(m, t, np, r->mx->pres, nf, r->free_idx, y, y + nq, qdd_p, r->inp != 0 ? u : 0, r->p,
         qdd, tau);
     if (status != RODGEN_OK) {
         return status;

@@ -11,7 +11,9 @@
  * np parameters, npoints marker points, nconstraints constraint blocks with
  * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
  * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
- * model rodgen generates today; the state y = [q, qd] has 2*nq.
+ * model rodgen generates today; the state y = [q, qd] has 2*nq. The routines
+ * that evaluate forces take the time t first (the force elements' expressions
+ * may depend on it; a model without such expressions ignores it).
  */
 #ifndef RODGEN_MODEL_H
 #define RODGEN_MODEL_H
@@ -51,19 +53,20 @@ typedef struct rodgen_model {
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
 
-    /* M(q) qdd + bias(q, qd) = B(q) u */
+    /* M(q) qdd + bias(t, q, qd) = B(q) u */
     void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */
-    void (*bias)(const double *q, const double *qd, const double *p, double *h);   /* h [nq] */
+    void (*bias)(double t, const double *q, const double *qd, const double *p,
+                 double *h);                                                       /* h [nq] */
     void (*gravity)(const double *q, const double *p, double *g);                  /* g [nq] */
     void (*input_map)(const double *q, const double *p, double *B);                /* B [nq*nu] */
-    int  (*forward_dynamics)(const double *q, const double *qd, const double *u, const double *p,
+    int  (*forward_dynamics)(double t, const double *q, const double *qd, const double *u, const double *p,
                              double *qdd);                                         /* status */
-    void (*inverse_dynamics)(const double *q, const double *qd, const double *qdd, const double *p,
+    void (*inverse_dynamics)(double t, const double *q, const double *qd, const double *qdd, const double *p,
                              double *Q);                                           /* Q [nq] */
     int  (*rhs)(double t, const double *y, const double *u, const double *p, double *dy);
     void (*energy)(const double *q, const double *qd, const double *p, double *e);  /* e [2]: T, V */
     void (*points)(const double *q, const double *p, double *r);                   /* r [2*npoints] */
-    int  (*rhs_jacobian)(const double *q, const double *qd, const double *u, const double *p,
+    int  (*rhs_jacobian)(double t, const double *q, const double *qd, const double *u, const double *p,
                          double *J);                                               /* NULL if not generated */
 
     /* Constraints (all NULL when nconstraints == 0). Each fills every row. */
@@ -77,12 +80,12 @@ typedef struct rodgen_model {
      * d [nq] pivots of P M P^T = L D L^T (M positive definite iff all > 0; the other outputs are
      * valid only then), qdd0 [nq] = M^-1 (B u - bias), J [nrows*nq], c [nrows], v [nrows] = J qd,
      * a0 [nrows] = J qdd0 + Jdot qd, A [nrows*nq] (row i = M^-1 J_i^T), S [nrows*nrows] = J M^-1 J^T. */
-    void (*constrained_terms)(const double *q, const double *qd, const double *u, const double *p,
+    void (*constrained_terms)(double t, const double *q, const double *qd, const double *u, const double *p,
                               double *d, double *qdd0, double *J, double *c, double *v, double *a0,
                               double *A, double *S);
 
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
-    void (*element_forces)(const double *q, const double *qd, const double *u, const double *p,
+    void (*element_forces)(double t, const double *q, const double *qd, const double *u, const double *p,
                            double *f);                                             /* f [2*nforces] */
 
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */

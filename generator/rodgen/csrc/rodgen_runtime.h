@@ -184,14 +184,14 @@ int rodgen_input_eval(const rodgen_model *m, const rodgen_input *inp, double t, 
  * problem. */
 void rodgen_interpolate(const double *times, const double *values, long n, int width, double t, double *out);
 
-/* A mixed problem at one state: the coordinates pres [npres] (1 to nq - 1 distinct indices) move with
- * the accelerations qdd_p [npres], the others are free. With M q'' + bias = B u split into free (f)
- * and prescribed (p) blocks, solves M_ff qdd_f = B_f u - bias_f - M_fp qdd_p (Cholesky of M_ff) and
- * fills qdd [nq] (free and prescribed) and tau [npres] = M_pf qdd_f + M_pp qdd_p + bias_p - B_p u, the
- * generalized forces the prescribed coordinates need. q, qd [nq]; u [nu] or NULL (zero). Returns
- * RODGEN_OK, RODGEN_ERR_OPTIONS (a bad pres), RODGEN_ERR_NONFINITE_INPUT,
+/* A mixed problem at time t and one state: the coordinates pres [npres] (1 to nq - 1 distinct indices)
+ * move with the accelerations qdd_p [npres], the others are free. With M q'' + bias = B u split into
+ * free (f) and prescribed (p) blocks, solves M_ff qdd_f = B_f u - bias_f - M_fp qdd_p (Cholesky of
+ * M_ff) and fills qdd [nq] (free and prescribed) and tau [npres] = M_pf qdd_f + M_pp qdd_p + bias_p -
+ * B_p u, the generalized forces the prescribed coordinates need. q, qd [nq]; u [nu] or NULL (zero).
+ * Returns RODGEN_OK, RODGEN_ERR_OPTIONS (a bad pres), RODGEN_ERR_NONFINITE_INPUT,
  * RODGEN_ERR_NOT_POSITIVE_DEFINITE (M_ff) or RODGEN_ERR_NONFINITE_RESULT. */
-int rodgen_mixed_accelerations(const rodgen_model *m, int npres, const int *pres, const double *q, const double *qd, const double *qdd_p, const double *u, const double *p, double *qdd, double *tau);
+int rodgen_mixed_accelerations(const rodgen_model *m, double t, int npres, const int *pres, const double *q, const double *qd, const double *qdd_p, const double *u, const double *p, double *qdd, double *tau);
 
 /* The RK4 grid of rodgen_mixed_simulate: returns the number of steps K (steps end at t0 + k dt, the
  * last one at t_end), or -1 for bad arguments; times [2K+1] (or NULL) receives every time the

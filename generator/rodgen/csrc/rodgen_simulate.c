@@ -100,7 +100,7 @@ int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double
         for (i = 0; i < n; ++i) {
             a[i] = ref[2 * n + i] + inp->kp[i] * (ref[i] - y[i]) + inp->kd[i] * (ref[n + i] - y[n + i]);
         }
-        model->inverse_dynamics(y, y + n, a, p, Q);
+        model->inverse_dynamics(t, y, y + n, a, p, Q);
         model->input_map(y, p, B);
         for (j = 0; j < m; ++j) {
             double s = 0.0;

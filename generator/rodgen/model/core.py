@@ -392,8 +392,8 @@ class Force:
     ``"point_force"``
         an external force ``[fx, fy]`` given in the ``frame`` ``"world"`` or ``"link"`` (the
         point's link: x along its axis, y to its left). Either ``force`` gives the two components
-        as expressions of the coordinates, their rates (``<coordinate>_dot``) and the parameters,
-        or ``inputs`` names two new inputs (slots of u, after the joint and segment inputs;
+        as expressions of the coordinates, their rates (``<coordinate>_dot``), the time ``t`` and the
+        parameters, or ``inputs`` names two new inputs (slots of u, after the joint and segment inputs;
         ``inputs=True`` names them ``<name>_x`` and ``<name>_y``).
     ``"viscous"``
         viscous friction of the point on the plane: ``F = -(c_along v_a e_a + c_across v_c e_c)``
@@ -564,8 +564,9 @@ class Model:
 
     def point_force(self, name: str, at: str, force: Optional[tuple[Value, Value]] = None, *,
                     frame: str = "world", inputs: Any = None) -> Force:
-        """An external force at a point: ``force=(fx, fy)`` expressions, or ``inputs=True`` (new inputs
-        ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")``; ``frame`` ``"world"`` or ``"link"``."""
+        """An external force at a point: ``force=(fx, fy)`` expressions (of q, rates, the time ``t`` and the
+        parameters), or ``inputs=True`` (new inputs ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")``;
+        ``frame`` ``"world"`` or ``"link"``."""
         return self.force(name, "point_force", at, frame=frame, force=force, inputs=inputs)
 
     def viscous_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *,

@@ -213,7 +213,7 @@ class ValidForce:
     directions). Fields a type does not use are None:
 
     - ``point_force``: ``frame``; either ``force`` (two expressions of the coordinates, their rates
-      ``<coordinate>_dot`` and the parameters) or ``inputs`` (the names of its two inputs);
+      ``<coordinate>_dot``, the time ``t`` and the parameters) or ``inputs`` (the names of its two inputs);
     - ``viscous``: ``along``, ``across`` (equal for an isotropic element, ``isotropic`` True);
     - ``coulomb``: ``along``, ``across``, ``isotropic``, ``normal``, ``velocity_scale``;
     - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``.

@@ -320,6 +320,8 @@ def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_
         _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
     return ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension)
 
+#: The name of the time in a point force's expressions.
+TIME_NAME = "t"
 
 #: Defaults of the force elements' optional fields.
 VELOCITY_SCALE = 0.01
@@ -375,13 +377,20 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                 comps = []
                 for k, v in enumerate(f.force):
                     where = f"{fw}.force[{k}]"
-                    ex = ctx.parse(v, where, "an expression of coordinates, rates and parameters")
+                    ex = ctx.parse(v, where, "an expression of coordinates, rates, the time t and parameters")
                     for nm in ex.names:
+                        if nm == TIME_NAME:
+                            if nm in ctx.params or nm in coords:
+                                raise ctx.err(f"{nm!r} is the time in a force expression, and also a "
+                                              f"{'parameter' if nm in ctx.params else 'coordinate'} of the "
+                                              f"model; rename that one", where)
+                            continue
                         if nm in ctx.params and (nm in coords or nm in rates):
                             raise ctx.err(f"{nm!r} is both a parameter and a coordinate or rate", where)
                         if nm not in ctx.params and nm not in coords and nm not in rates:
-                            raise ctx.err(f"{nm!r} is neither a parameter, a coordinate nor a rate "
-                                          f"<coordinate>_dot (coordinates: {', '.join(coords)})", where)
+                            raise ctx.err(f"{nm!r} is neither a parameter, a coordinate, a rate "
+                                          f"<coordinate>_dot nor the time t (coordinates: {', '.join(coords)})",
+                                          where)
                     comps.append(ex)
                 vf["force"] = (comps[0], comps[1])
             else:

@@ -308,18 +308,20 @@ class CompiledModel:
         return res
 
     def bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None, *,
-             out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Bias forces h + G + K + D (velocity terms, gravity, springs, dampers), as in M qdd + bias = B u."""
+             out: Optional[np.ndarray] = None, t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
+        """Bias forces h + G + K + D - F (velocity terms, gravity, springs, dampers, force elements), as in
+        M qdd + bias = B u; ``t`` is the time of the force elements' expressions (one per row of a batch, or
+        one for all)."""
         if out is None:
-            r = self._one_bias(q, qd, p)
+            r = self._one_bias(t, q, qd, p)
             if r is not None:
                 return r
             q, qd, p, listed = _lists_to_arrays(q, qd, p)
             if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_bias(q, qd, p)
+                r = self._one_bias(t, q, qd, p)
                 if r is not None:
                     return r
-        return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nv)
+        return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nv, t=t)
 
     def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Gravity forces G(q) (part of the bias)."""
@@ -335,54 +337,59 @@ class CompiledModel:
         return res
 
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
-                         out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
-        """Accelerations qdd = M^-1 (B u - bias): (nq,) or (N, nq). ``u`` defaults to zero.
+                         out: Optional[np.ndarray] = None, check: bool = True,
+                         t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
+        """Accelerations qdd = M^-1 (B u - bias): (nv,) or (N, nv). ``u`` defaults to zero; ``t`` (default 0) is
+        the time of the force elements' expressions.
 
         Raises DynamicsError where the state is not finite or M is not positive
         definite; with ``check=False`` those rows hold NaN instead.
         """
         if out is None:
-            r = self._one_forward_dynamics(q, qd, u, p)
+            r = self._one_forward_dynamics(t, q, qd, u, p)
             if r is not None:
                 return r
             q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
             if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_forward_dynamics(q, qd, u, p)
+                r = self._one_forward_dynamics(t, q, qd, u, p)
                 if r is not None:
                     return r
         q2, a = self._rows(q, "q")
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        t2, e = self._times(t)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
         res = self._out(out, (n, self.nv) if batched else (self.nv,))
         status = np.zeros(n, dtype=np.intc)
-        self._m.forward_dynamics(n, q2, qd2, u2, p2, res, status)
+        self._m.forward_dynamics(n, t2, q2, qd2, u2, p2, res, status)
         if check:
             self._check_status(status, "forward_dynamics", batched)
         return res
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, p: Params = None, *,
-                         out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Generalized forces Q = M qdd + bias that produce ``qdd``: (nq,) or (N, nq).
+                         out: Optional[np.ndarray] = None, t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
+        """Generalized forces Q = M qdd + bias that produce ``qdd``: (nv,) or (N, nv), at time ``t`` (of the
+        force elements' expressions; default 0).
 
         Q equals B(q) u for the inputs u that produce qdd (for a fully
         actuated model with square B, u = solve(B, Q)).
         """
         if out is None:
-            r = self._one_inverse_dynamics(q, qd, qdd, p)
+            r = self._one_inverse_dynamics(t, q, qd, qdd, p)
             if r is not None:
                 return r
             q, qd, qdd, p, listed = _lists_to_arrays(q, qd, qdd, p)
             if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_inverse_dynamics(q, qd, qdd, p)
+                r = self._one_inverse_dynamics(t, q, qd, qdd, p)
                 if r is not None:
                     return r
-        return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nv)
+        return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nv,
+                         t=t)
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
-        """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq). ``u`` defaults to zero; ``t`` is not used by the model."""
+        """dy/dt for y = [q, qd] at time t: (2 nq,) or (N, 2 nq). ``u`` defaults to zero."""
         if out is None:
             r = self._one_rhs(t, y, u, p)
             if r is not None:
@@ -395,8 +402,7 @@ class CompiledModel:
         y2, a = self._rows(y, "y")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
-        t2 = np.ascontiguousarray(np.asarray(t, dtype=float).reshape(-1))
-        tn = t2.shape[0] if t2.shape[0] != 1 else -1
+        t2, tn = self._times(t)
         n, batched = self._batch(y=(y2, a), u=(u2, c), p=(p2, d), t=(t2, tn))
         res = self._out(out, (n, 2 * self.nq) if batched else (2 * self.nq,))
         status = np.zeros(n, dtype=np.intc)
@@ -428,7 +434,6 @@ class CompiledModel:
         p2 = p2.copy()
         kernel = self._m.rhs
         ny = 2 * self.nq
-        zero_t = np.zeros(1)
 
         def status_error(st: np.ndarray, t: float) -> None:
             code = int(st[0])
@@ -444,7 +449,7 @@ class CompiledModel:
                 raise ValueError(f"Input 'y' has shape {y1.shape}; the model {self.name!r} expects ({ny},)")
             J = np.empty((ny, ny))
             st = np.zeros(1, dtype=np.intc)
-            jac_kernel(1, y1[:nq], y1[nq:], u1, p2, J, st)
+            jac_kernel(1, np.array([float(t)]), y1[:nq], y1[nq:], u1, p2, J, st)
             if st[0]:
                 status_error(st, t)
             return J
@@ -469,7 +474,7 @@ class CompiledModel:
                 raise ValueError(f"Input 'y' has shape {y1.shape}; the model {name!r} expects ({ny},)")
             dy = np.empty(ny)
             st = np.zeros(1, dtype=np.intc)
-            kernel(1, zero_t, y1, inputs_at(t, y1), p2, dy, st)
+            kernel(1, np.array([float(t)]), y1, inputs_at(t, y1), p2, dy, st)
             if st[0]:
                 status_error(st, t)
             return dy
@@ -523,8 +528,9 @@ class CompiledModel:
                 f"rodgen.build(model, codegen=CodegenOptions(jacobian=True))")
 
     def rhs_jacobian(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
-                     out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
-        """Exact Jacobian of the right-hand side at constant u: d[qd, qdd]/d[q, qd].
+                     out: Optional[np.ndarray] = None, check: bool = True,
+                     t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
+        """Exact Jacobian of the right-hand side at constant u and time t: d[qd, qdd]/d[q, qd].
 
         Returns (2 nq, 2 nq), or (N, 2 nq, 2 nq) for stacked inputs; rows are
         the entries of dy = [qd, qdd], columns those of y = [q, qd]. Computed in C
@@ -537,11 +543,12 @@ class CompiledModel:
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        t2, e = self._times(t)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
         ny = 2 * self.nq
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
         status = np.zeros(n, dtype=np.intc)
-        kernel(n, q2, qd2, u2, p2, res, status)
+        kernel(n, t2, q2, qd2, u2, p2, res, status)
         if check:
             self._check_status(status, "rhs_jacobian", batched)
         return res
@@ -682,27 +689,30 @@ class CompiledModel:
         return {nm: r[:, i, :].copy() for i, nm in enumerate(self.point_names)}
 
     # -- force elements ----------------------------------------------------------
-    def element_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None
-                       ) -> np.ndarray:
+    def element_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
+                       t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
         """Force of every force element on its point, ground frame: (nforces, 2) or (N, nforces, 2)
-        (rows in the order of ``force_names``; ``u`` defaults to zero and matters for input forces only)."""
+        (rows in the order of ``force_names``; ``u`` defaults to zero and matters for input forces only;
+        ``t``, one time or one per row, for point forces that are expressions of the time)."""
         if not self.force_names:
             raise ValueError(f"the model {self.name!r} has no force elements")
         q2, a = self._rows(q, "q")
         qd2, b = self._rows(qd, "qd")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d))
+        t2, e = self._times(t)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
         k = len(self.force_names)
         res = np.empty((n, 2 * k))
-        self._m.element_forces(n, q2, qd2, u2, p2, res)
+        self._m.element_forces(n, t2, q2, qd2, u2, p2, res)
         return res.reshape(n, k, 2) if batched else res.reshape(k, 2)
 
-    def contact_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None
-                       ) -> dict[str, np.ndarray]:
+    def contact_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
+                       t: Union[float, ArrayLike] = 0.0) -> dict[str, np.ndarray]:
         """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy], or (N, 2) for a
-        batch. For a ground contact that is the ground reaction; for friction the drag on the point."""
-        f = self.element_forces(q, qd, u, p)
+        batch (``t`` as in :meth:`element_forces`). For a ground contact that is the ground reaction; for
+        friction the drag on the point."""
+        f = self.element_forces(q, qd, u, p, t=t)
         return {nm: f[..., i, :].copy() for i, nm in enumerate(self.force_names)}
 
     # -- constraints, contacts and impacts ------------------------------------
@@ -777,7 +787,7 @@ class CompiledModel:
 
     def constrained_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
                              active: Union[str, Sequence[str], Mapping[str, str]] = (), p: Params = None, *,
-                             alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                             alpha: float = 0.0, beta: float = 0.0, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(qdd (nq,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
@@ -790,7 +800,7 @@ class CompiledModel:
         pv = self._one_params(p)
         qdd, lam = np.empty(self.nq), np.empty(self.nrows)
         code = self._runtime.constrained_dynamics(self._m, qv, qdv, uv, mask, pv, qdd, lam, float(alpha),
-                                                  float(beta), 0.0)
+                                                  float(beta), 0.0, float(t))
         if code:
             raise self._contact_error("constrained_dynamics", code, mask)
         return qdd, lam
@@ -812,10 +822,22 @@ class CompiledModel:
         return qdp, imp, [b.name for b, a in zip(self.constraints, after) if a], float(loss)
 
     def _vec(self, kernel: str, *args: tuple[ArrayLike, str], p: Params, out: Optional[np.ndarray],
-             width: int) -> np.ndarray:
+             width: int, t: Union[float, ArrayLike, None] = None) -> np.ndarray:
+        """A kernel of inputs ``args`` and p (and the time first, for a routine that takes t)."""
         rows = {name: self._rows(x, name) for x, name in args}
         p2, d = self._params(p)
-        n, batched = self._batch(**rows, p=(p2, d))
+        times = {} if t is None else {"t": self._times(t)}
+        n, batched = self._batch(**rows, p=(p2, d), **times)
         res = self._out(out, (n, width) if batched else (width,))
-        getattr(self._m, kernel)(n, *[a for a, _ in rows.values()], p2, res)
+        getattr(self._m, kernel)(n, *[a for a, _ in times.values()], *[a for a, _ in rows.values()], p2, res)
         return res
+
+    def _times(self, t: Union[float, ArrayLike]) -> tuple[np.ndarray, int]:
+        """The time of a call as a C-contiguous float64 array: one value (rows -1: used for every row of a
+        batch) or one per row."""
+        a = numbers(t, "t", self.name)
+        if a.ndim > 1:
+            raise ValueError(f"Input 't' has shape {a.shape}; the model {self.name!r} expects one time or one per "
+                             f"row, shape (N,).")
+        a = np.ascontiguousarray(a.reshape(-1))
+        return a, (a.shape[0] if a.shape[0] != 1 else -1)

@@ -48,6 +48,7 @@ name or the RODGEN_CONTACT/LOOP/LIMIT number). No symbolic work happens here.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -115,16 +116,26 @@ def active_rows(model: Any, active: Sequence[str]) -> tuple[list[int], list[tupl
     return rows, chosen
 
 
+def _takes_time(fn: Any) -> bool:
+    """Whether an evaluator's function takes the time ``t`` (a compiled model's or a NumericModel's do)."""
+    try:
+        return "t" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequence[str] = (),
                              p: Any = None, *, input_weight: Union[float, Sequence[float]] = 1.0,
                              force_weight: Union[float, Sequence[float]] = 1.0,
                              tangential_share: Union[None, str, Mapping[str, float]] = None,
                              check: bool = True,
-                             tol: float = 1e-8) -> ContactInverseDynamics:
+                             tol: float = 1e-8, t: Any = 0.0) -> ContactInverseDynamics:
     """Inputs ``u`` and constraint forces ``λ`` that produce ``qdd`` with the ``active`` blocks held.
 
     ``q, qd, qdd``: (nq,) or a batch (N, nq) (the same active set for every row).
     ``active``: names of the active constraint blocks (contacts, loops, limits).
+    ``t``: the time of each row (one for all, or (N,)), for force elements that are expressions of the time
+    (a model whose ``bias`` takes no ``t`` is called without it).
     See the module docstring for weights, ``tangential_share`` and ``check``.
     """
     Q = np.asarray(q, dtype=float)
@@ -143,9 +154,12 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
         raise ValueError(f"tangential_share must be None, 'friction' or a mapping contact -> fraction, "
                          f"got {tangential_share!r}")
     out = []
+    times = np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (Q.shape[0],))
+    timed = _takes_time(model.bias)
     for i in range(Q.shape[0]):
         M = np.asarray(model.mass_matrix(Q[i], p), dtype=float).reshape(nq, nq)
-        h = np.asarray(model.bias(Q[i], QD[i], p), dtype=float).reshape(nq)
+        h = np.asarray(model.bias(Q[i], QD[i], p, **({"t": float(times[i])} if timed else {})),
+                       dtype=float).reshape(nq)
         B = np.asarray(model.input_map(Q[i], p), dtype=float).reshape(nq, -1)
         J = np.asarray(model.constraint_jacobian(Q[i], p), dtype=float).reshape(-1, nq)[rows] if k else \
             np.zeros((0, nq))

@@ -191,7 +191,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
     if getattr(sys, "force_names", None) and len(t):
-        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv)
+        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
     if isinstance(fn, tuple):
         res.extra["controller_state"] = fn[2].state.copy()
@@ -431,7 +431,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name)
     if getattr(sys, "force_names", None) and len(t):
-        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv)
+        res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     phases: list[tuple[float, list[str]]] = []
     for i in range(len(t)):
         cur = [names[j] for j in range(nc) if A[i, j]]

@@ -42,6 +42,7 @@ a :class:`rodgen.symbolic.numeric.NumericModel`, or a :class:`rodgen.Model`
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -100,6 +101,16 @@ def input_matrix(ev: Any, q: np.ndarray, qd: np.ndarray, p: Any = None) -> np.nd
         e[:, j] = 1.0
         cols.append(np.asarray(ev.forward_dynamics(q, qd, e, p), dtype=float).reshape(N, ev.nq) - base)
     return np.einsum("nij,njk->nik", M, np.stack(cols, axis=-1)) if nu else np.zeros((N, ev.nq, 0))
+
+
+def _at(fn: Callable[..., Any], t: Any) -> dict[str, Any]:
+    """``{"t": t}`` for an evaluator's function that takes the time (a compiled or NumericModel: force elements
+    may depend on it), else nothing (an evaluator of an autonomous model without the argument)."""
+    try:
+        takes = "t" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes = False
+    return {"t": np.ascontiguousarray(np.asarray(t, dtype=float))} if takes else {}
 
 
 # -- motions -----------------------------------------------------------------------------------
@@ -282,7 +293,8 @@ def prescribed_forces(model: Any, t: Any, q: MotionSpec, qd: MotionSpec = None, 
     coords = _names(ev.coordinates)
     motion = Motion(q, coords, t=tt, qd=qd, qdd=qdd, bc_type=bc_type)
     Q_, QD, QDD = motion(tt)
-    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p), dtype=float).reshape(len(tt), ev.nq)
+    forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, **_at(ev.inverse_dynamics, tt)),
+                        dtype=float).reshape(len(tt), ev.nq)
     B = input_matrix(ev, Q_, QD, p)
     u = np.einsum("nij,nj->ni", np.linalg.pinv(B), forces) if B.shape[-1] else np.zeros((len(tt), 0))
     residual = forces - np.einsum("nij,nj->ni", B, u)
@@ -357,7 +369,8 @@ class MixedProblem:
         Y = np.asarray(y, dtype=float).reshape(len(tt), -1)
         q, qd, qddp = self._full(tt, Y)
         M = np.asarray(self.ev.mass_matrix(q, self.p), dtype=float).reshape(len(tt), self.ev.nq, self.ev.nq)
-        rhs = -np.asarray(self.ev.bias(q, qd, self.p), dtype=float).reshape(len(tt), self.ev.nq)
+        rhs = -np.asarray(self.ev.bias(q, qd, self.p, **_at(self.ev.bias, tt)),
+                          dtype=float).reshape(len(tt), self.ev.nq)
         if self.nu:
             B = input_matrix(self.ev, q, qd, self.p)
             rhs = rhs + np.einsum("nij,nj->ni", B, self._inputs(tt, Y))
@@ -379,7 +392,9 @@ class MixedProblem:
 
     def compensating_forces(self, t: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Q_p, (N, nprescribed): the generalized forces the prescribed coordinates need."""
-        Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p), dtype=float).reshape(len(q), self.ev.nq)
+        tt = np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (len(q),))
+        Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p, **_at(self.ev.inverse_dynamics, tt)),
+                       dtype=float).reshape(len(q), self.ev.nq)
         return Q[:, self.pres]
 
     def _c_params(self) -> np.ndarray:
@@ -402,8 +417,9 @@ class MixedProblem:
                              f"got {np.asarray(self.u).tolist()}")
         return u
 
-    def solve(self, q: Any, qd: Any, qdd_p: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(qdd, tau_p) at full states q, qd (N, nq) with prescribed accelerations qdd_p (N, nprescribed).
+    def solve(self, q: Any, qd: Any, qdd_p: Any, t: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd, tau_p) at full states q, qd (N, nq) with prescribed accelerations qdd_p (N, nprescribed), at
+        the times t (one for all rows, or (N,); the time of the force elements' expressions).
 
         qdd (N, nq) holds the solved free accelerations and qdd_p; tau_p
         (N, nprescribed) = M_pf qdd_f + M_pp qdd_p + bias_p - B_p u are the
@@ -416,6 +432,7 @@ class MixedProblem:
         N = len(Q)
         QD = np.ascontiguousarray(np.asarray(qd, dtype=float).reshape(N, nq))
         A = np.ascontiguousarray(np.asarray(qdd_p, dtype=float).reshape(N, npr))
+        tt = np.array(np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (N,)))   # a writable copy
         if callable(self.u):
             raise ValueError("solve() takes a constant u; this problem's u is a function of time")
         if self.compiled:
@@ -427,7 +444,7 @@ class MixedProblem:
             uu = None if u is None else np.ascontiguousarray(np.broadcast_to(u, (N, self.nu))).reshape(-1)
             self.ev.runtime.mixed_accelerations(self.ev.table, np.asarray(self.pres, dtype=np.intc), N,
                                                 Q.reshape(-1), QD.reshape(-1), A.reshape(-1), uu, self._c_params(),
-                                                qdd.reshape(-1), tau.reshape(-1), status)
+                                                qdd.reshape(-1), tau.reshape(-1), status, tt)
             bad = np.flatnonzero(status)
             if bad.size:
                 code = int(status[bad[0]])
@@ -437,7 +454,7 @@ class MixedProblem:
                                     f"{what}", status=code, row=int(bad[0]))
             return qdd, tau
         M = np.asarray(self.ev.mass_matrix(Q, self.p), dtype=float).reshape(N, nq, nq)
-        r = -np.asarray(self.ev.bias(Q, QD, self.p), dtype=float).reshape(N, nq)
+        r = -np.asarray(self.ev.bias(Q, QD, self.p, **_at(self.ev.bias, tt)), dtype=float).reshape(N, nq)
         if self.nu and self.u is not None:
             r = r + np.einsum("nij,j->ni", input_matrix(self.ev, Q, QD, self.p), np.asarray(self.u, dtype=float))
         f, pr = self.free, self.pres

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .constraints import ConstrainedTerms
 
 
+#: The time ``t`` in the force elements' expressions (a point force ``F0*sin(w*t)``). Its assumptions set it
+#: apart from a parameter or coordinate that a model might call ``t`` (those are ``Symbol(name, real=True)``).
+TIME = sp.Symbol("t", real=True, finite=True)
+
+
 @dataclass(frozen=True)
 class ConstraintEquations:
     """The rows of one constraint block (a contact, a loop closure or a coordinate limit).
@@ -137,6 +142,8 @@ class Equations:
         ``assignments`` and ``inverse_assignments`` (which follow ``assignments``, may refer to
         them, and are the only ones that refer to ``qdd``); None otherwise. The inverse dynamics
         M qdd + bias is :meth:`inverse_dynamics`.
+    t : the Symbol of time (:data:`TIME`); only the force elements' expressions (``F``, ``forces``,
+        ``B`` never) may hold it, so M, h, G, K, D and B do not depend on time.
     assignments : intermediate definitions ``(symbol, expression)`` in order of
         evaluation; the matrices above may refer to these symbols (the
         recursive method emits them; empty for the others). ``expanded()``
@@ -178,6 +185,7 @@ class Equations:
     #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
     #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
     frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
+    t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
 

@@ -7,7 +7,7 @@ where ``F`` is the element's force on the point in the ground frame:
 
 ``point_force``
     ``F = (fx, fy)`` (``frame: world``) or ``fx e_a + fy e_c`` (``frame:
-    link``), the components expressions of q, q̇ and the parameters, or two
+    link``), the components expressions of q, q̇, the time t and the parameters, or two
     inputs: then ``Jᵀ`` (of the frame's axes) becomes two columns of ``B``.
 ``viscous``
     ``F = -(c_a (e_a·v) e_a + c_c (e_c·v) e_c)``; ``e_a = (cos θ, sin θ)``
@@ -23,7 +23,7 @@ where ``F`` is the element's force on the point in the ground frame:
     is positive, else 0; ``F = F_n n - μ F_n tanh((t·v)/v_s) t``.
 
 The element's ``generalized`` column is ``Jᵀ F``. The laws' columns (all but
-input forces) sum to ``Equations.F``, on the right-hand side:
+input forces) sum to ``Equations.F`` (which then depends on ``Equations.t``), on the right-hand side:
 ``M q̈ + h + G + K + D = B u + F``; input forces add their ``Jᵀ e`` columns to
 ``B``. Everything is a closed-form expression of q, q̇, u and the parameters,
 so the RHS Jacobian differentiates the laws exactly (``tanh``, the square root
@@ -68,7 +68,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         th = theta[f.link]
         ea = sp.Matrix([sp.cos(th), sp.sin(th)])
         ec = sp.Matrix([-sp.sin(th), sp.cos(th)])
-        F = _law(f, r, v, ea, ec, X, {**pnames, **coord, **rate}, usym, model, pnames)
+        F = _law(f, r, v, ea, ec, X, {**pnames, **coord, **rate, "t": eqs.t}, usym, model, pnames)
         out.append(ForceEquations(f.name, f.type, f.point, r, J, F, J.T * F, f.inputs is not None))
     return out
 

@@ -49,7 +49,8 @@ def equations_latex(eqs: "Equations", *, blocks: bool = False, simplify: Optiona
     lines: list[str] = []
     if not blocks:
         lines.append(r"M(q)\,\ddot{q} + h(q,\dot{q}) + G(q) + K(q) + D(\dot{q}) = B(q)\,u"
-                     + (r" + F(q,\dot{q})" if e.forces else ""))
+                     + ((r" + F(q,\dot{q},t)" if e.t in e.F.free_symbols else r" + F(q,\dot{q})")
+                        if e.forces and e.F is not None else ""))
         lines.append(r"q = " + _tex(sp.Matrix(e.q), names) + r",\quad u = " + (_tex(u, names) if e.u else "0"))
         assert e.F is not None
         mats = [("M", e.M), ("h", e.h), ("G", e.G), ("K", e.K), ("D", e.D), ("B", e.B)]

@@ -40,11 +40,12 @@ class NumericModel:
         self.dependent_coordinates = [str(s) for s in eqs.couplings]
         q, qd, p = list(eqs.q), list(eqs.qd), list(eqs.params)
 
-        def lam(args: Sequence[Sequence[sp.Symbol]], exprs: Sequence[sp.Expr]) -> Callable[..., Any]:
+        def lam(args: Sequence[Any], exprs: Sequence[sp.Expr]) -> Callable[..., Any]:
             return sp.lambdify(args, list(exprs), modules="numpy", dummify=True, cse=True)
 
         self._M = lam((q, p), list(eqs.M))
-        self._bias = lam((q, qd, p), list(eqs.bias))
+        # the force elements may depend on the time t (a scalar or (N,) array, the last argument)
+        self._bias = lam((q, qd, p, eqs.t), list(eqs.bias))
         self._B = lam((q, p), list(eqs.B)) if self.nu else None
         self._TV = lam((q, qd, p), [eqs.T, eqs.V])
         self._point_names = list(eqs.points)
@@ -52,7 +53,8 @@ class NumericModel:
         self._full = lam((q, p), list(eqs.couplings.values())) if eqs.couplings else None
         self.force_names = [f.name for f in eqs.forces]
         u = list(eqs.u)
-        self._forces = (lam((q, qd, u, p), [c for f in eqs.forces for c in f.force]) if eqs.forces else None)
+        self._forces = (lam((q, qd, u, p, eqs.t), [c for f in eqs.forces for c in f.force]) if eqs.forces
+                        else None)
         full_order = [c.name for c in eqs.model.coordinates()]
         self.full_coordinate_names = full_order if eqs.couplings else list(self.coordinates)
 
@@ -99,11 +101,11 @@ class NumericModel:
         out = self._stack(self._M(Q.T, self.params(p)), len(Q), (self.nq, self.nq))
         return out[0] if single else out
 
-    def bias(self, q: Any, qd: Any, p: ParamsLike = None) -> np.ndarray:
-        """h + G + K + D, as in M qdd + bias = B u: (nq,) or (N, nq)."""
+    def bias(self, q: Any, qd: Any, p: ParamsLike = None, t: Any = 0.0) -> np.ndarray:
+        """h + G + K + D - F at time t, as in M qdd + bias = B u: (nq,) or (N, nq)."""
         Q, single = self._vec(q, self.nq, "q")
         QD, _ = self._vec(qd, self.nq, "qd")
-        out = self._stack(self._bias(Q.T, QD.T, self.params(p)), len(Q), (self.nq,))
+        out = self._stack(self._bias(Q.T, QD.T, self.params(p), np.asarray(t, dtype=float)), len(Q), (self.nq,))
         return out[0] if single else out
 
     def input_map(self, q: Any, p: ParamsLike = None) -> np.ndarray:
@@ -115,28 +117,29 @@ class NumericModel:
             out = self._stack(self._B(Q.T, self.params(p)), len(Q), (self.nq, self.nu))
         return out[0] if single else out
 
-    def forward_dynamics(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
-        """qdd = M^-1 (B u - bias): (nq,) or (N, nq). ``u=None`` means no input."""
+    def forward_dynamics(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None, t: Any = 0.0) -> np.ndarray:
+        """qdd = M^-1 (B u - bias) at time t: (nq,) or (N, nq). ``u=None`` means no input."""
         Q, single = self._vec(q, self.nq, "q")
-        rhs = -self.bias(Q, qd, p)
+        rhs = -self.bias(Q, qd, p, t)
         if u is not None and self.nu:
             U, _ = self._vec(u, self.nu, "u")
             rhs = rhs + np.einsum("nij,nj->ni", self.input_map(Q, p), np.broadcast_to(U, (len(Q), self.nu)))
         out = np.linalg.solve(self.mass_matrix(Q, p), rhs[..., None])[..., 0]
         return out[0] if single else out
 
-    def inverse_dynamics(self, q: Any, qd: Any, qdd: Any, p: ParamsLike = None) -> np.ndarray:
-        """Generalized forces Q = M qdd + bias that produce qdd: (nq,) or (N, nq)."""
+    def inverse_dynamics(self, q: Any, qd: Any, qdd: Any, p: ParamsLike = None, t: Any = 0.0) -> np.ndarray:
+        """Generalized forces Q = M qdd + bias (at time t) that produce qdd: (nq,) or (N, nq)."""
         Q, single = self._vec(q, self.nq, "q")
         A, _ = self._vec(qdd, self.nq, "qdd")
-        out = np.einsum("nij,nj->ni", self.mass_matrix(Q, p), np.broadcast_to(A, Q.shape)) + self.bias(Q, qd, p)
+        out = (np.einsum("nij,nj->ni", self.mass_matrix(Q, p), np.broadcast_to(A, Q.shape))
+               + self.bias(Q, qd, p, t))
         return out[0] if single else out
 
     def rhs(self, t: float, y: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
         """dy/dt for y = [q, qd]: (2 nq,) or (N, 2 nq)."""
         Y = np.asarray(y, dtype=float)
         n = self.nq
-        qdd = self.forward_dynamics(Y[..., :n], Y[..., n:], u, p)
+        qdd = self.forward_dynamics(Y[..., :n], Y[..., n:], u, p, t)
         return np.concatenate([Y[..., n:], qdd], axis=-1)
 
     def ode(self, u: Any = None, p: ParamsLike = None) -> Callable[[float, np.ndarray], np.ndarray]:
@@ -163,8 +166,9 @@ class NumericModel:
         flat = self._stack(self._points(Q.T, self.params(p)), len(Q), (len(self._point_names), 2))
         return {nm: (flat[0, k] if single else flat[:, k]) for k, nm in enumerate(self._point_names)}
 
-    def contact_forces(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None) -> dict[str, np.ndarray]:
-        """Force of each force element on its point, ground frame: name -> (2,) or (N, 2)."""
+    def contact_forces(self, q: Any, qd: Any, u: Any = None, p: ParamsLike = None,
+                       t: Any = 0.0) -> dict[str, np.ndarray]:
+        """Force of each force element on its point at time t, ground frame: name -> (2,) or (N, 2)."""
         Q, single = self._vec(q, self.nq, "q")
         QD, _ = self._vec(qd, self.nq, "qd")
         U = np.zeros((len(Q), self.nu)) if u is None else np.broadcast_to(self._vec(u, self.nu, "u")[0],
@@ -172,7 +176,8 @@ class NumericModel:
         if self._forces is None:
             return {}
         with np.errstate(invalid="ignore"):   # a contact's unused branch may take a root of a negative depth
-            flat = self._stack(self._forces(Q.T, QD.T, U.T, self.params(p)), len(Q), (len(self.force_names), 2))
+            flat = self._stack(self._forces(Q.T, QD.T, U.T, self.params(p), np.asarray(t, dtype=float)), len(Q),
+                               (len(self.force_names), 2))
         return {nm: (flat[0, k] if single else flat[:, k]) for k, nm in enumerate(self.force_names)}
 
     def full_coordinates(self, q: Any, p: ParamsLike = None) -> np.ndarray:
@@ -196,7 +201,7 @@ class ChainModel:
     it gives the exact stiffness ``d(bias - B u)/dq`` from the forward-mode
     derivative of the chain (:meth:`Equations.inverse_dynamics_jacobian`).
     Used by :func:`rodgen.modes` for a model that has not been compiled.
-    Single states only: ``q: (nq,)``.
+    Single states only: ``q: (nq,)``; force elements that depend on the time are taken at ``t = 0``.
     """
 
     def __init__(self, eqs: Equations) -> None:
@@ -210,7 +215,8 @@ class ChainModel:
         self._args = (list(eqs.q), list(eqs.qd), list(eqs.params))
         q, qd, p = self._args
         self._M = self._lam((q, p), list(eqs.M), eqs.assignments)
-        self._bias = self._lam((q, qd, p), list(eqs.bias), eqs.assignments)
+        at0 = {eqs.t: sp.S.Zero}   # single states at rest for modes: the force elements at t = 0
+        self._bias = self._lam((q, qd, p), list(eqs.bias.xreplace(at0)), eqs.assignments)
         self._B = self._lam((q, p), list(eqs.B), eqs.assignments) if self.nu else None
         self._points = self._lam((q, p), [c for nm in self.point_names for c in eqs.points[nm]], eqs.assignments)
         self._K: Callable[..., Any] | None = None
@@ -283,7 +289,7 @@ class ChainModel:
                 else:
                     chain.append((sym, e))
             bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)
-            force = [e.xreplace(rest) for e in (eqs.bias - bu)]
+            force = [e.xreplace(rest).xreplace({eqs.t: sp.S.Zero}) for e in (eqs.bias - bu)]
             assignments, rows = forward_derivatives(chain, force, list(eqs.q))
             self._K = self._lam((list(eqs.q), list(eqs.u), list(eqs.params)),
                                 [rows[i][j] for i in range(n) for j in range(n)], assignments)
