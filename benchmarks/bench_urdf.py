@@ -65,7 +65,7 @@ int main(int argc, char **argv) {{
     t0 = now();
     for (i = 0; i < reps; ++i) {{
         q[0] = q0[0] + 1e-9 * (double)(i & 15);      /* a new state each call: nothing to hoist */
-        st |= {name}_forward_dynamics(q, qd, u, p, qdd);
+        st |= {name}_forward_dynamics(0.0, q, qd, u, p, qdd);
         acc += qdd[{N} - 1];
     }}
     t1 = now();
