@@ -253,3 +253,22 @@ def test_entities_are_refused() -> None:
     text = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "1">]><robot name="r"><link name="a"/></robot>'
     with pytest.raises(ModelError, match="entity declarations are not accepted"):
         read_urdf_bytes(text, source="r.urdf")
+
+
+def test_errors_of_the_spatial_model_name_the_urdf_element(tmp_path: Path) -> None:
+    """A check of the spatial model (here the triangle inequality of the moments of inertia, which the file's
+    reader leaves to it) names the line and link of the URDF file."""
+    import rodgen
+    text = """<robot name="r">
+  <link name="base"/>
+  <link name="arm">
+    <inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.5"/></inertial>
+  </link>
+  <joint name="j" type="continuous"><parent link="base"/><child link="arm"/></joint>
+</robot>"""
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    with pytest.raises(ModelError) as info:
+        rodgen.from_urdf(path)
+    assert info.value.where == "line 3, link 'arm', <inertial>"
+    assert "triangle inequality" in info.value.detail

@@ -813,4 +813,30 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
         Pinocchio's dynamics algorithms do); ``friction`` is always ignored.
     """
     robot = read_urdf(path)
-    return to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping)
+    model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping)
+    try:
+        model.validate()
+    except ModelError as exc:   # the spatial model's checks, told in the file's terms
+        raise _in_file(exc, robot) from None
+    return model
+
+
+def _in_file(exc: ModelError, robot: UrdfRobot) -> ModelError:
+    """A ModelError of the spatial model's validation, placed at the URDF element it comes from."""
+    where = exc.where or ""
+    taken: set[str] = set()
+    ids = {identifier(lk.name, taken, "link"): lk for lk in robot.links}
+    m = re.match(r"link '([^']*)'(.*)", where)
+    if m is None or m.group(1) not in ids:
+        return exc
+    lk = ids[m.group(1)]
+    rest = m.group(2)
+    if rest.startswith(".bodies"):
+        place = f"line {lk.line}, link {lk.name!r}, <inertial>"
+    elif rest.startswith(".joint"):
+        joint = next((j for j in robot.joints if j.child == lk.name), None)
+        place = (f"line {joint.line}, joint {joint.name!r}" if joint is not None else
+                 f"line {lk.line}, link {lk.name!r}")
+    else:
+        place = f"line {lk.line}, link {lk.name!r}"
+    return ModelError(exc.detail, source=exc.source or robot.source, where=place)
