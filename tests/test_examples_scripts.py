@@ -9,6 +9,7 @@ import sys
 from types import ModuleType
 
 import numpy as np
+import pytest
 from PIL import Image
 from scipy.integrate import solve_ivp
 
@@ -252,3 +253,17 @@ def test_exo5_steps_forward_on_compliant_contacts(tmp_path: "os.PathLike[str]") 
         starts, ends = np.flatnonzero(change == 1), np.flatnonzero(change == -1) - 1
         spans = res.t[ends] - res.t[starts]
         assert np.sum(spans > 0.2) >= 2, (side, spans)
+
+
+def test_stiction_example_events_at_the_hand_computed_times(tmp_path: "os.PathLike[str]") -> None:
+    mod = script("stiction")
+    out = mod.main([str(tmp_path)])
+    image_ok(os.path.join(str(tmp_path), "stiction.png"))
+    ev = [(e["kind"], e["t"]) for e in out["block"].events]
+    # slip when c t = Fs = 3 N (c = 1 N/s, ts = 3 s); stick when the momentum at 2T = 10 s,
+    # c T^2 - c ts^2/2 - Fk (2T - ts) = 25 - 4.5 - 14 = 6.5 N s, is used up by Fk = 2 N: 10 + 6.5/2 = 13.25 s
+    assert [k for k, _ in ev] == ["slip", "stick"]
+    assert ev[0][1] == pytest.approx(3.0, abs=1e-8) and ev[1][1] == pytest.approx(13.25, abs=1e-6)
+    sticks = [e["t"] for e in out["pendulum"].events if e["kind"] == "stick"]
+    angles = [float(np.interp(t, out["pendulum"].t, out["pendulum"].q[:, 0])) for t in sticks]
+    np.testing.assert_allclose(angles, out["stops"][1:], atol=1e-6)

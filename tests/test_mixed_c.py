@@ -159,8 +159,8 @@ def test_mixed_bad_input(pendulum2: rodgen.CompiledModel) -> None:
     out = (np.empty(11), np.empty(44), np.empty(22), np.empty(11))
 
     def run(pres: list, vals: np.ndarray, tt: np.ndarray = times, y0: np.ndarray = np.zeros(2)) -> int:
-        return rt.mixed_simulate(table, np.array(pres, dtype=np.intc), tt, vals, None, p, 0.0, 0.1, 0.01, y0,
-                                 *out)[0]
+        return rt.mixed_simulate(table, np.array(pres, dtype=np.intc), tt, vals, 0, None, None, None, None, p,
+                                 0.0, 0.1, 0.01, y0, *out, np.empty(22))[0]
     assert run([0], values) == StatusCode.OK
     assert run([2], values) == StatusCode.ERR_OPTIONS                   # not a coordinate
     assert run([0], values, tt=times[::-1].copy()) == StatusCode.ERR_OPTIONS   # times not increasing
@@ -218,7 +218,7 @@ int main(void)
     mx.times = times;
     mx.values = values;
     status = rodgen_mixed_simulate(m, &mx, NULL, m->default_p, 0.0, 0.5, 1e-3, y0, STEPS + 1, t_out, y_out,
-                                   qdd_out, tau_out, &n);
+                                   qdd_out, tau_out, NULL, &n);
     printf("%d %ld %.17g\n", status, n, t_out[n - 1]);
     for (i = 0; i < 2 * {M}_NQ; ++i) {{
         printf("%.17g\n", y_out[(n - 1) * 2 * {M}_NQ + i]);

@@ -12,6 +12,7 @@ from .model import (
     Body,
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Limit,
@@ -43,13 +44,13 @@ if _TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",
            "Marker", "Parameter", "Spring", "telescopic", "elastic", "modes", "linearize",
-           "Ground", "Contact", "Force", "Loop", "Limit", "ValidModel",
+           "Ground", "Contact", "Force", "Friction", "Loop", "Limit", "ValidModel",
            "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
            "Equations", "Method",
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "__version__", "from_urdf"]
+           "CController", "examples", "sweep", "__version__", "from_urdf"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.
@@ -78,6 +79,7 @@ _LAZY = {
     "InputTable": (".runtime", "InputTable"),
     "Reference": (".runtime", "Reference"),
     "Integrator": (".runtime", "Integrator"),
+    "sweep": (".runtime.study", "sweep"),
 }
 
 

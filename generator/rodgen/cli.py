@@ -5,6 +5,7 @@
     rodgen simulate MODEL.yaml ...        build, simulate, write plot / animation / CSV
     rodgen equations MODEL.yaml [--latex] print the equations of motion
     rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
+    rodgen sweep MODEL.yaml --grid ...    a parameter study on Dask workers (summaries or trajectories)
 
 Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
 output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
@@ -102,7 +103,8 @@ def _cmd_modes(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``, ``modes``)."""
+    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``, ``modes``,
+    ``sweep``)."""
     from . import __version__
     ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
                                                             "compiled to C.")
@@ -142,8 +144,10 @@ def parser() -> argparse.ArgumentParser:
     md.set_defaults(func=_cmd_modes)
 
     from .cli_sim import add_equations_parser, add_simulate_parser
+    from .cli_sweep import add_sweep_parser
     add_simulate_parser(sub)
     add_equations_parser(sub)
+    add_sweep_parser(sub)
     return ap
 
 

@@ -156,6 +156,9 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("element_forces", (_t, _q, _qd, _u, _p,
                                _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
             "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
+    Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
+            "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
+            "static limit is the block's constraint_friction.", optional=True),
 )
 
 
@@ -464,13 +467,15 @@ FUNCTIONS: tuple[Function, ...] = (
     Function("int", "rodgen_mixed_simulate",
              "const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, "
              "double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, "
-             "double *y_out, double *qdd_out, double *tau_out, long *n_out",
+             "double *y_out, double *qdd_out, double *tau_out, double *u_out, long *n_out",
              "Integrate the free coordinates of a mixed problem with RK4 (fixed step dt, grid of "
              "rodgen_mixed_grid) from the free state y0 [2*nfree] = [q_f, qd_f] (free coordinates in model "
              "order) at t0 to t_end, the prescribed coordinates following mx, the inputs from the input law "
              "inp at the full state (NULL: zero). Writes every step: t_out [capacity], y_out [capacity*2*nq] "
              "(full state), qdd_out [capacity*nq], tau_out [capacity*npres] (forces at the prescribed "
-             "coordinates, as rodgen_mixed_accelerations); capacity must hold K + 1 rows. *n_out receives the "
+             "coordinates, as rodgen_mixed_accelerations), u_out [capacity*nu] or NULL (the inputs at the "
+             "stored states; the input law may be any rodgen_input: constant, table, callback such as a C "
+             "controller); capacity must hold K + 1 rows. *n_out receives the "
              "rows written. Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid, capacity or sample times), "
              "RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row "
              "holds the last good state)."),

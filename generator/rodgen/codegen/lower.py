@@ -29,7 +29,7 @@ from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
 CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
-                    "limit": ("RODGEN_LIMIT", 2, 1)}
+                    "limit": ("RODGEN_LIMIT", 2, 1), "friction": ("RODGEN_FRICTION", 3, 1)}
 
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:
@@ -316,7 +316,8 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
 
 def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
                         blocks: Sequence[ConstraintBlock]) -> list[Routine]:
-    """constraint_position, constraint_jacobian, constraint_bias, constraint_friction (none without blocks)."""
+    """constraint_position, constraint_jacobian, constraint_bias, constraint_friction (none without blocks),
+    kinetic_friction (with dry-friction blocks), constrained_terms (when wanted)."""
     if not blocks:
         return []
     n, nrows, nblocks = len(eqs.q), sum(b.nrows for b in blocks), len(blocks)
@@ -324,8 +325,10 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
     pos = [ex for c in eqs.constraints for ex in c.position]
     jac = [c.jacobian[i, j] for c in eqs.constraints for i in range(c.nrows) for j in range(n)]
     bias = [ex for c in eqs.constraints for ex in c.bias]
-    mu = [c.friction if c.kind == "contact" and c.friction is not None else sp.Integer(0)
+    mu = [c.friction if c.kind in ("contact", "friction") and c.friction is not None else sp.Integer(0)
           for c in eqs.constraints]
+    kinetic = [c.kinetic if c.kind == "friction" and c.kinetic is not None else sp.Integer(0)
+               for c in eqs.constraints]
     layout = f"blocks in the order of the constraint table ({nblocks} block(s), {nrows} row(s))"
     return [
         build_routine(
@@ -346,10 +349,17 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             [("b", "constraint bias Jdot qd", [(f"b[{i}]", ex) for i, ex in enumerate(bias)])], [], a, options),
         build_routine(
             "constraint_friction", f"{prefix}_constraint_friction",
-            "Coulomb friction coefficient of each constraint block (0 for loops and limits).", (),
+            "Coulomb friction coefficient of each constraint block (0 for loops and limits; the static "
+            "limit of a dry-friction block).", (),
             [g.p, output("mu", str(nblocks), "friction coefficients")],
             [("mu", "friction coefficients", [(f"mu[{i}]", ex) for i, ex in enumerate(mu)])], [], a, options),
-    ] + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
+    ] + ([build_routine(
+            "kinetic_friction", f"{prefix}_kinetic_friction",
+            "Kinetic friction limit of each dry-friction block (0 for the other blocks).", (),
+            [g.p, output("mu_k", str(nblocks), "kinetic friction limits")],
+            [("mu_k", "kinetic friction limits", [(f"mu_k[{i}]", ex) for i, ex in enumerate(kinetic)])], [], a,
+            options)] if any(c.kind == "friction" for c in eqs.constraints) else []) \
+        + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
 
 
 def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:

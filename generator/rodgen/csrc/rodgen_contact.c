@@ -200,17 +200,21 @@ typedef struct {
     int *act;      /* [nconstraints] working active set */
     int *tang;     /* [nrows] active row i is a contact's tangential row (held where it is without a target) */
     int nslide;    /* sliding contacts among the rows */
+    double *mk;    /* [nconstraints] kinetic friction limits (dry-friction blocks) */
+    double *fval;  /* [nconstraints] the friction forces of the slipping dry-friction blocks */
+    int *frow;     /* [nconstraints] their rows */
+    int nfric;     /* slipping dry-friction blocks */
 } scratch;
 
 static long size_doubles(const rodgen_model *m)
 {
     const long nq = m->nq, nr = m->nrows, nu = m->nu;
-    return nq * nq + 3 * nr * nq + 2 * nr * nr + 4 * nr + 3 * nq + nq * nu + m->nconstraints;
+    return nq * nq + 3 * nr * nq + 2 * nr * nr + 4 * nr + 3 * nq + nq * nu + 3L * m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
 {
-    return 4L * m->nrows + (long)m->nconstraints;
+    return 4L * m->nrows + 2L * m->nconstraints;
 }
 
 static long round_up(long bytes)
@@ -258,12 +262,18 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     d += m->nconstraints;
     w->Sf = d;
     d += nr * nr;
+    w->mk = d;
+    d += m->nconstraints;
+    w->fval = d;
+    d += m->nconstraints;
     w->rows = (int *)(void *)d;
     w->trow = w->rows + nr;
     w->piv = w->rows + 2 * nr;
     w->act = w->rows + 3 * nr;
     w->tang = w->act + m->nconstraints;
+    w->frow = w->tang + nr;
     w->nslide = 0;
+    w->nfric = 0;
 }
 
 void rodgen_cfd_defaults(rodgen_cfd_options *o)
@@ -282,6 +292,23 @@ static int is_sliding(const rodgen_model *m, const int *active, int i)
 {
     return m->constraints[i].kind == RODGEN_CONTACT && active != 0
         && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
+}
+
+/* A dry-friction block (RODGEN_FRICTION): held while it sticks, its kinetic force applied while it slips. */
+static int is_friction(const rodgen_model *m, int i)
+{
+    return m->constraints[i].kind == RODGEN_FRICTION;
+}
+
+static int friction_slips(const rodgen_model *m, const int *active, int i)
+{
+    return is_friction(m, i) && active != 0 && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
+}
+
+/* A sliding contact or a slipping dry-friction block: it sticks when its velocity turns. */
+static int slides(const rodgen_model *m, const int *active, int i)
+{
+    return is_sliding(m, active, i) || friction_slips(m, active, i);
 }
 
 static int is_unilateral(const rodgen_model *m, int i)
@@ -310,12 +337,43 @@ static int model_ok(const rodgen_model *m)
 }
 
 /* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
- * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row). */
+ * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row).
+ * A dry-friction block holds its row while it sticks; while it slips its row is free and its kinetic
+ * force (w->frow, fval, nfric) is applied. hold_all (impacts) leaves dry-friction blocks out: a bounded
+ * friction force has no impulse. */
 static int active_rows(const rodgen_model *m, const double *p, const int *active, int hold_all, scratch *w)
 {
     int i, r, k = 0;
     w->nslide = 0;
+    w->nfric = 0;
     for (i = 0; i < m->nconstraints; ++i) {
+        if (is_friction(m, i)) {
+            const int row = m->constraints[i].row;
+            if (hold_all || active == 0 || active[i] == 0) {
+                continue;
+            }
+            if (active[i] == RODGEN_STICK) {
+                w->rows[k] = row;
+                w->trow[k] = -1;
+                w->tang[k] = 0;
+                w->coef[k] = 0.0;
+                k += 1;
+                continue;
+            }
+            if (m->kinetic_friction == 0) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            if (w->nfric == 0) {
+                m->kinetic_friction(p, w->mk);
+            }
+            if (!(w->mk[i] >= 0.0)) {
+                return -RODGEN_ERR_OPTIONS;
+            }
+            w->frow[w->nfric] = row;
+            w->fval[w->nfric] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mk[i];
+            w->nfric += 1;
+            continue;
+        }
         if (!hold_all && is_sliding(m, active, i)) {
             const int row = m->constraints[i].row;
             if (m->constraint_friction == 0) {
@@ -455,6 +513,19 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             lambda[i] = 0.0;
         }
     }
+    /* the kinetic forces of slipping dry-friction blocks act like inputs: qdd0 += f M^-1 J_r^T, and the
+     * rows' free accelerations a0 += f J M^-1 J_r^T */
+    for (j = 0; j < w->nfric; ++j) {
+        const int rr = w->frow[j];
+        const double f = w->fval[j];
+        axpy(qdd0, f, A + rr * nq, nq);
+        for (i = 0; i < nr; ++i) {
+            a0[i] += f * w->Sf[i * nr + rr];
+        }
+        if (lambda != 0) {
+            lambda[rr] = f;
+        }
+    }
     /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
      * only after v[rows[i]] has been read */
     for (i = 0; i < k; ++i) {
@@ -591,10 +662,19 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
             w.z[i] += dot(w.B + i * m->nu, u, m->nu);
         }
     }
+    /* the kinetic forces of slipping dry-friction blocks: B u - bias + f J_r^T */
+    for (j = 0; j < w.nfric; ++j) {
+        for (i = 0; i < nq; ++i) {
+            w.z[i] += w.fval[j] * w.J[w.frow[j] * nq + i];
+        }
+    }
     solve_lower(w.M, nq, w.z);
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
             lambda[i] = 0.0;
+        }
+        for (j = 0; j < w.nfric; ++j) {
+            lambda[w.frow[j]] = w.fval[j];
         }
     }
     if (k > 0) {
@@ -761,6 +841,7 @@ typedef struct {
     double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *uh, *g1, *gx, *lam, *c, *qdp, *imp, *J;
     double *memo;   /* the last evaluation of hy_dyn, see there: HY_MEMO(m) doubles */
     int *act2, *after;
+    int *partner;   /* [nc] a dry-friction block's LIMIT block on the same coordinate, or -1 (set at the start) */
     void *work;   /* for rodgen_constrained_dynamics and rodgen_impact */
 } hscratch;
 
@@ -786,7 +867,7 @@ static long hybrid_doubles(const rodgen_model *m)
 
 static long hybrid_own_bytes(const rodgen_model *m)
 {
-    return round_up(hybrid_doubles(m) * (long)sizeof(double) + 5L * m->nconstraints * (long)sizeof(int));
+    return round_up(hybrid_doubles(m) * (long)sizeof(double) + 6L * m->nconstraints * (long)sizeof(int));
 }
 
 long rodgen_hybrid_work_bytes(const rodgen_model *m)
@@ -851,6 +932,7 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->memo = d;
     w->act2 = ip + 3 * nc;
     w->after = ip + 4 * nc;
+    w->partner = ip + 5 * nc;
     w->work = (char *)s->scratch + hybrid_own_bytes(m);
 }
 
@@ -1054,18 +1136,22 @@ static int hy_rk4(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     return all_finite(yout, ny) ? RODGEN_OK : RODGEN_ERR_NONFINITE_STATE;
 }
 
-/* mu * normal - |tangential| of contact i from the rows' forces. */
+/* mu * normal - |tangential| of contact i from the rows' forces; of a dry-friction block, its static
+ * limit - |force|. */
 static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam)
 {
     const int r = s->model->constraints[i].row;
     if (!isfinite(s->mu[i])) {
         return 1.0;
     }
+    if (is_friction(s->model, i)) {
+        return s->mu[i] - fabs(lam[r]);
+    }
     return s->mu[i] * lam[r + 1] - fabs(lam[r]);
 }
 
-/* Sliding contact i at the state y: its velocity against its friction force,
- * -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
+/* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
+ * force, -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
 static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
 {
     const rodgen_model *m = s->model;
@@ -1077,7 +1163,7 @@ static int any_sliding(const rodgen_hybrid_state *s)
 {
     int i;
     for (i = 0; i < s->model->nconstraints; ++i) {
-        if (is_sliding(s->model, s->active, i)) {
+        if (slides(s->model, s->active, i)) {
             return 1;
         }
     }
@@ -1086,8 +1172,9 @@ static int any_sliding(const rodgen_hybrid_state *s)
 
 /* Event functions at (t, y), two per block, an event when one turns negative:
  *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
- *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|;
- *            sliding contact: its speed against its friction force; else 1
+ *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|; sticking dry-friction block:
+ *            static limit - |force|; sliding contact or slipping dry-friction block: its speed against
+ *            its friction force; else 1
  * Also leaves c in w->c and lambda in w->lam (and J in w->J when a contact slides). */
 static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t,
     const double *y, double *g)
@@ -1105,6 +1192,14 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     for (i = 0; i < m->nconstraints; ++i) {
         g[2 * i] = 1.0;
         g[2 * i + 1] = 1.0;
+        if (is_friction(m, i)) {
+            if (s->active[i] == RODGEN_STICK) {
+                g[2 * i + 1] = slip_margin(s, i, w->lam);
+            } else if (friction_slips(m, s->active, i)) {
+                g[2 * i + 1] = slide_speed(s, w, y, i);
+            }
+            continue;
+        }
         if (!is_unilateral(m, i)) {
             continue;
         }
@@ -1176,6 +1271,45 @@ static int release_kind(const rodgen_model *m, int i)
     return m->constraints[i].kind == RODGEN_CONTACT ? RODGEN_EVENT_LIFTOFF : RODGEN_EVENT_LIMIT_RELEASE;
 }
 
+/* A rate of a dry-friction block's coordinate at most this is rest (it sticks). */
+#define RODGEN_FRICTION_REST 1e-9
+
+/* The phase of a dry-friction block from the rate of its coordinate at y: at rest it sticks where it is,
+ * else it slips against the rate (w->J and w->c hold J(y) and c(y)). */
+static void friction_by_rate(rodgen_hybrid_state *s, hscratch *w, const double *y, int i)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    const double v = dot(w->J + r * m->nq, y + m->nq, m->nq);
+    s->active[i] = v > RODGEN_FRICTION_REST ? RODGEN_SLIDE_MINUS
+                 : v < -RODGEN_FRICTION_REST ? RODGEN_SLIDE_PLUS : RODGEN_STICK;
+    s->target[r] = w->c[r];
+}
+
+/* A dry-friction block idles (0) while a LIMIT block on its coordinate holds it (the two rows would be
+ * one), and takes its phase from the rate again when the limit releases. */
+static void friction_sync(rodgen_hybrid_state *s, hscratch *w)
+{
+    const rodgen_model *m = s->model;
+    int i, have = 0;
+    for (i = 0; i < m->nconstraints; ++i) {
+        const int j = w->partner[i];
+        if (!is_friction(m, i) || j < 0) {
+            continue;
+        }
+        if (s->active[j]) {
+            s->active[i] = 0;
+        } else if (s->active[i] == 0) {
+            if (!have) {
+                m->constraint_position(s->y, s->p, w->c);
+                m->constraint_jacobian(s->y, s->p, w->J);
+                have = 1;
+            }
+            friction_by_rate(s, w, s->y, i);
+        }
+    }
+}
+
 /* Release pulling blocks (most negative normal force first, until none pulls),
  * then log contacts outside the friction cone. Returns a status; *slip_block
  * receives a contact that slipped (or stays -1). */
@@ -1187,6 +1321,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     for (pass = 0; pass <= 2 * m->nconstraints; ++pass) {
         int worst = -1;
         double lworst = 0.0;
+        friction_sync(s, w);
         status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
         if (status != RODGEN_OK) {
             return status;
@@ -1202,6 +1337,21 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             s->armed[worst] = 0;
             s->slipping[worst] = 0;
             hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
+            continue;
+        }
+        /* stiction: the sticking dry-friction block furthest beyond its static limit slips, its kinetic
+         * force in the direction of the force that held it (whatever on_slip says) */
+        lworst = 0.0;
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (is_friction(m, i) && s->active[i] == RODGEN_STICK && slip_margin(s, i, w->lam) < lworst) {
+                lworst = slip_margin(s, i, w->lam);
+                worst = i;
+            }
+        }
+        if (worst >= 0) {
+            const double f = w->lam[m->constraints[worst].row];
+            s->active[worst] = f > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, f, 0.0, 0.0);
             continue;
         }
         if (o->on_slip != RODGEN_SLIP_SLIDE) {
@@ -1253,7 +1403,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         /* a sliding contact that has stopped (or turned) sticks where it is */
         m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
-            if (is_sliding(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
+            if (slides(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
                 const int r = m->constraints[i].row;
                 s->active[i] = RODGEN_STICK;
                 s->target[r] = w->c[r];
@@ -1315,6 +1465,14 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         }
         for (i = 0; i < nq; ++i) {
             s->y[nq + i] = w->qdp[i];
+        }
+        /* the impact left the dry-friction blocks out: each slips in the direction of its velocity after
+         * it, or sticks where it is if that is zero (and slips again at once if it must) */
+        m->constraint_jacobian(s->y, s->p, w->J);
+        for (i = 0; i < nc; ++i) {
+            if (is_friction(m, i)) {
+                friction_by_rate(s, w, s->y, i);
+            }
         }
     }
     if (o->hold) {   /* the phase changed: a digital controller samples again right after the jump */
@@ -1532,11 +1690,27 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     if (nc > 0 && m->constraint_friction != 0) {
         m->constraint_friction(p, w.imp);   /* [nconstraints] <= nrows */
         for (i = 0; i < nc; ++i) {
-            s->mu[i] = m->constraints[i].kind == RODGEN_CONTACT && w.imp[i] >= 0.0 ? w.imp[i] : INFINITY;
+            s->mu[i] = (m->constraints[i].kind == RODGEN_CONTACT || is_friction(m, i)) && w.imp[i] >= 0.0
+                ? w.imp[i] : INFINITY;
         }
     }
     if (nc > 0) {
         m->constraint_position(s->y, p, w.c);
+        m->constraint_jacobian(s->y, p, w.J);
+    }
+    for (i = 0; i < nc; ++i) {   /* a LIMIT block on the coordinate of each dry-friction block */
+        int j;
+        w.partner[i] = -1;
+        for (j = 0; j < nc && is_friction(m, i); ++j) {
+            const double *a = w.J + m->constraints[i].row * m->nq, *b = w.J + m->constraints[j].row * m->nq;
+            int k, same = m->constraints[j].kind == RODGEN_LIMIT;
+            for (k = 0; same && k < m->nq; ++k) {
+                same = fabs(fabs(a[k]) - fabs(b[k])) <= 1e-12 * (1.0 + fabs(a[k]));
+            }
+            if (same && w.partner[i] < 0) {
+                w.partner[i] = j;
+            }
+        }
     }
     for (i = 0; i < m->nrows; ++i) {
         s->target[i] = 0.0;
@@ -1550,8 +1724,23 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         }
         s->armed[i] = 0;
         s->slipping[i] = 0;
-        if (b->kind == RODGEN_CONTACT) {
+        if (b->kind == RODGEN_CONTACT || b->kind == RODGEN_FRICTION) {
             s->target[r] = w.c[r];
+        }
+        if (b->kind == RODGEN_FRICTION) {
+            /* stick or slip as given, else from the coordinate's rate: at rest it sticks */
+            if (active0 != 0 && (active0[i] == RODGEN_STICK || active0[i] == RODGEN_SLIDE_PLUS
+                                 || active0[i] == RODGEN_SLIDE_MINUS)) {
+                s->active[i] = active0[i];
+            } else {
+                friction_by_rate(s, &w, y0, i);
+            }
+            if (w.partner[i] >= 0 && s->active[w.partner[i]]) {
+                s->active[i] = 0;   /* its limit (an earlier block) holds the coordinate */
+            }
+            if (s->mu[i] == INFINITY || m->kinetic_friction == 0) {
+                return RODGEN_ERR_OPTIONS;   /* a dry-friction block needs its static and kinetic limits */
+            }
         }
         if (s->active[i]) {
             int k;

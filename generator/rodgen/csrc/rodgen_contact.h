@@ -18,8 +18,17 @@
  * [tangential force, normal force] on the foot in the ground frame (the ground
  * reaction; normal >= 0 pushes up); of a LOOP block the force on marker b along
  * x, y (minus that on marker a); of a LIMIT block the generalized force pushing
- * the coordinate back inside (>= 0). LOOP blocks are always active, whatever an
+ * the coordinate back inside (>= 0); of a FRICTION block the friction force (or
+ * torque) on its coordinate. LOOP blocks are always active, whatever an
  * active mask says.
+ *
+ * Dry friction with stiction (FRICTION blocks, one row: the coordinate): with
+ * RODGEN_STICK the row is held (lambda: the friction force needed); with
+ * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS the row is free and the kinetic limit
+ * mu_k (the model's kinetic_friction) acts as the force +mu_k / -mu_k
+ * (SLIDE_PLUS: the coordinate moves towards -, the force pushes +); with 0 the
+ * block does nothing. Impacts leave FRICTION blocks out (a bounded force has no
+ * impulse).
  */
 #ifndef RODGEN_CONTACT_H
 #define RODGEN_CONTACT_H
@@ -211,6 +220,19 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     in the direction of the sticking force it could not get;
  *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
  *     turns -> it sticks where it is (and slides again at once if it must).
+ *   dry friction (FRICTION blocks, whatever on_slip says): a sticking block
+ *     whose force exceeds its static limit (static - |lambda| < 0) slips
+ *     (RODGEN_EVENT_SLIP, impulse[0] the force that held it), its kinetic force
+ *     in the direction of that force; a slipping block whose rate turns sticks
+ *     where it is (RODGEN_EVENT_STICK) and slips again at once if the force to
+ *     hold it exceeds the static limit. A block starts as active0 says (STICK,
+ *     SLIDE_PLUS or SLIDE_MINUS), else sticking when its rate is at rest
+ *     (|rate| <= 1e-9) and slipping against its rate otherwise; after an
+ *     impact (which leaves it out) it slips against its new rate, or sticks
+ *     at rest. While a LIMIT block on the same coordinate (its Jacobian row
+ *     equal up to sign at the start) is active, the FRICTION block idles
+ *     (phase 0: the stop holds the coordinate); when the limit releases it
+ *     takes its phase from the rate again.
  * Impacts treat every active contact as sticking.
  * Rows written: t_out [capacity], y_out [capacity*2nq],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out

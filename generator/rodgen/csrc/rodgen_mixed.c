@@ -190,9 +190,10 @@ static void rodgen_mixed_state(const rodgen_mixed_run *r, double t, const double
     }
 }
 
-/* The full state, accelerations and prescribed forces at (t, yf); dyf [2*nf] the free derivative. */
+/* The full state, accelerations and prescribed forces at (t, yf); dyf [2*nf] the free derivative; the
+ * inputs into u_store [nu] (NULL: not kept). */
 static int rodgen_mixed_eval(const rodgen_mixed_run *r, double t, const double *yf, double *y, double *qdd,
-    double *tau, double *dyf)
+    double *tau, double *dyf, double *u_store)
 {
     const rodgen_model *m = r->m;
     const int nq = m->nq, np = r->mx->npres, nf = r->nf;
@@ -202,11 +203,17 @@ static int rodgen_mixed_eval(const rodgen_mixed_run *r, double t, const double *
         return RODGEN_ERR_NONFINITE_STATE;
     }
     rodgen_mixed_state(r, t, yf, y, qdd_p);
+    for (i = 0; i < m->nu; ++i) {
+        u[i] = 0.0;
+    }
     if (r->inp != 0) {
         status = rodgen_input_eval(m, r->inp, t, y, r->p, u);
         if (status != RODGEN_OK) {
             return status;
         }
+    }
+    for (i = 0; u_store != 0 && i < m->nu; ++i) {
+        u_store[i] = u[i];
     }
     status = rodgen_mixed_solve(m, t, np, r->mx->pres, nf, r->free_idx, y, y + nq, qdd_p, r->inp != 0 ? u : 0, r->p,
         qdd, tau);
@@ -222,7 +229,7 @@ static int rodgen_mixed_eval(const rodgen_mixed_run *r, double t, const double *
 
 int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp,
     const double *p, double t0, double t_end, double dt, const double *y0, long capacity, double *t_out,
-    double *y_out, double *qdd_out, double *tau_out, long *n_out)
+    double *y_out, double *qdd_out, double *tau_out, double *u_out, long *n_out)
 {
     const int nq = m->nq, np = mx->npres;
     int free_idx[nq > 0 ? nq : 1];
@@ -262,7 +269,10 @@ int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const r
             double t_next, h;
             int j;
             /* the state at t: store it with its accelerations and forces (k1 of the next step) */
-            status = rodgen_mixed_eval(&run, t, yf, y, qdd, tau, k1);
+            for (j = 0; u_out != 0 && j < m->nu; ++j) {
+                u_out[n * m->nu + j] = NAN;
+            }
+            status = rodgen_mixed_eval(&run, t, yf, y, qdd, tau, k1, u_out != 0 ? u_out + n * m->nu : 0);
             t_out[n] = t;
             for (j = 0; j < 2 * nq; ++j) {
                 y_out[n * 2 * nq + j] = y[j];
@@ -285,18 +295,18 @@ int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const r
             for (j = 0; j < ny; ++j) {
                 yt[j] = yf[j] + 0.5 * h * k1[j];
             }
-            status = rodgen_mixed_eval(&run, t + 0.5 * h, yt, y, qdd, tau, k2);
+            status = rodgen_mixed_eval(&run, t + 0.5 * h, yt, y, qdd, tau, k2, 0);
             if (status == RODGEN_OK) {
                 for (j = 0; j < ny; ++j) {
                     yt[j] = yf[j] + 0.5 * h * k2[j];
                 }
-                status = rodgen_mixed_eval(&run, t + 0.5 * h, yt, y, qdd, tau, k3);
+                status = rodgen_mixed_eval(&run, t + 0.5 * h, yt, y, qdd, tau, k3, 0);
             }
             if (status == RODGEN_OK) {
                 for (j = 0; j < ny; ++j) {
                     yt[j] = yf[j] + h * k3[j];
                 }
-                status = rodgen_mixed_eval(&run, t_next, yt, y, qdd, tau, k4);
+                status = rodgen_mixed_eval(&run, t_next, yt, y, qdd, tau, k4, 0);
             }
             if (status == RODGEN_OK) {
                 for (j = 0; j < ny; ++j) {

@@ -32,16 +32,21 @@ extern "C" {
  *   LOOP     2 rows: position of marker b minus position of marker a (x, y). Bilateral,
  *            always active: the loop is closed when both rows are zero.
  *   LIMIT    1 row: distance of a coordinate from its limit, >= 0 inside the allowed range
- *            (q - lower, or upper - q). Unilateral, active only while at the limit. */
+ *            (q - lower, or upper - q). Unilateral, active only while at the limit.
+ *   FRICTION 1 row: a coordinate with dry friction and stiction. While it sticks the row is held
+ *            (its force, the friction force or torque, must stay within the static limit, the block's
+ *            constraint_friction); while it slips the row is free and the force is the kinetic limit
+ *            (kinetic_friction) against the motion. */
 #define RODGEN_CONTACT 0
 #define RODGEN_LOOP 1
 #define RODGEN_LIMIT 2
+#define RODGEN_FRICTION 3
 
 typedef struct {
     const char *name;   /* the contact's, loop's or limit's name in the model */
-    int kind;           /* RODGEN_CONTACT, RODGEN_LOOP or RODGEN_LIMIT */
+    int kind;           /* RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION */
     int row;            /* its first row in the constraint arrays */
-    int nrows;          /* 2, 2 or 1 */
+    int nrows;          /* 2, 2, 1 or 1 */
 } rodgen_constraint;
 
 typedef struct rodgen_model {
@@ -87,6 +92,9 @@ typedef struct rodgen_model {
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
     void (*element_forces)(double t, const double *q, const double *qd, const double *u, const double *p,
                            double *f);                                             /* f [2*nforces] */
+
+    /* Dry friction (NULL when the model has no FRICTION block): the kinetic limit of each block. */
+    void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */
 
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */
     const char *const *coordinate_names;    /* [nq] */

@@ -204,11 +204,12 @@ long rodgen_mixed_grid(double t0, double t_end, double dt, double *times);
  * at t0 to t_end, the prescribed coordinates following mx, the inputs from the input law inp at the
  * full state (NULL: zero). Writes every step: t_out [capacity], y_out [capacity*2*nq] (full state),
  * qdd_out [capacity*nq], tau_out [capacity*npres] (forces at the prescribed coordinates, as
- * rodgen_mixed_accelerations); capacity must hold K + 1 rows. *n_out receives the rows written.
- * Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid, capacity or sample times),
- * RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped the run (the last row holds
- * the last good state). */
-int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, double *y_out, double *qdd_out, double *tau_out, long *n_out);
+ * rodgen_mixed_accelerations), u_out [capacity*nu] or NULL (the inputs at the stored states; the input
+ * law may be any rodgen_input: constant, table, callback such as a C controller); capacity must hold K
+ * + 1 rows. *n_out receives the rows written. Returns RODGEN_OK, RODGEN_ERR_OPTIONS (bad split, grid,
+ * capacity or sample times), RODGEN_ERR_NONFINITE_INPUT (samples, y0 or p), or the error that stopped
+ * the run (the last row holds the last good state). */
+int rodgen_mixed_simulate(const rodgen_model *m, const rodgen_mixed *mx, const rodgen_input *inp, const double *p, double t0, double t_end, double dt, const double *y0, long capacity, double *t_out, double *y_out, double *qdd_out, double *tau_out, double *u_out, long *n_out);
 
 /* Simulate trajectories first, first + stride, ... of the batch b from b->t0 to o->t_end, each as
  * rodgen_simulate does (the same numbers), writing its rows (the rows it does not reach are set to

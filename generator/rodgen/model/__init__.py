@@ -10,6 +10,8 @@ from .core import (
                    Contact,
                    Coordinate,
                    Force,
+                   Friction,
+                   FrictionBlock,
                    Ground,
                    Input,
                    Joint,
@@ -61,7 +63,8 @@ from .valid import (
                    valid_model,
 )
 
-__all__ = ["Contact", "Force", "ValidForce", "Ground", "Limit", "Loop", "Coordinate", "Input", "Joint", "Link",
+__all__ = ["Contact", "Force", "Friction", "FrictionBlock", "ValidForce", "Ground", "Limit", "Loop", "Coordinate",
+           "Input", "Joint", "Link",
            "Marker", "Model", "Parameter", "PointMass", "Rod", "Segment", "Spring", "check_name", "telescopic",
            "elastic", "rule_table", "Expression",
            "ExpressionError", "parse", "load", "load_dict", "dump", "to_dict",

@@ -174,6 +174,7 @@ class Segment:
     damping: Optional[Value] = None
     kind: str = "rigid"
     limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
+    friction: Optional[Friction] = None
 
     def __post_init__(self) -> None:
         if self.variable and self.kind == "rigid":
@@ -207,7 +208,7 @@ def telescopic(name: str, *, length: Value, outer_length: Value, outer_mass: Val
 
 
 #: The options of a telescopic segment besides its sections (those of a variable segment).
-_TELESCOPIC_OPTIONS = ("coordinate", "force", "actuated", "spring", "damping", "limits", "masses")
+_TELESCOPIC_OPTIONS = ("coordinate", "force", "actuated", "spring", "damping", "limits", "masses", "friction")
 
 
 def _half(v: Value) -> Value:
@@ -216,6 +217,22 @@ def _half(v: Value) -> Value:
 
 def _neg_half(v: Value) -> Value:
     return -v / 2 if isinstance(v, (int, float)) else f"-({v})/2"
+
+
+@dataclass
+class Friction:
+    """Dry (Coulomb) friction with stiction on a coordinate (a joint angle or a segment's length).
+
+    While the coordinate's rate is zero it sticks: a constraint force (torque at a joint, force along a
+    length) up to ``static`` holds it; once the force needed exceeds ``static`` it slips, and while it
+    moves the friction is ``kinetic`` against the motion (``0 <= kinetic <= static``; ``kinetic``
+    defaults to ``static``). It sticks again when its rate reaches zero with the force needed to hold it
+    below ``static``. The hybrid simulation runs stick and slip as phases with located events
+    (docs/simulation.md, "Dry friction with stiction").
+    """
+
+    static: Value
+    kinetic: Optional[Value] = None
 
 
 @dataclass
@@ -234,6 +251,7 @@ class Joint:
     actuated: Optional[bool] = None
     spring: Optional[Spring] = None
     damping: Optional[Value] = None
+    friction: Optional[Friction] = None
 
 
 @dataclass
@@ -298,11 +316,12 @@ class Link:
     def variable(self, name: str, length: Value, *, masses: Sequence[PointMass] = (),
                  rods: Sequence[Rod] = (), coordinate: str | None = None, force: str | None = None,
                  actuated: bool = True, spring: Spring | None = None, damping: Value | None = None,
-                 limits: tuple[Optional[Value], Optional[Value]] | None = None) -> Segment:
+                 limits: tuple[Optional[Value], Optional[Value]] | None = None,
+                 friction: Friction | None = None) -> Segment:
         """Append a variable-length segment (``length`` is its initial value) and return it."""
         seg = Segment(name=name, length=length, variable=True, masses=list(masses), rods=list(rods),
                       coordinate=coordinate, force=force, actuated=actuated, spring=spring, damping=damping,
-                      limits=limits)
+                      limits=limits, friction=friction)
         self.segments.append(seg)
         return seg
 
@@ -435,6 +454,22 @@ FORCE_FIELDS: dict[str, tuple[str, ...]] = {
     "coulomb": ("coefficient", "along", "across", "normal", "velocity_scale"),
     "ground_contact": ("stiffness", "exponent", "damping", "friction", "velocity_scale"),
 }
+
+
+@dataclass(frozen=True)
+class FrictionBlock:
+    """Dry friction with stiction on one coordinate (a block of one row: the coordinate itself).
+
+    ``name`` is ``<coordinate>_friction``; ``static`` and ``kinetic`` the validated limits; ``link`` and
+    ``segment`` say where it was declared (``segment`` for the length of a variable segment).
+    """
+
+    name: str
+    coordinate: str
+    static: Expression
+    kinetic: Expression
+    link: str
+    segment: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -613,6 +648,10 @@ class Model:
         (validates the model)."""
         return self.validate().inputs()
 
+    def frictions(self) -> list[FrictionBlock]:
+        """The dry-friction blocks in order: per link, its joint's, then those of its variable segments."""
+        return self.validate().frictions()
+
     def limits(self) -> list[Limit]:
         """The limit blocks in order: per link, its angle's lower then upper bound, then those of the
         lengths of its variable segments (sides without a bound are left out; validates the model)."""
@@ -653,6 +692,7 @@ def is_finite_number(x: object) -> bool:
 
 
 __all__ = ["Parameter", "Spring", "PointMass", "Rod", "Segment", "Joint", "Marker", "Link", "Model",
-           "Ground", "Contact", "Loop", "Limit", "Force", "FORCE_TYPES", "FORCE_FRAMES", "FORCE_FIELDS",
+           "Ground", "Contact", "Loop", "Limit", "Friction", "FrictionBlock", "Force", "FORCE_TYPES",
+           "FORCE_FRAMES", "FORCE_FIELDS",
            "Coordinate", "Input", "telescopic", "check_name", "Value", "Expression", "ExpressionError",
            "ANGLE_CONVENTIONS", "BASES", "RESERVED"]

@@ -91,6 +91,7 @@ def _segment(sg: ValidSegment) -> dict[str, Any]:
             out["coordinate"] = ext.coordinate
         _actuation(out, ext, "force", ext.force, default_force(sg.name))
         _limits(out, ext.limits)
+        _friction(out, ext.friction)
     if sg.masses:
         masses = []
         for pm in sg.masses:
@@ -110,6 +111,11 @@ def _segment(sg: ValidSegment) -> dict[str, Any]:
             rods.append(d)
         out["rods"] = rods
     return out
+
+
+def _friction(out: dict[str, Any], friction: Any) -> None:
+    if friction is not None:
+        out["friction"] = {"static": _v(friction.static), "kinetic": _v(friction.kinetic)}
 
 
 def _limits(out: dict[str, Any], limits: Optional[tuple[Any, Any]]) -> None:
@@ -136,6 +142,7 @@ def _link(lk: ValidLink, floating: bool) -> dict[str, Any]:
     joint: dict[str, Any] = {}
     _actuation(joint, lk.joint, "torque", lk.joint.torque, default_torque(lk.name),
                actuated_by_default=not (floating and lk.parent is None))
+    _friction(joint, lk.joint.friction)
     if joint:
         out["joint"] = joint
     out["segments"] = [_segment(sg) for sg in lk.segments]

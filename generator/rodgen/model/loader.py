@@ -17,6 +17,7 @@ from .core import (
     FORCE_TYPES,
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Link,
@@ -40,16 +41,17 @@ _MODEL_KEYS = {"name", "doc", "base", "base_coordinates", "base_initial", "gravi
 _LINK_KEYS = {"name", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint", "segments",
               "markers", "limits"}
 _SEG_KEYS = {"name", "type", "length", "masses", "rod", "rods", "coordinate", "force", "actuated", "spring",
-             "damping", "limits"}
+             "damping", "limits", "friction"}
 _TELE_KEYS = {"name", "type", "length", "outer", "inner", "coordinate", "force", "actuated", "spring", "damping",
-              "masses", "limits"}
+              "masses", "limits", "friction"}
 _ELASTIC_KEYS = {"name", "type", "parent", "at", "origin", "angle", "coordinate", "offset", "initial", "joint",
                  "clamped", "length", "EJ", "mass", "mass_per_length", "rule", "n", "positions", "stiffnesses",
                  "damping", "elements", "tip_mass"}
 _GROUND_KEYS = {"slope", "height"}
 _CONTACT_KEYS = {"name", "marker", "friction"}
 _LOOP_KEYS = {"name", "a", "b"}
-_JOINT_KEYS = {"torque", "actuated", "spring", "damping"}
+_JOINT_KEYS = {"torque", "actuated", "spring", "damping", "friction"}
+_FRICTION_KEYS = {"static", "kinetic"}
 _MASS_KEYS = {"mass", "fraction", "offset", "lateral", "name"}
 _ROD_KEYS = {"mass", "length", "inertia", "fraction", "offset", "lateral", "name"}
 _MARKER_KEYS = {"name", "segment", "fraction", "offset", "lateral"}
@@ -416,7 +418,15 @@ class _Reader:
             jt.actuated = self.boolean(jd["actuated"], f"{where}.actuated")
         jt.spring = self.spring(jd.get("spring"), f"{where}.spring")
         jt.damping = jd.get("damping")
+        jt.friction = self.friction(jd.get("friction"), f"{where}.friction")
         return jt
+
+    def friction(self, fv: Any, where: str) -> Optional[Friction]:
+        """A ``friction: {static: ..., kinetic: ...}`` mapping (dry friction with stiction)."""
+        if fv is None:
+            return None
+        fd = self.mapping(fv, where, _FRICTION_KEYS, ("static",))
+        return Friction(static=fd["static"], kinetic=fd.get("kinetic"))
 
     def spring(self, sd: Any, where: str) -> Optional[Spring]:
         if sd is None:
@@ -452,7 +462,7 @@ class _Reader:
             for key, v in common.items():
                 setattr(seg, key, v)
         else:
-            for fld in ("coordinate", "force", "actuated", "spring", "damping", "limits"):
+            for fld in ("coordinate", "force", "actuated", "spring", "damping", "limits", "friction"):
                 if fld in d:
                     raise self.err(f"{fld!r} applies to variable segments only (add 'type: variable')",
                                    f"{sw}.{fld}")
@@ -491,3 +501,5 @@ class _Reader:
             out["damping"] = d["damping"]
         if d.get("limits") is not None:
             out["limits"] = self.pair(d["limits"], f"{sw}.limits", "[lower, upper]")
+        if d.get("friction") is not None:
+            out["friction"] = self.friction(d["friction"], f"{sw}.friction")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterator, Mapping, Optional, Union
 
-from .core import Coordinate, Input, Limit, Model
+from .core import Coordinate, FrictionBlock, Input, Limit, Model
 from .expr import Expression
 
 #: The kinds of segment; every kind but ``"rigid"`` has a length coordinate.
@@ -92,6 +92,14 @@ class ValidRod:
 
 
 @dataclass(frozen=True)
+class ValidFriction:
+    """Dry friction with stiction on a coordinate: ``0 <= kinetic <= static`` (forces or torques)."""
+
+    static: Expression
+    kinetic: Expression
+
+
+@dataclass(frozen=True)
 class Extension:
     """The length coordinate of a variable or telescopic segment.
 
@@ -103,6 +111,7 @@ class Extension:
     spring: Optional[ValidSpring]
     damping: Optional[Expression]
     limits: Bounds
+    friction: Optional[ValidFriction] = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,7 @@ class ValidJoint:
     torque: Optional[str] = None
     spring: Optional[ValidSpring] = None
     damping: Optional[Expression] = None
+    friction: Optional[ValidFriction] = None
 
     @property
     def actuated(self) -> bool:
@@ -312,6 +322,20 @@ class ValidModel:
                 out.append(Input(name, "point_force", f.link, None))
         return out
 
+    def frictions(self) -> list[FrictionBlock]:
+        """The dry-friction blocks in order: per link, its joint's, then those of the lengths of its
+        variable segments."""
+        out: list[FrictionBlock] = []
+        for lk in self.links:
+            if lk.joint.friction is not None:
+                f = lk.joint.friction
+                out.append(FrictionBlock(f"{lk.coordinate}_friction", lk.coordinate, f.static, f.kinetic, lk.name))
+            for sg in lk.segments:
+                if sg.extension is not None and sg.extension.friction is not None:
+                    f, c = sg.extension.friction, sg.extension.coordinate
+                    out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name, sg.name))
+        return out
+
     def limits(self) -> list[Limit]:
         """The limit blocks in order: per link, its angle's lower then upper bound, then those of the
         lengths of its variable segments (sides without a bound are left out)."""
@@ -390,7 +414,8 @@ def valid_model(model: object) -> ValidModel:
     raise TypeError(f"expected a rodgen.Model, got {type(model).__name__}")
 
 
-__all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
-           "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "ValidForce",
+__all__ = ["ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidFriction", "ValidMarker",
+           "ValidPointMass", "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop",
+           "ValidForce",
            "SEGMENT_KINDS",
            "AnyModel", "valid_model"]

@@ -7,6 +7,7 @@ any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Callable, Optional
 
@@ -19,6 +20,7 @@ from .core import (
     FORCE_TYPES,
     Contact,
     Force,
+    Friction,
     Ground,
     Joint,
     Link,
@@ -45,6 +47,7 @@ from .valid import (
     Extension,
     ValidContact,
     ValidForce,
+    ValidFriction,
     ValidGround,
     ValidJoint,
     ValidLink,
@@ -213,7 +216,7 @@ def validate_model(model: Model) -> ValidModel:
             torque = claim(jt.torque if jt.torque is not None else default_torque(lk.name), "input",
                            f"{lw}.joint.torque")
         spring, damping = _spring_damper(ctx, jt, f"{lw}.joint")
-        joint = ValidJoint(torque, spring, damping)
+        joint = ValidJoint(torque, spring, damping, _friction(ctx, jt.friction, f"{lw}.joint.friction"))
         link_limits = _limits(ctx, lk.limits, f"{lw}.limits")
         if not isinstance(lk.segments, list) or not lk.segments:
             raise ctx.err("a link needs at least one segment", f"{lw}.segments")
@@ -284,9 +287,10 @@ def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_
                           f"{sw}.force")
         seg_spring, seg_damping = _spring_damper(ctx, sg, sw)
         extension = Extension(seg_coordinate, force, seg_spring, seg_damping,
-                              _limits(ctx, sg.limits, f"{sw}.limits"))
+                              _limits(ctx, sg.limits, f"{sw}.limits"),
+                              _friction(ctx, sg.friction, f"{sw}.friction"))
     else:
-        for fld in ("spring", "damping", "limits"):
+        for fld in ("spring", "damping", "limits", "friction"):
             if getattr(sg, fld) is not None:
                 raise ctx.err(f"{fld} needs a variable segment (this one is rigid)", f"{sw}.{fld}")
     masses: list[ValidPointMass] = []
@@ -319,6 +323,7 @@ def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_
     if kind == "telescopic" and len(rods) >= 2:
         _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
     return ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension)
+
 
 #: The name of the time in a point force's expressions.
 TIME_NAME = "t"
@@ -484,6 +489,30 @@ def _limits(ctx: _Ctx, limits: object, where: str) -> Bounds:
     return (lo, hi)
 
 
+def _friction(ctx: _Ctx, friction: object, where: str) -> Optional[ValidFriction]:
+    """Dry friction with stiction: ``static`` and ``kinetic`` (default: ``static``) finite, non-negative,
+    kinetic <= static at the default parameters."""
+    if friction is None:
+        return None
+    if isinstance(friction, Mapping):
+        unknown = sorted(set(friction) - {"static", "kinetic"})
+        if unknown:
+            raise ctx.err(f"unknown field {unknown[0]!r} (friction takes static and kinetic)", where)
+        if "static" not in friction:
+            raise ctx.err("friction needs its static limit (static: ...)", where)
+        friction = Friction(friction["static"], friction.get("kinetic"))
+    if not isinstance(friction, Friction):
+        raise ctx.err(f"expected a Friction or a mapping {{static: ..., kinetic: ...}}, got "
+                      f"{type(friction).__name__}", where)
+    static = ctx.expr(friction.static, f"{where}.static", nonneg=True)
+    kinetic = static if friction.kinetic is None else ctx.expr(friction.kinetic, f"{where}.kinetic", nonneg=True)
+    vs, vk = static.evaluate(ctx.params), kinetic.evaluate(ctx.params)
+    if not vk <= vs:
+        raise ctx.err(f"the kinetic friction {kinetic.text} = {vk:g} exceeds the static limit {static.text} = "
+                      f"{vs:g}; stiction needs kinetic <= static", f"{where}.kinetic")
+    return ValidFriction(static, kinetic)
+
+
 def _ground(ctx: _Ctx, model: Model) -> tuple[Expression, Expression]:
     _typed(ctx, model.ground, Ground, "ground")
     return ctx.expr(model.ground.slope, "ground.slope"), ctx.expr(model.ground.height, "ground.height")
@@ -536,6 +565,9 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
     for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
         block(lim.name, "limit", where)
+    for fr in vm.frictions():
+        where = f"link {fr.link!r}" + (f", segment {fr.segment!r}.friction" if fr.segment else ".joint.friction")
+        block(fr.name, "friction", where)
     return tuple(contacts), tuple(loops)
 
 

@@ -4,8 +4,9 @@ Validation checks a model's masses, lengths and inertias with its default
 parameter values; a run may give other values. :func:`check_parameter_values`
 evaluates the same fields with the values of the run and refuses a mass or a
 segment length that is not positive, a negative rod length, inertia, stiffness,
-damping or friction, and a telescopic segment whose sections no longer fit,
-naming the field and the parameters involved, as validation does.
+damping or friction, a kinetic friction above its static limit, and a telescopic
+segment whose sections no longer fit, naming the field and the parameters
+involved, as validation does.
 
 This module uses no SymPy.
 """
@@ -28,6 +29,9 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
             yield f"{lw}.joint.spring.stiffness", jt.spring.stiffness, "nonneg"
         if jt.damping is not None:
             yield f"{lw}.joint.damping", jt.damping, "nonneg"
+        if jt.friction is not None:
+            yield f"{lw}.joint.friction.static", jt.friction.static, "nonneg"
+            yield f"{lw}.joint.friction.kinetic", jt.friction.kinetic, "nonneg"
         for sg in lk.segments:
             sw = f"{lw}, segment {sg.name!r}"
             yield f"{sw}.length", sg.length, "positive"
@@ -43,6 +47,9 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
                     yield f"{sw}.spring.stiffness", ext.spring.stiffness, "nonneg"
                 if ext.damping is not None:
                     yield f"{sw}.damping", ext.damping, "nonneg"
+                if ext.friction is not None:
+                    yield f"{sw}.friction.static", ext.friction.static, "nonneg"
+                    yield f"{sw}.friction.kinetic", ext.friction.kinetic, "nonneg"
     for c in vm.contacts:
         yield f"contact {c.name!r}.friction", c.friction, "nonneg"
 
@@ -74,6 +81,13 @@ def check_parameter_values(model: ValidModel, values: Mapping[str, float], *, wh
             raise ModelError(f"must not be negative, got {ex.text} = {val:g}{given(ex)}", source=model.source,
                              where=where)
     _telescopic(model, env, given)
+    for fr in model.frictions():
+        vs, vk = fr.static.evaluate(env), fr.kinetic.evaluate(env)
+        if not vk <= vs:
+            where = f"link {fr.link!r}" + (f", segment {fr.segment!r}" if fr.segment else ".joint") + ".friction"
+            raise ModelError(f"the kinetic friction {fr.kinetic.text} = {vk:g} exceeds the static limit "
+                             f"{fr.static.text} = {vs:g}{given(fr.kinetic) or given(fr.static)}; stiction needs "
+                             f"kinetic <= static", source=model.source, where=where)
 
 
 def _telescopic(model: ValidModel, env: Mapping[str, float], given: Callable[[Expression], str]) -> None:

@@ -132,7 +132,7 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
-        kinds = {0: "contact", 1: "loop", 2: "limit"}  # RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT
+        kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
         #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
         self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
                                                    for nm, k, r, n in info["constraints"]]
@@ -585,11 +585,21 @@ class CompiledModel:
         Returns a SimulationResult (t, q, qd, u, energy, status, message).
 
         ``contacts`` (the initial active set: constraint block names, or a mapping name -> mode) runs the
-        hybrid simulation instead (RK4, located touchdown, lift-off, slip and limit events); its options
+        hybrid simulation instead (RK4, located touchdown, lift-off, slip and limit events); a model with
+        dry friction with stiction (``friction:`` of a joint or a variable segment) always runs it (its
+        coordinates stick and slip as phases; ``contacts`` may then set a block to ``"stick"``,
+        ``"slide_plus"`` or ``"slide_minus"``, else it sticks at a zero rate and slips otherwise); its options
         (alpha, beta, event_tol, arm_gap, check_tol, disarmed, on_slip, max_events) go in ``hybrid``. See
         :func:`rodgen.runtime.integrate.simulate_hybrid`; the result also has lam, active, events, phases.
         """
         from .integrate import simulate, simulate_hybrid
+        if contacts is None and any(b.kind == "friction" for b in self.constraints):
+            # dry friction with stiction is a phase of the hybrid simulation: it runs without contacts=...
+            if method != "rk4":
+                raise ValueError(f"the model {self.name!r} has dry friction with stiction, which the hybrid "
+                                 f"simulation (RK4 with located stick and slip events) runs; use method='rk4' "
+                                 f"with a step dt")
+            contacts = ()
         if contacts is not None:
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
@@ -619,6 +629,9 @@ class CompiledModel:
         ``store="final"`` keeps only the final states. See :func:`rodgen.runtime.batch.simulate_batch`.
         """
         from .batch import simulate_batch
+        if any(b.kind == "friction" for b in self.constraints):
+            raise ValueError(f"the model {self.name!r} has dry friction with stiction, which only the hybrid "
+                             f"simulation runs (simulate() with a step dt); the batch integrators would ignore it")
         return simulate_batch(self, y0s, t_end, dt, method=method, rtol=rtol, atol=atol, u=u, p=p,
                               controller=controller, store_every=store_every, store=store, max_steps=max_steps,
                               max_rows=max_rows, t0=t0, h_max=h_max, h_min=h_min, threads=threads)
@@ -746,6 +759,34 @@ class CompiledModel:
         res = np.empty(len(self.constraints))
         self._m.constraint_friction(1, p2, res)
         return res
+
+    def kinetic_friction(self, p: Params = None) -> np.ndarray:
+        """Kinetic friction limit of every block (nconstraints,): that of a dry-friction block (joint
+        torque or length force), 0 for the others (their static limits: :meth:`constraint_friction`)."""
+        res = np.zeros(len(self.constraints))
+        if any(b.kind == "friction" for b in self.constraints):
+            p2, rows = self._params(p)
+            if rows > 1:
+                raise ValueError("kinetic_friction takes one parameter vector")
+            self._m.kinetic_friction(1, p2, res)
+        return res
+
+    def friction_forces(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
+        """The generalized forces of the dry-friction blocks on a moving coordinate, (nq,) or (N, nq):
+        ``-F_k sign(J_r qd) J_r`` summed over the blocks (J_r the block's row, its coordinate), zero at a
+        zero rate (where the friction force is whatever holds the coordinate, up to the static limit).
+        What a prescribed motion's drive must add to the inverse dynamics is minus this
+        (:func:`~rodgen.runtime.trajectory.prescribed_forces` and mixed problems do)."""
+        qa = np.asarray(q, dtype=float)
+        qda = np.asarray(qd, dtype=float)
+        rows = [b.row for b in self.constraints if b.kind == "friction"]
+        out = np.zeros(np.broadcast_shapes(qa.shape, qda.shape))
+        if not rows:
+            return out
+        fk = self.kinetic_friction(p)[[i for i, b in enumerate(self.constraints) if b.kind == "friction"]]
+        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nq)
+        v = np.einsum("...kj,...j->...k", J, qda)
+        return -np.einsum("...k,...kj->...j", fk * np.sign(v), J)
 
     def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
         """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,

@@ -439,6 +439,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             phases.append((float(t[i]), cur))
     res.lam = L
     res.active = {nm: A[:, j].copy() for j, nm in enumerate(names)}
+    if any(b.kind == "friction" for b in sys.constraints):
+        res.friction = {b.name: L[:, b.row].copy() for b in sys.constraints if b.kind == "friction"}
     res.events = events
     res.phases = phases
     steps_done, nev, evaluations = run.counts

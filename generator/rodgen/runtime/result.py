@@ -53,6 +53,9 @@ class SimulationResult:
     element_forces : for a model with force elements (compiled runs): element name -> (N, 2), the force
         of the element on its point in the ground frame at every stored time (``sys.contact_forces``);
         None otherwise.
+    friction : for a model with dry friction (hybrid runs): block name (``<coordinate>_friction``) ->
+        (N,) the friction force or torque on its coordinate (the holding force while it sticks, the
+        kinetic force against the motion while it slips; its column of ``lam``); None otherwise.
     """
 
     t: np.ndarray
@@ -74,6 +77,7 @@ class SimulationResult:
     events: Optional[list[dict[str, Any]]] = None
     phases: Optional[list[tuple[float, list[str]]]] = None
     element_forces: Optional[dict[str, np.ndarray]] = None
+    friction: Optional[dict[str, np.ndarray]] = None
 
     def __post_init__(self) -> None:
         self.t = np.asarray(self.t, dtype=float)
@@ -111,7 +115,8 @@ class SimulationResult:
         """Column names of :meth:`to_csv`."""
         return (["t"] + list(self.coordinates) + [f"{c}_dot" for c in self.coordinates] + list(self.inputs)
                 + ["kinetic", "potential"]
-                + [f"{nm}_{c}" for nm in (self.element_forces or {}) for c in ("fx", "fy")])
+                + [f"{nm}_{c}" for nm in (self.element_forces or {}) for c in ("fx", "fy")]
+                + list(self.friction or {}))
 
     def to_csv(self, path: PathLike) -> None:
         """Write the result as CSV with a header row.
@@ -119,11 +124,13 @@ class SimulationResult:
         Columns, in order: ``t``; one per coordinate (its name); one per
         rate (``<coordinate>_dot``); one per input (its name); ``kinetic``;
         ``potential``; for a model with force elements, two per element
-        (``<element>_fx``, ``<element>_fy``). SI units as in the model; full
-        double precision (``repr`` of each float).
+        (``<element>_fx``, ``<element>_fy``); for a model with dry friction, one
+        per block (``<coordinate>_friction``: its friction force or torque). SI
+        units as in the model; full double precision (``repr`` of each float).
         """
         data = np.column_stack([self.t, self.q, self.qd, self.u, self.kinetic, self.potential]
-                               + [f for f in (self.element_forces or {}).values()])
+                               + [f for f in (self.element_forces or {}).values()]
+                               + [f for f in (self.friction or {}).values()])
         with open(os.fspath(path), "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(self.csv_columns())

@@ -45,6 +45,10 @@ def solve(sys: Any, y0: Any, t_end: float, *, dt: float, u: Union[None, np.ndarr
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(SCIPY_METHODS)}")
     if not dt > 0 or not t_end > 0:
         raise ValueError(f"t_end and dt must be positive, got t_end={t_end!r}, dt={dt!r}")
+    if any(getattr(b, "kind", None) == "friction" for b in getattr(sys, "constraints", None) or []):
+        raise ValueError(f"the model {getattr(sys, 'name', '')!r} has dry friction with stiction, which only the "
+                         f"hybrid simulation of a compiled model runs (sys.simulate(y0, t_end, dt)); SciPy's "
+                         f"integrators on the right-hand side would ignore it")
     nq, nu = int(sys.nq), len(sys.inputs)
     y0 = np.asarray(y0, dtype=float).reshape(-1)
     if y0.shape != (2 * nq,):

@@ -16,8 +16,8 @@ moved along x(t), y(t)) and leaves the others free under known inputs.
 
     M_ff qdd_f = B_f u - bias_f - M_fp qdd_p
 
-and reports the compensating forces ``Q_p = M_pf qdd_f + M_pp qdd_p + bias_p``
-that the prescribed coordinates need.
+and reports the compensating forces ``Q_p = M_pf qdd_f + M_pp qdd_p + bias_p - B_p u``
+that the prescribed coordinates need besides what the inputs give them.
 
 Ways to give a motion (``q``, and optionally ``qd``, ``qdd``):
 
@@ -48,6 +48,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..errors import ModelError
 from .result import SimulationResult, Status
 
 FD_STEP = 2e-3  # central-difference step for callables; see module docstring
@@ -295,12 +296,22 @@ def prescribed_forces(model: Any, t: Any, q: MotionSpec, qd: MotionSpec = None, 
     Q_, QD, QDD = motion(tt)
     forces = np.asarray(ev.inverse_dynamics(Q_, QD, QDD, p, **_at(ev.inverse_dynamics, tt)),
                         dtype=float).reshape(len(tt), ev.nq)
+    forces = forces - _friction(ev, Q_, QD, p)
     B = input_matrix(ev, Q_, QD, p)
     u = np.einsum("nij,nj->ni", np.linalg.pinv(B), forces) if B.shape[-1] else np.zeros((len(tt), 0))
     residual = forces - np.einsum("nij,nj->ni", B, u)
     T, V = ev.energy(Q_, QD, p)
     return PrescribedForces(tt, Q_, QD, QDD, forces, u, residual, np.asarray(T, float), np.asarray(V, float),
                             coords, _names(ev.inputs), str(getattr(ev, "name", "")))
+
+
+def _friction(ev: Any, q: np.ndarray, qd: np.ndarray, p: Any) -> np.ndarray:
+    """The generalized kinetic friction forces of a compiled model's dry-friction blocks at (q, qd) (N, nq):
+    ``-F_k sign(rate)`` on each moving coordinate with friction, 0 at rest (and 0 for models without)."""
+    if not hasattr(ev, "friction_forces") or \
+            not any(getattr(b, "kind", None) == "friction" for b in getattr(ev, "constraints", None) or []):
+        return np.zeros(np.shape(q))
+    return np.asarray(ev.friction_forces(q, qd, p), dtype=float).reshape(np.shape(q))
 
 
 # -- mixed problems -----------------------------------------------------------------------------
@@ -313,9 +324,25 @@ class MixedProblem:
     model : a compiled model, Equations, NumericModel or Model.
     prescribed : mapping coordinate name -> motion item (number, SymPy
         expression of time, callable; see the module docstring).
-    u : inputs acting on the free coordinates: None, an array (nu,), or a
-        callable ``u(t, y_free) -> (nu,)``.
+    u : inputs acting on the free coordinates: None, an array (nu,), an
+        :class:`~rodgen.InputTable` (time-varying samples, interpolated
+        linearly and held constant outside, as in ``simulate``), a
+        :class:`~rodgen.CController` (a controller written in C, called with
+        the full state; compiled models, ``method="rk4"``), or a callable
+        ``u(t, y_free) -> (nu,)`` (Python path).
     p : parameters.
+
+    Bad input (a prescribed name that is not a coordinate, every coordinate
+    prescribed, samples of the wrong shape, a ``u`` or ``p`` of the wrong
+    length, a free coordinate with dry friction) raises
+    :class:`~rodgen.ModelError` naming the coordinate or the field.
+
+    Dry friction (``friction:`` of a joint or a variable segment): on a
+    prescribed coordinate the drive must overcome its kinetic friction, so
+    the compensating force includes ``+F_k sign(rate)`` (0 at rest, where the
+    friction holds whatever it must); a free coordinate with friction is
+    refused (sticking is a phase of the hybrid simulation, not of the mixed
+    problem's integrator).
 
     The free state is ``y = [q_free, qd_free]`` in model order.
 
@@ -323,28 +350,91 @@ class MixedProblem:
     (``rodgen_mixed_simulate`` of the runtime: RK4 with the step ``dt``, the
     prescribed motion sampled from its functions at every time the integrator
     evaluates it) and :meth:`solve` evaluates the split dynamics in C
-    (``rodgen_mixed_accelerations``); other models, a callable ``u`` or an
-    explicit scipy ``method`` take the Python path (``solve_ivp``).
+    (``rodgen_mixed_accelerations``); other models, a Python callable ``u``
+    or an explicit scipy ``method`` take the Python path (``solve_ivp``).
     """
 
     def __init__(self, model: Any, prescribed: Mapping[str, Any], *, u: Any = None, p: Any = None) -> None:
+        from ..model.suggest import did_you_mean
+        from .compiled import CompiledModel
         self.ev = as_evaluator(model)
         self.coordinates = _names(self.ev.coordinates)
-        unknown = [k for k in prescribed if k not in self.coordinates]
-        if unknown:
-            raise ValueError(f"prescribed: unknown coordinate {unknown[0]!r} (coordinates: "
-                             f"{', '.join(self.coordinates)})")
+        name = str(getattr(self.ev, "name", "") or "")
+        self._where = f"MixedProblem of {name!r}" if name else "MixedProblem"
+        if not isinstance(prescribed, Mapping):
+            raise ModelError(f"prescribed must be a mapping coordinate name -> motion, got "
+                             f"{type(prescribed).__name__}", where=f"{self._where}.prescribed")
+        for k in prescribed:
+            if k not in self.coordinates:
+                raise ModelError(f"prescribed: unknown coordinate {k!r}{did_you_mean(str(k), self.coordinates)} "
+                                 f"(coordinates: {', '.join(self.coordinates)})",
+                                 where=f"{self._where}.prescribed[{k!r}]")
         self.pres = [i for i, c in enumerate(self.coordinates) if c in prescribed]
         self.free = [i for i, c in enumerate(self.coordinates) if c not in prescribed]
         if not self.free:
-            raise ValueError("every coordinate is prescribed; use prescribed_forces() instead")
-        self.motion = Motion({c: prescribed[c] for c in prescribed}, [self.coordinates[i] for i in self.pres])
-        self.u = u
-        self.p = p
+            raise ModelError("every coordinate is prescribed; use prescribed_forces() instead",
+                             where=f"{self._where}.prescribed")
+        try:
+            self.motion = Motion({c: prescribed[c] for c in prescribed}, [self.coordinates[i] for i in self.pres])
+        except ModelError:
+            raise
+        except ValueError as exc:
+            raise ModelError(str(exc), where=f"{self._where}.prescribed") from None
         self.nu = len(_names(self.ev.inputs))
-        from .compiled import CompiledModel
         #: True for a compiled model: simulate() and solve() run in C.
         self.compiled = isinstance(self.ev, CompiledModel)
+        self.p = p
+        if self.compiled and p is not None and not isinstance(p, Mapping):
+            pa = np.asarray(p, dtype=float).reshape(-1)
+            if pa.shape != (self.ev.np,):
+                raise ModelError(f"p has {pa.size} values; the model has {self.ev.np} parameters "
+                                 f"({', '.join(self.ev.parameters)})", where=f"{self._where}.p")
+        self.u = self._check_u(u)
+        for b in getattr(self.ev, "constraints", None) or []:
+            if getattr(b, "kind", None) == "friction":
+                if self.compiled:
+                    row = self.ev.constraint_jacobian(self.ev.initial_state()[:self.ev.nq])[b.row]
+                    moved = [self.coordinates[i] for i in self.free if row[i] != 0.0]
+                else:   # the block <coordinate>_friction of the symbolic equations
+                    moved = [self.coordinates[i] for i in self.free if f"{self.coordinates[i]}_friction" == b.name]
+                if moved:
+                    raise ModelError(f"the free coordinate {moved[0]!r} has dry friction with stiction "
+                                     f"(block {b.name!r}), which the mixed problem's integrator does not "
+                                     f"model; prescribe it, or simulate the whole model (its hybrid "
+                                     f"simulation runs stick and slip)", where=f"{self._where}.prescribed")
+
+    def _check_u(self, u: Any) -> Any:
+        """u as given, checked: None, an InputTable of nu inputs, a CController, a callable, or nu numbers."""
+        from .ccontroller import CController
+        from .control import InputTable
+        where = f"{self._where}.u"
+        names = ", ".join(_names(self.ev.inputs)) or "none"
+        if u is None:
+            return None
+        if isinstance(u, InputTable):
+            if u.u.shape[1] != self.nu:
+                raise ModelError(f"the InputTable has {u.u.shape[1]} inputs per row; the model has {self.nu} "
+                                 f"({names})", where=where)
+            return u
+        if isinstance(u, CController):
+            if not self.compiled:
+                raise ModelError("a CController runs in C and needs a compiled model (rodgen.build)", where=where)
+            if self.nu == 0:
+                raise ModelError("the model has no inputs; a controller has nothing to drive", where=where)
+            return u
+        if callable(u):
+            return u
+        a = np.asarray(u, dtype=float).reshape(-1)
+        if a.shape != (self.nu,) or not np.all(np.isfinite(a)):
+            raise ModelError(f"expected {self.nu} finite inputs ({names}), got {np.asarray(u).tolist()}",
+                             where=where)
+        return a
+
+    def _python_u(self) -> bool:
+        """u is a Python callable u(t, y_free) (not an InputTable or a CController)."""
+        from .ccontroller import CController
+        from .control import InputTable
+        return callable(self.u) and not isinstance(self.u, (InputTable, CController))
 
     def _full(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         N = len(t)
@@ -357,8 +447,15 @@ class MixedProblem:
         return q, qd, qddp
 
     def _inputs(self, t: np.ndarray, y: np.ndarray) -> np.ndarray:
+        from .ccontroller import CController
+        from .control import InputTable
         if self.u is None:
             return np.zeros((len(t), self.nu))
+        if isinstance(self.u, InputTable):
+            return np.stack([self.u(tk) for tk in t]) if len(t) else np.zeros((0, self.nu))
+        if isinstance(self.u, CController):
+            raise ModelError("a CController runs in C: use simulate(method='rk4') on the compiled model",
+                             where=f"{self._where}.u")
         if callable(self.u):
             return np.stack([np.asarray(self.u(tk, yk), dtype=float).reshape(self.nu) for tk, yk in zip(t, y)])
         return np.broadcast_to(np.asarray(self.u, dtype=float).reshape(1, self.nu), (len(t), self.nu))
@@ -391,10 +488,16 @@ class MixedProblem:
         return f
 
     def compensating_forces(self, t: Any, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Q_p, (N, nprescribed): the generalized forces the prescribed coordinates need."""
+        """Q_p - B_p u, (N, nprescribed): the generalized forces the prescribed coordinates need besides what
+        the problem's inputs give them (their kinetic dry friction included), as the C path reports."""
+        q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
         tt = np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (len(q),))
         Q = np.asarray(self.ev.inverse_dynamics(q, qd, qdd, self.p, **_at(self.ev.inverse_dynamics, tt)),
                        dtype=float).reshape(len(q), self.ev.nq)
+        Q = Q - _friction(self.ev, q, qd, self.p)
+        if self.nu and self.u is not None:
+            Y = np.concatenate([q[:, self.free], qd[:, self.free]], axis=1)
+            Q = Q - np.einsum("nij,nj->ni", input_matrix(self.ev, q, qd, self.p), self._inputs(tt, Y))
         return Q[:, self.pres]
 
     def _c_params(self) -> np.ndarray:
@@ -405,17 +508,32 @@ class MixedProblem:
             return ev.parameter_vector(self.p)
         p = np.ascontiguousarray(np.asarray(self.p, dtype=float).reshape(-1))
         if p.shape != (ev.np,):
-            raise ValueError(f"p has {p.size} values; the model {ev.name!r} has {ev.np} parameters")
+            raise ModelError(f"p has {p.size} values; the model {ev.name!r} has {ev.np} parameters",
+                             where=f"{self._where}.p")
         return p
 
     def _c_inputs(self) -> Optional[np.ndarray]:
+        """The constant inputs (nu,) or None (zero); a time-varying u has none."""
         if self.u is None or self.nu == 0:
             return None
-        u = np.ascontiguousarray(np.asarray(self.u, dtype=float).reshape(-1))
-        if u.shape != (self.nu,) or not np.all(np.isfinite(u)):
-            raise ValueError(f"u: expected {self.nu} finite inputs ({', '.join(_names(self.ev.inputs))}), "
-                             f"got {np.asarray(self.u).tolist()}")
-        return u
+        if callable(self.u):
+            raise ModelError("solve() takes a constant u; this problem's u varies in time (use accelerations() "
+                             "with times)", where=f"{self._where}.u")
+        return np.ascontiguousarray(self.u, dtype=float)
+
+    def _c_law(self, p: np.ndarray) -> tuple:
+        """(kind, u, times, values, function) of the C input law of u."""
+        from ..contract import constant
+        from .ccontroller import CController
+        from .control import InputTable
+        none = np.empty(0)
+        if isinstance(self.u, InputTable):
+            return constant("INPUT_TABLE"), none, self.u.t, np.ascontiguousarray(self.u.u.reshape(-1)), None
+        if isinstance(self.u, CController):
+            return (constant("INPUT_CALLBACK"), none, none, none,
+                    self.u.bind(self.ev._m.address(), p).input_function())
+        u = self._c_inputs()
+        return constant("INPUT_CONSTANT"), none if u is None else u, none, none, None
 
     def solve(self, q: Any, qd: Any, qdd_p: Any, t: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(qdd, tau_p) at full states q, qd (N, nq) with prescribed accelerations qdd_p (N, nprescribed), at
@@ -433,8 +551,9 @@ class MixedProblem:
         QD = np.ascontiguousarray(np.asarray(qd, dtype=float).reshape(N, nq))
         A = np.ascontiguousarray(np.asarray(qdd_p, dtype=float).reshape(N, npr))
         tt = np.array(np.broadcast_to(np.asarray(t, dtype=float).reshape(-1), (N,)))   # a writable copy
-        if callable(self.u):
-            raise ValueError("solve() takes a constant u; this problem's u is a function of time")
+        if self.u is not None and callable(self.u):
+            raise ModelError("solve() takes a constant u; this problem's u varies in time (use accelerations() "
+                             "with times)", where=f"{self._where}.u")
         if self.compiled:
             from ..contract import StatusCode
             from .compiled import DynamicsError
@@ -452,7 +571,7 @@ class MixedProblem:
                         if code == StatusCode.ERR_NOT_POSITIVE_DEFINITE else StatusCode.describe(code))
                 raise DynamicsError(f"the mixed problem on the model {self.ev.name!r} failed at row {int(bad[0])}: "
                                     f"{what}", status=code, row=int(bad[0]))
-            return qdd, tau
+            return qdd, tau - _friction(self.ev, Q, QD, self.p)[:, self.pres]
         M = np.asarray(self.ev.mass_matrix(Q, self.p), dtype=float).reshape(N, nq, nq)
         r = -np.asarray(self.ev.bias(Q, QD, self.p, **_at(self.ev.bias, tt)), dtype=float).reshape(N, nq)
         if self.nu and self.u is not None:
@@ -463,7 +582,7 @@ class MixedProblem:
         qdd[:, f] = np.linalg.solve(M[:, f][:, :, f], (r[:, f] - np.einsum("nij,nj->ni", M[:, f][:, :, pr], A))
                                     [..., None])[..., 0]
         tau = np.einsum("nij,nj->ni", M[:, pr], qdd) - r[:, pr]
-        return qdd, tau
+        return qdd, tau - _friction(self.ev, Q, QD, self.p)[:, pr]
 
     def simulate(self, y0: Any, t_end: float, *, dt: float, method: Optional[str] = None, rtol: float = 1e-9,
                  atol: float = 1e-11, substeps: int = 1) -> SimulationResult:
@@ -474,7 +593,8 @@ class MixedProblem:
         the forces the prescribed coordinates need.
 
         ``method``: ``"rk4"`` runs in C with the fixed step ``dt`` (needs a
-        compiled model and a constant ``u``; the default for them); a scipy
+        compiled model, and ``u`` constant, an InputTable or a CController;
+        the default for them); a scipy
         method (``"DOP853"``, the default otherwise, ``"RK45"``, ``"Radau"``,
         ...) integrates with ``solve_ivp`` to ``rtol``/``atol``. With
         ``"rk4"`` the step is ``dt / substeps`` (RK4 is stable while the step
@@ -482,14 +602,14 @@ class MixedProblem:
         stays below about 2.8) and every ``substeps``-th state is returned.
         """
         if method is None:
-            method = "rk4" if self.compiled and not callable(self.u) else "DOP853"
+            method = "rk4" if self.compiled and not self._python_u() else "DOP853"
         if str(method).lower() == "rk4":
             if not self.compiled:
                 raise ValueError("method='rk4' runs in C and needs a compiled model (rodgen.build); "
                                  f"this problem has a {type(self.ev).__name__}")
-            if callable(self.u):
-                raise ValueError("method='rk4' (in C) takes a constant u; give a scipy method such as "
-                                 "'DOP853' for an input that is a function of time")
+            if self._python_u():
+                raise ValueError("method='rk4' (in C) takes a constant u, an InputTable or a CController; give "
+                                 "a scipy method such as 'DOP853' for a Python function u(t, y_free)")
             if int(substeps) != substeps or substeps < 1:
                 raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
             res = self._simulate_c(y0, float(t_end), float(dt) / int(substeps))
@@ -527,8 +647,8 @@ class MixedProblem:
         y0 = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
         if y0.shape != (2 * nf,) or not np.all(np.isfinite(y0)):
             free = ", ".join(self.coordinates[i] for i in self.free)
-            raise ValueError(f"y0: expected {2 * nf} finite values [q_free, qd_free] of the free coordinates "
-                             f"({free}), got {y0.tolist()}")
+            raise ModelError(f"y0: expected {2 * nf} finite values [q_free, qd_free] of the free coordinates "
+                             f"({free}), got {y0.tolist()}", where=f"{self._where}.simulate")
         if not (np.isfinite(dt) and dt > 0 and np.isfinite(t_end) and t_end > 0):
             raise ValueError(f"need 0 < dt and 0 < t_end (finite); got dt={dt}, t_end={t_end}")
         times = rt.mixed_grid(0.0, t_end, dt)
@@ -537,26 +657,31 @@ class MixedProblem:
         if not np.all(np.isfinite(values)):
             row, col = np.argwhere(~np.isfinite(values))[0]
             what = ("q", "qd", "qdd")[col // npr]
-            raise ValueError(f"prescribed motion of {self.coordinates[self.pres[col % npr]]!r}: {what} is "
-                             f"{values[row, col]} at t = {times[row]}")
-        p, u = self._c_params(), self._c_inputs()
+            name = self.coordinates[self.pres[col % npr]]
+            raise ModelError(f"prescribed motion of {name!r}: {what} is {values[row, col]} at t = {times[row]}",
+                             where=f"{self._where}.prescribed[{name!r}]")
+        p = self._c_params()
+        kind, uc, utimes, uvalues, fn = self._c_law(p)
         cap = (len(times) - 1) // 2 + 1
         t_out, y_out = np.empty(cap), np.empty(cap * 2 * ev.nq)
-        qdd_out, tau_out = np.empty(cap * ev.nq), np.empty(cap * npr)
-        code, n = rt.mixed_simulate(ev.table, np.asarray(self.pres, dtype=np.intc), times, values.reshape(-1), u, p,
-                                    0.0, t_end, dt, y0, t_out, y_out, qdd_out, tau_out)
+        qdd_out, tau_out, u_out = np.empty(cap * ev.nq), np.empty(cap * npr), np.empty(cap * self.nu)
+        code, n = rt.mixed_simulate(ev.table, np.asarray(self.pres, dtype=np.intc), times, values.reshape(-1),
+                                    kind, uc, utimes, uvalues, fn, p, 0.0, t_end, dt, y0, t_out, y_out, qdd_out,
+                                    tau_out, u_out)
         status, message = (Status.SUCCESS, "success") if code == StatusCode.OK else _outcome(code)
         if code == StatusCode.ERR_NOT_POSITIVE_DEFINITE:
             message = "the mass matrix of the free coordinates is not positive definite"
         Y = y_out[:n * 2 * ev.nq].reshape(n, 2 * ev.nq)
         q, qd = Y[:, :ev.nq].copy(), Y[:, ev.nq:].copy()
         T, V = ev.energy(q, qd, p) if n else (np.zeros(0), np.zeros(0))
-        uu = np.zeros((n, self.nu)) if u is None else np.tile(u, (n, 1))
+        uu = u_out[:n * self.nu].reshape(n, self.nu).copy()
         res = SimulationResult(t=t_out[:n].copy(), q=q, qd=qd, u=uu, kinetic=np.asarray(T, float),
                                potential=np.asarray(V, float), coordinates=self.coordinates,
                                inputs=_names(ev.inputs), status=status, message=message, model=str(ev.name),
                                qdd=qdd_out[:n * ev.nq].reshape(n, ev.nq).copy())
-        res.extra["compensating"] = tau_out[:n * npr].reshape(n, npr).copy()
+        res.extra["compensating"] = tau_out[:n * npr].reshape(n, npr).copy() - _friction(ev, q, qd, p)[:, self.pres]
+        if isinstance(fn, tuple):
+            res.extra["controller_state"] = fn[2].state.copy()
         return res
 
 

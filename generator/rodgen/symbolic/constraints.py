@@ -1,9 +1,10 @@
-"""Constraint rows of a model: contacts, loop closures, coordinate limits.
+"""Constraint rows of a model: contacts, loop closures, coordinate limits, dry friction with stiction.
 
 For every block the symbolic stage returns (docs/ARCHITECTURE.md, "Constraints")
 
     position c(q)     the rows (contact: tangential position along the ground and
-                      gap above it; loop: r_b - r_a; limit: q - lower or upper - q)
+                      gap above it; loop: r_b - r_a; limit: q - lower or upper - q;
+                      friction: the coordinate q itself, held while it sticks)
     jacobian J(q)     = dc/dq
     bias              = J̇ q̇ = d/dt (J(q)) q̇ = sum_k d(J q̇)/dq_k q̇_k,
 
@@ -39,9 +40,9 @@ LOOP_TOLERANCE = 1e-6
 
 
 def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
-    """The constraint blocks of ``eqs.model`` in the order contacts, loops, limits (empty if none)."""
+    """The constraint blocks of ``eqs.model`` in the order contacts, loops, limits, frictions (empty if none)."""
     model = eqs.model
-    if not (model.contacts or model.loops or model.limits()):
+    if not (model.contacts or model.loops or model.limits() or model.frictions()):
         return []
     names: dict[str, sp.Symbol] = {str(s): s for s in eqs.params}
     q, qd = list(eqs.q), list(eqs.qd)
@@ -54,11 +55,12 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     def point(name: str) -> sp.Matrix:
         return inline(eqs.points[name])
 
-    def block(name: str, kind: str, position: sp.Matrix, friction: sp.Expr | None = None) -> ConstraintEquations:
+    def block(name: str, kind: str, position: sp.Matrix, friction: sp.Expr | None = None,
+              kinetic: sp.Expr | None = None) -> ConstraintEquations:
         J = position.jacobian(q) if q else sp.zeros(position.shape[0], 0)
         Jqd = J * sp.Matrix(qd)
         bias = Jqd.jacobian(q) * sp.Matrix(qd) if q else sp.zeros(position.shape[0], 1)
-        return ConstraintEquations(name, kind, position, J, bias, friction)
+        return ConstraintEquations(name, kind, position, J, bias, friction, kinetic)
 
     out: list[ConstraintEquations] = []
     s, height = X(model.ground.slope), X(model.ground.height)
@@ -76,6 +78,8 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
         x = coord[lim.coordinate]
         row = x - X(lim.bound) if lim.side == "lower" else X(lim.bound) - x
         out.append(block(lim.name, "limit", sp.Matrix([row])))
+    for fr in model.frictions():
+        out.append(block(fr.name, "friction", sp.Matrix([coord[fr.coordinate]]), X(fr.static), X(fr.kinetic)))
     _check_loops(eqs, out)
     return out
 

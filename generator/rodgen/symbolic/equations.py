@@ -33,12 +33,14 @@ class ConstraintEquations:
 
     name : the contact's, loop's or limit's name in the model.
     kind : ``"contact"`` (2 rows: tangential position along the ground, gap above it),
-        ``"loop"`` (2 rows: marker b minus marker a, x and y) or ``"limit"`` (1 row:
-        ``q - lower`` or ``upper - q``).
+        ``"loop"`` (2 rows: marker b minus marker a, x and y), ``"limit"`` (1 row:
+        ``q - lower`` or ``upper - q``) or ``"friction"`` (1 row: the coordinate ``q``).
     position : (k, 1) the rows as functions of q and the parameters.
     jacobian : (k, n) d position / d q.
     bias : (k, 1) the time derivative of the Jacobian times qd (J̇ q̇).
-    friction : the Coulomb coefficient of a contact (an expression of the parameters); None otherwise.
+    friction : the Coulomb coefficient of a contact, the static limit of a ``"friction"`` block (dry
+        friction with stiction on a coordinate, 1 row: the coordinate); None otherwise.
+    kinetic : the kinetic limit of a ``"friction"`` block; None otherwise.
     """
 
     name: str
@@ -47,6 +49,7 @@ class ConstraintEquations:
     jacobian: sp.Matrix
     bias: sp.Matrix
     friction: Optional[sp.Expr] = None
+    kinetic: Optional[sp.Expr] = None
 
     @property
     def nrows(self) -> int:
@@ -229,7 +232,8 @@ class Equations:
                          {k: x(v) for k, v in self.points.items()}, [], self.coordinates, self.inputs,
                          {k: v.xreplace(subs) for k, v in self.couplings.items()},
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
-                                              None if c.friction is None else c.friction.xreplace(subs))
+                                              None if c.friction is None else c.friction.xreplace(subs),
+                                              None if c.kinetic is None else c.kinetic.xreplace(subs))
                           for c in self.constraints],
                          self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
