@@ -615,17 +615,21 @@ def check_masses(robot: UrdfRobot, samples: int = 3, seed: int = 0) -> None:
     if not names:
         return
     rng = np.random.default_rng(seed)
-    lo = []
-    hi = []
+    lo: list[float] = []
+    hi: list[float] = []
     for n in names:
         lim = robot.joint(n).limit
-        lo.append(-math.pi if lim is None or lim.lower is None else lim.lower)
-        hi.append(math.pi if lim is None or lim.upper is None else lim.upper)
+        if lim is not None and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper:
+            lo.append(lim.lower)
+            hi.append(lim.upper)
+        else:           # no range: a turn either way
+            lo.append(-math.pi)
+            hi.append(math.pi)
     configurations = [np.zeros(len(names))] + [rng.uniform(lo, hi) for _ in range(samples)]
     for q in configurations:
         M = robot.mass_matrix(q)
         scale = max(float(np.abs(M).max()), 1e-300)
-        # pivoted test: the first coordinate whose pivot (Schur complement) vanishes moves no mass of its own
+        # the first leading block that is not positive definite: its last coordinate adds no inertia of its own
         for k in range(len(names)):
             sub = M[:k + 1, :k + 1]
             piv = np.linalg.eigvalsh(sub).min()
