@@ -235,6 +235,8 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         for j, sg in enumerate(lk.segments):
             vs = validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim)
             sw = f"{lw}, segment {sg.name!r}"
+            if vs.extension is not None and vs.extension.friction is not None:
+                raise ctx.err("dry friction (stick and slip) is available in planar models only", f"{sw}.friction")
             points: tuple[tuple[str, tuple[Any, ...]], ...] = (("masses", vs.masses), ("rods", vs.rods))
             for what, items in points:
                 for k, it in enumerate(items):
