@@ -210,6 +210,28 @@ def test_exo5_stands_on_compliant_contacts_carrying_its_weight(tmp_path: "os.Pat
     assert abs(info["horizontal"]) < 0.05 * weight
 
 
+def test_panda_from_urdf_holds_its_posture_against_pinocchio_gravity(tmp_path: "os.PathLike[str]") -> None:
+    """The Panda example: the PD law brings the arm to rest at the ready posture, where the torques it
+    applies are the gravity torques Pinocchio computes from the same URDF (a static balance)."""
+    import pinocchio as pin
+    mod = script("panda_urdf")
+    out = str(tmp_path)
+    res, info = mod.main([out, "--t-end", "2", "--frames", "10"])
+    for name in ("panda_urdf.png", "panda_urdf_3d.png", "panda_urdf.gif"):
+        image_ok(os.path.join(out, name))
+    assert info["final_error"] < 1e-4 and info["final_rate"] < 1e-3       # settled (decay rate about 5/s)
+    full = pin.buildModelFromUrdf(mod.panda_urdf())
+    q_lock = pin.neutral(full)
+    fingers = [full.getJointId(n) for n in ("panda_finger_joint1", "panda_finger_joint2")]
+    for j in fingers:
+        q_lock[full.idx_qs[j]] = 0.03
+    arm = pin.buildReducedModel(full, fingers, q_lock)
+    gravity = pin.computeGeneralizedGravity(arm, arm.createData(), res.q[-1])
+    np.testing.assert_allclose(res.u[-1], gravity, rtol=0, atol=1e-3)
+    np.testing.assert_allclose(info["gravity"], pin.computeGeneralizedGravity(arm, arm.createData(), mod.READY),
+                               rtol=0, atol=1e-10)
+
+
 def test_exo5_steps_forward_on_compliant_contacts(tmp_path: "os.PathLike[str]") -> None:
     """Four steps of the prescribed gait: the walker gets at least 0.7 m ahead (1.0 m planned; the body rocks on
     its compliant soles and the swing foot lands short), never falls (hip above 0.8 m, torso within 0.3 rad of upright),

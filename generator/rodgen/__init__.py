@@ -38,6 +38,7 @@ from .model import (
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate
+    from .model.urdf import from_urdf
     from .symbolic import Equations, Method, derive
     from .toolchain import build
 
@@ -49,7 +50,7 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "sweep", "__version__"]
+           "CController", "examples", "sweep", "__version__", "from_urdf"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.
@@ -62,6 +63,7 @@ _LAZY = {
     "build": (".toolchain", "build"),
     "toolchain": (".toolchain", None),
     "generate": (".codegen", "generate"),
+    "from_urdf": (".model.urdf", "from_urdf"),
     "examples": (".examples", None),
     "modes": (".analysis", "modes"),
     "linearize": (".runtime.linear", "linearize"),

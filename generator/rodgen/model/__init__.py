@@ -4,6 +4,8 @@ Two types: the mutable :class:`Model` that users build, load and dump, and the i
 :class:`ValidModel` that ``Model.validate()`` returns and the later stages read (see
 :mod:`rodgen.model.valid`).
 """
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from .core import (
                    Contact,
                    Coordinate,
@@ -69,4 +71,16 @@ __all__ = ["Contact", "Force", "Friction", "FrictionBlock", "ValidForce", "Groun
            "ValidModel", "ValidLink", "ValidSegment", "Extension", "ValidJoint", "ValidMarker", "ValidPointMass",
            "ValidRod", "ValidSpring", "ValidParameter", "ValidGround", "ValidContact", "ValidLoop", "AnyModel",
            "valid_model", "SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body",
-           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody"]
+           "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint", "ValidSpatialMarker", "ValidBody",
+           "from_urdf", "read_urdf"]
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from .urdf import from_urdf, read_urdf
+
+
+def __getattr__(name: str) -> object:
+    # the URDF reader (it uses NumPy) is imported on first use, so that `import rodgen` stays light
+    if name in ("from_urdf", "read_urdf"):
+        from . import urdf
+        return getattr(urdf, name)
+    raise AttributeError(f"module 'rodgen.model' has no attribute {name!r}")

@@ -159,8 +159,12 @@ def _link(lk: ValidLink, floating: bool) -> dict[str, Any]:
 
 
 def to_dict(source: AnyModel) -> dict[str, Any]:
-    """The model in the model-file schema (validates a Model first)."""
+    """The model in the model-file schema (validates a Model first); a spatial model in the spatial schema
+    (:mod:`rodgen.model.spatial_io`)."""
     model = valid_model(source)
+    if getattr(model, "spatial", False):
+        from .spatial_io import spatial_to_dict
+        return spatial_to_dict(model)  # type: ignore[arg-type]
     out: dict[str, Any] = {"name": model.name}
     if model.doc:
         out["doc"] = model.doc

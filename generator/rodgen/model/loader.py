@@ -110,9 +110,14 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
-def load(path: PathLike) -> Model:
-    """Load and validate a model file (YAML). Raises ModelError naming the file and place."""
+def load(path: PathLike) -> Any:
+    """Load and validate a model file: YAML (a planar :class:`Model`, or a
+    :class:`~rodgen.model.spatial.SpatialModel` with ``spatial: true``) or URDF (a file ending in
+    ``.urdf``: :func:`rodgen.model.urdf.from_urdf`). Raises ModelError naming the file and place."""
     src = os.fspath(path)
+    if src.lower().endswith(".urdf"):
+        from .urdf import from_urdf
+        return from_urdf(src)
     try:
         with open(src, encoding="utf-8") as fh:
             text = fh.read()
@@ -134,13 +139,17 @@ def load(path: PathLike) -> Model:
     return load_dict(data, source=src)
 
 
-def load_dict(data: Any, *, source: Optional[str] = None) -> Model:
-    """Build and validate a Model from a mapping with the model-file schema.
+def load_dict(data: Any, *, source: Optional[str] = None) -> Any:
+    """Build and validate a Model from a mapping with the model-file schema (a SpatialModel with
+    ``spatial: true``, :mod:`rodgen.model.spatial_io`).
 
     An error names the place (link, segment, field) and, for a mapping read from a YAML file, the line
     where the field stands (``line 14, link 'upper', segment 'upper_rod'.rods[0].mass: ...``), also for
     the checks of validation.
     """
+    from .spatial_io import is_spatial, load_spatial_dict
+    if is_spatial(data):
+        return load_spatial_dict(data, source=source)
     b = _Reader(source)
     try:
         model = b.model(data)
@@ -237,25 +246,7 @@ class _Reader:
             if len(g) != 2:
                 raise self.err(f"gravity must be [gx, gy], got {len(g)} components", "gravity")
             model.gravity = (g[0], g[1])
-        params = d.get("parameters") or {}
-        if not isinstance(params, dict):
-            raise self.err("expected a mapping name: value", "parameters")
-        self.note(params, "parameters")
-        for name, spec in params.items():
-            where = f"parameters.{name}"
-            if isinstance(spec, dict):
-                s = self.mapping(spec, where, _PARAM_KEYS, ("value",))
-                value, unit, doc = s["value"], str(s.get("unit", "")), str(s.get("doc", ""))
-            else:
-                value, unit, doc = spec, "", ""
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise self.err(f"a parameter's value must be a number, got {value!r}", where)
-            try:
-                value = float(value)
-            except OverflowError:
-                raise self.err("a parameter's value must be a finite number, got an integer too large for a double",
-                               where) from None
-            model.parameters.append(Parameter(name, value, unit, doc))
+        self.parameters(d.get("parameters"), model)
         links = self.seq(d["links"], "links")
         for i, ld in enumerate(links):
             if isinstance(ld, dict) and "type" in ld:
@@ -288,6 +279,28 @@ class _Reader:
         for i, fd in enumerate(self.seq(d.get("forces"), "forces")):
             model.forces.append(self.force(fd, i))
         return model
+
+    def parameters(self, params: Any, model: Any) -> None:
+        """The ``parameters`` mapping (name: value, or name: {value, unit, doc}) into ``model.parameters``."""
+        params = params or {}
+        if not isinstance(params, dict):
+            raise self.err("expected a mapping name: value", "parameters")
+        self.note(params, "parameters")
+        for name, spec in params.items():
+            where = f"parameters.{name}"
+            if isinstance(spec, dict):
+                s = self.mapping(spec, where, _PARAM_KEYS, ("value",))
+                value, unit, doc = s["value"], str(s.get("unit", "")), str(s.get("doc", ""))
+            else:
+                value, unit, doc = spec, "", ""
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.err(f"a parameter's value must be a number, got {value!r}", where)
+            try:
+                value = float(value)
+            except OverflowError:
+                raise self.err("a parameter's value must be a finite number, got an integer too large for a "
+                               "double", where) from None
+            model.parameters.append(Parameter(name, value, unit, doc))
 
     def force(self, fd: Any, i: int) -> Force:
         name = fd.get("name") if isinstance(fd, dict) else None

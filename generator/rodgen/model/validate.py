@@ -324,6 +324,7 @@ def validate_segment(ctx: _Ctx, sg: Segment, j: int, lw: str, lk_name: str, seg_
         _telescopic_fits(ctx, length, rods[0], rods[1], extension, sw)
     return ValidSegment(sg.name, kind, length, tuple(masses), tuple(rods), extension)
 
+
 #: The name of the time in a point force's expressions.
 TIME_NAME = "t"
 

@@ -152,6 +152,21 @@ def _steady_limits(ax: Any) -> None:
 
 # -- animation ---------------------------------------------------------------------------------
 
+def frame_times(t: np.ndarray, fps: int, speed: float, max_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """The times of the frames of an animation of samples at ``t`` and the index of the sample each shows
+    (``speed`` simulated seconds per second of GIF, at most ``max_frames`` frames, both ends included)."""
+    if len(t) == 0:
+        raise ValueError("the result holds no samples")
+    if fps <= 0 or speed <= 0 or max_frames < 1:
+        raise ValueError(f"fps and speed must be positive and max_frames at least 1, got fps={fps}, "
+                         f"speed={speed}, max_frames={max_frames}")
+    duration = float(t[-1] - t[0])
+    nframes = max(1, min(max_frames, int(math.floor(duration / speed * fps)) + 1))
+    times = t[0] + np.linspace(0.0, duration, nframes)
+    idx = np.clip(np.searchsorted(t, times), 0, len(t) - 1)
+    return times, idx
+
+
 def _model_of(sys: Any) -> Any:
     for attr in ("model",):
         m = getattr(sys, attr, None)
@@ -199,7 +214,8 @@ def skeleton(names: Sequence[str], model: Any = None) -> tuple[list[list[str]], 
 def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: float = 1.0,
             max_frames: int = 250, p: Any = None, model: Any = None, trace: Optional[str] = None,
             dpi: int = 80, size: float = 5.0) -> int:
-    """Write a GIF of the mechanism as a stick figure with its masses.
+    """Write a GIF of the mechanism as a stick figure with its masses (in 3D for a spatial model, whose points
+    have three coordinates: :func:`rodgen.runtime.plot3d.animate3d`).
 
     Parameters
     ----------
@@ -220,13 +236,13 @@ def animate(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: floa
     """
     from matplotlib.animation import PillowWriter
     res = _as_result(result)
-    if len(res.t) == 0:
-        raise ValueError("the result holds no samples")
-    duration = float(res.t[-1] - res.t[0])
-    nframes = max(1, min(max_frames, int(math.floor(duration / speed * fps)) + 1))
-    times = res.t[0] + np.linspace(0.0, duration, nframes)
-    idx = np.clip(np.searchsorted(res.t, times), 0, len(res.t) - 1)
+    times, idx = frame_times(res.t, fps, speed, max_frames)
+    nframes = len(times)
     pts = sys.points(res.q[idx], p)
+    if any(np.asarray(v).shape[-1:] == (3,) for v in pts.values()):    # a spatial model: drawn in 3D
+        from .plot3d import animate3d
+        return animate3d(sys, res, path, fps=fps, speed=speed, max_frames=max_frames, p=p, model=model,
+                         trace=trace, dpi=dpi, size=size)
     pts = {k: np.asarray(v, dtype=float).reshape(len(idx), 2) for k, v in pts.items()}
     lines, masses = skeleton(list(pts), model if model is not None else _model_of(sys))
     allxy = np.concatenate([v for v in pts.values()], axis=0)
@@ -329,4 +345,4 @@ def plot_modes(modes: Any, path: Optional[PathLike] = None, *, link: Optional[st
     return fig
 
 
-__all__ = ["plot", "animate", "skeleton", "new_figure", "kinds", "plot_modes", "mode_lines"]
+__all__ = ["plot", "animate", "skeleton", "new_figure", "kinds", "plot_modes", "mode_lines", "frame_times"]
