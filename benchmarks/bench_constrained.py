@@ -10,12 +10,12 @@ times, in the same run and interleaved round by round:
 * ``fd``: the model's ``<prefix>_forward_dynamics`` (the articulated-body
   algorithm where it applies, the default build);
 * ``cfd``: ``rodgen_constrained_dynamics`` with the blocks held, default
-  Baumgarte gains, through the model's ``constrained_terms`` (the default
-  build);
+  Baumgarte gains, through the model's ``constrained_solve`` (the default
+  build: q̈ and λ for the rows held in one generated routine);
 * ``cfd_dense``: the same call on the model generated with
   ``CodegenOptions(constrained_terms=False)``: the separate routines (M, bias,
   B, J, Jdot qd, c) and a dense Cholesky factorisation of M at run time (the
-  implementation before ``constrained_terms``).
+  implementation before the generated constrained routines).
 
 The C is compiled as ``rodgen.build`` compiles it: the model's C with the
 default BuildOptions (-O1), the runtime's C with its flags (-O2). Each round

@@ -126,12 +126,23 @@ class VirtualConstraints:
 
     def c_params(self) -> np.ndarray:
         """The parameters of the same law in C (exo5_walk_controller.c): the gains and targets, the blocks
-        of foot_a and foot_b, and the output matrices (C, c) of stance leg a, then b."""
+        of foot_a and foot_b, the output matrices (C, c) of stance leg a, then b, and for the input map B
+        (constant for this model: forces and torques on its coordinates) the rows N of its left null space
+        (N B = 0) and a left inverse B+ (B+ B = I), exact for B's integer entries."""
+        import sympy as sp
         blocks = [b.name for b in self.sys.constraints]
         head = [self.alpha0, self.lean, self.shorten, self.kp, self.kd, self.l_thigh0, self.l_shank0,
                 blocks.index("foot_a"), blocks.index("foot_b")]
         mats = [np.concatenate([C.reshape(-1), c]) for C, c in (self.outputs["a"], self.outputs["b"])]
-        return np.concatenate([head, *mats])
+        q0 = self.sys.initial_state()[:self.nq]
+        B = np.asarray(self.sys.input_map(q0), float)
+        if not np.array_equal(B, self.sys.input_map(q0 + 0.3)) or not np.array_equal(B, np.round(B)):
+            raise ValueError("the C controller needs a constant input map with integer entries")
+        Bs = sp.Matrix(B.astype(int).tolist())
+        N = sp.Matrix.vstack(*[v.T for v in Bs.T.nullspace()])
+        Bplus = (Bs.T * Bs).inv() * Bs.T
+        return np.concatenate([head, *mats, np.array(N.tolist(), float).reshape(-1),
+                               np.array(Bplus.tolist(), float).reshape(-1)])
 
     def c_controller(self, build_dir: str | None = None) -> Any:
         """This law as a rodgen.CController (exo5_walk_controller.c), starting on stance leg a."""

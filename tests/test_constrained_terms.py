@@ -1,4 +1,5 @@
-"""The fast constrained dynamics (the generated ``<prefix>_constrained_terms``) against an independent reference.
+"""The fast constrained dynamics (the generated ``<prefix>_constrained_terms`` and, every row held,
+``<prefix>_constrained_solve``) against an independent reference.
 
 The reference is tests/_constrained.py: the equations derived by Lagrange's method (not the recursive
 method the compiled models are generated from), lambdified by SymPy, and the KKT system solved by
@@ -73,7 +74,9 @@ def _close(a: np.ndarray, b: np.ndarray, rtol: float) -> None:
 @pytest.mark.parametrize("active", [("foot_a", "foot_b"), ("foot_a",), ("foot_b",), ()])
 def test_walker_matches_the_kkt_reference(walk, active) -> None:  # type: ignore[no-untyped-def]
     fast, dense, ref = walk
-    assert fast._m.info()["routines"]["constrained_terms"] and not dense._m.info()["routines"]["constrained_terms"]
+    routines = fast._m.info()["routines"]
+    assert routines["constrained_terms"] and routines["constrained_solve"]
+    assert not dense._m.info()["routines"]["constrained_terms"] and not dense._m.info()["routines"]["constrained_solve"]
     for q, qd, u in _states(fast, seed=len(active)):
         want_qdd, want_lam = reference(ref, q, qd, u, active)
         qdd, lam = fast.constrained_dynamics(q, qd, u, active=list(active))
@@ -156,6 +159,45 @@ def test_constrained_terms_outputs(walk) -> None:  # type: ignore[no-untyped-def
         _close(out["a0"][0], J @ qdd0 + Jb, 1e-10)
         _close(out["A"][0].reshape(nr, nq), A, 1e-10)
         _close(out["S"][0].reshape(nr, nr), J @ A.T, 1e-10)
+
+
+def test_constrained_solve_outputs(walk) -> None:  # type: ignore[no-untyped-def]
+    """The routine against NumPy's KKT solve on the reference's M, bias, J, for each set of held rows
+    (both feet, one, none) with gains and targets that differ row by row: the pivots of M multiply to
+    det M, those of the rows held to det S (S = J M^-1 J^T of those rows; a row not held has pivot 1 and
+    lambda exactly 0), s ends with the diagonal of J M^-1 J^T, and qdd, lambda solve
+    M qdd + bias = B u + J^T lambda, J qdd = -Jdot qd - k_v J qd - k_p (c - target) on the rows held."""
+    fast, _, ref = walk
+    nq, nr = fast.nq, fast.nrows
+    rng = np.random.default_rng(9)
+    for q, qd, u in _states(fast, seed=13, n=2):
+        p = np.asarray(fast.parameter_vector(), float)
+        M, h, B = ref.mass_matrix(q), ref.bias(q, qd), ref.input_map(q)
+        J, Jb, c = ref.constraint_jacobian(q), ref.constraint_bias(q, qd), ref.constraint_position(q)
+        for active in (("foot_a", "foot_b"), ("foot_a",), ("foot_b",), ()):
+            rows = ref.rows(active)
+            held = np.isin(np.arange(nr), rows).astype(float)
+            gains = rng.uniform(0.0, 50.0, size=(nr, 2))
+            k = np.column_stack([held, 1.0 - held, gains]).reshape(-1)
+            target = rng.normal(size=nr) * 0.01
+            out = {name: np.zeros((1, w)) for name, w in (("d", nq), ("qdd", nq), ("lam", nr), ("s", 2 * nr))}
+            fast._m.constrained_solve(1, np.zeros(1), q[None], qd[None], u[None], p[None], k[None], target[None],
+                                      *out.values())
+            S = J @ np.linalg.solve(M, J.T)
+            assert np.all(out["d"] > 0)
+            assert np.prod(out["d"]) == pytest.approx(np.linalg.det(M), rel=1e-10)
+            piv = out["s"][0, :nr]
+            assert np.all(piv[held == 0] == 1.0) and np.all(piv[held == 1] > 0)
+            if rows:
+                assert np.prod(piv) == pytest.approx(np.linalg.det(S[np.ix_(rows, rows)]), rel=1e-9)
+            _close(out["s"][0, nr:], np.diag(S), 1e-10)
+            rhs = Jb + gains[:, 0] * (J @ qd) + gains[:, 1] * (c - target)
+            want_qdd, want_lam = kkt_solve(M, h, B @ u, J[rows], rhs[rows])
+            _close(out["qdd"][0], want_qdd, 1e-9)
+            lam = out["lam"][0]
+            assert np.all(lam[held == 0] == 0.0)
+            if rows:
+                _close(lam[rows], want_lam, 1e-9)
 
 
 def test_singular_constraint_set_gives_a_status_not_nan(build_dir: Path) -> None:

@@ -153,6 +153,20 @@ ROUTINES: tuple[Routine, ...] = (
             "of a sparse L D L^T factorisation of M (valid when all are > 0), the free accelerations qdd0, and "
             "of every constraint row J, c, J qd, the free row acceleration J qdd0 + Jdot qd, M^-1 J^T and "
             "J M^-1 J^T.", optional=True),
+    Routine("constrained_solve", (_t, _q, _qd, _u, _p,
+                                  Arg("k", "4*nrows", "per row: held (1 or 0), 1 - held, 2 alpha, beta^2"),
+                                  Arg("target", "nrows", "c_target of each row"),
+                                  _out("d", "nq", "pivots of P M P^T = L D L^T"),
+                                  _out("qdd", "nq", "coordinate accelerations"),
+                                  _out("lam", "nrows", "constraint forces lambda"),
+                                  _out("s", "2*nrows",
+                                       "pivots of J M^-1 J^T = L D L^T (rows held), then its diagonal")),
+            "The constrained dynamics for the rows held (k[4i] = 1, k[4i+1] = 0; not held: 0, 1, lambda_i = 0), "
+            "range space on the factorisation of constrained_terms with one backward substitution: "
+            "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target) row by row; qdd and lambda are valid when "
+            "every d[i] > 0 and the pivots "
+            "s[i] of the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T).",
+            optional=True),
     Routine("element_forces", (_t, _q, _qd, _u, _p,
                                _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
             "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),

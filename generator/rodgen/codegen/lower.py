@@ -372,7 +372,8 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             [g.p, output("mu_k", str(nblocks), "kinetic friction limits")],
             [("mu_k", "kinetic friction limits", [(f"mu_k[{i}]", ex) for i, ex in enumerate(kinetic)])], [], a,
             options)] if any(c.kind == "friction" for c in eqs.constraints) else []) \
-        + ([constrained_terms_routine(eqs, prefix, g, options)] if options.wants_constrained_terms(n) else [])
+        + ([constrained_terms_routine(eqs, prefix, g, options), constrained_solve_routine(eqs, prefix, g, options)]
+           if options.wants_constrained_terms(n) else [])
 
 
 def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
@@ -411,6 +412,35 @@ def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: 
         [("S", "upper triangle by symmetry", [(f"S[{j * nrows + i}]", f"S[{i * nrows + j}]")
                                               for i, j in s_low if i != j])],
         ct.assignments, options)
+
+
+def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``<prefix>_constrained_solve``: the symbolic stage's ``Equations.constrained_solve()``, qdd and
+    lambda for the rows held, in one routine."""
+    nrows = sum(c.nrows for c in eqs.constraints)
+    NQ = g.NQ
+    cs = eqs.constrained_solve()
+    return build_routine(
+        "constrained_solve", f"{prefix}_constrained_solve",
+        "Constrained dynamics for the rows held: qdd, lambda (range space, one backward substitution).",
+        (f"Row i ({nrows} row(s)) is held when k[4i] = 1, k[4i+1] = 0 (not held: 0, 1; lambda_i = 0), by "
+         "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target[i]).",
+         "d: pivots of P M P^T = L D L^T; s: the pivots of J M^-1 J^T = L D L^T over the rows held (rows in "
+         "order; 1 for a row not held), then its diagonal. qdd and lambda are valid when every d[i] > 0 and "
+         "the pivots of the rows held pass the caller's singularity test."),
+        [g.t, g.q, g.qd, g.u, g.p,
+         Group(Argument("k", str(4 * nrows), "per row: held (1 or 0), 1 - held, 2 alpha, beta^2"), cs.gains),
+         Group(Argument("target", str(nrows), "c_target of each row"), cs.targets),
+         output("d", NQ, "pivots of M"), output("qdd", NQ, "coordinate accelerations"),
+         output("lam", str(nrows), "constraint forces"),
+         output("s", str(2 * nrows), "pivots and diagonal of J M^-1 J^T")],
+        [("d", "pivots D of P M P^T = L D L^T", [(f"d[{i}]", ex) for i, ex in enumerate(cs.pivots)]),
+         ("s", "pivots and diagonal of J M^-1 J^T",
+          [(f"s[{i}]", ex) for i, ex in enumerate(cs.s_pivots)]
+          + [(f"s[{nrows + i}]", ex) for i, ex in enumerate(cs.s_diag)]),
+         ("lam", "constraint forces lambda", [(f"lam[{i}]", ex) for i, ex in enumerate(cs.lam)]),
+         ("qdd", "coordinate accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(cs.qdd)])],
+        [], cs.assignments, options)
 
 
 def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:

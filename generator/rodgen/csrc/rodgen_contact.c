@@ -69,19 +69,6 @@ static void solve_upper(const double *L, int n, double *x)
     }
 }
 
-/* y <- y + a x */
-static void axpy(double *restrict y, double a, const double *restrict x, int n)
-{
-    int i;
-    for (i = 0; i + 1 < n; i += 2) {
-        y[i] += a * x[i];
-        y[i + 1] += a * x[i + 1];
-    }
-    if (i < n) {
-        y[i] += a * x[i];
-    }
-}
-
 static double dot(const double *a, const double *b, int n)
 {
     double s = 0.0;
@@ -174,6 +161,45 @@ static double finite_sum(const double *x, int n)
 static int all_finite(const double *x, int n)
 {
     return finite_sum(x, n) == 0.0;
+}
+
+/* Whether q, qd [nq], u [nu] and p [np] are all finite. A sum of finite values minus itself is 0 (an
+ * infinite or NaN entry makes it NaN); only when it is not (an entry not finite, or the sum overflowed)
+ * are the entries tested one by one. */
+static int inputs_finite(const double *q, const double *qd, const double *u, const double *p, int nq, int nu,
+    int np)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s;
+    int i;
+    for (i = 0; i + 1 < nq; i += 2) {
+        s0 += q[i];
+        s1 += qd[i];
+        s2 += q[i + 1];
+        s3 += qd[i + 1];
+    }
+    if (i < nq) {
+        s0 += q[i];
+        s1 += qd[i];
+    }
+    for (i = 0; i + 1 < nu; i += 2) {
+        s2 += u[i];
+        s3 += u[i + 1];
+    }
+    if (i < nu) {
+        s2 += u[i];
+    }
+    for (i = 0; i + 1 < np; i += 2) {
+        s0 += p[i];
+        s1 += p[i + 1];
+    }
+    if (i < np) {
+        s0 += p[i];
+    }
+    s = (s0 + s1) + (s2 + s3);
+    if (s - s == 0.0) {
+        return 1;
+    }
+    return all_finite(q, nq) && all_finite(qd, nq) && (nu == 0 || all_finite(u, nu)) && all_finite(p, np);
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
@@ -489,24 +515,29 @@ static int spd_solve(double *S, int k, double *x, double tol)
  * M^-1 J^T and J M^-1 J^T, the free accelerations qdd0; no factorisation of M at run time):
  *   S lambda = gamma - (J qdd0 + Jdot qd), gamma = -2 alpha J qd - beta^2 (c - target), over the active
  *   rows, S from the rows of J M^-1 J^T (with sliding contacts S_ij = J_i M^-1 W_j^T,
- *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda. */
+ *   W_j = J_j + coef_j J_t(j)); qdd = qdd0 + M^-1 W^T lambda.
+ * When every row is active (k == nrows, nothing slides: a sliding contact holds one row of two) the rows
+ * are 0 .. nrows - 1 and S is J M^-1 J^T itself, factorised where the generated code left it. */
 static int cfd_terms(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
-    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd, double *lambda,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda,
     scratch *w)
 {
     const int nq = m->nq, nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
     double *const d = w->h, *const qdd0 = w->z, *const v = w->w, *const a0 = w->b, *const A = w->Y;
-    int k, i, j;
+    double *S = w->S, fin0 = 0.0, fin1 = 0.0;
+    int k, i, j, bad = 0;
     k = active_rows(m, p, active, 0, w);
     if (k < 0) {
         return -k;
     }
     m->constrained_terms(t, q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
     for (i = 0; i < nq; ++i) {
-        if (!(d[i] > 0.0)) {
-            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-        }
+        bad |= !(d[i] > 0.0);
+    }
+    if (bad) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
@@ -518,7 +549,10 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     for (j = 0; j < w->nfric; ++j) {
         const int rr = w->frow[j];
         const double f = w->fval[j];
-        axpy(qdd0, f, A + rr * nq, nq);
+        const double *ar = A + rr * nq;
+        for (i = 0; i < nq; ++i) {
+            qdd0[i] += f * ar[i];
+        }
         for (i = 0; i < nr; ++i) {
             a0[i] += f * w->Sf[i * nr + rr];
         }
@@ -526,56 +560,175 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             lambda[rr] = f;
         }
     }
-    /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
-     * only after v[rows[i]] has been read */
-    for (i = 0; i < k; ++i) {
-        const int r = w->rows[i];
-        const double *sr = w->Sf + r * nr;
-        double *si = w->S + i * k;
-        const double tgt = target != 0 ? target[r] : (w->tang[i] ? w->c[r] : 0.0);
-        for (j = 0; j < k; ++j) {
-            si[j] = sr[w->rows[j]];
+    if (k == nr) {
+        /* every row: S = J M^-1 J^T as computed, the right-hand side in place of v */
+        S = w->Sf;
+        for (i = 0; i < k; ++i) {
+            const double tgt = target != 0 ? target[i] : (w->tang[i] ? w->c[i] : 0.0);
+            v[i] = -a0[i] - a2 * v[i] - b2 * (w->c[i] - tgt);
         }
-        if (w->nslide > 0) {
+    } else {
+        /* right-hand side into v: the rows are in increasing order (rows[i] >= i), so v[i] is written
+         * only after v[rows[i]] has been read */
+        for (i = 0; i < k; ++i) {
+            const int r = w->rows[i];
+            const double *sr = w->Sf + r * nr;
+            double *si = S + i * k;
+            const double tgt = target != 0 ? target[r] : (w->tang[i] ? w->c[r] : 0.0);
             for (j = 0; j < k; ++j) {
-                if (w->trow[j] >= 0) {
-                    si[j] += w->coef[j] * sr[w->trow[j]];
+                si[j] = sr[w->rows[j]];
+            }
+            if (w->nslide > 0) {
+                for (j = 0; j < k; ++j) {
+                    if (w->trow[j] >= 0) {
+                        si[j] += w->coef[j] * sr[w->trow[j]];
+                    }
                 }
             }
+            v[i] = -a0[r] - a2 * v[r] - b2 * (w->c[r] - tgt);
         }
-        v[i] = -a0[r] - a2 * v[r] - b2 * (w->c[r] - tgt);
     }
     if (k > 0) {
         if (w->nslide > 0) {
-            if (lu(w->S, k, w->piv, o->singular_tol) != 0) {
+            if (lu(S, k, w->piv, o->singular_tol) != 0) {
                 return RODGEN_ERR_SINGULAR_CONSTRAINTS;
             }
-            lu_solve(w->S, k, w->piv, v);
-        } else if (spd_solve(w->S, k, v, o->singular_tol) != 0) {
+            lu_solve(S, k, w->piv, v);
+        } else if (spd_solve(S, k, v, o->singular_tol) != 0) {
             return RODGEN_ERR_SINGULAR_CONSTRAINTS;
         }
     }
     /* qdd = qdd0 + sum of lambda_i A_rows[i] (+ coef_i lambda_i A_trow[i], the tangential force) */
-    for (i = 0; i < k; ++i) {
-        axpy(qdd0, v[i], A + w->rows[i] * nq, nq);
+    for (j = 0; j < nq; ++j) {
+        qdd[j] = qdd0[j];
+    }
+    for (i = 0; i + 1 < k && w->nslide == 0; i += 2) {   /* two rows at a time: qdd read and written once */
+        const double li = v[i], lk = v[i + 1];
+        const double *ai = A + w->rows[i] * nq, *ak = A + w->rows[i + 1] * nq;
+        for (j = 0; j < nq; ++j) {
+            qdd[j] += li * ai[j] + lk * ak[j];
+        }
+        fin0 += li * 0.0;
+        fin1 += lk * 0.0;
         if (lambda != 0) {
-            lambda[w->rows[i]] = v[i];
+            lambda[w->rows[i]] = li;
+            lambda[w->rows[i + 1]] = lk;
+        }
+    }
+    for (; i < k; ++i) {
+        const double li = v[i];
+        const double *ai = A + w->rows[i] * nq;
+        for (j = 0; j < nq; ++j) {
+            qdd[j] += li * ai[j];
+        }
+        fin0 += li * 0.0;
+        if (lambda != 0) {
+            lambda[w->rows[i]] = li;
         }
         if (w->trow[i] >= 0) {
-            const double ft = w->coef[i] * v[i];
-            axpy(qdd0, ft, A + w->trow[i] * nq, nq);
+            const double ft = w->coef[i] * li;
+            const double *at = A + w->trow[i] * nq;
+            for (j = 0; j < nq; ++j) {
+                qdd[j] += ft * at[j];
+            }
             if (lambda != 0) {
                 lambda[w->trow[i]] = ft;
             }
         }
     }
-    for (j = 0; j < nq; ++j) {
-        qdd[j] = qdd0[j];
+    for (j = 0; j + 1 < nq; j += 2) {
+        fin0 += qdd[j] * 0.0;
+        fin1 += qdd[j + 1] * 0.0;
     }
-    if (!all_finite(qdd, nq) || !all_finite(v, k)) {
-        return RODGEN_ERR_NONFINITE_RESULT;
+    if (j < nq) {
+        fin0 += qdd[j] * 0.0;
     }
-    return RODGEN_OK;
+    return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
+/* Whether no block of the active set slides (a sliding contact, a slipping dry-friction block). */
+static int none_sliding(const rodgen_model *m, const int *active)
+{
+    int i;
+    for (i = 0; i < m->nconstraints && active != 0; ++i) {
+        if (slides(m, active, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The constrained dynamics from the model's constrained_solve (qdd and lambda in the generated code; the
+ * rows of the active blocks held, the others with lambda 0). The same equations, tests and statuses as
+ * cfd_terms: M positive definite (its pivots), S = J M^-1 J^T of the rows held with the pivot test of
+ * spd_solve (pivots in the order of the rows, relative to the largest diagonal entry of the rows held).
+ * A contact's tangential row without a target holds where it is: its position gain is 0. */
+static int cfd_solve(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, double *work)
+{
+    const int nq = m->nq, nr = m->nrows;
+    const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
+    /* its own layout of the scratch (8 nrows + 2 nq doubles, less than size_doubles) */
+    double *const kv = work, *const tg = work + 4 * nr, *const s = tg + nr, *const lam = s + 2 * nr;
+    double *const a = lam + nr, *const d = a + nq;   /* a, lam: copied to qdd, lambda once they pass the tests */
+    double dmax = 0.0, fin0 = 0.0, fin1 = 0.0;
+    int i, r, bad = 0, held = 0;
+    for (i = 0; i < m->nconstraints; ++i) {
+        const rodgen_constraint *c = m->constraints + i;
+        const double on = is_active(m, active, i) ? 1.0 : 0.0;
+        held += on != 0.0;
+        for (r = c->row; r < c->row + c->nrows; ++r) {
+            kv[4 * r] = on;
+            kv[4 * r + 1] = 1.0 - on;
+            kv[4 * r + 2] = a2;
+            kv[4 * r + 3] = b2;
+            tg[r] = target != 0 ? target[r] : 0.0;
+        }
+        if (target == 0 && c->kind == RODGEN_CONTACT) {
+            kv[4 * c->row + 3] = 0.0;
+        }
+    }
+    m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s);
+    for (i = 0; i < nq; ++i) {
+        bad |= !(d[i] > 0.0);
+    }
+    if (bad) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    if (held > 0) {
+        for (i = 0; i < nr; ++i) {
+            if (kv[4 * i] != 0.0) {
+                dmax = s[nr + i] > dmax ? s[nr + i] : dmax;
+            }
+        }
+        if (!(dmax > 0.0 && dmax < HUGE_VAL)) {
+            return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
+        for (i = 0; i < nr; ++i) {
+            bad |= kv[4 * i] != 0.0 && !(s[i] > o->singular_tol * dmax && s[i] < HUGE_VAL);
+            fin0 += lam[i] * 0.0;
+        }
+        if (bad) {
+            return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
+    }
+    for (i = 0; i + 1 < nq; i += 2) {
+        fin0 += a[i] * 0.0;
+        fin1 += a[i + 1] * 0.0;
+        qdd[i] = a[i];
+        qdd[i + 1] = a[i + 1];
+    }
+    if (i < nq) {
+        fin0 += a[i] * 0.0;
+        qdd[i] = a[i];
+    }
+    if (lambda != 0) {
+        for (i = 0; i < nr; ++i) {
+            lambda[i] = lam[i];
+        }
+    }
+    return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
 }
 
 /* Y (row i = L^-1 J_{rows[i]}^T) and the Cholesky factor of S = Y Y^T; with sliding contacts
@@ -617,13 +770,17 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
 }
 
+static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work);
+
 int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
-    const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o,
+    double *qdd,
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
-    scratch w;
-    int nq, nr, k, i, j, status;
+    int nq;
     if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
         return RODGEN_ERR_OPTIONS;
     }
@@ -635,13 +792,26 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
         p = m->default_p;
     }
     nq = m->nq;
-    nr = m->nrows;
     if (m->np > 0 && p == 0) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
-    if (!(finite_sum(q, nq) + finite_sum(qd, nq) + (m->nu > 0 ? finite_sum(u, m->nu) : 0.0)
-          + finite_sum(p, m->np) == 0.0)) {
+    if (!inputs_finite(q, qd, u, p, nq, m->nu, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
+}
+
+/* rodgen_constrained_dynamics past its checks of the arguments (the hybrid simulation has made them at
+ * its start, and keeps its states and inputs finite). */
+static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, void *work)
+{
+    const int nq = m->nq, nr = m->nrows;
+    scratch w;
+    int k, i, j, status;
+    if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
+        return cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
     }
     carve(m, work, &w);
     if (m->constrained_terms != 0) {
@@ -1015,6 +1185,22 @@ static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
     return RODGEN_OK;
 }
 
+/* The constrained dynamics at the state y in the current phase with the inputs in w->u: the checks of
+ * rodgen_constrained_dynamics were made at the start of the run (model, options, parameters) and the
+ * inputs are checked where they are made; a state that is not finite is found from a result that is not
+ * (RODGEN_ERR_NONFINITE_STATE, as rodgen_constrained_dynamics's RODGEN_ERR_NONFINITE_INPUT was). */
+static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
+    double *qdd, double *lambda)
+{
+    const rodgen_model *m = s->model;
+    const int status = cfd_eval(m, t, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
+        w->work);
+    if (status != RODGEN_OK && !(all_finite(y, 2 * m->nq))) {
+        return RODGEN_ERR_NONFINITE_STATE;
+    }
+    return status;
+}
+
 /* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. Leaves the inputs at (t, y) in w->u.
  * The last successful evaluation is kept in w->memo with its key (t, y, the active set and the targets) and
  * returned again for the same key: the state at the end of an RK4 step is evaluated for the event
@@ -1056,12 +1242,11 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             return status;
         }
         s->evaluations += 1;
-        status = rodgen_constrained_dynamics(m, t, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd,
-            dy + nq, 0, w->work);
+        status = hy_cfd(s, o, w, t, y, dy + nq, 0);
         for (i = 0; i < nq; ++i) {
             dy[i] = y[nq + i];
         }
-        return status == RODGEN_ERR_NONFINITE_INPUT ? RODGEN_ERR_NONFINITE_STATE : status;
+        return status;
     }
     w->memo[0] = NAN;
     status = hy_law(s, o, w, t, y);
@@ -1069,10 +1254,9 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         return status;
     }
     s->evaluations += 1;
-    status = rodgen_constrained_dynamics(m, t, s->p, y, y + nq, w->u, s->active, s->target, &o->cfd, dy + nq,
-        mem_lam, w->work);
-    if (status == RODGEN_ERR_NONFINITE_INPUT) {
-        return RODGEN_ERR_NONFINITE_STATE;
+    status = hy_cfd(s, o, w, t, y, dy + nq, mem_lam);
+    if (status == RODGEN_ERR_NONFINITE_STATE) {
+        return status;
     }
     for (i = 0; i < nq; ++i) {
         dy[i] = y[nq + i];

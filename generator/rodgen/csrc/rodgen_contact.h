@@ -72,9 +72,13 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
  * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
  * its current position, every other row 0). o NULL: defaults.
- * Factorisation: with the model's constrained_terms (rodgen_model.h), M is
- * factorised in the generated code, which also gives M^-1 J^T and J M^-1 J^T of
- * every row; the rows of the active blocks are taken from them. Without it:
+ * Factorisation: with the model's constrained_solve (rodgen_model.h) and no
+ * contact sliding, the generated code solves for qdd and lambda of the rows of
+ * the active blocks (M and J M^-1 J^T of those rows factorised in it); the
+ * pivot tests below are made on the pivots it returns. Else, with the model's
+ * constrained_terms, M is factorised in the generated code, which also gives
+ * M^-1 J^T and J M^-1 J^T of every row; the rows of the active blocks are
+ * taken from them. Without either:
  * M = L L^T (Cholesky), Y = L^-1 J_A^T, S = Y^T Y = J M^-1 J^T (range space).
  * S is factorised (L D L^T or Cholesky) with the pivot test above. With
  * sliding contacts S = J M^-1 W^T (W: the force directions, J_n + coef J_t for a

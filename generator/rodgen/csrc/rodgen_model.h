@@ -88,6 +88,17 @@ typedef struct rodgen_model {
     void (*constrained_terms)(double t, const double *q, const double *qd, const double *u, const double *p,
                               double *d, double *qdd0, double *J, double *c, double *v, double *a0,
                               double *A, double *S);
+    /* The constrained dynamics for the rows held, in one routine (NULL when not generated; generated
+     * with constrained_terms): k [4*nrows] per row: held and 1 - held (1.0 and 0.0; not held: 0.0 and
+     * 1.0, its lambda 0), the Baumgarte gains 2 alpha and beta^2; target [nrows] c_target; a row held by
+     * J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target). Range space on the factorisation of
+     * constrained_terms (d [nq] its pivots): S = J M^-1 J^T of the rows held as L D L^T in the order of
+     * the rows, one backward substitution for qdd [nq]; lam [nrows] (lambda); s [2*nrows]: the pivots
+     * of S (1 for a row not held), then the diagonal of J M^-1 J^T. qdd and lambda are valid when every
+     * d[i] > 0 and the pivots of the rows held pass the caller's singularity test. */
+    void (*constrained_solve)(double t, const double *q, const double *qd, const double *u, const double *p,
+                              const double *k, const double *target, double *d, double *qdd, double *lam,
+                              double *s);
 
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
     void (*element_forces)(double t, const double *q, const double *qd, const double *u, const double *p,

@@ -185,71 +185,90 @@ def elimination_order(pattern: list[list[bool]]) -> list[int]:
     return reverse if fill(reverse) < fill(natural) else natural
 
 
-def constrained_terms(eqs: Equations) -> ConstrainedTerms:
-    """The :class:`ConstrainedTerms` of ``eqs`` (its constraint blocks all stacked, in the order of
-    ``eqs.constraints``); ``eqs.constraints`` must be filled (:func:`constraint_equations`)."""
-    n = len(eqs.q)
-    rows = [c.jacobian[i, :] for c in eqs.constraints for i in range(c.nrows)]
-    nr = len(rows)
-    zero = sp.Integer(0)
-    f = (eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)) - eqs.bias
-    M = eqs.M
-    order = elimination_order([[M[i, j] != 0 for j in range(n)] for i in range(n)])
-    Mp = [[M[order[i], order[j]] for j in range(n)] for i in range(n)]
-    assignments: list[tuple[sp.Symbol, sp.Expr]] = list(eqs.assignments)
-    counter = [0]
+class _Factored:
+    """The sparse factorisation P M Pᵀ = L D Lᵀ of a model's mass matrix and its constraint rows, as
+    intermediate symbols appended to ``assignments`` (shared by :func:`constrained_terms` and
+    :func:`constrained_solve`)."""
 
-    def new(ex: sp.Expr, stem: str) -> sp.Expr:
+    def __init__(self, eqs: Equations) -> None:
+        n = len(eqs.q)
+        self.n = n
+        self.zero = zero = sp.Integer(0)
+        rows = [c.jacobian[i, :] for c in eqs.constraints for i in range(c.nrows)]
+        self.f = (eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(n, 1)) - eqs.bias
+        M = eqs.M
+        self.order = order = elimination_order([[M[i, j] != 0 for j in range(n)] for i in range(n)])
+        Mp = [[M[order[i], order[j]] for j in range(n)] for i in range(n)]
+        self.assignments: list[tuple[sp.Symbol, sp.Expr]] = list(eqs.assignments)
+        self.counter = 0
+        new = self.new
+        # P M P^T = L D L^T; E[i][k] = L[i][k] D[k]
+        self.L = L = [[zero] * n for _ in range(n)]
+        E = [[zero] * n for _ in range(n)]
+        self.D: list[sp.Expr] = []
+        self.Dinv: list[sp.Expr] = []
+        for j in range(n):
+            d = new(Mp[j][j] - sp.Add(*[L[j][k] * E[j][k] for k in range(j) if L[j][k] != 0]), "d")
+            self.D.append(d)
+            self.Dinv.append(new(1 / d, "r"))
+            for i in range(j + 1, n):
+                s = Mp[i][j] - sp.Add(*[L[i][k] * E[j][k] for k in range(j) if L[i][k] != 0 and E[j][k] != 0])
+                if s != 0:
+                    E[i][j] = new(s, "e")
+                    L[i][j] = new(E[i][j] * self.Dinv[j], "l")
+        # the rows' sines and cosines from those the mass matrix and the bias already compute
+        known = _trig_args([ex for _, ex in eqs.assignments] + list(M) + list(eqs.bias))
+        self.share = share = _angle_sums(_trig_args(list(rows_all(eqs))), known, list(eqs.q), new)
+        self.rows = [row.xreplace(share) for row in rows] if share else rows
+
+    def new(self, ex: sp.Expr, stem: str) -> sp.Expr:
         """A symbol for ``ex`` (zero and plain symbols stay as they are)."""
         if ex == 0 or isinstance(ex, sp.Symbol):
             return ex
-        counter[0] += 1
-        s = sp.Symbol(f"_cfd_{stem}{counter[0]}")
-        assignments.append((s, ex))
+        self.counter += 1
+        s = sp.Symbol(f"_cfd_{stem}{self.counter}")
+        self.assignments.append((s, ex))
         return s
 
-    # P M P^T = L D L^T; E[i][k] = L[i][k] D[k]
-    L = [[zero] * n for _ in range(n)]
-    E = [[zero] * n for _ in range(n)]
-    D: list[sp.Expr] = []
-    Dinv: list[sp.Expr] = []
-    for j in range(n):
-        d = new(Mp[j][j] - sp.Add(*[L[j][k] * E[j][k] for k in range(j) if L[j][k] != 0]), "d")
-        D.append(d)
-        Dinv.append(new(1 / d, "r"))
-        for i in range(j + 1, n):
-            s = Mp[i][j] - sp.Add(*[L[i][k] * E[j][k] for k in range(j) if L[i][k] != 0 and E[j][k] != 0])
-            if s != 0:
-                E[i][j] = new(s, "e")
-                L[i][j] = new(E[i][j] * Dinv[j], "l")
-
-    def solve(x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr], list[sp.Expr]]:
-        """(v, y, z): v = L^-1 P x, y = D^-1 v (elimination order) and z = M^-1 x (the coordinates' order)."""
+    def forward(self, x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr]]:
+        """(v, y): v = L^-1 P x, y = D^-1 v (elimination order)."""
+        n, L, new = self.n, self.L, self.new
         v: list[sp.Expr] = []
         for i in range(n):
-            v.append(new(x[order[i]] - sp.Add(*[L[i][k] * v[k] for k in range(i) if L[i][k] != 0 and v[k] != 0]),
-                         stem + "v"))
-        y = [new(v[i] * Dinv[i], stem + "y") for i in range(n)]
+            v.append(new(x[self.order[i]] - sp.Add(*[L[i][k] * v[k] for k in range(i)
+                                                      if L[i][k] != 0 and v[k] != 0]), stem + "v"))
+        return v, [new(v[i] * self.Dinv[i], stem + "y") for i in range(n)]
+
+    def backward(self, y: list[sp.Expr], stem: str) -> list[sp.Expr]:
+        """Pᵀ L^-T y (the coordinates' order) for y in elimination order."""
+        n, L, zero = self.n, self.L, self.zero
         z: list[sp.Expr] = [zero] * n
         for i in range(n - 1, -1, -1):
-            z[i] = new(y[i] - sp.Add(*[L[k][i] * z[k] for k in range(i + 1, n) if L[k][i] != 0 and z[k] != 0]),
-                       stem + "z")
+            z[i] = self.new(y[i] - sp.Add(*[L[k][i] * z[k] for k in range(i + 1, n) if L[k][i] != 0 and z[k] != 0]),
+                            stem + "z")
         out: list[sp.Expr] = [zero] * n
         for i in range(n):
-            out[order[i]] = z[i]
-        return v, y, out
+            out[self.order[i]] = z[i]
+        return out
 
-    # the rows' sines and cosines from those the mass matrix and the bias already compute
-    known = _trig_args([ex for _, ex in eqs.assignments] + list(M) + list(eqs.bias))
-    share = _angle_sums(_trig_args(list(rows_all(eqs))), known, list(eqs.q), new)
-    if share:
-        rows = [row.xreplace(share) for row in rows]
-    _, _, qdd_free = solve([f[i] for i in range(n)], "f")
+    def solve(self, x: list[sp.Expr], stem: str) -> tuple[list[sp.Expr], list[sp.Expr], list[sp.Expr]]:
+        """(v, y, z): v = L^-1 P x, y = D^-1 v (elimination order) and z = M^-1 x (the coordinates' order)."""
+        v, y = self.forward(x, stem)
+        return v, y, self.backward(y, stem)
+
+
+def constrained_terms(eqs: Equations) -> ConstrainedTerms:
+    """The :class:`ConstrainedTerms` of ``eqs`` (its constraint blocks all stacked, in the order of
+    ``eqs.constraints``); ``eqs.constraints`` must be filled (:func:`constraint_equations`)."""
+    fa = _Factored(eqs)
+    n, rows, zero, new = fa.n, fa.rows, fa.zero, fa.new
+    nr = len(rows)
+    _, _, qdd_free = fa.solve([fa.f[i] for i in range(n)], "f")
     V: list[list[sp.Expr]] = []
     Y: list[list[sp.Expr]] = []
     response: list[list[sp.Expr]] = []
     for r, row in enumerate(rows):
-        v, y, a = solve([row[j] for j in range(n)], f"j{r}_")
+        v, y, a = fa.solve([row[j] for j in range(n)], f"j{r}_")
         V.append(v)
         Y.append(y)
         response.append(a)
@@ -261,11 +280,108 @@ def constrained_terms(eqs: Equations) -> ConstrainedTerms:
             delassus[r][s] = delassus[s][r] = new(ex, "s")
     qd = list(eqs.qd)
     velocity = [sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0]) for row in rows]
-    bias = [ex.xreplace(share) for c in eqs.constraints for ex in c.bias]
+    bias = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.bias]
     free = [bias[r] + sp.Add(*[row[j] * qdd_free[j] for j in range(n) if row[j] != 0 and qdd_free[j] != 0])
             for r, row in enumerate(rows)]
-    position = [ex.xreplace(share) for c in eqs.constraints for ex in c.position]
-    return ConstrainedTerms(assignments, D, qdd_free, response, delassus, velocity, free, position, rows, order)
+    position = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.position]
+    return ConstrainedTerms(fa.assignments, fa.D, qdd_free, response, delassus, velocity, free, position, rows,
+                            fa.order)
+
+
+@dataclass
+class ConstrainedSolve:
+    """The constrained dynamics for a set of held constraint rows, solved in straight-line code.
+
+    Range space on the sparse factorisation P M Pᵀ = L D Lᵀ of :class:`ConstrainedTerms`: with
+    V = L⁻¹ P Jᵀ and y_f = D⁻¹ L⁻¹ P (B u - bias) (forward substitutions only),
+    S = J M⁻¹ Jᵀ = Vᵀ D⁻¹ V and J qdd0 = Vᵀ y_f; the equations of the held rows
+
+        S λ = -(J qdd0 + J̇ q̇) - k_v J q̇ - k_p (c - target)     (k_v, k_p of each row: 2 alpha, beta²)
+
+    are solved by L D Lᵀ (the rows in their order, no pivoting), and the accelerations by a single
+    backward substitution, qdd = Pᵀ L⁻ᵀ (y_f + D⁻¹ V λ). Which rows are held is an input (``on``: 1 or
+    0 per row, and off = 1 - on: no branch in the code, no rounding): the system solved is
+    S' λ = on·rhs with S'_rs = on_r on_s S_rs and S'_rr = on_r S_rr + off_r, so a row that is not held
+    gets λ = 0 exactly and leaves the others' numbers as those of the held rows' own system (its row and
+    column of S' are those of the identity).
+    Valid when every pivot of M is > 0 and the pivots of the held rows pass the caller's test (a
+    singular S gives infinities or NaN, not an error).
+
+    gains : (4 rows) the symbols on, off, k_v, k_p of each row (row r: gains[4r] .. gains[4r+3]).
+    targets : (rows) the symbols c_target.
+    pivots : (n) the pivots D of M.
+    qdd : (n) the accelerations; lam : (rows) the constraint forces λ (0 in the rows not held).
+    s_pivots, s_diag : (rows) the pivots of S' and the diagonal of S.
+    """
+
+    assignments: list[tuple[sp.Symbol, sp.Expr]]
+    gains: list[sp.Symbol]
+    targets: list[sp.Symbol]
+    pivots: list[sp.Expr]
+    qdd: list[sp.Expr]
+    lam: list[sp.Expr]
+    s_pivots: list[sp.Expr]
+    s_diag: list[sp.Expr]
+
+
+def constrained_solve(eqs: Equations) -> ConstrainedSolve:
+    """The :class:`ConstrainedSolve` of ``eqs`` (the rows of ``eqs.constraints``, each held or not)."""
+    fa = _Factored(eqs)
+    n, rows, zero, new = fa.n, fa.rows, fa.zero, fa.new
+    nr = len(rows)
+    gains = [sp.Symbol(f"_cfd_k{i}") for i in range(4 * nr)]
+    on, off = gains[0::4], gains[1::4]
+    targets = [sp.Symbol(f"_cfd_t{i}") for i in range(nr)]
+    _, yf = fa.forward([fa.f[i] for i in range(n)], "f")
+    V: list[list[sp.Expr]] = []
+    Y: list[list[sp.Expr]] = []
+    for r, row in enumerate(rows):
+        v, y = fa.forward([row[j] for j in range(n)], f"j{r}_")
+        V.append(v)
+        Y.append(y)
+    S = [[zero] * nr for _ in range(nr)]
+    diag: list[sp.Expr] = []
+    for r in range(nr):
+        for s in range(r + 1):
+            ex = sp.Add(*[Y[r][i] * V[s][i] for i in range(n) if V[r][i] != 0 and V[s][i] != 0])
+            if s == r:
+                diag.append(new(ex, "s"))
+                S[r][r] = new(on[r] * diag[r] + off[r], "s")
+            else:
+                S[r][s] = S[s][r] = new((on[r] * on[s]) * ex, "s")
+    qd = list(eqs.qd)
+    bias = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.bias]
+    position = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.position]
+    rhs = []
+    for r, row in enumerate(rows):
+        free = bias[r] + sp.Add(*[V[r][i] * yf[i] for i in range(n) if V[r][i] != 0 and yf[i] != 0])
+        vel = sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0])
+        rhs.append(new(on[r] * (-free - gains[4 * r + 2] * vel - gains[4 * r + 3] * (position[r] - targets[r])),
+                       "b"))
+    # S = L_S D_S L_S^T, then lambda = L_S^-T D_S^-1 L_S^-1 rhs
+    LS = [[zero] * nr for _ in range(nr)]
+    ES = [[zero] * nr for _ in range(nr)]
+    DS: list[sp.Expr] = []
+    DSinv: list[sp.Expr] = []
+    for j in range(nr):
+        d = new(S[j][j] - sp.Add(*[LS[j][k] * ES[j][k] for k in range(j) if LS[j][k] != 0]), "ds")
+        DS.append(d)
+        DSinv.append(new(1 / d, "rs"))
+        for i in range(j + 1, nr):
+            e = S[i][j] - sp.Add(*[LS[i][k] * ES[j][k] for k in range(j) if LS[i][k] != 0 and ES[j][k] != 0])
+            if e != 0:
+                ES[i][j] = new(e, "es")
+                LS[i][j] = new(ES[i][j] * DSinv[j], "ls")
+    w: list[sp.Expr] = []
+    for i in range(nr):
+        w.append(new(rhs[i] - sp.Add(*[LS[i][k] * w[k] for k in range(i) if LS[i][k] != 0 and w[k] != 0]), "w"))
+    lam: list[sp.Expr] = [zero] * nr
+    for i in range(nr - 1, -1, -1):
+        lam[i] = new(w[i] * DSinv[i] - sp.Add(*[LS[k][i] * lam[k] for k in range(i + 1, nr)
+                                                 if LS[k][i] != 0 and lam[k] != 0]), "lam")
+    x = [new(yf[i] + sp.Add(*[Y[r][i] * lam[r] for r in range(nr) if Y[r][i] != 0]), "x") for i in range(n)]
+    qdd = fa.backward(x, "a")
+    return ConstrainedSolve(fa.assignments, gains, targets, fa.D, qdd, lam, DS, diag)
 
 
 def rows_all(eqs: Equations) -> list[sp.Expr]:
@@ -348,5 +464,6 @@ def _angle_sums(wanted: set[sp.Expr], known: set[sp.Expr], q: list[sp.Symbol], n
     return share
 
 
-__all__ = ["LOOP_TOLERANCE", "ConstrainedTerms", "constraint_equations", "constrained_terms", "elimination_order",
+__all__ = ["LOOP_TOLERANCE", "ConstrainedSolve", "ConstrainedTerms", "constraint_equations", "constrained_solve",
+           "constrained_terms", "elimination_order",
            "initial_values"]

@@ -17,7 +17,7 @@ from ..model.core import Coordinate, Input
 from ..model.valid import ValidModel
 
 if TYPE_CHECKING:
-    from .constraints import ConstrainedTerms
+    from .constraints import ConstrainedSolve, ConstrainedTerms
     from .derivative import TangentChain
 
 
@@ -293,6 +293,13 @@ class Equations:
         ``constraints``."""
         from .constraints import constrained_terms
         return constrained_terms(self)
+
+    def constrained_solve(self) -> ConstrainedSolve:
+        """The constrained dynamics with every constraint row held, qdd and lambda in straight-line code
+        (range space on the same factorisation; see :func:`rodgen.symbolic.constraints.constrained_solve`).
+        Built on each call; needs ``constraints``."""
+        from .constraints import constrained_solve
+        return constrained_solve(self)
 
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - F - B u (zero along solutions)."""

@@ -491,6 +491,7 @@ const rodgen_model *pendulum_vl_model(void)
         0,   /* constraint_bias */
         0,   /* constraint_friction */
         0,   /* constrained_terms */
+        0,   /* constrained_solve */
         0,   /* element_forces */
         0,   /* kinetic_friction */
         pendulum_vl_coordinate_names,
