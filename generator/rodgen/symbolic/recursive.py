@@ -334,6 +334,41 @@ class _Joints:
         return (e(nn + self.px[i] * Fy - self.py[i] * Fx, f"{tag}n"), Fx, Fy)
 
 
+def to_model_coordinates(e: _Emitter, Tmap: Sequence[Sequence[tuple[int, sp.Expr]]],
+                         Mt: dict[tuple[int, int], sp.Expr], tau: Sequence[sp.Expr], Gt: Sequence[sp.Expr],
+                         itau: Sequence[sp.Expr], n: int) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix, sp.Matrix]:
+    """The tree's M, h, G and inverse dynamics in the model's coordinates: ``M = T' M_tree T``,
+    ``h = T' h_tree``, ``G = T' G_tree``, ``inverse = T' tau_tree``, with ``T`` given row by row as
+    ``Tmap`` (node -> its (coordinate, coefficient) terms); compound entries of M, h, G become
+    assignments of ``e``. Shared by the planar and the spatial derivation."""
+    N = len(tau)
+    M = sp.zeros(n, n)
+    h = sp.zeros(n, 1)
+    G = sp.zeros(n, 1)
+    for (i, j), val in Mt.items():
+        if val == 0:
+            continue
+        for a_, ca in Tmap[i]:
+            for b_, cb in Tmap[j]:
+                M[a_, b_] += ca * cb * val
+                if i != j:
+                    M[b_, a_] += ca * cb * val
+    inverse = sp.zeros(n, 1)
+    for i in range(N):
+        for a_, ca in Tmap[i]:
+            h[a_] += ca * tau[i]
+            G[a_] += ca * Gt[i]
+            inverse[a_] += ca * itau[i]
+    for a_ in range(n):
+        for b_ in range(a_, n):
+            if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
+                M[a_, b_] = e(M[a_, b_], f"M_{a_}_{b_}")
+            M[b_, a_] = M[a_, b_]
+        h[a_] = e(h[a_], f"h_{a_}") if h[a_].is_Add else h[a_]
+        G[a_] = e(G[a_], f"G_{a_}") if G[a_].is_Add else G[a_]
+    return M, h, G, inverse
+
+
 def derive_recursive(model: ValidModel) -> Equations:
     """Equations of motion by the composite-body (M) and Newton–Euler (h, G) recursions."""
     k = build_kinematics(model)
@@ -460,30 +495,7 @@ def derive_recursive(model: ValidModel) -> Equations:
     del e.assignments[mark:]
 
     # --- back to the model's coordinates: M = T' M_tree T, h = T' h_tree, G = T' G_tree ----------
-    M = sp.zeros(n, n)
-    h = sp.zeros(n, 1)
-    G = sp.zeros(n, 1)
-    for (i, j), val in Mt.items():
-        if val == 0:
-            continue
-        for a_, ca in Tmap[i]:
-            for b_, cb in Tmap[j]:
-                M[a_, b_] += ca * cb * val
-                if i != j:
-                    M[b_, a_] += ca * cb * val
-    inverse = sp.zeros(n, 1)
-    for i in range(N):
-        for a_, ca in Tmap[i]:
-            h[a_] += ca * tau[i]
-            G[a_] += ca * Gt[i]
-            inverse[a_] += ca * itau[i]
-    for a_ in range(n):
-        for b_ in range(a_, n):
-            if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
-                M[a_, b_] = e(M[a_, b_], f"M_{a_}_{b_}")
-            M[b_, a_] = M[a_, b_]
-        h[a_] = e(h[a_], f"h_{a_}") if h[a_].is_Add else h[a_]
-        G[a_] = e(G[a_], f"G_{a_}") if G[a_].is_Add else G[a_]
+    M, h, G, inverse = to_model_coordinates(e, Tmap, Mt, tau, Gt, itau, n)
 
     # --- energies: T from the node velocities, V from the composite first moment -----------------
     T: sp.Expr = _0

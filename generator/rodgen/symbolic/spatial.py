@@ -53,7 +53,7 @@ from ..model.spatial import ValidSpatialLink, ValidSpatialModel
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
-from .recursive import _Emitter
+from .recursive import _Emitter, to_model_coordinates
 
 _0 = sp.Integer(0)
 _1 = sp.Integer(1)
@@ -648,30 +648,7 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     del e.assignments[mark:]
 
     # --- back to the model's coordinates -----------------------------------------------------------------
-    M = sp.zeros(n, n)
-    h = sp.zeros(n, 1)
-    G = sp.zeros(n, 1)
-    for (i, j), val in Mt.items():
-        if val == 0:
-            continue
-        for a_, ca in Tmap[i]:
-            for b_, cb in Tmap[j]:
-                M[a_, b_] += ca * cb * val
-                if i != j:
-                    M[b_, a_] += ca * cb * val
-    inverse = sp.zeros(n, 1)
-    for i in range(N):
-        for a_, ca in Tmap[i]:
-            h[a_] += ca * tau[i]
-            G[a_] += ca * Gt[i]
-            inverse[a_] += ca * itau[i]
-    for a_ in range(n):
-        for b_ in range(a_, n):
-            if len(M[a_, b_].args) > 1 and not M[a_, b_].is_Mul:
-                M[a_, b_] = e(M[a_, b_], f"M_{a_}_{b_}")
-            M[b_, a_] = M[a_, b_]
-        h[a_] = e(h[a_], f"h_{a_}") if h[a_].is_Add else h[a_]
-        G[a_] = e(G[a_], f"G_{a_}") if G[a_].is_Add else G[a_]
+    M, h, G, inverse = to_model_coordinates(e, Tmap, Mt, tau, Gt, itau, n)
 
     # --- world frames: energies and marker frames ----------------------------------------------------------
     world = _world_frames(nodes, J, e)
