@@ -79,12 +79,7 @@ class _SpatialReader(_Reader):
         self.parameters(d.get("parameters"), model)
         for i, ld in enumerate(self.seq(d["links"], "links")):
             model.links.append(self.spatial_link(ld, i))
-        couplings = d.get("couplings") or {}
-        if not isinstance(couplings, dict):
-            raise self.err("expected a mapping coordinate: expression", "couplings")
-        self.note(couplings, "couplings")
-        for name, expr in couplings.items():
-            model.couplings[self.string(name, "couplings")] = expr
+        self.couplings(d.get("couplings"), model)
         return model
 
     def spatial_link(self, ld: Any, i: int) -> SpatialLink:
