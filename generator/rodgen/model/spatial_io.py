@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import ModelError
-from .dump import _is, _limits, _segment, _spring, _v
+from .dump import _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
     Body,
@@ -272,17 +272,7 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
     if model.doc:
         out["doc"] = model.doc
     out["gravity"] = _triple(model.gravity)
-    params: dict[str, Any] = {}
-    for p in model.parameters:
-        if p.unit or p.doc:
-            entry: dict[str, Any] = {"value": p.value}
-            if p.unit:
-                entry["unit"] = p.unit
-            if p.doc:
-                entry["doc"] = p.doc
-            params[p.name] = entry
-        else:
-            params[p.name] = p.value
+    params = _parameters(model.parameters)
     if params:
         out["parameters"] = params
     out["links"] = [_link(lk) for lk in model.links]
