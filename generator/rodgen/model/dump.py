@@ -8,6 +8,7 @@ inputs, parameters and equations. Fields at their default value are left out.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, Optional, Union
 
 import yaml
@@ -21,6 +22,7 @@ from .valid import (
     ValidJoint,
     ValidLink,
     ValidMarker,
+    ValidParameter,
     ValidPointMass,
     ValidRod,
     ValidSegment,
@@ -123,6 +125,23 @@ def _limits(out: dict[str, Any], limits: Optional[tuple[Any, Any]]) -> None:
         out["limits"] = [None if v is None else _v(v) for v in limits]
 
 
+def _parameters(parameters: Iterable[ValidParameter]) -> dict[str, Any]:
+    """The ``parameters`` mapping: a bare value, or ``{value, unit, doc}`` when there is a unit or doc;
+    shared by the planar and spatial dumps."""
+    params: dict[str, Any] = {}
+    for p in parameters:
+        if p.unit or p.doc:
+            entry: dict[str, Any] = {"value": p.value}
+            if p.unit:
+                entry["unit"] = p.unit
+            if p.doc:
+                entry["doc"] = p.doc
+            params[p.name] = entry
+        else:
+            params[p.name] = p.value
+    return params
+
+
 def _link(lk: ValidLink, floating: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": lk.name}
     if lk.parent is not None:
@@ -175,17 +194,7 @@ def to_dict(source: AnyModel) -> dict[str, Any]:
         if not (_is(model.base_initial[0], 0.0) and _is(model.base_initial[1], 0.0)):
             out["base_initial"] = [_v(model.base_initial[0]), _v(model.base_initial[1])]
     out["gravity"] = [_v(model.gravity[0]), _v(model.gravity[1])]
-    params: dict[str, Any] = {}
-    for p in model.parameters:
-        if p.unit or p.doc:
-            entry: dict[str, Any] = {"value": p.value}
-            if p.unit:
-                entry["unit"] = p.unit
-            if p.doc:
-                entry["doc"] = p.doc
-            params[p.name] = entry
-        else:
-            params[p.name] = p.value
+    params = _parameters(model.parameters)
     if params:
         out["parameters"] = params
     if model.couplings:

@@ -253,12 +253,7 @@ class _Reader:
                 self.elastic_link(model, ld, i)
             else:
                 model.links.append(self.link(ld, i))
-        couplings = d.get("couplings") or {}
-        if not isinstance(couplings, dict):
-            raise self.err("expected a mapping coordinate: expression", "couplings")
-        self.note(couplings, "couplings")
-        for name, expr in couplings.items():
-            model.couplings[self.string(name, "couplings")] = expr
+        self.couplings(d.get("couplings"), model)
         if d.get("ground") is not None:
             gd = self.mapping(d["ground"], "ground", _GROUND_KEYS)
             model.ground = Ground(slope=gd.get("slope", 0.0), height=gd.get("height", 0.0))
@@ -279,6 +274,16 @@ class _Reader:
         for i, fd in enumerate(self.seq(d.get("forces"), "forces")):
             model.forces.append(self.force(fd, i))
         return model
+
+    def couplings(self, value: Any, model: Any) -> None:
+        """The ``couplings`` mapping (coordinate: expression) into ``model.couplings``; shared by the
+        planar and spatial readers."""
+        couplings = value or {}
+        if not isinstance(couplings, dict):
+            raise self.err("expected a mapping coordinate: expression", "couplings")
+        self.note(couplings, "couplings")
+        for name, expr in couplings.items():
+            model.couplings[self.string(name, "couplings")] = expr
 
     def parameters(self, params: Any, model: Any) -> None:
         """The ``parameters`` mapping (name: value, or name: {value, unit, doc}) into ``model.parameters``."""

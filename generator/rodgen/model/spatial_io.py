@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import ModelError
-from .dump import _is, _limits, _segment, _spring, _v
+from .dump import _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
     Body,
@@ -79,12 +79,7 @@ class _SpatialReader(_Reader):
         self.parameters(d.get("parameters"), model)
         for i, ld in enumerate(self.seq(d["links"], "links")):
             model.links.append(self.spatial_link(ld, i))
-        couplings = d.get("couplings") or {}
-        if not isinstance(couplings, dict):
-            raise self.err("expected a mapping coordinate: expression", "couplings")
-        self.note(couplings, "couplings")
-        for name, expr in couplings.items():
-            model.couplings[self.string(name, "couplings")] = expr
+        self.couplings(d.get("couplings"), model)
         return model
 
     def spatial_link(self, ld: Any, i: int) -> SpatialLink:
@@ -277,17 +272,7 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
     if model.doc:
         out["doc"] = model.doc
     out["gravity"] = _triple(model.gravity)
-    params: dict[str, Any] = {}
-    for p in model.parameters:
-        if p.unit or p.doc:
-            entry: dict[str, Any] = {"value": p.value}
-            if p.unit:
-                entry["unit"] = p.unit
-            if p.doc:
-                entry["doc"] = p.doc
-            params[p.name] = entry
-        else:
-            params[p.name] = p.value
+    params = _parameters(model.parameters)
     if params:
         out["parameters"] = params
     out["links"] = [_link(lk) for lk in model.links]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any
 
 from .core import Parameter, check_name, is_finite_number
 from .expr import Expression
@@ -31,7 +31,7 @@ from .spatial import (
 )
 from .suggest import did_you_mean
 from .valid import ValidParameter, ValidSegment
-from .validate import _couplings, _Ctx, _limits, _spring_damper, _typed, validate_segment
+from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _typed, validate_segment
 
 
 def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:
@@ -188,29 +188,7 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         if lk.name in names:
             raise ctx.err(f"duplicate link name {lk.name!r}", f"link {lk.name!r}")
         names[lk.name] = lk
-    for lk in model.links:
-        if lk.parent is not None and lk.parent not in names:
-            raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(str(lk.parent), names)} "
-                          f"(links: {', '.join(names)})", f"link {lk.name!r}.parent")
-    for lk in model.links:
-        path = [lk.name]
-        cur = lk
-        while cur.parent is not None:
-            if cur.parent in path:
-                cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
-                raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
-            path.append(cur.parent)
-            cur = names[cur.parent]
-    ordered: list[SpatialLink] = []
-    placed: set[Optional[str]] = {None}
-    pending = list(model.links)
-    while pending:
-        for lk in pending:
-            if lk.parent in placed:
-                ordered.append(lk)
-                placed.add(lk.name)
-                pending.remove(lk)
-                break
+    ordered = _order_links(ctx, model.links, names)
 
     seg_names: dict[str, str] = {}
     links: list[ValidSpatialLink] = []

@@ -7,9 +7,9 @@ any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from ..errors import ModelError
 from .core import (
@@ -106,6 +106,43 @@ def _typed(ctx: _Ctx, obj: object, cls: type, where: str) -> None:
         raise ctx.err(f"expected a {cls.__name__}, got {type(obj).__name__}", where)
 
 
+class _TreeLink(Protocol):
+    name: str
+    parent: Optional[str]
+
+
+_L = TypeVar("_L", bound=_TreeLink)
+
+
+def _order_links(ctx: _Ctx, model_links: Sequence[_L], names: Mapping[str, _L]) -> list[_L]:
+    """Check that every parent names a link and that the links form no cycle; return them
+    parents before children, otherwise in their given order. Shared by the planar and spatial checks."""
+    for lk in model_links:
+        if lk.parent is not None and lk.parent not in names:
+            raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(lk.parent, names)} (links: {', '.join(names)})",
+                          f"link {lk.name!r}.parent")
+    for lk in model_links:
+        path = [lk.name]
+        cur = lk
+        while cur.parent is not None:
+            if cur.parent in path:
+                cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
+                raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
+            path.append(cur.parent)
+            cur = names[cur.parent]
+    ordered: list[_L] = []
+    placed: set[Optional[str]] = {None}
+    pending = list(model_links)
+    while pending:
+        for lk in pending:
+            if lk.parent in placed:
+                ordered.append(lk)
+                placed.add(lk.name)
+                pending.remove(lk)
+                break
+    return ordered
+
+
 def validate_model(model: Model) -> ValidModel:
     """Check ``model`` and return its :class:`ValidModel`; ``model`` itself is not changed."""
     ctx = _Ctx(model)
@@ -162,29 +199,7 @@ def validate_model(model: Model) -> ValidModel:
         names[lk.name] = lk
 
     # topology: parents exist, no cycles; order parents before children (stable)
-    for lk in model.links:
-        if lk.parent is not None and lk.parent not in names:
-            raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(lk.parent, names)} (links: {', '.join(names)})",
-                          f"link {lk.name!r}.parent")
-    for lk in model.links:
-        path = [lk.name]
-        cur = lk
-        while cur.parent is not None:
-            if cur.parent in path:
-                cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
-                raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
-            path.append(cur.parent)
-            cur = names[cur.parent]
-    ordered: list[Link] = []
-    placed: set[Optional[str]] = {None}
-    pending = list(model.links)
-    while pending:
-        for lk in pending:
-            if lk.parent in placed:
-                ordered.append(lk)
-                placed.add(lk.name)
-                pending.remove(lk)
-                break
+    ordered = _order_links(ctx, model.links, names)
 
     seg_names: dict[str, str] = {}
     links: list[ValidLink] = []
