@@ -254,6 +254,19 @@ class CompiledModel:
             return np.zeros((1, self.nu)), -1
         return self._rows(u, "u")
 
+    def _state_call(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike], p: Params,
+                    t: Union[float, ArrayLike]) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray,
+                                                         np.ndarray, np.ndarray]:
+        """The C arrays of a call on q, qd, u, p and t (checked in that order), after its number of
+        rows and whether it is batched (as :meth:`_batch`)."""
+        q2, a = self._rows(q, "q")
+        qd2, b = self._rows(qd, "qd")
+        u2, c = self._inputs(u)
+        p2, d = self._params(p)
+        t2, e = self._times(t)
+        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
+        return n, batched, q2, qd2, u2, p2, t2
+
     def _batch(self, **arrays: tuple[np.ndarray, int]) -> tuple[int, bool]:
         """Number of rows of a call and whether it is batched; all stacked inputs must agree."""
         stacked = {k: n for k, (_, n) in arrays.items() if n >= 0}
@@ -354,12 +367,7 @@ class CompiledModel:
                 r = self._one_forward_dynamics(t, q, qd, u, p)
                 if r is not None:
                     return r
-        q2, a = self._rows(q, "q")
-        qd2, b = self._rows(qd, "qd")
-        u2, c = self._inputs(u)
-        p2, d = self._params(p)
-        t2, e = self._times(t)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
+        n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         res = self._out(out, (n, self.nv) if batched else (self.nv,))
         status = np.zeros(n, dtype=np.intc)
         self._m.forward_dynamics(n, t2, q2, qd2, u2, p2, res, status)
@@ -539,12 +547,7 @@ class CompiledModel:
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         kernel = self._jacobian_kernel()
-        q2, a = self._rows(q, "q")
-        qd2, b = self._rows(qd, "qd")
-        u2, c = self._inputs(u)
-        p2, d = self._params(p)
-        t2, e = self._times(t)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
+        n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         ny = 2 * self.nq
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
         status = np.zeros(n, dtype=np.intc)
@@ -709,12 +712,7 @@ class CompiledModel:
         ``t``, one time or one per row, for point forces that are expressions of the time)."""
         if not self.force_names:
             raise ValueError(f"the model {self.name!r} has no force elements")
-        q2, a = self._rows(q, "q")
-        qd2, b = self._rows(qd, "qd")
-        u2, c = self._inputs(u)
-        p2, d = self._params(p)
-        t2, e = self._times(t)
-        n, batched = self._batch(q=(q2, a), qd=(qd2, b), u=(u2, c), p=(p2, d), t=(t2, e))
+        n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         k = len(self.force_names)
         res = np.empty((n, 2 * k))
         self._m.element_forces(n, t2, q2, qd2, u2, p2, res)

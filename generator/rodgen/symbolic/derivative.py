@@ -29,6 +29,19 @@ from typing import Sequence
 import sympy as sp
 
 
+def needed_assignments(assignments: Sequence[tuple[sp.Symbol, sp.Expr]],
+                       outputs: Sequence[sp.Expr]) -> list[tuple[sp.Symbol, sp.Expr]]:
+    """The assignments that ``outputs`` (sympified) read, directly or through other assignments,
+    in their given order, each expression sympified."""
+    index = {s: i for i, (s, _) in enumerate(assignments)}
+    need = {s for o in outputs for s in o.free_symbols if s in index}
+    for i in range(len(assignments) - 1, -1, -1):
+        s, e = assignments[i]
+        if s in need:
+            need.update(f for f in sp.sympify(e).free_symbols if f in index)
+    return [(s, sp.sympify(e)) for s, e in assignments if s in need]
+
+
 def forward_derivatives(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr],
                         variables: Sequence[sp.Symbol], *,
                         prefix: str = "_d") -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
@@ -50,13 +63,7 @@ def forward_derivatives(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], output
     """
     outputs = [sp.sympify(o) for o in outputs]
     var_index = {v: k for k, v in enumerate(variables)}
-    index = {s: i for i, (s, _) in enumerate(assignments)}
-    need = {s for o in outputs for s in o.free_symbols if s in index}
-    for i in range(len(assignments) - 1, -1, -1):
-        s, e = assignments[i]
-        if s in need:
-            need.update(f for f in sp.sympify(e).free_symbols if f in index)
-    kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
+    kept = needed_assignments(assignments, outputs)
 
     deriv: dict[sp.Symbol, dict[int, sp.Expr]] = {}   # symbol -> {k: d symbol / d x_k} (nonzero only)
     out_assign: list[tuple[sp.Symbol, sp.Expr]] = []
@@ -149,13 +156,7 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     outputs = [sp.sympify(o) for o in outputs]
     seeds = [sp.Symbol(f"{prefix}s{k}") for k in range(len(variables))]
     seed_of = dict(zip(variables, seeds))
-    index = {s: i for i, (s, _) in enumerate(assignments)}
-    need = {s for o in outputs for s in o.free_symbols if s in index}
-    for i in range(len(assignments) - 1, -1, -1):
-        s, e = assignments[i]
-        if s in need:
-            need.update(f for f in sp.sympify(e).free_symbols if f in index)
-    kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
+    kept = needed_assignments(assignments, outputs)
     kept, outputs = _split_large(kept, outputs, prefix)
     defined = {s for s, _ in kept}
 
