@@ -16,8 +16,6 @@ from typing import Any, Iterator, Sequence
 import sympy as sp
 from sympy.simplify.cse_main import Unevaluated, match_common_args
 
-from ..symbolic.derivative import needed_assignments
-
 
 def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr], *,
                   cse: bool = True) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
@@ -27,7 +25,17 @@ def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     outputs may use; only those needed are kept, in their order, unexpanded.
     """
     outputs = [sp.sympify(o) for o in outputs]
-    kept = needed_assignments(assignments, outputs)
+    # The same walk as rodgen.symbolic.derivative.needed_assignments, kept here on purpose: the code stage takes
+    # only result types from the symbolic stage (tests/test_stage_imports.py).
+    index = {sym: k for k, (sym, _) in enumerate(assignments)}
+    kept: list[tuple[sp.Symbol, sp.Expr]] = []
+    if index:
+        need = {s for o in outputs for s in o.free_symbols if s in index}
+        for k in range(len(assignments) - 1, -1, -1):
+            sym, ex = assignments[k]
+            if sym in need:
+                need.update(s for s in sp.sympify(ex).free_symbols if s in index)
+        kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
     if not cse:
         return kept, outputs
 
