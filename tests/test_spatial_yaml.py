@@ -102,3 +102,24 @@ def test_dumped_model_has_the_same_mass_matrix(source: str, tmp_path: Path) -> N
         q, qd = rng.uniform(-1, 1, a.nq), rng.normal(size=a.nq)
         np.testing.assert_allclose(b.mass_matrix(q), a.mass_matrix(q), rtol=0, atol=1e-13)
         np.testing.assert_allclose(b.bias(q, qd), a.bias(q, qd), rtol=0, atol=1e-12)
+
+
+def test_ground_plane_reads_round_trips_and_is_checked(tmp_path: Path) -> None:
+    """The ground plane ``n·r = height`` of a spatial model: default z = 0, read from YAML, written back only
+    when it is not the default, and a zero normal refused at its field."""
+    data = yaml.safe_load(EXAMPLE.read_text())
+    vm = load_dict(data).validate()
+    assert [vm.value(c) for c in vm.ground.normal] == [0.0, 0.0, 1.0] and vm.value(vm.ground.height) == 0.0
+    assert "ground" not in to_dict(load_dict(data))
+    data["ground"] = {"normal": [0, "sin(0.1)", "cos(0.1)"], "height": -0.25}
+    vm = load_dict(data).validate()
+    assert [round(vm.value(c), 12) for c in vm.ground.normal] == [0.0, round(0.09983341664682815, 12),
+                                                                  round(0.9950041652780258, 12)]
+    assert vm.value(vm.ground.height) == -0.25
+    assert load_dict(to_dict(load_dict(data))).validate().ground == vm.ground
+    data["ground"] = {"normal": [0, 0, 0]}
+    with pytest.raises(ModelError, match=r"ground\.normal.*zero vector|zero vector.*ground\.normal"):
+        load_dict(data).validate()
+    data["ground"] = {"normal": [0, 0, 1], "slope": 0.1}
+    with pytest.raises(ModelError, match="unknown field 'slope'"):
+        load_dict(data)

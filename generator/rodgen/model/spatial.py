@@ -43,7 +43,7 @@ from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from .core import Coordinate, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
-from .expr import Expression, Value
+from .expr import Expression, Value, parse
 from .valid import Bounds, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
@@ -186,12 +186,28 @@ class SpatialLink:
 
 
 @dataclass
+class SpatialGround:
+    """The ground plane ``n·r = height``: ``normal`` (any length, pointing up, away from the ground; made a
+    unit vector by the symbolic stage) and ``height`` (the plane's distance from the origin along ``n``).
+
+    Contacts and compliant ground contacts are measured in the ground's axes ``(t1, t2, n)``: ``t1`` is the
+    world x axis projected onto the plane (the world y axis when the normal is along x), ``t2 = n × t1``;
+    for the default ``normal = (0, 0, 1)`` they are the world axes. The planar ground line
+    (:class:`~rodgen.model.core.Ground`, slope ``s``) is the plane whose normal is ``(-sin s, cos s, 0)``.
+    """
+
+    normal: Vec3 = (0.0, 0.0, 1.0)
+    height: Value = 0.0
+
+
+@dataclass
 class SpatialModel:
     """A spatial (3D) tree of links on a fixed base; see the module docstring.
 
     ``gravity`` is a 3-vector (default ``(0, 0, -9.81)``). ``couplings`` map a
     dependent coordinate to an expression of the others (e.g. a URDF mimic
-    joint), as in the planar :class:`~rodgen.model.core.Model`.
+    joint), as in the planar :class:`~rodgen.model.core.Model`. ``ground`` is
+    the ground plane (:class:`SpatialGround`, default ``z = 0``).
     """
 
     name: str
@@ -201,6 +217,7 @@ class SpatialModel:
     couplings: dict[str, Value] = field(default_factory=dict)
     doc: str = ""
     source: Optional[str] = None
+    ground: SpatialGround = field(default_factory=SpatialGround)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
@@ -340,6 +357,14 @@ class ValidSpatialLink:
 
 
 @dataclass(frozen=True)
+class ValidSpatialGround:
+    """The ground plane ``n·r = height`` (``normal`` not yet made a unit vector; never the zero vector)."""
+
+    normal: Vec3E = field(default_factory=lambda: (parse("0"), parse("0"), parse("1")))
+    height: Expression = field(default_factory=lambda: parse("0"))
+
+
+@dataclass(frozen=True)
 class ValidSpatialModel:
     """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
     (``contacts``, ``loops``, ``forces``) are empty; ``base`` is ``"fixed"``."""
@@ -352,6 +377,7 @@ class ValidSpatialModel:
     doc: str = ""
     source: Optional[str] = None
     base: str = "fixed"
+    ground: ValidSpatialGround = field(default_factory=ValidSpatialGround)
     contacts: tuple[()] = ()
     loops: tuple[()] = ()
     forces: tuple[()] = ()

@@ -8,6 +8,7 @@ The schema (README.md, "Spatial models in YAML") mirrors the builder API of
     name: arm3
     spatial: true                  # marks a spatial model (a planar model leaves it out)
     gravity: [0, 0, -9.81]
+    ground: {normal: [0, 0, 1], height: 0}   # the ground plane n·r = height (default z = 0)
     parameters: {m1: 2.0}
     links:
       - name: base
@@ -34,6 +35,7 @@ from .dump import _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
     Body,
+    SpatialGround,
     SpatialJoint,
     SpatialLink,
     SpatialMarker,
@@ -46,7 +48,8 @@ from .spatial import (
     default_two_angle_coordinates,
 )
 
-_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "parameters", "links", "couplings"}
+_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings"}
+_GROUND_KEYS = {"normal", "height"}
 _LINK_KEYS = {"name", "parent", "at", "joint", "along", "bodies", "segments", "markers"}
 _JOINT_KEYS = {"type", "axis", "xyz", "rpy", "coordinate", "coordinates", "angles", "offset", "initial", "input",
                "actuated", "spring", "damping", "limits", "effort", "velocity"}
@@ -76,6 +79,10 @@ class _SpatialReader(_Reader):
         model.doc = str(d.get("doc", "") or "")
         if "gravity" in d:
             model.gravity = self.triple(d["gravity"], "gravity")
+        if "ground" in d:
+            g = self.mapping(d["ground"], "ground", _GROUND_KEYS, ())
+            model.ground = SpatialGround(self.triple(g["normal"], "ground.normal") if "normal" in g
+                                         else (0.0, 0.0, 1.0), g.get("height", 0.0))
         self.parameters(d.get("parameters"), model)
         for i, ld in enumerate(self.seq(d["links"], "links")):
             model.links.append(self.spatial_link(ld, i))
@@ -272,6 +279,9 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
     if model.doc:
         out["doc"] = model.doc
     out["gravity"] = _triple(model.gravity)
+    gn, gh = model.ground.normal, model.ground.height
+    if not (_is(gn[0], 0.0) and _is(gn[1], 0.0) and _is(gn[2], 1.0) and _is(gh, 0.0)):
+        out["ground"] = {"normal": _triple(gn), "height": _v(gh)}
     params = _parameters(model.parameters)
     if params:
         out["parameters"] = params

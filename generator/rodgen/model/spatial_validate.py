@@ -16,11 +16,13 @@ from .spatial import (
     JOINT_TYPES,
     TWO_ANGLE_CONVENTIONS,
     Body,
+    SpatialGround,
     SpatialJoint,
     SpatialLink,
     SpatialMarker,
     SpatialModel,
     ValidBody,
+    ValidSpatialGround,
     ValidSpatialJoint,
     ValidSpatialLink,
     ValidSpatialMarker,
@@ -178,6 +180,9 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         ctx.params[par.name] = float(par.value)
         parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
     gravity = _vec3(ctx, model.gravity, "gravity")
+    _typed(ctx, model.ground, SpatialGround, "ground")
+    ground = ValidSpatialGround(_vec3(ctx, model.ground.normal, "ground.normal", nonzero=True),
+                                ctx.expr(model.ground.height, "ground.height"))
 
     if not isinstance(model.links, list) or not model.links:
         raise ctx.err("the model has no links", "links")
@@ -255,11 +260,11 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
                           f"{up.name!r}: {', '.join(sorted(valid))})", f"link {lk.name!r}.at")
 
     out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
-                            doc=model.doc, source=model.source)
+                            doc=model.doc, source=model.source, ground=ground)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
     _check_masses(ctx, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
-                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source)
+                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:
