@@ -64,3 +64,50 @@ def test_urdf_model_takes_its_empty_parameter_vector(build_dir: Path) -> None:
     b = robot.simulate(y0, 0.05, 1e-3)
     assert np.array_equal(a.q, b.q)
 
+
+
+# -------------------------------------------------------------------------------------------------------------
+# constants far from 1 in the generated C
+# -------------------------------------------------------------------------------------------------------------
+
+
+def _far(mass: float, offset: float) -> rodgen.Model:
+    m = rodgen.Model("far", gravity=(0.0, -9.81))
+    a = m.link("A")
+    a.rigid("a1", 1.0, rod=rodgen.Rod(mass, offset=offset))
+    b = m.link("B", parent="A")
+    b.rigid("b1", 0.5, masses=[rodgen.PointMass(0.3, fraction=1.0)])
+    return m
+
+
+@pytest.mark.parametrize("mass, offset", [(2.0, 1e20), (2.0, 3.0 * 2.0 ** 64), (1e-300, 1e300), (2.0, 1e-200)])
+def test_constants_far_from_one_match_sympy(build_dir: Path, mass: float, offset: float) -> None:
+    """Integers of 2**64 and more were printed as overflowing C integer literals (a wrong bias, silently);
+    1e-200 squared raised OverflowError in the printer. The compiled M, bias and accelerations of the
+    recursive method equal the Lagrange equations evaluated by SymPy (30 digits, then rounded)."""
+    import sympy as sp
+    model = _far(mass, offset)
+    eq = rodgen.derive(model, method="lagrange")
+    robot = rodgen.build(model, build_dir=build_dir)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, qd = rng.uniform(-2, 2, 2), rng.normal(size=2)
+        subs = {**dict(zip(eq.q, q)), **dict(zip(eq.qd, qd))}
+        M = np.array(eq.M.subs(subs).evalf(30).tolist(), dtype=float)
+        bias = np.array((eq.h + eq.G).subs(subs).evalf(30).tolist(), dtype=float).ravel()
+        qdd = np.array((-eq.M.subs(subs).evalf(30).LUsolve((eq.h + eq.G).subs(subs).evalf(30))).tolist(),
+                       dtype=float).ravel()
+        assert sp.Matrix(M).is_symmetric()
+        # M[0, 0] ~ mass * offset**2 beside terms of order 1: compare entries to the matrix's scale
+        assert np.allclose(robot.mass_matrix(q), M, rtol=1e-9, atol=1e-9 * np.abs(M).max())
+        assert np.allclose(robot.bias(q, qd), bias, rtol=1e-9, atol=1e-9 * np.abs(bias).max())
+        # each acceleration to its own scale (qdd[0] ~ 1/offset is tiny beside qdd[1])
+        assert np.allclose(robot.forward_dynamics(q, qd), qdd, rtol=1e-6, atol=0)
+        tau = M @ qdd + bias
+        assert np.allclose(robot.inverse_dynamics(q, qd, qdd), tau, rtol=1e-6, atol=1e-9 * np.abs(bias).max())
+
+
+def test_constant_beyond_the_double_range_is_a_codegen_error() -> None:
+    from rodgen.errors import CodegenError
+    with pytest.raises(CodegenError, match=r"constant \d\.\d+e\+616 is beyond the range of a double.*routine"):
+        rodgen.generate(_far(2.0, 1e308))
