@@ -111,3 +111,39 @@ def test_constant_beyond_the_double_range_is_a_codegen_error() -> None:
     from rodgen.errors import CodegenError
     with pytest.raises(CodegenError, match=r"constant \d\.\d+e\+616 is beyond the range of a double.*routine"):
         rodgen.generate(_far(2.0, 1e308))
+
+
+# -------------------------------------------------------------------------------------------------------------
+# exactly singular configurations
+# -------------------------------------------------------------------------------------------------------------
+
+
+def _fold() -> rodgen.Model:
+    """A massless upper link and a lower link with its mass at the end, both 1 m: folded back (q_B = pi) the
+    mass sits on the upper joint, which then moves nothing: M = [[0, 0], [0, 2]]."""
+    m = rodgen.Model("fold", gravity=(0.0, -9.81))
+    m.link("A", angle="relative").rigid("a1", 1.0)
+    m.link("B", parent="A", angle="relative").rigid("b1", 1.0, masses=[rodgen.PointMass(2.0, fraction=1.0)])
+    return m
+
+
+@pytest.mark.parametrize("forward", ["aba", "cholesky"])
+def test_exactly_singular_configuration_has_the_singular_status(build_dir: Path, forward: str) -> None:
+    from rodgen.codegen import CodegenOptions
+    from rodgen.runtime.compiled import DynamicsError
+    from rodgen.runtime.result import Status
+    robot = rodgen.build(_fold(), build_dir=build_dir, codegen=CodegenOptions(forward=forward))
+    q = np.array([0.4, np.pi])
+    M = robot.mass_matrix(q)
+    assert abs(M[0, 0]) < 1e-15 and M[1, 1] == pytest.approx(2.0)        # singular to the rounding error
+    with pytest.raises(DynamicsError, match="not positive definite"):
+        robot.forward_dynamics(q, np.zeros(2))
+    res = robot.simulate(np.r_[q, 0.0, 0.0], 0.01, 1e-3)
+    assert res.status == Status.SINGULAR_MASS
+    # away from the fold (M well conditioned) the accelerations are those of M qdd = -bias
+    for qb in (3.0, np.pi - 1e-3, 1.0):
+        q = np.array([0.4, qb])
+        qd = np.array([0.3, -0.2])
+        ref = np.linalg.solve(robot.mass_matrix(q), -robot.bias(q, qd))
+        assert np.allclose(robot.forward_dynamics(q, qd), ref, rtol=1e-9, atol=1e-9)
+    assert robot.simulate(np.array([0.4, 3.0, 0.0, 0.0]), 0.01, 1e-3).status == Status.SUCCESS
