@@ -147,3 +147,55 @@ def test_exactly_singular_configuration_has_the_singular_status(build_dir: Path,
         ref = np.linalg.solve(robot.mass_matrix(q), -robot.bias(q, qd))
         assert np.allclose(robot.forward_dynamics(q, qd), ref, rtol=1e-9, atol=1e-9)
     assert robot.simulate(np.array([0.4, 3.0, 0.0, 0.0]), 0.01, 1e-3).status == Status.SUCCESS
+
+
+# -------------------------------------------------------------------------------------------------------------
+# the Cython Simulation checks the lengths of what the C reads
+# -------------------------------------------------------------------------------------------------------------
+
+
+def _simulation(robot: "rodgen.runtime.CompiledModel", kind: str, **arrays: object) -> object:
+    """A Simulation (RK4, 1 ms) of ``robot`` with the input law ``kind`` and the given arrays (others None)."""
+    from rodgen.contract import constant
+    rt = robot._runtime
+    a = {"u": None, "times": None, "values": None, "kp": None, "kd": None,
+         "p": np.array(list(robot.parameters.values())), "y0": np.array([0.3, -0.2, 0.0, 0.0])}
+    a.update(arrays)
+    return rt.Simulation(robot._m, constant("RK4"), 0.0, 0.01, 1e-3, 0.0, 0.0, 0.0, 0.0, 0, 1,
+                         constant(f"INPUT_{kind}"), a["u"], a["times"], a["values"], a["kp"], a["kd"], None,
+                         a["p"], a["y0"])
+
+
+def test_simulation_refuses_short_arrays(build_dir: Path) -> None:
+    robot = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
+    nq, nu = robot.nq, robot.nu
+    assert (nq, nu) == (2, 2)
+    z = np.zeros
+    cases = [
+        ("CONSTANT", {"u": z(1)}, r"u must hold nu = 2 values"),
+        ("TABLE", {"times": z(0), "values": z(0)}, r"times must hold at least one"),
+        ("TABLE", {"times": np.arange(3.0), "values": z(5)}, r"values must hold len\(times\) \* nu = 6 values, got 5"),
+        ("PD", {"times": np.arange(2.0), "values": z(11), "kp": z(2), "kd": z(2)},
+         r"values must hold len\(times\) \* 3 \* nq = 12"),
+        ("PD", {"times": np.arange(2.0), "values": z(12), "kp": z(1), "kd": z(2)}, r"kp must hold nu = 2 values"),
+        ("PD", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": None}, r"kd must hold nu = 2 values"),
+        ("COMPUTED_TORQUE", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": z(1)},
+         r"kd must hold nq = 2 values, got 1"),
+        ("CONSTANT", {"y0": z(3)}, r"y0 must hold 2 \* nq = 4 values, got 3"),
+        ("CONSTANT", {"p": z(len(robot.parameters) - 1)}, rf"p must hold np = {len(robot.parameters)} values"),
+    ]
+    for kind, arrays, message in cases:
+        with pytest.raises(ValueError, match=message):
+            _simulation(robot, kind, **arrays)
+    # the same law with the lengths it needs runs, and gives what CompiledModel.simulate gives
+    sim = _simulation(robot, "TABLE", times=np.array([0.0, 1.0]), values=np.array([0.5, -0.5, 1.5, 0.5]))
+    with pytest.raises(ValueError, match=r"y must hold 2 \* nq = 4 values, got 2"):
+        sim.input_at(0.0, z(2))
+    status, u = sim.input_at(0.5, z(4))
+    assert status == 0 and u == pytest.approx([1.0, 0.0])
+    t_out, y_out, u_out = z(20), z(20 * 2 * nq), z(20 * nu)
+    status, rows = sim.run(t_out, y_out, u_out)
+    ref = robot.simulate(np.array([0.3, -0.2, 0.0, 0.0]), 0.01, 1e-3,
+                         u=lambda t, y: np.array([0.5 + t, -0.5 + t]))
+    assert rows == len(ref.t) and np.allclose(y_out[:rows * 2 * nq].reshape(rows, 2 * nq)[:, :nq], ref.q,
+                                              rtol=1e-12, atol=1e-12)
