@@ -199,3 +199,24 @@ def test_simulation_refuses_short_arrays(build_dir: Path) -> None:
                          u=lambda t, y: np.array([0.5 + t, -0.5 + t]))
     assert rows == len(ref.t) and np.allclose(y_out[:rows * 2 * nq].reshape(rows, 2 * nq)[:, :nq], ref.q,
                                               rtol=1e-12, atol=1e-12)
+
+
+# -------------------------------------------------------------------------------------------------------------
+# simulate_batch stores the rows simulate stores
+# -------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("t_end, dt, store_every", [(0.5, 1e-3, 1), (0.5, 1e-3, 3), (0.5, 1e-3, 500),
+                                                     (0.01, 3e-3, 1), (0.3, 0.1, 1), (1.0, 0.1, 4)])
+def test_batch_rows_equal_simulate_rows(build_dir: Path, t_end: float, dt: float, store_every: int) -> None:
+    """0.5 s at 1 ms is 500 steps: 501 rows (the start and every step), not 502 with a NaN row at the end;
+    the grid ends at t_end (a short last step where dt does not divide the span)."""
+    robot = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
+    y0 = np.array([0.3, -0.2, 0.0, 0.0])
+    one = robot.simulate(y0, t_end, dt, store_every=store_every)
+    batch = robot.simulate_batch(np.stack([y0, y0]), t_end, dt, store_every=store_every, threads=1)
+    steps = int(np.ceil(t_end / dt - 1e-9))
+    assert len(one.t) == 1 + -(-steps // store_every)
+    assert batch.t.shape == (2, len(one.t)) and list(batch.rows) == [len(one.t)] * 2
+    assert not np.isnan(batch.t).any() and batch.t[0, -1] == one.t[-1] == t_end
+    assert np.array_equal(batch.q[0], one.q) and np.array_equal(batch.t[1], one.t)
