@@ -77,3 +77,23 @@ def test_equations_text_and_latex(tmp_path: "os.PathLike[str]", capsys: pytest.C
     with open(out) as fh:
         tex = fh.read()
     assert tex.startswith("\\begin{align*}") and "q_{1}" in tex
+
+
+def test_simulate_param_of_a_spatial_model(tmp_path: "os.PathLike[str]", build_dir: "os.PathLike[str]") -> None:
+    """--param on a spatial model: the run is that of the model with the changed value as its default."""
+    import rodgen
+    csv_path = os.path.join(str(tmp_path), "r.csv")
+    arm = os.path.join(EXAMPLES, "spatial", "arm3.yaml")
+    assert run(["simulate", arm, "--t-end", "0.1", "--dt", "1e-3", "--param", "m_load=1.7", "--set",
+                "q_shoulder=0.8", "--csv", csv_path, "--build-dir", str(build_dir)]) == 0
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    m = rodgen.load(arm)
+    next(p for p in m.parameters if p.name == "m_load").value = 1.7
+    ref = rodgen.build(m, build_dir=build_dir)
+    y0 = np.zeros(2 * ref.nq)
+    y0[ref.coordinates.index("q_shoulder")] = 0.8
+    res = ref.simulate(y0, 0.1, 1e-3)
+    last = rows[-1]
+    assert float(last["t"]) == pytest.approx(0.1)
+    assert [float(last[c]) for c in ref.coordinates] == pytest.approx(res.q[-1].tolist(), rel=1e-9, abs=1e-12)

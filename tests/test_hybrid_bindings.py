@@ -68,6 +68,30 @@ def test_constrained_dynamics_agrees_with_the_kkt_reference(which, active, fourb
         assert np.all(lam[others] == 0)
 
 
+def test_constrained_dynamics_argument_forms_agree(compass) -> None:
+    """One state as arrays takes the runtime's one-state call (a kept active mask, no copies); lists, a
+    mapping of modes, a parameter mapping or a batch take the checked path: the same numbers, the same
+    errors."""
+    sys, ref = compass
+    q, qd, _ = _states(sys, 1, 5)[0]
+    qdd_ref, lam_ref = constrained_dynamics(ref, q, qd, active=["foot_a"])
+    forms = [dict(q=q, qd=qd, active=["foot_a"]), dict(q=q, qd=qd, active="foot_a"),
+             dict(q=list(q), qd=tuple(qd), active=("foot_a",)), dict(q=q, qd=qd, active={"foot_a": "stick"}),
+             dict(q=q, qd=qd, active=["foot_a"], p=dict(sys.parameters)),
+             dict(q=q, qd=qd, active=["foot_a"], p=np.array(list(sys.parameters.values())))]
+    for _ in range(2):          # the second time with the masks kept from the first
+        for kw in forms:
+            qdd, lam = sys.constrained_dynamics(**kw)
+            np.testing.assert_allclose(qdd, qdd_ref, atol=1e-9 * (1 + np.max(np.abs(qdd_ref))))
+            np.testing.assert_allclose(lam[ref.rows(["foot_a"])], lam_ref, atol=1e-9 * (1 + np.max(np.abs(lam_ref))))
+    with pytest.raises(ValueError, match="expects 4 coordinates"):
+        sys.constrained_dynamics(q[:3], qd, active=["foot_a"])
+    with pytest.raises(ValueError, match="one state, not a batch"):
+        sys.constrained_dynamics(np.stack([q, q]), qd, active=["foot_a"])
+    with pytest.raises(DynamicsError, match="inf or NaN"):
+        sys.constrained_dynamics(q * np.nan, qd, active="foot_a")
+
+
 def _heel_strike(sys):
     """A compass-gait state at heel strike of foot_b (both feet on the slope), from the reference walker."""
     w = Walker()

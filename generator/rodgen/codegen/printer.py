@@ -3,7 +3,12 @@
 Every symbol is printed through a lookup table (``q[2]``, ``p[5]``, ``t17``),
 so no name from a model reaches an expression. Numbers are printed exactly
 (``repr`` of the double, which round-trips), constants such as pi as numbers
-(``M_PI`` is not C99), and small integer powers as products.
+(``M_PI`` is not C99), and small integer powers as products. An integer is
+printed as a C integer only below 2**53 (exact, and far inside ``long long``);
+a larger one, and a rational whose numerator or denominator is that large,
+as the double nearest to it (Python's correctly rounded int division: 1/10**400
+is ``0.0``, 10**20 + 1 is ``1e+20``, as SymPy evaluates them in double); a
+constant beyond the range of a double is a :class:`CodegenError`.
 
 Sums, products, powers, numbers and the common functions are printed by a
 direct walk (:meth:`SlotPrinter.doprint`), which is many times faster than
@@ -13,23 +18,48 @@ through SymPy's C99 printer with the same slot lookup.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Union
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from ..errors import CodegenError
 
+#: Integers below this magnitude are printed as C integers (exact in a double and in ``long long``).
+EXACT_INT = 2 ** 53
 
-def c_double(value: float) -> str:
-    """A C double literal that round-trips exactly, e.g. ``0.1``, ``1e-05``, ``3.0``."""
-    x = float(value)
+
+def c_double(value: Union[float, int]) -> str:
+    """A C double literal that round-trips exactly, e.g. ``0.1``, ``1e-05``, ``3.0``; an int is rounded to the
+    nearest double."""
+    try:
+        x = float(value)
+    except OverflowError:
+        raise CodegenError(f"the constant {_short(value)} is beyond the range of a double (about 1.8e308): "
+                           f"is a number of the model too large?") from None
     if not math.isfinite(x):
         raise CodegenError(f"cannot print the non-finite number {x!r} into C")
     text = repr(x)
     if "." not in text and "e" not in text:
         text += ".0"
     return text
+
+
+def _short(value: Union[float, int]) -> str:
+    """A number for a message: a huge int as ``1.2e+616``, not its 617 digits."""
+    if isinstance(value, int) and abs(value) >= EXACT_INT:
+        digits = str(abs(value))
+        return f"{'-' if value < 0 else ''}{digits[0]}.{digits[1:4]}e+{len(digits) - 1}"
+    return repr(value)
+
+
+def c_rational(p: int, q: int) -> float:
+    """p/q rounded once to the nearest double (0.0 or a subnormal below the range); a CodegenError above it."""
+    try:
+        return p / q
+    except OverflowError:
+        raise CodegenError(f"the constant {_short(p // q)} is beyond the range of a double (about 1.8e308): "
+                           f"is a number of the model too large?") from None
 
 
 class SlotPrinter(C99CodePrinter):
@@ -61,9 +91,15 @@ class SlotPrinter(C99CodePrinter):
         #: "f" for float code: the suffix of literals and of the functions printed here (sqrt, pow, cbrt)
         self.suffix = "f" if real == "float" else ""
 
-    def number(self, value: float) -> str:
+    def number(self, value: Union[float, int]) -> str:
         """A literal of the routine's type: ``0.5`` in double code, ``0.5f`` in float code."""
-        return c_double(value) + self.suffix
+        try:
+            return c_double(value) + self.suffix
+        except CodegenError as exc:
+            raise CodegenError(f"{exc}{self._where()}") from None
+
+    def _where(self) -> str:
+        return f" (in routine '{self.routine}')" if self.routine else ""
 
     def _print(self, expr: Any, **kwargs: Any) -> str:
         if isinstance(expr, sp.Basic):
@@ -92,13 +128,14 @@ class SlotPrinter(C99CodePrinter):
         if expr.is_Pow:
             return self._text_pow(expr)
         if expr.is_Integer:
-            k = int(expr)
-            return str(k), (_ATOM if k >= 0 else _NEG)
+            text = self._print_Integer(expr)
+            return text, (_NEG if text.startswith("-") else _ATOM)
         if expr.is_Float:
             text = self.number(float(expr))
             return text, (_NEG if text.startswith("-") else _ATOM)
         if expr.is_Rational:
-            return self._print_Rational(expr), _MUL
+            text = self._print_Rational(expr)
+            return text, (_MUL if "/" in text else _NEG if text.startswith("-") else _ATOM)
         if expr.is_Function and not expr.is_Derivative:
             name = _FUNCTIONS.get(type(expr).__name__)
             if name is not None:
@@ -192,10 +229,17 @@ class SlotPrinter(C99CodePrinter):
         return self.number(float(expr))
 
     def _print_Rational(self, expr: sp.Rational) -> str:
-        return f"{self.number(int(expr.p))}/{self.number(int(expr.q))}"
+        p, q = int(expr.p), int(expr.q)
+        if abs(p) < EXACT_INT and q < EXACT_INT:
+            return f"{self.number(p)}/{self.number(q)}"      # both exact: C's division rounds once
+        try:
+            return self.number(c_rational(p, q))
+        except CodegenError as exc:
+            raise CodegenError(f"{exc}{self._where()}") from None
 
     def _print_Integer(self, expr: sp.Integer) -> str:
-        return str(int(expr))
+        k = int(expr)
+        return str(k) if abs(k) < EXACT_INT else self.number(k)
 
     def _print_NumberSymbol(self, expr: sp.Basic) -> str:
         return self.number(float(expr))

@@ -114,6 +114,92 @@ def constrained_dynamics(Model model, double[::1] q, double[::1] qd, double[::1]
     return status
 
 
+cdef int _take_mask(object x, Py_buffer *v, Py_ssize_t width) except -1:
+    """1 when x is a 1-D C-contiguous buffer of `width` C ints (then held in v), else 0 (nothing held)."""
+    if x is None or not PyObject_CheckBuffer(x):
+        return 0
+    try:
+        PyObject_GetBuffer(x, v, PyBUF_STRIDES | PyBUF_FORMAT)
+    except (BufferError, ValueError, TypeError):
+        return 0
+    if (v.ndim == 1 and v.shape[0] == width and v.itemsize == sizeof(int) and v.strides[0] == sizeof(int)
+            and v.format != NULL and v.format[0] == b"i" and v.format[1] == 0):
+        return 1
+    PyBuffer_Release(v)
+    return 0
+
+
+def one_constrained_dynamics(Model model, object q, object qd, object u, object p, object active, double alpha,
+                             double beta, double t):
+    """rodgen_constrained_dynamics for one state, the path of CompiledModel.constrained_dynamics: (status, qdd
+    [nq], lam [nrows]), or None when q, qd, u, p (u, p: None for zero and the defaults) are not 1-D
+    C-contiguous float64 arrays of their lengths or ``active`` not one of nconstraints C ints (the caller
+    then takes the checked path). alpha, beta < 0: the defaults."""
+    cdef const rodgen_model *m = model.m
+    cdef Py_buffer bq, bqd, bu, bp, ba, bqdd, blam
+    cdef int hq = 0, hqd = 0, hu = 0, hp = 0, ha = 0, hqdd = 0, hlam = 0
+    cdef int status = 0
+    cdef const double *du = model.u0
+    cdef const double *dp = model.p0
+    cdef const int *da = NULL
+    cdef double *dlam = NULL
+    cdef rodgen_cfd_options o
+    cdef void *work = NULL
+    res = None
+    try:
+        hq = _take(q, &bq, m.nq)
+        hqd = _take(qd, &bqd, m.nq)
+        if not (hq and hqd):
+            return None
+        if u is not None:
+            hu = _take(u, &bu, m.nu)
+            if not hu:
+                return None
+            du = <const double *>bu.buf
+        if p is not None:
+            hp = _take(p, &bp, m.np)
+            if not hp:
+                return None
+            dp = <const double *>bp.buf
+        ha = _take_mask(active, &ba, m.nconstraints)
+        if not ha:
+            return None
+        if m.nconstraints > 0:
+            da = <const int *>ba.buf
+        qdd, lam = _empty(m.nq), _empty(m.nrows)
+        PyObject_GetBuffer(qdd, &bqdd, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
+        hqdd = 1
+        PyObject_GetBuffer(lam, &blam, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
+        hlam = 1
+        if m.nrows > 0:
+            dlam = <double *>blam.buf
+        _cfd(&o, alpha, beta, 0.0)
+        work = PyMem_Malloc(rodgen_contact_work_bytes(m) + 8)
+        if work == NULL:
+            raise MemoryError()
+        with nogil:
+            status = rodgen_constrained_dynamics(m, t, dp, <const double *>bq.buf, <const double *>bqd.buf, du, da,
+                                                 NULL, &o, <double *>bqdd.buf, dlam, work)
+        res = (status, qdd, lam)
+    finally:
+        PyMem_Free(work)
+        if hq:
+            PyBuffer_Release(&bq)
+        if hqd:
+            PyBuffer_Release(&bqd)
+        if hu:
+            PyBuffer_Release(&bu)
+        if hp:
+            PyBuffer_Release(&bp)
+        if ha:
+            PyBuffer_Release(&ba)
+        if hqdd:
+            PyBuffer_Release(&bqdd)
+        if hlam:
+            PyBuffer_Release(&blam)
+    return res
+
+
 def impact(Model model, double[::1] q, double[::1] qd_minus, int[::1] active, double[::1] p, double[::1] qd_plus,
            double[::1] impulse, int[::1] active_after, double alpha=-1, double beta=-1, double singular_tol=0):
     """rodgen_impact into qd_plus [nq], impulse [nrows], active_after [nconstraints].

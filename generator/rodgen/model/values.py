@@ -13,15 +13,19 @@ This module uses no SymPy.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Iterator, Mapping, Optional, Union
 
 from ..errors import ModelError
 from .expr import Expression
+from .spatial import ValidSpatialModel
 from .valid import ValidModel
 
+AnyValidModel = Union[ValidModel, ValidSpatialModel]
 
-def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
-    """(where, expression, "positive" or "nonneg") of every field with a sign rule."""
+
+def _fields(vm: AnyValidModel) -> Iterator[tuple[str, Expression, str]]:
+    """(where, expression, "positive" or "nonneg") of every field with a sign rule, planar or spatial (a
+    spatial joint has no dry friction; a spatial link's bodies have a mass and principal moments)."""
     for lk in vm.links:
         lw = f"link {lk.name!r}"
         jt = lk.joint
@@ -29,9 +33,15 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
             yield f"{lw}.joint.spring.stiffness", jt.spring.stiffness, "nonneg"
         if jt.damping is not None:
             yield f"{lw}.joint.damping", jt.damping, "nonneg"
-        if jt.friction is not None:
-            yield f"{lw}.joint.friction.static", jt.friction.static, "nonneg"
-            yield f"{lw}.joint.friction.kinetic", jt.friction.kinetic, "nonneg"
+        friction = getattr(jt, "friction", None)
+        if friction is not None:
+            yield f"{lw}.joint.friction.static", friction.static, "nonneg"
+            yield f"{lw}.joint.friction.kinetic", friction.kinetic, "nonneg"
+        for k, bd in enumerate(getattr(lk, "bodies", ())):
+            bw = f"{lw}, body {bd.name!r}" if bd.name is not None else f"{lw}.bodies[{k}]"
+            yield f"{bw}.mass", bd.mass, "nonneg"
+            for i, nm in ((0, "ixx"), (3, "iyy"), (5, "izz")):
+                yield f"{bw}.inertia.{nm}", bd.inertia[i], "nonneg"
         for sg in lk.segments:
             sw = f"{lw}, segment {sg.name!r}"
             yield f"{sw}.length", sg.length, "positive"
@@ -54,7 +64,7 @@ def _fields(vm: ValidModel) -> Iterator[tuple[str, Expression, str]]:
         yield f"contact {c.name!r}.friction", c.friction, "nonneg"
 
 
-def check_parameter_values(model: ValidModel, values: Mapping[str, float], *, what: str = "p") -> None:
+def check_parameter_values(model: AnyValidModel, values: Mapping[str, float], *, what: str = "p") -> None:
     """Raise :class:`ModelError` if a field of ``model`` breaks its sign rule with the parameter ``values``
     (name -> value; names not given keep their defaults). ``what`` names where the values came from
     (``"p"``, ``"--param"``) in the message."""
@@ -81,7 +91,7 @@ def check_parameter_values(model: ValidModel, values: Mapping[str, float], *, wh
             raise ModelError(f"must not be negative, got {ex.text} = {val:g}{given(ex)}", source=model.source,
                              where=where)
     _telescopic(model, env, given)
-    for fr in model.frictions():
+    for fr in model.frictions() if isinstance(model, ValidModel) else ():
         vs, vk = fr.static.evaluate(env), fr.kinetic.evaluate(env)
         if not vk <= vs:
             where = f"link {fr.link!r}" + (f", segment {fr.segment!r}" if fr.segment else ".joint") + ".friction"
@@ -90,7 +100,7 @@ def check_parameter_values(model: ValidModel, values: Mapping[str, float], *, wh
                              f"kinetic <= static", source=model.source, where=where)
 
 
-def _telescopic(model: ValidModel, env: Mapping[str, float], given: Callable[[Expression], str]) -> None:
+def _telescopic(model: AnyValidModel, env: Mapping[str, float], given: Callable[[Expression], str]) -> None:
     for lk in model.links:
         for sg in lk.segments:
             if sg.kind != "telescopic" or len(sg.rods) < 2:

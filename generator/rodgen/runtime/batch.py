@@ -12,7 +12,6 @@ callables cannot run without the GIL and are rejected.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -22,7 +21,17 @@ import numpy as np
 from ..contract import StatusCode
 from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable
-from .integrate import _CALLBACK, _METHOD, DOPRI5_MAX_STEPS, Integrator, _failure, _input_law, _method, check_span
+from .integrate import (
+    _CALLBACK,
+    _METHOD,
+    DOPRI5_MAX_STEPS,
+    Integrator,
+    _failure,
+    _input_law,
+    _method,
+    check_span,
+    rk4_rows,
+)
 from .result import Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,8 +196,7 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
     final_only = store == "final"
     if method is Integrator.RK4:
         assert dt is not None
-        steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
-        capacity = steps // store_every + 2
+        capacity = rk4_rows(t0, t_end, float(dt), store_every)     # exactly the rows of simulate()
     else:
         capacity = DOPRI5_MAX_ROWS if max_rows is None else int(max_rows)
         if capacity < 2:

@@ -137,6 +137,8 @@ class CompiledModel:
         self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
                                                    for nm, k, r, n in info["constraints"]]
         self.nrows: int = int(info["nrows"])
+        # active masks of constrained_dynamics by their block names (never handed out)
+        self._masks: dict[Any, np.ndarray] = {}
         #: The force elements (point forces, friction laws, compliant contacts), in model order.
         self.force_names: list[str] = list(info.get("forces", []))
         # one state of 1-D float64 arrays: checked and evaluated in the runtime extension, no copies;
@@ -833,7 +835,20 @@ class CompiledModel:
         names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus". Raises
         DynamicsError with the contract's message (singular constraints, M not positive definite, ...)."""
         self._need_constraints("constrained_dynamics")
-        mask = self.active_mask(active)
+        # the path of one state given as arrays (the C call and little else): the mask of a name or a list of
+        # names is kept, the arrays are taken as they are when they fit (else None: the checked path below)
+        key = active if isinstance(active, str) else tuple(active) if isinstance(active, (tuple, list)) else None
+        mask = self._masks.get(key) if key is not None else None
+        if mask is None:
+            mask = self.active_mask(active)
+            if key is not None and len(self._masks) < 256:
+                self._masks[key] = mask
+        if p is None or not isinstance(p, Mapping):
+            r = self._runtime.one_constrained_dynamics(self._m, q, qd, u, p, mask, alpha, beta, t)
+            if r is not None:
+                if r[0]:
+                    raise self._contact_error("constrained_dynamics", r[0], mask)
+                return r[1], r[2]
         qv, qdv = self._one(q, "q"), self._one(qd, "qd")
         uv = self._one(u, "u") if u is not None else np.empty(0)
         pv = self._one_params(p)

@@ -52,6 +52,26 @@ UInput = Union[None, np.ndarray, list, tuple, float, InputTable, CController,
                Callable[[float, np.ndarray, np.ndarray], Any]]
 
 
+def rk4_steps(t0: float, t_end: float, dt: float) -> int:
+    """The number of RK4 steps from t0 to t_end: the C's rule (rodgen_rk4_step: step k ends at t0 + k dt,
+    the last one, at t_end, is the first whose grid time exceeds t_end - 1e-9 dt), in the same doubles."""
+    k = max(1, math.ceil((t_end - t0) / dt * (1 - 1e-12)))
+
+    def last(j: int) -> bool:
+        return t0 + float(j) * dt > t_end - 1e-9 * dt
+
+    while k > 1 and last(k - 1):
+        k -= 1
+    while not last(k):
+        k += 1
+    return k
+
+
+def rk4_rows(t0: float, t_end: float, dt: float, store_every: int) -> int:
+    """The rows an RK4 run stores: the start, every ``store_every``-th step and the last step."""
+    return 1 + -(-rk4_steps(t0, t_end, dt) // store_every)
+
+
 def check_span(method: Integrator, t0: float, t_end: float, dt: Optional[float], rtol: float, atol: float,
                where: str = "") -> tuple[float, float]:
     """(t0, t_end) as floats, after checking the time span, the step and the tolerances of a run;
@@ -146,8 +166,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                                   kind, uc, times, values, kp, kd, fn, pv, y, int(hold))
     if method is Integrator.RK4:
         assert dt is not None  # checked above
-        steps = math.ceil((t_end - t0) / float(dt) * (1 - 1e-12))
-        rows = min(CHUNK_ROWS, steps // store_every + 2)
+        rows = min(CHUNK_ROWS, rk4_rows(t0, t_end, float(dt), store_every))
     else:
         rows = CHUNK_ROWS
     ts, ys, us = [], [], []

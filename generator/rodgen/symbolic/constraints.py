@@ -389,16 +389,18 @@ def rows_all(eqs: Equations) -> list[sp.Expr]:
     return [ex for c in eqs.constraints for m in (c.position, c.jacobian, c.bias) for ex in m]
 
 
-def _trig_args(exprs: list[sp.Expr]) -> set[sp.Expr]:
-    """The arguments x of sin(x) and cos(x) in ``exprs``."""
+def _trig_args(exprs: list[sp.Expr]) -> list[sp.Expr]:
+    """The arguments x of sin(x) and cos(x) in ``exprs``, each once, in SymPy's canonical order (not in the
+    order of a set, which follows the hash seed and would make the generated temporaries differ between
+    processes)."""
     out: set[sp.Expr] = set()
     for ex in exprs:
         if isinstance(ex, sp.Basic):
             out.update(f.args[0] for f in ex.atoms(sp.sin, sp.cos))
-    return out
+    return sorted(out, key=sp.default_sort_key)
 
 
-def _angle_sums(wanted: set[sp.Expr], known: set[sp.Expr], q: list[sp.Symbol], new) -> dict:  # type: ignore[no-untyped-def]
+def _angle_sums(wanted: list[sp.Expr], known: list[sp.Expr], q: list[sp.Symbol], new) -> dict:  # type: ignore[no-untyped-def]
     """sin(x), cos(x) of the angles in ``wanted`` that are sums of angles in ``known`` (integer
     combinations of coordinates, up to four terms), by the addition theorems:
     {sin(x): expression, cos(x): expression} (partial sums get symbols through ``new``)."""
@@ -418,7 +420,10 @@ def _angle_sums(wanted: set[sp.Expr], known: set[sp.Expr], q: list[sp.Symbol], n
         if f is not None:
             base[f] = x
     goals = {}
-    for x in wanted - known:
+    known_set = set(known)
+    for x in wanted:
+        if x in known_set:
+            continue
         f = form(x)
         if f is not None:
             goals[f] = x

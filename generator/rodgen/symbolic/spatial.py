@@ -638,7 +638,7 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
         if nd.parent >= 0:
             aw_in, av_in = J.motion_in(i, iacl[nd.parent][0], iacl[nd.parent][1], "iap")
         else:
-            aw_in, av_in = J.motion_in(i, _zero3(), _scale(-1, k.gravity), "iap")
+            aw_in, av_in = J.motion_in(i, _zero3(), _scale(sp.S.NegativeOne, k.gravity), "iap")
         aw = [e(aw_in[r] + cacc[i][0][r] + S[i][0][r] * sdd, f"{i}_iaw{r}") for r in range(3)]
         av = [e(av_in[r] + cacc[i][1][r] + S[i][1][r] * sdd, f"{i}_iav{r}") for r in range(3)]
         iacl.append((aw, av))
@@ -845,7 +845,7 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         if nd.parent >= 0:
             aw_in, av_in = J.motion_in(i, acc[nd.parent][0], acc[nd.parent][1], "ap")
         else:
-            aw_in, av_in = J.motion_in(i, _zero3(), _scale(-1, k.gravity), "ap")
+            aw_in, av_in = J.motion_in(i, _zero3(), _scale(sp.S.NegativeOne, k.gravity), "ap")
         a1 = [e(x + cacc[i][r], f"{i}_a1{r}") for r, x in enumerate(six(aw_in, av_in))]
         qdd_i = e((uu[i] - sp.Add(*[U[i][r] * a1[r] for r in range(6)])) * Dinv[i], f"{i}_sdd")
         sdd.append(qdd_i)

@@ -352,6 +352,31 @@ static int pendulum_vl_all_positive(const double *x, int n)
     return 1;
 }
 
+/* 1 unless a pivot D_i = 1/dinv[i] is rounding noise. An exactly singular M (a chain folded back onto the
+ * joint it turns about) can leave a pivot of the order of the rounding error, positive and finite; when a
+ * pivot is below PENDULUM_VL_PIVOT_CHECK times the largest, M(q) is evaluated and must pass the test of the
+ * Cholesky path (every pivot above the tolerance times its diagonal entry). */
+#ifndef PENDULUM_VL_PIVOT_CHECK
+#define PENDULUM_VL_PIVOT_CHECK 1e-8
+#endif
+static int pendulum_vl_pivots_hold(const double *q, const double *p, const double *dinv)
+{
+    double M[PENDULUM_VL_NQ * PENDULUM_VL_NQ];
+    double dinv_min = dinv[0];
+    int i, suspect = 0;
+    for (i = 1; i < PENDULUM_VL_NQ; ++i) {
+        dinv_min = dinv[i] < dinv_min ? dinv[i] : dinv_min;
+    }
+    for (i = 0; i < PENDULUM_VL_NQ; ++i) {
+        suspect |= dinv_min < PENDULUM_VL_PIVOT_CHECK * dinv[i];
+    }
+    if (!suspect) {
+        return 1;
+    }
+    pendulum_vl_mass_matrix(q, p, M);
+    return rodgen_cholesky(M, PENDULUM_VL_NQ) == RODGEN_OK;
+}
+
 /* Articulated-body algorithm, 36 operations. */
 int pendulum_vl_forward_dynamics(double t, const double *q, const double *qd, const double *u, const double *p, double *qdd)
 {
@@ -363,7 +388,7 @@ int pendulum_vl_forward_dynamics(double t, const double *q, const double *qd, co
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     pendulum_vl_articulated(t, q, qd, u, p, qdd, dinv);
-    if (!pendulum_vl_all_positive(dinv, PENDULUM_VL_NQ)) {
+    if (!pendulum_vl_all_positive(dinv, PENDULUM_VL_NQ) || !pendulum_vl_pivots_hold(q, p, dinv)) {
         status = RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     } else if (!pendulum_vl_all_finite(qdd, PENDULUM_VL_NQ)) {
         status = RODGEN_ERR_NONFINITE_RESULT;
