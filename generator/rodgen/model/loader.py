@@ -1,7 +1,7 @@
 """Model files (YAML) -> Model.
 
 The schema is documented field by field in :mod:`rodgen.model.fields` (rendered into
-docs/reference/model-file.md) and in prose in docs/models.md. Loading is
+docs/reference/model-file.md) and in prose in docs/planar.md and docs/spatial.md. Loading is
 strict: unknown keys, wrong types, duplicate keys and invalid values raise
 :class:`ModelError` naming the file, the link, the segment and the field.
 """
