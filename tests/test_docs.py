@@ -225,6 +225,21 @@ def test_yaml_copies_of_example_files_are_the_files() -> None:
             assert body == file_lines, f"{_id(p)}:{line} differs from {m.group(1)}"
 
 
+def test_fences_are_balanced_and_yaml_blocks_parse() -> None:
+    """Every page closes its fenced blocks (an unclosed fence swallows the rest of a page without a warning),
+    and every YAML block is valid YAML."""
+    import yaml
+    for p in pages():
+        fences = [x for x in p.read_text(encoding="utf-8").splitlines() if re.match(r"^```", x)]
+        assert len(fences) % 2 == 0, f"{_id(p)}: an unclosed code fence"
+        for lang, code, _, line in blocks(p):
+            if lang == "yaml":
+                try:
+                    yaml.safe_load(code)
+                except yaml.YAMLError as exc:
+                    raise AssertionError(f"{_id(p)}:{line}: not YAML: {exc}") from None
+
+
 def test_relative_links_lead_to_files() -> None:
     """Every relative link of README.md and the pages points at a file of the repository."""
     for p in pages() + [DOCS / rel for rel in GENERATED]:
