@@ -10,7 +10,8 @@ Conventions of the pages (README.md and docs/*.md; the generated pages are check
 * a block of any language preceded by ``<!-- file: NAME -->`` is written to the file NAME of that folder
   before the page's next Python block runs (a C controller the page then compiles);
 * the ``rodgen ...`` lines of ```` ```sh ```` blocks in docs/ run in that folder too (with
-  ``--build-dir`` where the command takes one);
+  ``--build-dir`` where the command takes one) and exit with status 0, or with N when the block is
+  preceded by ``<!-- exit: N -->``;
 * a ```` ```yaml ```` block whose first line is ``# examples/NAME.yaml...`` is that file, verbatim after
   its own comment lines.
 """
@@ -183,22 +184,29 @@ def test_python_blocks_run(page: Path, tmp_path: Path, build_dir: Path, monkeypa
     assert ran, "no block ran"
 
 
-def _shell_commands() -> list[tuple[Path, int, str]]:
+EXIT_MARK = re.compile(r"<!-- exit: (\d+) -->")
+
+
+def _shell_commands() -> list[tuple[Path, int, str, int]]:
     out = []
     for p in pages():
         if p.name == "README.md":      # its set-up commands are what .ci/run runs
             continue
         for lang, code, before, line in blocks(p):
             if lang == "sh" and before != NOT_RUN:
-                out += [(p, line, c.strip()) for c in code.splitlines() if c.strip().startswith("rodgen ")]
+                joined = re.sub(r"\\\n\s*", " ", code)          # continuation lines
+                m = EXIT_MARK.fullmatch(before)
+                out += [(p, line, c.strip(), int(m.group(1)) if m else 0) for c in joined.splitlines()
+                        if c.strip().startswith("rodgen ")]
     return out
 
 
-@pytest.mark.parametrize("page,line,command", _shell_commands(),
-                         ids=[f"{_id(p)}:{n}" for p, n, _ in _shell_commands()])
-def test_rodgen_commands_run(page: Path, line: int, command: str, tmp_path: Path, build_dir: Path,
+@pytest.mark.parametrize("page,line,command,status", _shell_commands(),
+                         ids=[f"{_id(p)}:{n}" for p, n, _, _ in _shell_commands()])
+def test_rodgen_commands_run(page: Path, line: int, command: str, status: int, tmp_path: Path, build_dir: Path,
                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """The `rodgen ...` command lines of the pages' sh blocks run and exit with status 0."""
+    """The `rodgen ...` command lines of the pages' sh blocks run and exit with the status the page gives
+    (0 unless it says otherwise)."""
     from rodgen.cli import main
     (tmp_path / "examples").symlink_to(REPO / "examples")
     (tmp_path / "build").mkdir()                 # as in the repository: the folder of outputs
@@ -207,9 +215,12 @@ def test_rodgen_commands_run(page: Path, line: int, command: str, tmp_path: Path
     argv = shlex.split(command.split("#")[0])[1:]
     if argv[0] in ("build", "simulate", "sweep"):
         argv += ["--build-dir", str(build_dir)]
-    assert main(argv) == 0, capsys.readouterr().err
+    assert main(argv) == status, capsys.readouterr().err
     out = capsys.readouterr().out
     assert out or argv[0] in ("simulate",), f"{command}: printed nothing"
+    for flag in ("-o", "--output", "--plot", "--csv", "--animate"):     # the files it says it writes
+        if flag in argv:
+            assert (tmp_path / argv[argv.index(flag) + 1]).exists(), f"{command}: no {argv[argv.index(flag) + 1]}"
 
 
 def test_yaml_copies_of_example_files_are_the_files() -> None:
