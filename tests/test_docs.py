@@ -131,6 +131,13 @@ def test_cli_reference_lists_every_option() -> None:
                     assert f"`{opt}" in text or f", {opt}" in text, f"rodgen {name} {opt}"
 
 
+def test_python_reference_has_every_public_name() -> None:
+    """Every name of rodgen.__all__ has its autodoc entry on the Python API page."""
+    text = (DOCS / "reference" / "python.md").read_text(encoding="utf-8")
+    missing = [n for n in rodgen.__all__ if f"rodgen.{n}" not in text]
+    assert missing == [], f"add them to docs/reference/python.md: {missing}"
+
+
 def test_c_api_reference_lists_the_contract() -> None:
     from rodgen import contract
     text = (DOCS / "reference" / "c-api.md").read_text(encoding="utf-8")
