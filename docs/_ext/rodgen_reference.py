@@ -264,8 +264,34 @@ def _check(app: Any) -> None:
         logger.warning(f"docs/{path} is stale: regenerate it with `python docs/_ext/rodgen_reference.py`")
 
 
+def unlisted_pages(index_text: str) -> list[str]:
+    """The top-level pages of docs/ that no toctree of the index names (a page just added)."""
+    import re
+    listed = set()
+    for body in re.findall(r"```\{toctree\}\n(.*?)```", index_text, flags=re.S):
+        listed |= {line.strip() for line in body.splitlines() if line.strip() and not line.startswith(":")}
+    return sorted(p.stem for p in DOCS.glob("*.md") if p.stem != "index" and p.stem not in listed)
+
+
+def _index_lists_every_page(app: Any, docname: str, source: list[str]) -> None:
+    """A page added to docs/ without a place in the index's toctrees goes under "More guides", so that it is
+    in the site (and the build does not fail) until someone places it."""
+    if docname != "index":
+        return
+    extra = unlisted_pages(source[0])
+    if extra:
+        source[0] += "\n```{toctree}\n:caption: More guides\n:maxdepth: 1\n\n" + "\n".join(extra) + "\n```\n"
+
+
+def _index_always_read(app: Any, env: Any, added: set, changed: set, removed: set) -> list[str]:
+    """Read the index again on every build, so that an incremental build sees a page just added."""
+    return ["index"]
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("builder-inited", _check)
+    app.connect("source-read", _index_lists_every_page)
+    app.connect("env-get-outdated", _index_always_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
