@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from types import ModuleType
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -22,6 +23,25 @@ def script(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+GALLERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "docs", "gallery")
+
+
+@pytest.fixture(autouse=True)
+def gallery_shows_the_figures(tmp_path: "os.PathLike[str]") -> Iterator[None]:
+    """After each test: every PNG figure the example script wrote (into tmp_path) is shown, under its name, on
+    the script's page of the documentation's gallery (docs/gallery/<script>.md; refresh the figures with
+    `python docs/_ext/rodgen_reference.py --figures`)."""
+    yield
+    scripts = sorted((f[:-3] for f in os.listdir(EXAMPLES) if f.endswith(".py")), key=len, reverse=True)
+    for name in sorted(os.listdir(tmp_path)):
+        script = next((s for s in scripts if name.startswith(s)), None)
+        if script is None or not name.endswith(".png"):
+            continue
+        with open(os.path.join(GALLERY, f"{script}.md"), encoding="utf-8") as page:
+            assert f"(img/{script}/{name})" in page.read(), f"docs/gallery/{script}.md does not show {name}"
+        assert os.path.isfile(os.path.join(GALLERY, "img", script, name)), name
 
 
 def image_ok(path: str) -> None:

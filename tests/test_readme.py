@@ -1,4 +1,5 @@
-"""The README's examples work as written: the Python quick start and the controller main.c."""
+"""The examples the README points to work as written: the pendulum of the deriving page (docs/deriving.md) and
+the controller main.c of docs/controller.md (the README's own quick start: tests/test_docs.py)."""
 from __future__ import annotations
 
 import re
@@ -11,16 +12,18 @@ import pytest
 
 import rodgen
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+CONTROLLER = REPO / "docs" / "controller.md"
 
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(r"```" + lang + r"\n(.*?)```", README.read_text(), flags=re.S)
+    return re.findall(r"```" + lang + r"\n(.*?)```", CONTROLLER.read_text(), flags=re.S)
 
 
 def test_quick_start_pendulum_numbers(build_dir: Path) -> None:
-    """The quick start's forward dynamics equals the closed form phi'' = -g cos(phi)/l, l'' = -g sin(phi)."""
-    model = rodgen.load(README.parent / "examples" / "pendulum_vl.yaml")
+    """The deriving page's pendulum: its forward dynamics equals the closed form phi'' = -g cos(phi)/l,
+    l'' = -g sin(phi)."""
+    model = rodgen.load(REPO / "examples" / "pendulum_vl.yaml")
     sys_ = rodgen.build(model, build_dir=build_dir)
     qdd = sys_.forward_dynamics(q=[-1.2, 1.0], qd=[0.0, 0.0], u=[0.0, 0.0])
     np.testing.assert_allclose(qdd, [-9.81 * np.cos(-1.2) / 1.0, -9.81 * np.sin(-1.2)], rtol=1e-14)
@@ -28,11 +31,12 @@ def test_quick_start_pendulum_numbers(build_dir: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_controller_main_c_compiles_and_runs(tmp_path: Path, build_dir: Path) -> None:
-    """The README's main.c, compiled with the strict flags it shows, prints the module's forward dynamics."""
+    """The controller page's main.c, compiled with the strict flags it shows, prints the module's forward
+    dynamics."""
     main_c = next(b for b in _blocks("c") if "int main" in b)
-    cmd_line = next(line.strip() for line in README.read_text().splitlines()
+    cmd_line = next(line.strip() for line in CONTROLLER.read_text().splitlines()
                     if line.strip().startswith("gcc -std=c99") and "main.c" in line)
-    model = rodgen.load(README.parent / "examples" / "exo5.yaml")
+    model = rodgen.load(REPO / "examples" / "exo5.yaml")
     rodgen.generate(model, tmp_path)
     (tmp_path / "main.c").write_text(main_c)
     subprocess.run(cmd_line.split(), cwd=tmp_path, check=True, capture_output=True, text=True)

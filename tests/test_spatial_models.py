@@ -228,10 +228,10 @@ def test_validation_does_not_change_the_model() -> None:
 
 
 def test_readme_spatial_example_runs_as_written(build_dir: Path) -> None:
-    """The README's spatial example: the tool point at q = 0 is where the link lengths put it by hand, and
+    """The spatial example of docs/spatial.md: the tool point at q = 0 is where the link lengths put it by hand, and
     the shoulder's column of its Jacobian is z x r (a rotation about the vertical axis through the origin)."""
     import re
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "spatial.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "SpatialModel" in b)
     ns: dict = {}
     exec(block.replace("rodgen.build(m)", f"rodgen.build(m, build_dir={str(build_dir)!r})"), ns)

@@ -53,16 +53,13 @@ def chain(n: int, link_model: str, *, angle: str = "relative") -> Model:
     Parameters
     ----------
     n : number of links (>= 1).
-    link_model : one of :data:`LINK_MODELS`:
-
-        ``point_masses``     a massless variable rod with point masses at fractions 0.4 and 1 of its
-                             length (one of them 0.05 to the left of the axis);
-        ``joint_masses``     a massless variable rod with masses at the joints (fractions 0 and 1) and
-                             one between them (fraction 0.5);
-        ``rod_variable``     a massless variable part l then a rigid weighty rod b (model 3);
-        ``rod_two_variable`` variable part, rigid weighty rod, variable part (model 4);
-        ``telescopic``       a telescopic segment with a tip mass;
-        ``rigid``            a rigid weighty rod with a tip mass.
+    link_model : one of :data:`LINK_MODELS`: ``point_masses`` (a massless variable rod with point
+        masses at fractions 0.4 and 1 of its length, one of them 0.05 to the left of the axis);
+        ``joint_masses`` (a massless variable rod with masses at the joints, fractions 0 and 1, and one
+        between them, fraction 0.5); ``rod_variable`` (a massless variable part l then a rigid weighty
+        rod b, model 3); ``rod_two_variable`` (variable part, rigid weighty rod, variable part, model 4);
+        ``telescopic`` (a telescopic segment with a tip mass); ``rigid`` (a rigid weighty rod with a tip
+        mass).
     angle : ``"relative"`` or ``"absolute"`` angle coordinates.
     """
     if link_model not in LINK_MODELS:

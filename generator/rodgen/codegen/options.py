@@ -41,6 +41,8 @@ CONSTRAINED_TERMS_AUTO_MAX_NQ = 30
 class CodegenOptions:
     """Options of the code stage (keyword-only where used).
 
+    Parameters
+    ----------
     cse : find common subexpressions (``False`` prints every output as it is).
     max_statements : the most statements one C function holds before the
         routine is split into static parts (keeps compile times short).

@@ -1,6 +1,7 @@
 """Model files (YAML) -> Model.
 
-The schema is documented in README.md ("The model format"). Loading is
+The schema is documented field by field in :mod:`rodgen.model.fields` (rendered into
+docs/reference/model-file.md) and in prose in docs/planar.md and docs/spatial.md. Loading is
 strict: unknown keys, wrong types, duplicate keys and invalid values raise
 :class:`ModelError` naming the file, the link, the segment and the field.
 """
@@ -57,6 +58,7 @@ _ROD_KEYS = {"mass", "length", "inertia", "fraction", "offset", "lateral", "name
 _MARKER_KEYS = {"name", "segment", "fraction", "offset", "lateral"}
 _SPRING_KEYS = {"stiffness", "rest"}
 _PARAM_KEYS = {"value", "unit", "doc"}
+_SECTION_KEYS = {"length", "mass"}        # the outer and inner sections of a telescopic segment
 SEGMENT_TYPES = ("rigid", "variable", "telescopic")
 
 
@@ -450,8 +452,8 @@ class _Reader:
         common: dict[str, Any] = {}
         if kind == "telescopic":
             d = self.mapping(sd, sw, _TELE_KEYS, ("name", "length", "outer", "inner"))
-            o = self.mapping(d["outer"], f"{sw}.outer", {"length", "mass"}, ("length", "mass"))
-            n = self.mapping(d["inner"], f"{sw}.inner", {"length", "mass"}, ("length", "mass"))
+            o = self.mapping(d["outer"], f"{sw}.outer", _SECTION_KEYS, ("length", "mass"))
+            n = self.mapping(d["inner"], f"{sw}.inner", _SECTION_KEYS, ("length", "mass"))
             self._variable_options(d, sw, common)
             seg = telescopic(self.string(d["name"], f"{sw}.name"), length=d["length"],
                              outer_length=o["length"], outer_mass=o["mass"],

@@ -1,6 +1,6 @@
 """Spatial models in model files (YAML): reading (``spatial: true``) and writing.
 
-The schema (README.md, "Spatial models in YAML") mirrors the builder API of
+The schema (docs/spatial.md, "Spatial models in YAML"; every key in rodgen.model.fields) mirrors the builder API of
 :mod:`rodgen.model.spatial` key for key:
 
 .. code-block:: yaml

@@ -609,16 +609,23 @@ def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = 
           build_options: Any = None, **options: Any) -> Any:
     """Run a study: one trajectory per point of ``grid`` and/or ``table``, in chunks on Dask workers.
 
+    Parameters
+    ----------
     model : a model file, a rodgen Model or ValidModel, or a built model (``rodgen.build``'s result).
     grid : name -> values (a sequence, ``"start:stop:num"`` or ``"v1,v2,..."``); the points are the outer
-        product, one dimension per name. table : a DataFrame or mapping of columns, one point per row.
-    t_end, dt, method and further ``options`` (rtol, atol, store_every, max_steps, h_max, ...): as for
-        ``simulate_batch``. y0 : the initial state (default: the model's); initial : coordinate (or
-        ``<coordinate>_dot``) -> value, overrides of y0 shared by every point; p : parameter overrides
-        shared by every point; u : constant inputs (nu,) shared; controller : a PD, ComputedTorque or CController.
+        product, one dimension per name.
+    table : a DataFrame or mapping of columns, one point per row.
+    t_end, dt, method : as for ``simulate_batch``; further ``options`` (rtol, atol, store_every, max_steps,
+        h_max, ...) too.
+    y0 : the initial state (default: the model's).
+    initial : coordinate (or ``<coordinate>_dot``) -> value, overrides of y0 shared by every point.
+    p : parameter overrides shared by every point.
+    u : constant inputs (nu,) shared by every point.
+    controller : a PD, ComputedTorque or CController.
     summary : see the module's docstring; ``store="final"`` (with summaries of ``final:`` only) keeps only
         the final states on the workers.
-    chunk : trajectories per task (default 100); threads : threads of each task's ``simulate_batch``.
+    chunk : trajectories per task (default 100).
+    threads : threads of each task's ``simulate_batch``.
     scheduler, workers : see :func:`client_for`.
     output : write the result: ``.zarr`` (an xarray Dataset; trajectories or summaries), ``.csv``
         (summaries), ``.parquet`` (summaries; needs pyarrow).
@@ -626,7 +633,9 @@ def sweep(model: Any, grid: Optional[Mapping[str, Any]] = None, *, table: Any = 
     progress : a progress bar on stderr (default: when stderr is a terminal).
     build_dir, build_method, build_options : where and how the model is built (as ``rodgen.build``).
 
-    Returns an xarray Dataset or a pandas DataFrame (see ``result``); ``attrs`` hold the model's name and
+    Returns
+    -------
+    An xarray Dataset or a pandas DataFrame (see ``result``); ``attrs`` hold the model's name and
     content hash, and the number of failed trajectories (their status codes are in ``status``, 0 = OK).
     """
     from .progress import Progress

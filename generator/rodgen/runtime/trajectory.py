@@ -332,6 +332,8 @@ class MixedProblem:
         ``u(t, y_free) -> (nu,)`` (Python path).
     p : parameters.
 
+    Notes
+    -----
     Bad input (a prescribed name that is not a coordinate, every coordinate
     prescribed, samples of the wrong shape, a ``u`` or ``p`` of the wrong
     length, a free coordinate with dry friction) raises

@@ -41,6 +41,8 @@ class Optimization(str, enum.Enum):
 class BuildOptions:
     """How to compile a model.
 
+    Parameters
+    ----------
     compiler : the C compiler command (default: ``$CC``, else Python's compiler, else ``cc``/``gcc``).
     optimization : ``-O1`` by default. The model's C is long straight-line code, where -O2 adds
         little: the generated forward dynamics and mass matrix of vl_chain(12) ran 3 % faster at -O1,
