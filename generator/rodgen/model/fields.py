@@ -238,9 +238,16 @@ _SPATIAL: tuple[Section, ...] = (
                 "doc": "free text, kept with the model",
                 "spatial": "`true`: marks a spatial model (planar files leave it out)",
                 "gravity": "a 3-vector (default `[0, 0, -9.81]`)",
+                "ground": "the ground plane `n·r = height`: a mapping {normal, height} (default z = 0)",
                 "parameters": "as in a planar file",
                 "links": "required; the list of spatial links (a tree)",
                 "couplings": "dependent coordinate -> expression, as in a planar file",
+            }),
+    Section("spatial.ground", "ground (spatial)", "The ground plane that contacts and compliant ground contacts "
+            "are measured against.", spatial_io._GROUND_KEYS, {
+                "normal": "a 3-vector pointing up, away from the ground, any length but not zero (default "
+                          "`[0, 0, 1]`); " + _EXPR + " each",
+                "height": "the plane's distance from the origin along the unit normal, " + _EXPR + " (default 0)",
             }),
     Section("spatial.link", "links[] (spatial)", "A spatial link: a body frame placed on its parent and moved "
             "by its joint.", spatial_io._LINK_KEYS, {
