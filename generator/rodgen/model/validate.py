@@ -106,6 +106,13 @@ def _typed(ctx: _Ctx, obj: object, cls: type, where: str) -> None:
         raise ctx.err(f"expected a {cls.__name__}, got {type(obj).__name__}", where)
 
 
+def _text(ctx: _Ctx, value: object, where: str) -> str:
+    """A free text field (a model's ``doc``, a parameter's ``unit`` and ``doc``): a string."""
+    if not isinstance(value, str):
+        raise ctx.err(f"expected text (a string), got {type(value).__name__}", where)
+    return value
+
+
 class _TreeLink(Protocol):
     name: str
     parent: Optional[str]
@@ -146,6 +153,7 @@ def _order_links(ctx: _Ctx, model_links: Sequence[_L], names: Mapping[str, _L]) 
 def validate_model(model: Model) -> ValidModel:
     """Check ``model`` and return its :class:`ValidModel`; ``model`` itself is not changed."""
     ctx = _Ctx(model)
+    doc = _text(ctx, model.doc, "doc")
     check_name(model.name, "model name", "name", model.source)
     if model.base not in BASES:
         raise ctx.err(f"base must be one of {', '.join(BASES)}, got {model.base!r}", "base")
@@ -168,7 +176,9 @@ def validate_model(model: Model) -> ValidModel:
         if not is_finite_number(par.value):
             raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
         ctx.params[par.name] = float(par.value)
-        parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
+        pw = f"parameters.{par.name}"
+        unit, pdoc = _text(ctx, par.unit, f"{pw}.unit"), _text(ctx, par.doc, f"{pw}.doc")
+        parameters.append(ValidParameter(par.name, float(par.value), unit, pdoc))
 
     if len(model.gravity) != 2:
         raise ctx.err("gravity must have two components [gx, gy]", "gravity")
@@ -269,7 +279,7 @@ def validate_model(model: Model) -> ValidModel:
     out = ValidModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
                      base=model.base, base_coordinates=(base_coordinates[0], base_coordinates[1]),
                      base_initial=base_initial, ground=ValidGround(*_ground(ctx, model)),
-                     doc=model.doc, source=model.source)
+                     doc=doc, source=model.source)
     couplings = _couplings(ctx, model, out)
     contacts, loops = _constraints(ctx, model, out)
     forces = _forces(ctx, model, out, claim)
