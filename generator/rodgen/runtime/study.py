@@ -275,9 +275,12 @@ def worker_model(ref: ModelRef) -> "CompiledModel":
             return robot
         from ..toolchain import build, load_module
         if ref.path is not None and Path(ref.path).is_file():
-            robot = load_module(ref.path)
+            try:
+                robot = load_module(ref.path)
+            except BuildError:  # damaged or changed since the build (checksum): build it again
+                robot = None
             how = "library"
-            if ref.content_hash is not None and robot.content_hash != ref.content_hash:
+            if robot is not None and ref.content_hash is not None and robot.content_hash != ref.content_hash:
                 robot = None
         if robot is None:
             global build_attempts
