@@ -7,6 +7,7 @@ any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Callable, Optional, Protocol, TypeVar
@@ -128,25 +129,31 @@ def _order_links(ctx: _Ctx, model_links: Sequence[_L], names: Mapping[str, _L]) 
         if lk.parent is not None and lk.parent not in names:
             raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(lk.parent, names)} (links: {', '.join(names)})",
                           f"link {lk.name!r}.parent")
+    acyclic: set[str] = set()     # links whose way to the root is known to end there
     for lk in model_links:
         path = [lk.name]
+        on_path = {lk.name}
         cur = lk
-        while cur.parent is not None:
-            if cur.parent in path:
+        while cur.parent is not None and cur.name not in acyclic:
+            if cur.parent in on_path:
                 cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
                 raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
             path.append(cur.parent)
+            on_path.add(cur.parent)
             cur = names[cur.parent]
+        acyclic.update(path)
+    # the first link in the given order whose parent is placed, again and again (a heap of given positions)
+    children: dict[Optional[str], list[int]] = {}
+    for i, lk in enumerate(model_links):
+        children.setdefault(lk.parent, []).append(i)
     ordered: list[_L] = []
-    placed: set[Optional[str]] = {None}
-    pending = list(model_links)
-    while pending:
-        for lk in pending:
-            if lk.parent in placed:
-                ordered.append(lk)
-                placed.add(lk.name)
-                pending.remove(lk)
-                break
+    ready = list(children.get(None, []))
+    heapq.heapify(ready)
+    while ready:
+        lk = model_links[heapq.heappop(ready)]
+        ordered.append(lk)
+        for i in children.get(lk.name, []):
+            heapq.heappush(ready, i)
     return ordered
 
 
