@@ -236,3 +236,19 @@ def test_free_text_fields_of_the_builder_must_be_strings() -> None:
     m = rodgen.Model("x", doc=["d"])  # type: ignore[arg-type]
     with pytest.raises(ModelError, match=r"doc: expected text \(a string\), got list"):
         m.validate()
+
+
+@pytest.mark.parametrize("value, message", [
+    (10 ** 400, "an integer too large for a double"),
+    (True, "expected a number or an arithmetic expression, got bool True"),
+    ([1], "expected a number or an arithmetic expression, got list [1]"),
+])
+def test_a_telescopic_section_of_any_value_is_a_model_error(value: object, message: str) -> None:
+    """The builder halves a section's length for its centre: a huge integer raised OverflowError there (found
+    by tests/test_fuzz.py); any value that is not a number or an expression now reaches validation, which
+    names the section."""
+    m = rodgen.Model("x")
+    m.link("a").telescopic("t", length=1.0, outer_length=value, outer_mass=1.0, inner_length=0.5, inner_mass=1.0)
+    with pytest.raises(ModelError) as info:
+        m.validate()
+    assert str(info.value) == f"link 'a', segment 't'.rods[0].length: {message}"
