@@ -252,3 +252,11 @@ def test_a_telescopic_section_of_any_value_is_a_model_error(value: object, messa
     with pytest.raises(ModelError) as info:
         m.validate()
     assert str(info.value) == f"link 'a', segment 't'.rods[0].length: {message}"
+
+
+def test_gravity_of_the_builder_that_is_not_a_pair_is_a_model_error() -> None:
+    """Found by tests/test_fuzz.py: gravity=None gave a raw TypeError (len of None) in validation."""
+    m = rodgen.Model("x", gravity=None)  # type: ignore[arg-type]
+    m.link("a").rigid("s", 1.0, masses=[rodgen.model.core.PointMass(1.0, 1.0)])
+    with pytest.raises(ModelError, match=r"^gravity: gravity must have two components \[gx, gy\], got NoneType$"):
+        m.validate()

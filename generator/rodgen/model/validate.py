@@ -187,8 +187,10 @@ def validate_model(model: Model) -> ValidModel:
         unit, pdoc = _text(ctx, par.unit, f"{pw}.unit"), _text(ctx, par.doc, f"{pw}.doc")
         parameters.append(ValidParameter(par.name, float(par.value), unit, pdoc))
 
-    if len(model.gravity) != 2:
-        raise ctx.err("gravity must have two components [gx, gy]", "gravity")
+    if not isinstance(model.gravity, (tuple, list)) or len(model.gravity) != 2:
+        raise ctx.err(f"gravity must have two components [gx, gy], got {type(model.gravity).__name__}"
+                      if not isinstance(model.gravity, (tuple, list)) else
+                      "gravity must have two components [gx, gy]", "gravity")
     gravity = (ctx.expr(model.gravity[0], "gravity[0]"), ctx.expr(model.gravity[1], "gravity[1]"))
 
     base_coordinates = tuple(model.base_coordinates)
