@@ -111,6 +111,58 @@ def test_summaries_and_controller_gains_equal_the_loop(client: Client, robot: An
     np.testing.assert_allclose(back["final_th_lower"], df["final_th_lower"], rtol=1e-15)
 
 
+def _kinds(names: study.Names, points: study.Points, controller: Any) -> dict[str, tuple[str, int]]:
+    return {nm: names.kind(nm, controller) for nm in points.columns}
+
+
+def test_a_gain_study_is_cut_into_chunks_of_the_chunk_size() -> None:
+    """The README's study (9 values of kp by 17 masses, 153 points) is 2 tasks of at most 100 points, as a
+    study of parameters alone; only kp swept, 10 points are one task; each chunk keeps a gain's points
+    together (a run per gain) and every point is in exactly one chunk, with its own gain."""
+    names = study.Names(("m_torso", "g"), ("q0", "q1"), ("tau0", "tau1"))
+    info = {"parameters": {"m_torso": 80.0, "g": 9.81}, "y0": [0.1, 0.2, 0.0, 0.0]}
+    hold = PD(Reference.hold([0.0, 0.0]), kp=2e4, kd=100.0)
+    for grid, tasks in (({"kp": "5000:100000:9", "m_torso": "40:120:17"}, 2), ({"kp": "100:1000:10"}, 1),
+                        ({"m_torso": "40:120:17", "kp": [1e3, 2e3]}, 1)):
+        points = study.make_points(grid, None)
+        jobs = study._chunks(points, _kinds(names, points, hold), names, info, None, None, None, None, hold, 100)
+        assert len(jobs) == tasks, grid
+        index = np.concatenate([j.index for j in jobs])
+        np.testing.assert_array_equal(np.sort(index), np.arange(points.size))
+        kps = np.unique(points.columns["kp"])
+        for j in jobs:
+            assert len(j.index) <= 100 and sum(n for _, n in j.laws) == len(j.index)
+            assert len(j.laws) <= len(kps)
+            start = 0
+            for law, n in j.laws:
+                np.testing.assert_array_equal(j.points["kp"][start:start + n], law.kp)
+                assert law.kd == 100.0 and law.reference is hold.reference
+                start += n
+            np.testing.assert_array_equal(j.p[:, 0], points.columns.get("m_torso", np.full(points.size, 80.0))[
+                j.index])
+
+
+def test_a_study_of_kp_alone_equals_the_loop(client: Client, robot: Any) -> None:
+    """Chunks holding several gains (one simulate_batch each, results joined) give what simulate gives,
+    bit for bit, trajectories and summaries alike."""
+    hold = PD(Reference.hold(robot.initial_state()[:2] + 0.2), kp=20.0, kd=4.0)
+    kps = [5.0, 10.0, 20.0, 40.0, 80.0]
+    ds = rodgen.sweep(robot, {"kp": kps}, t_end=0.3, dt=1e-2, controller=hold, chunk=3, scheduler=client)
+    pts = [{"kp": k} for k in kps]
+    refs = _loop(robot, pts, 0.3, 1e-2, hold)
+    for pt, ref in zip(pts, refs):
+        np.testing.assert_array_equal(ds.sel(pt).q.values, ref.q)
+        np.testing.assert_array_equal(ds.sel(pt).u.values, ref.u)
+    df = rodgen.sweep(robot, {"kp": kps, "m2": [0.7, 0.9]}, t_end=0.3, dt=1e-2, controller=hold, chunk=4,
+                      summary=["final:th_lower", "max_abs:u"], scheduler=client)
+    pts = [{"kp": k, "m2": m} for k in kps for m in (0.7, 0.9)]
+    for i, (pt, ref) in enumerate(zip(pts, _loop(robot, pts, 0.3, 1e-2, hold))):
+        row = df.iloc[i]
+        assert (row["kp"], row["m2"]) == (pt["kp"], pt["m2"])
+        assert row["final_th_lower"] == ref.q[-1, 1]
+        assert row["max_abs_u[tau_upper]"] == np.max(np.abs(ref.u[:, 0]))
+
+
 def _final_lower(res: Any) -> np.ndarray:
     return res.q[np.arange(len(res)), res.rows - 1, 1]
 

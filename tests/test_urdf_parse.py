@@ -272,3 +272,53 @@ def test_errors_of_the_spatial_model_name_the_urdf_element(tmp_path: Path) -> No
         rodgen.from_urdf(path)
     assert info.value.where == "line 3, link 'arm', <inertial>"
     assert "triangle inequality" in info.value.detail
+
+
+def chain_urdf(n: int) -> str:
+    """A serial chain of ``n`` revolute links (axes x, y, z in turn), each with its own mass and inertia."""
+    out = ['<robot name="chain">', '<link name="base"/>']
+    for i in range(n):
+        out.append(f'<link name="l{i}"><inertial><origin xyz="0.01 0 0.05" rpy="0 0 0"/>'
+                   f'<mass value="{1.0 + 0.01 * i}"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" '
+                   f'izz="0.005"/></inertial></link>')
+        axis = ("1 0 0", "0 1 0", "0 0 1")[i % 3]
+        out.append(f'<joint name="j{i}" type="revolute"><parent link="{"base" if i == 0 else f"l{i - 1}"}"/>'
+                   f'<child link="l{i}"/><origin xyz="0 0 0.1" rpy="0 0 0.1"/><axis xyz="{axis}"/>'
+                   f'<limit lower="-2" upper="2" effort="10" velocity="1"/></joint>')
+    return "\n".join(out + ["</robot>"])
+
+
+def test_a_robot_of_400_links_loads_in_seconds(tmp_path: Path) -> None:
+    """400 links loaded (read, checked: the numeric mass matrix at four configurations, mapped, validated)
+    well within a guard of 20 s (it took 75 s when the check solved an eigenproblem per leading block); the
+    reader's mass matrix of the chain is Pinocchio's crba. benchmarks/bench_urdf_load.py measures the growth."""
+    import time
+
+    import rodgen
+    path = tmp_path / "chain.urdf"
+    path.write_text(chain_urdf(400))
+    start = time.perf_counter()
+    model = rodgen.from_urdf(path)
+    seconds = time.perf_counter() - start
+    assert len(model.validate().coordinates()) == 400
+    assert seconds < 20.0, f"loading 400 links took {seconds:.1f} s"
+    robot = read_urdf(path, check=False)
+    pm = pin.buildModelFromXML(path.read_text())
+    q = np.random.default_rng(3).uniform(-2, 2, 400)
+    M = pin.crba(pm, pm.createData(), q)
+    M = np.triu(M) + np.triu(M, 1).T
+    np.testing.assert_allclose(robot.mass_matrix(q), M, rtol=1e-10, atol=1e-10 * np.abs(M).max())
+
+
+def test_a_joint_that_moves_no_inertia_is_named_in_a_long_chain(tmp_path: Path) -> None:
+    """The singular check finds the first coordinate whose pivot vanishes: a joint about the axis of a
+    massless tip that carries only a point on its axis, deep in a chain of 60 links."""
+    text = chain_urdf(60).replace("</robot>", "")
+    text += ('<link name="tip"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="1"/><inertia ixx="0" '
+             'ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>'
+             '<joint name="spin" type="continuous"><parent link="l59"/><child link="tip"/>'
+             '<origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint></robot>')
+    path = tmp_path / "chain.urdf"
+    path.write_text(text)
+    with pytest.raises(ModelError, match="joint 'spin' moves no inertia"):
+        read_urdf(path)

@@ -211,12 +211,22 @@ def telescopic(name: str, *, length: Value, outer_length: Value, outer_mass: Val
 _TELESCOPIC_OPTIONS = ("coordinate", "force", "actuated", "spring", "damping", "limits", "masses", "friction")
 
 
-def _half(v: Value) -> Value:
-    return v / 2 if isinstance(v, (int, float)) else f"({v})/2"
+def _half(v: Value, sign: str = "") -> Value:
+    """Half of a section's length (``sign`` "-": minus half): a number for a number, an expression for an
+    expression; any other value (a bool, a list, an integer beyond a double) is handed on as it is, for
+    validation to refuse at the section's length."""
+    if isinstance(v, str):
+        return f"{sign}({v})/2"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    try:
+        return -v / 2 if sign else v / 2
+    except OverflowError:
+        return v
 
 
 def _neg_half(v: Value) -> Value:
-    return -v / 2 if isinstance(v, (int, float)) else f"-({v})/2"
+    return _half(v, "-")
 
 
 @dataclass

@@ -111,6 +111,54 @@ def _construct_sequence(loader: _StrictLoader, node: yaml.SequenceNode, deep: bo
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
+#: Most values (scalars, lists, mappings) a model file may hold once its aliases (``*name``) are expanded:
+#: far above any real model (the largest example holds a few hundred), far below what exhausts memory (nine
+#: nested aliases of nine items each stand for 9**9 values in a file of a few hundred bytes).
+MAX_VALUES = 100_000
+
+
+def _expanded_size(root: yaml.Node, src: str) -> int:
+    """The number of values the document ``root`` holds with every alias expanded; raises ModelError when it
+    exceeds MAX_VALUES or an alias stands inside its own anchor (a structure that contains itself)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ModelError("an alias (*name) stands inside the value of its own anchor (&name): a value "
+                             "that contains itself", source=src, where=f"line {node.start_mark.line + 1}")
+        open_nodes.add(key)
+        n = 1
+        if isinstance(node, yaml.SequenceNode):
+            n += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            n += sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        if n > MAX_VALUES:
+            raise ModelError(f"the file holds more than {MAX_VALUES} values once its aliases (*name) are expanded "
+                             f"(nested aliases that multiply); write the values out or use fewer aliases",
+                             source=src, where=f"line {node.start_mark.line + 1}")
+        sizes[key] = n
+        return n
+
+    return size(root)
+
+
+def _read_yaml(text: str, src: str) -> Any:
+    """The document of ``text``: composed, checked for alias expansion (:data:`MAX_VALUES`), constructed."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, src)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
 
 def load(path: PathLike) -> Any:
     """Load and validate a model file: YAML (a planar :class:`Model`, or a
@@ -128,7 +176,9 @@ def load(path: PathLike) -> Any:
     except UnicodeDecodeError as exc:
         raise ModelError(f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})", source=src) from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = _read_yaml(text, src)
+    except ModelError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
@@ -227,6 +277,15 @@ class _Reader:
             raise self.err(f"expected a name (string), got {type(obj).__name__} {obj!r}", where)
         return obj
 
+    def text(self, obj: Any, where: str) -> str:
+        """A free text (``doc``, a parameter's ``unit``): a string; null or absent is empty."""
+        if obj is None:
+            return ""
+        if not isinstance(obj, str):
+            raise self.err(f"expected text (a string), got {type(obj).__name__}; quote it (\"...\") if it is "
+                           f"meant as text", where)
+        return obj
+
     def boolean(self, obj: Any, where: str) -> bool:
         if not isinstance(obj, bool):
             raise self.err(f"expected true or false, got {obj!r}", where)
@@ -234,8 +293,10 @@ class _Reader:
 
     def model(self, data: Any) -> Model:
         d = self.mapping(data, "model", _MODEL_KEYS, ("name", "links"))
+        for key, line in getattr(d, "lines", {}).items():     # top-level fields are named by their key
+            self.lines.setdefault(str(key), line)
         model = Model(name=self.string(d["name"], "name"), source=self.src)
-        model.doc = str(d.get("doc", "") or "")
+        model.doc = self.text(d.get("doc"), "doc")
         if "base" in d:
             model.base = self.string(d["base"], "base")
         if "base_coordinates" in d:
@@ -297,7 +358,8 @@ class _Reader:
             where = f"parameters.{name}"
             if isinstance(spec, dict):
                 s = self.mapping(spec, where, _PARAM_KEYS, ("value",))
-                value, unit, doc = s["value"], str(s.get("unit", "")), str(s.get("doc", ""))
+                value, unit, doc = s["value"], self.text(s.get("unit"), f"{where}.unit"), \
+                    self.text(s.get("doc"), f"{where}.doc")
             else:
                 value, unit, doc = spec, "", ""
             if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -76,7 +76,7 @@ class _SpatialReader(_Reader):
         if d.get("spatial") is not True:
             raise self.err(f"expected 'spatial: true', got {d.get('spatial')!r}", "spatial")
         model = SpatialModel(name=self.string(d["name"], "name"), source=self.src)
-        model.doc = str(d.get("doc", "") or "")
+        model.doc = self.text(d.get("doc"), "doc")
         if "gravity" in d:
             model.gravity = self.triple(d["gravity"], "gravity")
         if "ground" in d:

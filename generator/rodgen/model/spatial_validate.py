@@ -33,7 +33,7 @@ from .spatial import (
 )
 from .suggest import did_you_mean
 from .valid import ValidParameter, ValidSegment
-from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _typed, validate_segment
+from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _text, _typed, validate_segment
 
 
 def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:
@@ -159,6 +159,7 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
 def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
     """Check ``model`` and return its :class:`ValidSpatialModel`; ``model`` itself is not changed."""
     ctx = _Ctx(model)  # type: ignore[arg-type]
+    doc = _text(ctx, model.doc, "doc")
     if not isinstance(model, SpatialModel):
         raise TypeError(f"expected a SpatialModel, got {type(model).__name__}")
     check_name(model.name, "model name", "name", model.source)
@@ -178,7 +179,9 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         if not is_finite_number(par.value):
             raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
         ctx.params[par.name] = float(par.value)
-        parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
+        pw = f"parameters.{par.name}"
+        unit, pdoc = _text(ctx, par.unit, f"{pw}.unit"), _text(ctx, par.doc, f"{pw}.doc")
+        parameters.append(ValidParameter(par.name, float(par.value), unit, pdoc))
     gravity = _vec3(ctx, model.gravity, "gravity")
     _typed(ctx, model.ground, SpatialGround, "ground")
     ground = ValidSpatialGround(_vec3(ctx, model.ground.normal, "ground.normal", nonzero=True),
@@ -260,7 +263,7 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
                           f"{up.name!r}: {', '.join(sorted(valid))})", f"link {lk.name!r}.at")
 
     out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
-                            doc=model.doc, source=model.source, ground=ground)
+                            doc=doc, source=model.source, ground=ground)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
     _check_masses(ctx, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,

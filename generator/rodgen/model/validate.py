@@ -7,6 +7,7 @@ any), the place (link, segment, field) and what was expected.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Callable, Optional, Protocol, TypeVar
@@ -106,6 +107,13 @@ def _typed(ctx: _Ctx, obj: object, cls: type, where: str) -> None:
         raise ctx.err(f"expected a {cls.__name__}, got {type(obj).__name__}", where)
 
 
+def _text(ctx: _Ctx, value: object, where: str) -> str:
+    """A free text field (a model's ``doc``, a parameter's ``unit`` and ``doc``): a string."""
+    if not isinstance(value, str):
+        raise ctx.err(f"expected text (a string), got {type(value).__name__}", where)
+    return value
+
+
 class _TreeLink(Protocol):
     name: str
     parent: Optional[str]
@@ -121,31 +129,38 @@ def _order_links(ctx: _Ctx, model_links: Sequence[_L], names: Mapping[str, _L]) 
         if lk.parent is not None and lk.parent not in names:
             raise ctx.err(f"unknown parent {lk.parent!r}{did_you_mean(lk.parent, names)} (links: {', '.join(names)})",
                           f"link {lk.name!r}.parent")
+    acyclic: set[str] = set()     # links whose way to the root is known to end there
     for lk in model_links:
         path = [lk.name]
+        on_path = {lk.name}
         cur = lk
-        while cur.parent is not None:
-            if cur.parent in path:
+        while cur.parent is not None and cur.name not in acyclic:
+            if cur.parent in on_path:
                 cycle = " -> ".join(path[path.index(cur.parent):] + [cur.parent])
                 raise ctx.err(f"links form a cycle: {cycle}", f"link {lk.name!r}.parent")
             path.append(cur.parent)
+            on_path.add(cur.parent)
             cur = names[cur.parent]
+        acyclic.update(path)
+    # the first link in the given order whose parent is placed, again and again (a heap of given positions)
+    children: dict[Optional[str], list[int]] = {}
+    for i, lk in enumerate(model_links):
+        children.setdefault(lk.parent, []).append(i)
     ordered: list[_L] = []
-    placed: set[Optional[str]] = {None}
-    pending = list(model_links)
-    while pending:
-        for lk in pending:
-            if lk.parent in placed:
-                ordered.append(lk)
-                placed.add(lk.name)
-                pending.remove(lk)
-                break
+    ready = list(children.get(None, []))
+    heapq.heapify(ready)
+    while ready:
+        lk = model_links[heapq.heappop(ready)]
+        ordered.append(lk)
+        for i in children.get(lk.name, []):
+            heapq.heappush(ready, i)
     return ordered
 
 
 def validate_model(model: Model) -> ValidModel:
     """Check ``model`` and return its :class:`ValidModel`; ``model`` itself is not changed."""
     ctx = _Ctx(model)
+    doc = _text(ctx, model.doc, "doc")
     check_name(model.name, "model name", "name", model.source)
     if model.base not in BASES:
         raise ctx.err(f"base must be one of {', '.join(BASES)}, got {model.base!r}", "base")
@@ -168,10 +183,14 @@ def validate_model(model: Model) -> ValidModel:
         if not is_finite_number(par.value):
             raise ctx.err(f"value must be a finite number, got {par.value!r}", f"parameters.{par.name}")
         ctx.params[par.name] = float(par.value)
-        parameters.append(ValidParameter(par.name, float(par.value), par.unit, par.doc))
+        pw = f"parameters.{par.name}"
+        unit, pdoc = _text(ctx, par.unit, f"{pw}.unit"), _text(ctx, par.doc, f"{pw}.doc")
+        parameters.append(ValidParameter(par.name, float(par.value), unit, pdoc))
 
-    if len(model.gravity) != 2:
-        raise ctx.err("gravity must have two components [gx, gy]", "gravity")
+    if not isinstance(model.gravity, (tuple, list)) or len(model.gravity) != 2:
+        raise ctx.err(f"gravity must have two components [gx, gy], got {type(model.gravity).__name__}"
+                      if not isinstance(model.gravity, (tuple, list)) else
+                      "gravity must have two components [gx, gy]", "gravity")
     gravity = (ctx.expr(model.gravity[0], "gravity[0]"), ctx.expr(model.gravity[1], "gravity[1]"))
 
     base_coordinates = tuple(model.base_coordinates)
@@ -269,7 +288,7 @@ def validate_model(model: Model) -> ValidModel:
     out = ValidModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
                      base=model.base, base_coordinates=(base_coordinates[0], base_coordinates[1]),
                      base_initial=base_initial, ground=ValidGround(*_ground(ctx, model)),
-                     doc=model.doc, source=model.source)
+                     doc=doc, source=model.source)
     couplings = _couplings(ctx, model, out)
     contacts, loops = _constraints(ctx, model, out)
     forces = _forces(ctx, model, out, claim)

@@ -115,6 +115,7 @@ class CController:
         self.params = _vector(params, "params")
         self.state = _vector(state, "state")
         where = self.source or self.library
+        cache.verify_library(self.library)
         try:
             lib = cache.open_library(self.library)
         except OSError as exc:

@@ -15,8 +15,9 @@ both: every table row with every grid point). A name of a point is
 * ``kp`` or ``kd``: the gains of the ``controller`` (a PD or ComputedTorque, one gain for every input
   or coordinate).
 
-The points are cut into chunks of ``chunk`` trajectories (points with different controller gains never
-share a chunk); each chunk is one task, one ``simulate_batch`` on a Dask worker. Without ``summary``
+The points are cut into chunks of ``chunk`` trajectories; each chunk is one task on a Dask worker, one
+``simulate_batch`` (or, when the study varies controller gains, one per distinct gain in the chunk, the
+points of a gain kept together). Without ``summary``
 the trajectories come back (RK4 only: one time grid) as an xarray Dataset with one dimension per grid
 name (its values as coordinates) or ``point`` for a table. With ``summary`` only the summaries travel
 and the result is a pandas DataFrame, one row per point (the point's values, ``status``, then the
@@ -275,9 +276,12 @@ def worker_model(ref: ModelRef) -> "CompiledModel":
             return robot
         from ..toolchain import build, load_module
         if ref.path is not None and Path(ref.path).is_file():
-            robot = load_module(ref.path)
+            try:
+                robot = load_module(ref.path)
+            except BuildError:  # damaged or changed since the build (checksum): build it again
+                robot = None
             how = "library"
-            if ref.content_hash is not None and robot.content_hash != ref.content_hash:
+            if robot is not None and ref.content_hash is not None and robot.content_hash != ref.content_hash:
                 robot = None
         if robot is None:
             global build_attempts
@@ -450,7 +454,9 @@ class Chunk:
     p: np.ndarray
     y0: np.ndarray
     u: Any              # (n, nu) inputs, a shared (nu,) row, a CController or None
-    controller: Any
+    #: the controller of each run of consecutive points: (controller, number of points); one run unless the
+    #: study varies controller gains and the chunk holds points of several gains
+    laws: tuple[tuple[Any, int], ...]
     points: dict[str, np.ndarray]
 
 
@@ -493,8 +499,14 @@ def run_chunk(ref: ModelRef, plan: Plan, job: Chunk) -> dict[str, Any]:
     summaries = _load_summaries(plan.summaries)
     store = "final" if summaries and plan.options.get("store") == "final" else "all"
     opts = {k: v for k, v in plan.options.items() if k != "store"}
-    res = robot.simulate_batch(job.y0, plan.t_end, plan.dt, p=job.p, u=job.u, controller=job.controller,
-                               store=store, threads=plan.threads, **opts)
+    parts, start = [], 0
+    for law, count in job.laws:  # one simulate_batch per controller (per gains) of the chunk
+        rows = slice(start, start + count)
+        uj = job.u[rows] if isinstance(job.u, np.ndarray) and job.u.ndim == 2 else job.u
+        parts.append(robot.simulate_batch(job.y0[rows], plan.t_end, plan.dt, p=job.p[rows], u=uj, controller=law,
+                                          store=store, threads=plan.threads, **opts))
+        start += count
+    res = parts[0] if len(parts) == 1 else _concat(parts)
     res.extra["points"] = job.points
     res.extra["index"] = job.index
     out: dict[str, Any] = {"number": job.number, "index": job.index, "codes": np.asarray(res.codes),
@@ -528,6 +540,23 @@ def run_chunk(ref: ModelRef, plan: Plan, job: Chunk) -> dict[str, Any]:
         out["t"] = np.asarray(res.t[int(np.argmax(res.rows)), :r])
         out["q"], out["qd"], out["u"] = res.q[:, :r], res.qd[:, :r], res.u[:, :r]
     return out
+
+
+def _concat(parts: Sequence[Any]) -> Any:
+    """One BatchResult of the batches ``parts`` (same options, hence the same rows per trajectory), in order."""
+    first = parts[0]
+    messages: list[str] = []
+    offset = 0
+    for part in parts:
+        for m in part.messages:
+            head, _, rest = m.partition(" stopped at ")
+            if rest and head.startswith("trajectory ") and head[11:].isdigit():
+                m = f"trajectory {int(head[11:]) + offset} stopped at {rest}"
+            messages.append(m)
+        offset += len(part)
+    arrays = {k: np.concatenate([getattr(p, k) for p in parts])
+              for k in ("t", "q", "qd", "u", "rows", "status", "codes", "steps", "evaluations")}
+    return dataclasses.replace(first, messages=messages, extra={}, **arrays)
 
 
 def _label(fn: Any) -> str:
@@ -719,7 +748,8 @@ def _raise_task(exc: BaseException, job: Chunk) -> None:
 def _chunks(points: Points, kinds: dict[str, tuple[str, int]], names: Names, info: dict[str, Any], y0: Any,
             initial: Optional[Mapping[str, float]], p: Optional[Mapping[str, float]], u: Any, controller: Any,
             size: int) -> list[Chunk]:
-    """The tasks: the points' stacked arguments, cut into chunks (points with different gains apart)."""
+    """The tasks: the points' stacked arguments, cut into chunks of ``size`` points (sorted by gains, so a
+    chunk holds few runs of one gain each)."""
     n = points.size
     nq, nu = len(names.coordinates), len(names.inputs)
     pbase = np.array([info["parameters"][k] for k in names.parameters], dtype=float)
@@ -764,26 +794,30 @@ def _chunks(points: Points, kinds: dict[str, tuple[str, int]], names: Names, inf
         else:
             gains[:, i] = col
     if any(k == "gain" for k, _ in kinds.values()):
-        keys, group = np.unique(gains, axis=0, return_inverse=True)
+        # a gain the study leaves alone is NaN (the controller's own); NaN never equals NaN, so group on -inf
+        keys, group = np.unique(np.where(np.isnan(gains), -np.inf, gains), axis=0, return_inverse=True)
         group = np.asarray(group).reshape(-1)
-        order = [np.flatnonzero(group == g) for g in range(len(keys))]
         laws = []
         for kp, kd in keys:
             change = {}
-            if not np.isnan(kp):
+            if np.isfinite(kp):
                 change["kp"] = float(kp)
-            if not np.isnan(kd):
+            if np.isfinite(kd):
                 change["kd"] = float(kd)
             laws.append(dataclasses.replace(controller, **change))
+        order = np.argsort(group, kind="stable")  # the points of one gain next to each other
     else:
-        order, laws = [np.arange(n)], [controller]
+        group, laws, order = np.zeros(n, dtype=int), [controller], np.arange(n)
     jobs: list[Chunk] = []
-    for idx, law in zip(order, laws):
-        for s in range(0, len(idx), size):
-            ix = idx[s:s + size]
-            uj = U[ix] if U is not None else u if (u is None or isinstance(u, CController)) else \
-                np.asarray(u, dtype=float)
-            jobs.append(Chunk(len(jobs), ix, P[ix], Y[ix], uj, law, {k: v[ix] for k, v in points.columns.items()}))
+    # chunks of `size` points whatever the gains: a chunk runs one simulate_batch per gain it holds
+    for s in range(0, n, size):
+        ix = order[s:s + size]
+        g = group[ix]
+        cuts = [0] + [int(i) + 1 for i in np.flatnonzero(g[1:] != g[:-1])] + [len(ix)]
+        runs = tuple((laws[int(g[a])], b - a) for a, b in zip(cuts[:-1], cuts[1:]))
+        uj = U[ix] if U is not None else u if (u is None or isinstance(u, CController)) else \
+            np.asarray(u, dtype=float)
+        jobs.append(Chunk(len(jobs), ix, P[ix], Y[ix], uj, runs, {k: v[ix] for k, v in points.columns.items()}))
     return jobs
 
 

@@ -7,8 +7,17 @@ import sympy as sp
 
 from ..model.expr import Expression, fold
 
+
+def _atan2(y: sp.Expr, x: sp.Expr) -> sp.Expr:
+    """atan2 as the model stage (Python's math) and C evaluate it: atan2(0, 0) = 0, where SymPy gives nan
+    (and a raw TypeError once that nan is an argument of another atan2)."""
+    if y == 0 and x == 0:
+        return sp.Integer(0)
+    return sp.atan2(y, x)
+
+
 _FUNCS = {"sqrt": sp.sqrt, "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
-          "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2, "abs": sp.Abs}
+          "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": _atan2, "abs": sp.Abs}
 
 
 def to_sympy(expr: Expression, symbols: Mapping[str, sp.Symbol]) -> sp.Expr:

@@ -73,40 +73,28 @@ def compile_files(files: GeneratedFiles, *, build_dir: Union[str, Path, None] = 
     spec = files.spec
     digest = build_key(files, options)
     key = f"{spec.prefix}-{digest[:12]}"
-    final = root / key
     lib_file = library_name(spec.prefix)
-    if cache.complete(final, lib_file):
-        return final / lib_file
-    root.mkdir(parents=True, exist_ok=True)
-    with cache.locked(root, key):
-        if cache.complete(final, lib_file):  # another process built it while we waited
-            return final / lib_file
-        cache.clear_stale(root, key)
-        tmp = cache.new_temp_folder(root, key)
+
+    def make(tmp: Path) -> dict[str, object]:
         start = time.perf_counter()
-        try:
-            files.write(tmp)
-            sources = [spec.source] + [s for s in MODEL_RUNTIME_SOURCES if s in files.files]
-            compile_model(tmp, sources=sources, library=lib_file, options=options, macro=spec.macro,
-                          groups=spec.compile_groups())
-        except BuildError as exc:
-            failed = cache.keep_failed(tmp, root, key)
-            exc.folder = str(failed)
-            raise BuildError(f"building the model {spec.name!r} failed (see {failed / 'build.log'})",
-                             command=exc.command, returncode=exc.returncode, log=exc.log,
-                             folder=str(failed)) from None
-        except BaseException:
-            cache.keep_failed(tmp, root, key)
-            raise
-        manifest = {
+        files.write(tmp)
+        sources = [spec.source] + [s for s in MODEL_RUNTIME_SOURCES if s in files.files]
+        compile_model(tmp, sources=sources, library=lib_file, options=options, macro=spec.macro,
+                      groups=spec.compile_groups())
+        return {
             "model": spec.name, "content_hash": spec.content_hash, "build_hash": digest,
             "rodgen": spec.version, "method": spec.method, "library": lib_file, "prefix": spec.prefix,
             "files": sorted(files.files), "cflags": model_cflags(options),
             "compiler": " ".join(find_compiler(options.compiler)),
             "compile_seconds": round(time.perf_counter() - start, 3),
         }
-        cache.publish(tmp, final, manifest)
-    return final / lib_file
+
+    def failure(exc: BuildError, failed: Path) -> BuildError:
+        return BuildError(f"building the model {spec.name!r} failed (see {failed / 'build.log'})",
+                          command=exc.command, returncode=exc.returncode, log=exc.log, folder=str(failed))
+
+    return cache.build_folder(root, key, lib_file, make, failure,
+                              advice="choose a writable build_dir= (or $RODGEN_CACHE_DIR) with free space")
 
 
 def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = True) -> tuple[CodegenOptions, bool]:
@@ -210,6 +198,9 @@ def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations
 def load_module(path: Union[str, Path]) -> "CompiledModel":
     """Load a model's shared library built before (``<build_dir>/<model>-<hash>/lib<model>.so``).
 
+    A library with its build's manifest beside it must have the SHA-256 the manifest records (BuildError
+    otherwise: the file was changed or damaged after the build).
+
     The library is opened once per process (``ctypes``); its table ``<prefix>_model()`` is bound by
     the runtime extension (built into the user cache on first use).
     """
@@ -221,6 +212,7 @@ def load_module(path: Union[str, Path]) -> "CompiledModel":
     if not (name.startswith("lib") and name.endswith(library_suffix())):
         raise BuildError(f"{path} is not a model library (expected lib<model>{library_suffix()})")
     prefix = name[3:-len(library_suffix())]
+    cache.verify_library(path)
     try:
         lib = cache.open_library(path)
     except OSError as exc:

@@ -5,11 +5,23 @@ a temporary sibling (``.tmp-<model>-<hash12>-*``) that is renamed into place
 at the end. A lock file per model and hash (``.locks/<model>-<hash12>.lock``,
 held with ``filelock`` on every platform) makes concurrent builds of the same
 model from several processes compile once; the others wait and reuse the result.
+
+The manifest of a build (``rodgen-build.json``) records the SHA-256 of the
+library it made (``"sha256": {"<file>": "<hex>"}``); a folder counts as a
+finished build only while its library still has that checksum
+(:func:`complete`), so a truncated, emptied or changed library is built again
+instead of loaded, and :func:`verify_library` refuses to load one.
+
+A build that cannot write (a read-only folder, a full disk) raises BuildError
+naming the folder and the cause, and leaves no temporary folder behind; a build
+whose compiler failed keeps its sources and log in ``.failed-<key>`` (without
+objects and libraries) until the next attempt of the same build.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -21,7 +33,7 @@ import tempfile
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from filelock import FileLock
 
@@ -96,9 +108,56 @@ def locked(build_dir: Path, key: str) -> Iterator[None]:
             yield
 
 
+def checksum(path: Union[str, Path]) -> str:
+    """SHA-256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def recorded_checksum(folder: Path, file: str) -> Optional[str]:
+    """The SHA-256 the manifest of ``folder`` records for ``file``; None without a manifest or a record."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sums = manifest.get("sha256") if isinstance(manifest, dict) else None
+    value = sums.get(file) if isinstance(sums, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def complete(folder: Path, module_file: str) -> bool:
-    """Whether ``folder`` holds a finished build (its manifest and module)."""
-    return (folder / MANIFEST).is_file() and (folder / module_file).is_file()
+    """Whether ``folder`` holds a finished build: its manifest, and its module with the checksum the manifest
+    records (a library truncated, emptied or changed after the build is not a finished build)."""
+    expected = recorded_checksum(folder, module_file)
+    if expected is None:
+        return False
+    try:
+        return checksum(folder / module_file) == expected
+    except OSError:
+        return False
+
+
+def verify_library(path: Union[str, Path]) -> None:
+    """Raise BuildError when the manifest beside the library ``path`` records another SHA-256 than the file
+    has (a library with no manifest beside it, copied out of the cache, is not checked)."""
+    path = Path(path)
+    if not (path.parent / MANIFEST).is_file():
+        return
+    expected = recorded_checksum(path.parent, path.name)
+    try:
+        actual = checksum(path)
+    except OSError as exc:
+        raise BuildError(f"cannot read the compiled library {path}: {exc.strerror or exc}",
+                         folder=str(path.parent)) from None
+    if actual != expected:
+        what = "records no checksum for it" if expected is None else \
+            f"records SHA-256 {expected[:16]}..., the file has {actual[:16]}..."
+        raise BuildError(f"the compiled library {path} is not the one that was built (its manifest {MANIFEST} "
+                         f"{what}): the file was changed or damaged; remove its folder and build again",
+                         folder=str(path.parent))
 
 
 def new_temp_folder(build_dir: Path, key: str) -> Path:
@@ -112,15 +171,19 @@ def new_temp_folder(build_dir: Path, key: str) -> Path:
 
 
 def clear_stale(build_dir: Path, key: str) -> None:
-    """Remove temporary folders of ``key`` left by interrupted builds (call with the lock held)."""
+    """Remove what earlier attempts of ``key`` left (temporary folders of interrupted builds, the folder of a
+    failed one) before a new attempt (call with the lock held): on a full disk the retry needs their space."""
     for d in build_dir.glob(f".tmp-{key}-*"):
         shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(build_dir / f".failed-{key}", ignore_errors=True)
 
 
-def publish(tmp: Path, final: Path, manifest: dict[str, object]) -> None:
-    """Write the manifest into ``tmp`` and rename it to ``final`` (call with the lock held)."""
+def publish(tmp: Path, final: Path, manifest: dict[str, object], module_file: str) -> None:
+    """Record the SHA-256 of ``module_file`` in the manifest, write it into ``tmp`` and rename ``tmp`` to
+    ``final`` (call with the lock held)."""
+    manifest = dict(manifest, sha256={module_file: checksum(tmp / module_file)})
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    if final.exists():  # an incomplete folder (e.g. a module deleted by hand): move it out of the way
+    if final.exists():  # an incomplete or damaged folder: move it out of the way
         stale = final.with_name(f".stale-{final.name}")
         shutil.rmtree(stale, ignore_errors=True)
         os.rename(final, stale)
@@ -128,8 +191,17 @@ def publish(tmp: Path, final: Path, manifest: dict[str, object]) -> None:
     os.rename(tmp, final)
 
 
+#: Files of a failed build that are removed from ``.failed-<key>``: objects and libraries (the bulk of it).
+_BULKY = ("*.o", "*.obj", "*.so", "*.dylib", "*.dll", "*.pyd")
+
+
 def keep_failed(tmp: Path, build_dir: Path, key: str) -> Path:
-    """Move the folder of a failed build to ``.failed-<key>`` for inspection; return its path."""
+    """Move the folder of a failed build to ``.failed-<key>`` for inspection (its sources and log, without
+    objects and libraries); return its path."""
+    for pattern in _BULKY:
+        for f in tmp.glob(pattern):
+            with contextlib.suppress(OSError):
+                f.unlink()
     failed = build_dir / f".failed-{key}"
     shutil.rmtree(failed, ignore_errors=True)
     try:
@@ -137,6 +209,50 @@ def keep_failed(tmp: Path, build_dir: Path, key: str) -> Path:
     except OSError:
         return tmp
     return failed
+
+
+def storage_error(exc: OSError, folder: Path, advice: str = "") -> BuildError:
+    """The BuildError of a build that could not write: the folder, the cause (a full disk, no permission)."""
+    cause = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        cause += " (the disk or quota is full: free space, or build elsewhere)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        cause += " (the folder is not writable)"
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(folder) else ""
+    return BuildError(f"cannot write the build folder {folder}: {cause}{where}" + (f"; {advice}" if advice else ""),
+                      folder=str(folder))
+
+
+def build_folder(root: Path, key: str, module_file: str, make: Callable[[Path], dict[str, Any]],
+                 failure: Callable[[BuildError, Path], BuildError], advice: str = "") -> Path:
+    """The finished build ``<root>/<key>/`` (its ``module_file``): found, or made once under the lock.
+
+    ``make(tmp)`` writes and compiles into the temporary folder ``tmp`` and returns the manifest. A
+    BuildError of ``make`` (the compiler failed) keeps the folder as ``.failed-<key>`` and raises
+    ``failure(exc, that folder)``; an OSError anywhere (a read-only folder, a full disk) raises the
+    BuildError of :func:`storage_error`; on any failure the temporary folder is gone.
+    """
+    final = root / key
+    if complete(final, module_file):
+        return final / module_file
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with locked(root, key):
+            if complete(final, module_file):  # another process built it while we waited
+                return final / module_file
+            clear_stale(root, key)
+            tmp = new_temp_folder(root, key)
+            try:
+                manifest = make(tmp)
+                publish(tmp, final, manifest, module_file)
+            except BuildError as exc:
+                raise failure(exc, keep_failed(tmp, root, key)) from None
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+    except OSError as exc:
+        raise storage_error(exc, root, advice) from None
+    return final / module_file
 
 
 #: Folder (under a cache root) of the keys known before a build's sources exist (see :mod:`.key`).

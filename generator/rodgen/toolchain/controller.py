@@ -67,35 +67,25 @@ def compile_controller(source: Union[str, Path], *, include_dirs: Sequence[Union
     stem = re.sub(r"[^A-Za-z0-9_]", "_", src.stem) or "controller"
     key = f"controller-{stem}-{digest[:12]}"
     root = Path(build_dir) if build_dir is not None else cache.default_build_dir()
-    final = root / key
     lib = f"lib{stem}{library_suffix()}"
-    if cache.complete(final, lib):
-        return final / lib
-    root.mkdir(parents=True, exist_ok=True)
-    with cache.locked(root, key):
-        if cache.complete(final, lib):
-            return final / lib
-        cache.clear_stale(root, key)
-        tmp = cache.new_temp_folder(root, key)
+
+    def make(tmp: Path) -> dict[str, object]:
         start = time.perf_counter()
-        try:
-            for name, body in runtime.items():
-                (tmp / name).write_text(body, encoding="utf-8")
-            c_files = sorted(n for n in runtime if n.endswith(".c"))
-            cmd = (list(cc) + ["-std=c99", "-shared"] + flags + ["-I."] + [f"-I{d}" for d in dirs]
-                   + [str(src)] + c_files + ["-o", lib, "-lm"])
-            _finish(_start(cmd, tmp), cmd, tmp, _Log(tmp / "build.log"), f"compiling the controller {src}")
-        except BuildError as exc:
-            failed = cache.keep_failed(tmp, root, key)
-            raise BuildError(f"compiling the controller {src} failed:\n{exc.log.strip()}",
-                             command=exc.command, returncode=exc.returncode, folder=str(failed)) from None
-        except BaseException:
-            cache.keep_failed(tmp, root, key)
-            raise
-        cache.publish(tmp, final, {"controller": str(src), "library": lib, "build_hash": digest,
-                                   "cflags": flags, "compiler": " ".join(cc),
-                                   "compile_seconds": round(time.perf_counter() - start, 3)})
-    return final / lib
+        for name, body in runtime.items():
+            (tmp / name).write_text(body, encoding="utf-8")
+        c_files = sorted(n for n in runtime if n.endswith(".c"))
+        cmd = (list(cc) + ["-std=c99", "-shared"] + flags + ["-I."] + [f"-I{d}" for d in dirs]
+               + [str(src)] + c_files + ["-o", lib, "-lm"])
+        _finish(_start(cmd, tmp), cmd, tmp, _Log(tmp / "build.log"), f"compiling the controller {src}")
+        return {"controller": str(src), "library": lib, "build_hash": digest, "cflags": flags,
+                "compiler": " ".join(cc), "compile_seconds": round(time.perf_counter() - start, 3)}
+
+    def failure(exc: BuildError, failed: Path) -> BuildError:
+        return BuildError(f"compiling the controller {src} failed:\n{exc.log.strip()}",
+                          command=exc.command, returncode=exc.returncode, folder=str(failed))
+
+    return cache.build_folder(root, key, lib, make, failure,
+                              advice="choose a writable build_dir= (or $RODGEN_CACHE_DIR) with free space")
 
 
 __all__ = ["compile_controller", "CONTROLLER_CFLAGS"]

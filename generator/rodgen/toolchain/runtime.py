@@ -95,40 +95,26 @@ def _runtime_path(compiler: Optional[str]) -> Path:
     digest, files = runtime_key(compiler)
     root = cache_dir()
     key = f"_runtime-{digest[:12]}"
-    final = root / key
     module_file = f"{MODULE}{ext_suffix()}"
-    if cache.complete(final, module_file):
-        return final / module_file
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BuildError(f"cannot create the runtime's cache folder {root}: {exc.strerror or exc}; set "
-                         f"{CACHE_ENV} to a writable folder") from None
-    with cache.locked(root, key):
-        if cache.complete(final, module_file):
-            return final / module_file
-        cache.clear_stale(root, key)
-        tmp = cache.new_temp_folder(root, key)
+
+    def make(tmp: Path) -> dict[str, object]:
         start = time.perf_counter()
-        try:
-            for name in sorted(files):
-                (tmp / name).write_bytes(files[name].encode("utf-8"))
-            sources = sorted(n for n in files if n.endswith(".c"))
-            compile_extension(tmp, pyx=f"{MODULE}.pyx", sources=sources, module=MODULE, compiler=compiler)
-        except BuildError as exc:
-            failed = cache.keep_failed(tmp, root, key)
-            raise BuildError(f"building rodgen's runtime failed (see {failed / 'build.log'})", command=exc.command,
-                             returncode=exc.returncode, log=exc.log, folder=str(failed)) from None
-        except BaseException:
-            cache.keep_failed(tmp, root, key)
-            raise
+        for name in sorted(files):
+            (tmp / name).write_bytes(files[name].encode("utf-8"))
+        sources = sorted(n for n in files if n.endswith(".c"))
+        compile_extension(tmp, pyx=f"{MODULE}.pyx", sources=sources, module=MODULE, compiler=compiler)
         seconds = time.perf_counter() - start
-        _build_seconds[str(final)] = seconds
-        manifest = {"module": module_file, "build_hash": digest, "files": sorted(files),
-                    "cflags": list(RUNTIME_CFLAGS), "compiler": " ".join(find_compiler(compiler)),
-                    "compile_seconds": round(seconds, 3)}
-        cache.publish(tmp, final, manifest)
-    return final / module_file
+        _build_seconds[str(root / key)] = seconds
+        return {"module": module_file, "build_hash": digest, "files": sorted(files),
+                "cflags": list(RUNTIME_CFLAGS), "compiler": " ".join(find_compiler(compiler)),
+                "compile_seconds": round(seconds, 3)}
+
+    def failure(exc: BuildError, failed: Path) -> BuildError:
+        return BuildError(f"building rodgen's runtime failed (see {failed / 'build.log'})", command=exc.command,
+                          returncode=exc.returncode, log=exc.log, folder=str(failed))
+
+    return cache.build_folder(root, key, module_file, make, failure,
+                              advice=f"set {CACHE_ENV} to a writable folder with free space")
 
 
 @functools.lru_cache(maxsize=None)
