@@ -719,7 +719,7 @@ def _number(x: float) -> float:
 
 def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
                      lock: Optional[Mapping[str, float]] = None, mimic: bool = True,
-                     damping: bool = False) -> "SpatialModel":
+                     damping: bool = False, floating: bool = False) -> "SpatialModel":
     """The :class:`~rodgen.model.spatial.SpatialModel` of a URDF robot (see :func:`from_urdf`)."""
     from .spatial import SpatialModel
     src = robot.source
@@ -748,7 +748,13 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
     model = SpatialModel(identifier(name or robot.name or "robot", set(), "robot"), gravity=gravity, source=src)
     model.doc = (f"Read from the URDF file {os.path.basename(src)} (robot {robot.name!r})." if src else
                  f"Read from URDF (robot {robot.name!r}).")
-    model.fixed(link_id[robot.root])
+    if floating:
+        root = model.link(link_id[robot.root], joint="free")
+        inertial = robot.link(robot.root).inertial
+        if inertial is not None:
+            root.body(inertial.mass, inertial.com, inertial.moments, rpy=_rpy(inertial.rpy))  # type: ignore
+    else:
+        model.fixed(link_id[robot.root])
     for j in robot.joints:
         parent = link_id[j.parent]
         child = link_id[j.child]
@@ -794,7 +800,7 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
 
 def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
               lock: Optional[Mapping[str, float]] = None, mimic: bool = True, damping: bool = False,
-              ) -> "SpatialModel":
+              floating: bool = False) -> "SpatialModel":
     """Read a URDF file into a :class:`~rodgen.model.spatial.SpatialModel` (fixed base at the root link).
 
     Every URDF link becomes a spatial link of the same name (characters other than letters, digits and
@@ -815,9 +821,13 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
         ``False``: it is an independent joint (as Pinocchio's ``buildModelFromUrdf(..., mimic=False)``).
     damping : take the joints' ``<dynamics damping>`` as viscous joint damping (default: ignored, as
         Pinocchio's dynamics algorithms do); ``friction`` is always ignored.
+    floating : the root link floats: a free joint between the ground and the root link (Pinocchio's
+        ``JointModelFreeFlyer``; coordinates ``<root>_x ... <root>_qw``, velocities ``<root>_vx ...
+        <root>_wz``, see docs/floating-base.md), carrying the root link's ``<inertial>``.
     """
     robot = read_urdf(path)
-    model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping)
+    model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping,
+                             floating=floating)
     try:
         model.validate()
     except ModelError as exc:   # the spatial model's checks, told in the file's terms

@@ -196,12 +196,17 @@ class Equations:
 
     def __post_init__(self) -> None:
         if self.F is None:
-            self.F = sp.zeros(len(self.q), 1)
+            self.F = sp.zeros(len(self.qd), 1)
 
     @property
     def n(self) -> int:
-        """Number of generalized coordinates."""
+        """Number of generalized coordinates (nq)."""
         return len(self.q)
+
+    @property
+    def nv(self) -> int:
+        """Number of velocities (the size of qd, qdd, M, h, ...); nq except with a free joint (nq = nv + 1)."""
+        return len(self.qd)
 
     @property
     def bias(self) -> sp.Matrix:
@@ -256,7 +261,7 @@ class Equations:
         """
         if self._jacobian is None:
             from .derivative import forward_derivatives
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
             inverse, extra = self.inverse_dynamics()
@@ -278,7 +283,7 @@ class Equations:
         """
         if self._tangent is None:
             from .derivative import tangent_chain
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             inverse, extra = self.inverse_dynamics()
             self._tangent = tangent_chain(self.assignments + extra, list(inverse - bu),
