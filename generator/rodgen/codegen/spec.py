@@ -147,6 +147,14 @@ class ModelSpec:
     constraints: tuple[ConstraintBlock, ...] = ()
     real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
     nforces: int = 0               # force elements (element_forces fills 2 per element)
+    nv: int = 0                    # velocities (qd, qdd, M is nv x nv): nq except with free joints
+    # per free joint (floating base): the index of its x in q and of its vx in qd
+    free_joints: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def NV(self) -> str:
+        """The C macro of the velocity size: ``<MACRO>_NQ``, or ``<MACRO>_NV`` where nv != nq."""
+        return f"{self.macro}_NV" if self.nv not in (0, self.nq) else f"{self.macro}_NQ"
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:

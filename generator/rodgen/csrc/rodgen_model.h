@@ -10,8 +10,9 @@
  * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
  * np parameters, npoints marker points, nconstraints constraint blocks with
  * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
- * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
- * model rodgen generates today; the state y = [q, qd] has 2*nq. The routines
+ * have nv entries, nq except for models with free joints (floating bases:
+ * 7 coordinates [x y z qx qy qz qw], 6 velocities); the state y = [q, qd]
+ * has nq + nv (RODGEN_NY(m) in rodgen_runtime.h). The routines
  * that evaluate forces take the time t first (the force elements' expressions
  * may depend on it; a model without such expressions ignores it).
  */
@@ -51,12 +52,15 @@ typedef struct {
 
 typedef struct rodgen_model {
     const char *name;
-    int nq, nu, np, npoints;
+    int nq, nv, nu, np, npoints;
     int nconstraints, nrows;
     int nforces;                            /* force elements (element_forces fills 2*nforces) */
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
+    int nfree;                              /* free joints (floating bases) */
+    const int *free_joints;                 /* [2*nfree] per free joint: index of its x in q (its quaternion
+                                             * qx qy qz qw follows at +3) and of its vx in qd; NULL if none */
 
     /* M(q) qdd + bias(t, q, qd) = B(q) u */
     void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */

@@ -87,15 +87,18 @@ class CompiledModel:
     ----------
     name : model name.
     nq, nu, np, npoints : numbers of coordinates, inputs, parameters and marker points.
-    nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); equal
-        to nq for every model rodgen derives today (see ``rodgen.contract.NV``).
+    nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); nq
+        except for models with free joints (floating bases: nq = nv + 1 each; see docs/floating-base.md).
+    ny : the length of the state y = [q, qd], nq + nv.
+    free_joints : per free joint, the index of its x in q and of its vx in qd.
+    velocities : the names of the velocities (qd), in order.
     coordinates, inputs : names, in the order of q and u.
     parameters : dict name -> default value, in the order of p.
     point_names : names of the marker points, in the order of ``points``.
     path : the model's shared library; ``folder`` the build folder with the C sources.
     forward : the forward-dynamics algorithm of the C (``"aba"`` or ``"cholesky"``).
 
-    The state vector is y = [q0..q(nq-1), qd0..qd(nq-1)].
+    The state vector is y = [q0..q(nq-1), qd0..qd(nv-1)].
     """
 
     def __init__(self, model: Any, path: Union[str, Path], runtime: ModuleType) -> None:
@@ -107,11 +110,14 @@ class CompiledModel:
         self.prefix: str = info["prefix"]
         self.nq: int = int(info["nq"])
         self.nv: int = int(info.get("nv", self.nq))
+        self.ny: int = int(info.get("ny", self.nq + self.nv))
+        self.free_joints: list[tuple[int, int]] = [(int(a), int(b)) for a, b in info.get("free_joints", [])]
         self.nu: int = int(info["nu"])
         self.np: int = int(info["np"])
         self.npoints: int = int(info["npoints"])
         self.coordinates: list[str] = list(info["coordinates"])
         self.inputs: list[str] = list(info["inputs"])
+        self.velocities: list[str] = self._velocity_names()
         self.parameters: dict[str, float] = dict(zip(info["parameters"], info["parameter_values"]))
         self.point_names: list[str] = list(info["points"])
         self.content_hash: str = info["content_hash"]
@@ -168,7 +174,55 @@ class CompiledModel:
                 fn.restype, fn.argtypes = None, [dp, dp, dp]
         self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nv, "coordinate rates"),
                        "qdd": (self.nv, "coordinate accelerations"), "u": (self.nu, "inputs"),
-                       "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
+                       "p": (self.np, "parameters"), "y": (self.ny, "state entries [q, qd]")}
+
+    def _velocity_names(self) -> list[str]:
+        """qd's names: a free joint's ``<link>_vx ... <link>_wz`` (its x coordinate is ``<link>_x``), every
+        other coordinate's rate ``<name>'``."""
+        starts = {iq: iv for iq, iv in self.free_joints}
+        out: list[str] = []
+        i = 0
+        while i < self.nq:
+            if i in starts:
+                link = self.coordinates[i][:-2]
+                out += [f"{link}_{s}" for s in ("vx", "vy", "vz", "wx", "wy", "wz")]
+                i += 7
+                continue
+            out.append(self.coordinates[i] + "'")
+            i += 1
+        return out
+
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
+        """q ⊕ v dt: the configuration reached from q (nq,) moving with the velocity v (nv,) for dt.
+
+        A free joint moves by the exponential map of SE(3) (``M1 = M0 exp(v dt)``, Pinocchio's
+        ``integrate``), its quaternion staying a unit quaternion; every other coordinate by ``q + v dt``.
+        Rows of q and v (N, nq), (N, nv) give (N, nq)."""
+        from .liegroups import integrate
+        q2, a = self._rows(q, "q")
+        v2, b = self._rows(v, "qd")
+        n, batched = self._batch(q=(q2, a), v=(v2, b))
+        q2 = np.broadcast_to(q2, (n, self.nq))
+        v2 = np.broadcast_to(v2, (n, self.nv)) * float(dt)
+        out = np.array([integrate(q2[i], v2[i], self.free_joints) for i in range(n)])
+        return out if batched else out[0]
+
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
+        """The velocity v (nv,) that takes q0 to q1 in unit time, ``integrate(q0, v) = q1`` (Pinocchio's
+        ``difference``: the logarithm of SE(3) for a free joint, ``q1 - q0`` for the other coordinates)."""
+        from .liegroups import difference
+        a2, a = self._rows(q0, "q")
+        b2, b = self._rows(q1, "q")
+        n, batched = self._batch(q0=(a2, a), q1=(b2, b))
+        a2, b2 = np.broadcast_to(a2, (n, self.nq)), np.broadcast_to(b2, (n, self.nq))
+        out = np.array([difference(a2[i], b2[i], self.free_joints, self.nv) for i in range(n)])
+        return out if batched else out[0]
+
+    def check_quaternions(self, q: ArrayLike, what: str = "q") -> None:
+        """ValueError naming the coordinates when a free joint's quaternion in q (nq,) or (N, nq) is zero."""
+        if self.free_joints:
+            from .liegroups import check_quaternions
+            check_quaternions(np.asarray(q, dtype=float)[..., :self.nq], self.free_joints, self.coordinates, what)
 
     def __repr__(self) -> str:
         return (f"<CompiledModel {self.name!r}: nq={self.nq}, nu={self.nu}, np={self.np}, "
@@ -211,7 +265,7 @@ class CompiledModel:
 
     def initial_state(self) -> np.ndarray:
         """y0 = [q0, 0]: the initial coordinates of the model file, at rest."""
-        return np.concatenate([self._q0, np.zeros(self.nq)])
+        return np.concatenate([self._q0, np.zeros(self.nv)])
 
     def _order(self, name: str) -> str:
         """Which names the entries of input ``name`` follow, for messages."""
@@ -397,7 +451,7 @@ class CompiledModel:
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
-        """dy/dt for y = [q, qd] at time t: (2 nq,) or (N, 2 nq). ``u`` defaults to zero."""
+        """dy/dt for y = [q, qd] at time t: (nq + nv,) or (N, nq + nv). ``u`` defaults to zero."""
         if out is None:
             r = self._one_rhs(t, y, u, p)
             if r is not None:
@@ -412,7 +466,7 @@ class CompiledModel:
         p2, d = self._params(p)
         t2, tn = self._times(t)
         n, batched = self._batch(y=(y2, a), u=(u2, c), p=(p2, d), t=(t2, tn))
-        res = self._out(out, (n, 2 * self.nq) if batched else (2 * self.nq,))
+        res = self._out(out, (n, self.ny) if batched else (self.ny,))
         status = np.zeros(n, dtype=np.intc)
         self._m.rhs(n, t2, y2, u2, p2, res, status)
         if check:
@@ -441,7 +495,7 @@ class CompiledModel:
             raise ValueError(f"ode() takes one parameter vector; got {d} rows")
         p2 = p2.copy()
         kernel = self._m.rhs
-        ny = 2 * self.nq
+        ny = self.ny
 
         def status_error(st: np.ndarray, t: float) -> None:
             code = int(st[0])
@@ -516,6 +570,10 @@ class CompiledModel:
         table = self._jacobian_table
         if table is not None:
             return table.rhs_jacobian
+        if self.nv != self.nq:
+            raise RodgenError(f"the model {self.name!r} has a free joint (nq = {self.nq} coordinates, nv = "
+                              f"{self.nv} velocities): the Jacobian of its right-hand side on the tangent space "
+                              f"is not available yet")
         with self._jacobian_guard:
             if self._jacobian_table is None:
                 if self._jacobian_build is None:

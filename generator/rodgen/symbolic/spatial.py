@@ -1007,6 +1007,35 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     return fd, ""
 
 
+def configuration_rate(k: SpatialKinematics, tree: SpatialTree) -> tuple[sp.Matrix, tuple[tuple[int, int], ...]]:
+    """dq/dt (nq, 1) of a model with free joints, and the free joints' (q index of x, v index of vx).
+
+    A free joint's position turns with its rotation, d[x y z]/dt = R(quat) v_linear; its quaternion by
+    d quat/dt = 1/2 quat ⊗ (w, 0) with w its angular velocity in its own frame (vector part
+    1/2 (qw w + qv × w), scalar part -1/2 qv·w); every other coordinate's rate is its velocity."""
+    rate: list[sp.Expr] = [_0] * len(k.q)
+    index = {s: i for i, s in enumerate(k.q)}
+    for qj, vj in k.vel_of.items():
+        rate[index[qj]] = k.qd[vj]
+    free: list[tuple[int, int]] = []
+    for nd in tree.nodes:
+        if nd.free is None:
+            continue
+        pos, quat, v0 = nd.free
+        R = quaternion_matrix(*quat)
+        lin, ang = k.qd[v0:v0 + 3], k.qd[v0 + 3:v0 + 6]
+        qv, qw = quat[:3], quat[3]
+        i0 = index[pos[0]]
+        for r in range(3):
+            rate[i0 + r] = sp.expand(_dot(R[r], lin))
+        vec = _add(_scale(qw, ang), _cross(qv, ang))
+        for r in range(3):
+            rate[i0 + 3 + r] = vec[r] / 2
+        rate[i0 + 6] = -_dot(qv, ang) / 2
+        free.append((i0, v0))
+    return sp.Matrix(rate), tuple(free)
+
+
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     """``rodgen.derive`` for a spatial model: ``"recursive"`` (also for ``"matrix"``, which has no spatial
     form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
@@ -1043,6 +1072,8 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
             raise ModelError(f"coordinate {name!r} moves no mass: the mass matrix is singular",
                              source=model.source, where=f"link {link!r}")
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
+    if model.floating:
+        eqs.configuration_rate, eqs.free_joints = configuration_rate(k, tree)
     eqs.constraints = []
     return eqs
 
