@@ -1,0 +1,199 @@
+"""Floating bases (a free joint at the root of a spatial model): Pinocchio's free flyer, one to one.
+
+solo12 and Talos from example-robot-data, read with ``from_urdf(floating=True)``, against Pinocchio's model of
+the same file with a ``JointModelFreeFlyer`` root at seeded random states: the compiled forward dynamics =
+``aba``, the mass matrix = ``crba``, the inverse dynamics = ``rnea``, to 1e-9. A single free rigid body against
+Euler's equations (closed form); the integrators keep the quaternion a unit quaternion and conserve the energy
+of a robot in flight; ``integrate``/``difference`` = Pinocchio's; bad input is refused by name.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rodgen
+from _robots import robot_file
+from rodgen import contract
+from rodgen.codegen.runtime import csrc_root
+
+pin = pytest.importorskip("pinocchio")
+
+TOL = 1e-9
+SOLO = "solo_description/robots/solo12.urdf"
+TALOS = "talos_data/robots/talos_reduced.urdf"
+
+_built: dict[str, Any] = {}
+
+
+def _robot(relative: str, build_dir: Path) -> tuple[Any, Any]:
+    """(compiled floating model, Pinocchio's model with a free-flyer root) of a URDF file, built once."""
+    if relative not in _built:
+        path = robot_file(relative)
+        model = rodgen.from_urdf(path, floating=True)
+        _built[relative] = (rodgen.build(model, build_dir=build_dir),
+                            pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+    return _built[relative]
+
+
+def _maps(robot: Any, pm: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of rodgen's q and v entries in Pinocchio's q and v (the root first in both)."""
+    qi, vi = list(range(7)), list(range(6))
+    for name in robot.coordinates[7:]:
+        jid = pm.getJointId(name)
+        assert pm.nqs[jid] == 1 and pm.nvs[jid] == 1, name
+        qi.append(pm.idx_qs[jid])
+        vi.append(pm.idx_vs[jid])
+    return np.array(qi), np.array(vi)
+
+
+def _state(pm: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pinocchio's (q, v, a, tau): a random configuration (unit quaternion) within the joint limits."""
+    lo = np.where(np.isfinite(pm.lowerPositionLimit), pm.lowerPositionLimit, -np.pi)
+    hi = np.where(np.isfinite(pm.upperPositionLimit), pm.upperPositionLimit, np.pi)
+    lo[:3], hi[:3] = -1.0, 1.0
+    q = pin.randomConfiguration(pm, lo, hi)
+    return q, rng.normal(size=pm.nv), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+
+
+@pytest.mark.parametrize("relative", [SOLO, TALOS], ids=["solo12", "talos"])
+def test_floating_dynamics_match_pinocchio(relative: str, build_dir: Path) -> None:
+    robot, pm = _robot(relative, build_dir)
+    pd = pm.createData()
+    assert (robot.nq, robot.nv, robot.ny) == (pm.nq, pm.nv, pm.nq + pm.nv)
+    assert robot.free_joints == [(0, 0)] and robot.forward == "aba"
+    assert robot.velocities[:6] == [f"{robot.coordinates[0][:-2]}_{s}" for s in ("vx", "vy", "vz", "wx", "wy", "wz")]
+    qi, vi = _maps(robot, pm)
+    B = np.zeros((robot.nv, robot.nu))
+    B[np.arange(6, robot.nv), np.arange(robot.nu)] = 1.0     # every joint actuated, the base not
+    rng = np.random.default_rng(sum(map(ord, relative)))
+    for _ in range(3):
+        pq, pv, pa, ptau = _state(pm, rng)
+        q, v, a = pq[qi], pv[vi], pa[vi]
+        u = ptau[vi][6:]
+        tau = np.concatenate([np.zeros(6), u])
+        ref = pin.aba(pm, pd, pq, pv, tau[np.argsort(vi)])[vi]
+        assert np.abs(robot.forward_dynamics(q, v, u) - ref).max() <= TOL * max(1.0, np.abs(ref).max())
+        Mp = pin.crba(pm, pd, pq)
+        Mp = (np.triu(Mp) + np.triu(Mp, 1).T)[np.ix_(vi, vi)]
+        assert np.abs(robot.mass_matrix(q) - Mp).max() <= TOL * max(1.0, np.abs(Mp).max())
+        Qp = pin.rnea(pm, pd, pq, pv, pa)[vi]
+        assert np.abs(robot.inverse_dynamics(q, v, a) - Qp).max() <= TOL * max(1.0, np.abs(Qp).max())
+        assert np.abs(robot.input_map(q) - B).max() == 0.0
+        # the RHS: the configuration derivative of the free flyer (position R v, quaternion 1/2 q (0, w))
+        dy = robot.rhs(0.0, np.concatenate([q, v]), u)
+        h = 1e-7
+        dq = (pin.integrate(pm, pq, h * pv) - pin.integrate(pm, pq, -h * pv)) / (2 * h)
+        np.testing.assert_allclose(dy[:robot.nq], dq[qi], atol=1e-7)
+        np.testing.assert_allclose(dy[robot.nq:], ref, atol=TOL * max(1.0, np.abs(ref).max()))
+
+
+def test_free_rigid_body_follows_euler_equations(build_dir: Path) -> None:
+    """One free body, centre of mass at its frame's origin: m (v' + w x v) = m R^T g, I w' + w x I w = 0."""
+    m = rodgen.SpatialModel("spinner", gravity=(0.0, 0.0, -9.81))
+    m.link("body", joint="free").body(2.0, (0, 0, 0), (1.0, 0.0, 0.0, 2.0, 0.0, 3.0))
+    robot = rodgen.build(m, build_dir=build_dir)
+    I = np.diag([1.0, 2.0, 3.0])
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        q = np.concatenate([rng.normal(size=3), quat])
+        v = rng.normal(size=6)
+        lin, w = v[:3], v[3:]
+        R = pin.Quaternion(quat[3], *quat[:3]).toRotationMatrix()
+        want = np.concatenate([R.T @ np.array([0, 0, -9.81]) - np.cross(w, lin),
+                               np.linalg.solve(I, -np.cross(w, I @ w))])
+        np.testing.assert_allclose(robot.forward_dynamics(q, v), want, rtol=1e-12, atol=1e-12)
+
+
+def test_quaternion_stays_unit_and_energy_is_conserved_in_flight(build_dir: Path) -> None:
+    """solo12 thrown in the air: RK4 and DOPRI5 hold the quaternion's norm to 1e-12 at every stored step
+    (it is renormalised after every accepted step) and conserve T + V."""
+    robot, pm = _robot(SOLO, build_dir)
+    rng = np.random.default_rng(3)
+    pq, pv, _, _ = _state(pm, rng)
+    qi, vi = _maps(robot, pm)
+    y0 = np.concatenate([pq[qi], 0.5 * pv[vi]])
+    for method, kw in (("rk4", {"dt": 5e-4}), ("dopri5", {"rtol": 1e-11, "atol": 1e-11})):
+        res = robot.simulate(y0, 0.5, method=method, **kw)
+        assert res.ok, res.message
+        assert res.velocities == robot.velocities and res.qd.shape == (len(res.t), robot.nv)
+        norms = np.linalg.norm(res.q[:, 3:7], axis=1)
+        assert np.abs(norms - 1.0).max() <= 1e-12, method
+        E = res.total_energy
+        assert np.abs(E - E[0]).max() <= 1e-7 * max(1.0, abs(E[0])), method
+    # the renormalisation bounds the drift whatever the number of steps: 20 000 steps of a fast spin
+    spin = y0.copy()
+    spin[robot.nq + 3:robot.nq + 6] = [3.0, -2.0, 5.0]
+    res = robot.simulate(spin, 2.0, dt=1e-4, store_every=100)
+    assert res.ok and np.abs(np.linalg.norm(res.q[:, 3:7], axis=1) - 1.0).max() <= 1e-12
+    # batches step the same state
+    batch = robot.simulate_batch(np.stack([y0, spin]), 0.1, dt=5e-4, threads=1)
+    assert list(batch.codes) == [0, 0], batch.messages
+    for i in range(2):
+        reached = batch.q[i, :batch.rows[i], 3:7]
+        assert len(reached) > 100 and np.abs(np.linalg.norm(reached, axis=1) - 1.0).max() <= 1e-12
+
+
+def test_integrate_and_difference_match_pinocchio(build_dir: Path) -> None:
+    robot, pm = _robot(SOLO, build_dir)
+    qi, vi = _maps(robot, pm)
+    rng = np.random.default_rng(11)
+    for scale in (1.0, 1e-9, 0.0):
+        pq, pv, _, _ = _state(pm, rng)
+        pv = scale * pv
+        want = pin.integrate(pm, pq, 0.3 * pv)
+        got = robot.integrate(pq[qi], pv[vi], 0.3)
+        np.testing.assert_allclose(got, want[qi], atol=1e-12)
+        q1, _, _, _ = _state(pm, rng)
+        np.testing.assert_allclose(robot.difference(pq[qi], q1[qi]), pin.difference(pm, pq, q1)[vi], atol=1e-10)
+        back = robot.integrate(pq[qi], robot.difference(pq[qi], q1[qi]))
+        np.testing.assert_allclose(back, pin.integrate(pm, pq, pin.difference(pm, pq, q1))[qi], atol=1e-10)
+        sign = np.sign(back[3:7] @ q1[3:7])      # q and -q are the same rotation
+        np.testing.assert_allclose(back * np.r_[1, 1, 1, [sign] * 4, np.ones(robot.nq - 7)], q1[qi], atol=1e-10)
+    # rows
+    qs = np.stack([pq[qi], q1[qi]])
+    assert robot.difference(qs, qs).shape == (2, robot.nv) and np.abs(robot.difference(qs, qs)).max() < 1e-14
+
+
+def test_table_carries_nv_and_the_free_joints(build_dir: Path) -> None:
+    """rodgen_model has the fields nv, nfree, free_joints of the contract (RODGEN_NV reads nv)."""
+    header = csrc_root().joinpath("rodgen_model.h").read_text()
+    assert "int nq, nv, nu, np, npoints;" in header
+    assert "int nfree;" in header and "const int *free_joints;" in header
+    assert contract.NV.expression == "((m)->nv)" and "ny" in contract.SIZES
+    robot, pm = _robot(SOLO, build_dir)
+    info = robot.table.info()
+    assert (info["nq"], info["nv"], info["ny"], info["free_joints"]) == (pm.nq, pm.nv, pm.nq + pm.nv, [(0, 0)])
+    # the header of the generated C names both sizes
+    text = robot.header.read_text()
+    assert f"_NQ {pm.nq}\n" in text and f"_NV {pm.nv}" in text
+
+
+def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
+    m = rodgen.SpatialModel("bad")
+    m.link("a").body(1.0, (0, 0, 0), (1, 0, 0, 1, 0, 1))
+    m.link("b", "a", joint="free").body(1.0)
+    with pytest.raises(rodgen.ModelError, match=r"link 'b'.*free joint .*ground; link 'b' has the parent 'a'"):
+        m.validate()
+    z = rodgen.SpatialModel("zero")
+    z.link("base", joint="free", initial=(0, 0, 0, 0, 0, 0, 0)).body(1.0, (0, 0, 0), (1, 0, 0, 1, 0, 1))
+    with pytest.raises(rodgen.ModelError, match=r"link 'base'.joint.initial.*quaternion.*norm 0"):
+        z.validate()
+    ok = rodgen.SpatialModel("spinner2")
+    ok.link("base", joint="free").body(1.0, (0, 0, 0), (1, 0, 0, 2, 0, 3))
+    robot = rodgen.build(ok, build_dir=build_dir)
+    y0 = robot.initial_state()
+    assert y0.tolist() == [0, 0, 0, 0, 0, 0, 1] + [0] * 6
+    y0[3:7] = 0.0
+    with pytest.raises(ValueError, match=r"y0: the quaternion \[base_qx, base_qy, base_qz, base_qw\].*norm 0"):
+        robot.simulate(y0, 0.1, dt=1e-3)
+    with pytest.raises(ValueError, match=r"y0s \(row 1\): the quaternion"):
+        robot.simulate_batch(np.stack([robot.initial_state(), y0]), 0.1, dt=1e-3)
+    with pytest.raises(rodgen.RodgenError, match="free joint .*Jacobian of its right-hand side"):
+        robot.rhs_jacobian(robot.initial_state()[:7], np.zeros(6))
+    with pytest.raises(rodgen.DerivationError, match="free joint"):
+        rodgen.derive(ok, method="lagrange")
