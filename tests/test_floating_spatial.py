@@ -18,6 +18,8 @@ import rodgen
 from _robots import robot_file
 from rodgen import contract
 from rodgen.codegen.runtime import csrc_root
+from rodgen.model.dump import to_dict
+from rodgen.model.loader import load_dict
 
 pin = pytest.importorskip("pinocchio")
 
@@ -197,3 +199,23 @@ def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
         robot.rhs_jacobian(robot.initial_state()[:7], np.zeros(6))
     with pytest.raises(rodgen.DerivationError, match="free joint"):
         rodgen.derive(ok, method="lagrange")
+
+
+def test_urdf_floating_joint_makes_the_base_float(build_dir: Path) -> None:
+    """A file whose massless world link holds the base by a floating joint: the base floats (Pinocchio reads the
+    floating joint as a free flyer too); the YAML dump of the model reads back equal."""
+    path = Path(__file__).parent / "data" / "urdf" / "floating.urdf"
+    model = rodgen.from_urdf(path)
+    vm = model.validate()
+    assert [lk.name for lk in vm.links] == ["trunk"] and vm.links[0].joint.type == "free"
+    data = to_dict(model)
+    assert data["links"][0]["joint"] == {"type": "free"} and to_dict(load_dict(data)) == data
+    robot = rodgen.build(model, build_dir=build_dir)
+    pm = pin.buildModelFromUrdf(str(path))
+    assert pm.joints[1].shortname() == "JointModelFreeFlyer"
+    pd = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        pq, pv, _, _ = _state(pm, rng)
+        ref = pin.aba(pm, pd, pq, pv, np.zeros(6))
+        np.testing.assert_allclose(robot.forward_dynamics(pq, pv), ref, atol=TOL)

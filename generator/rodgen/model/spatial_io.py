@@ -145,7 +145,11 @@ class _SpatialReader(_Reader):
                 setattr(jt, key, d[key])
         if "initial" in d:
             init = d["initial"]
-            jt.initial = tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list) else init
+            if jt.type == "free":   # [x, y, z, qx, qy, qz, qw], checked by the validation
+                jt.initial = tuple(init) if isinstance(init, list) else init
+            else:
+                jt.initial = (tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list)
+                              else init)
         if "input" in d:
             inp = d["input"]
             jt.input = (tuple(self.string(x, f"{where}.input") for x in self.pair(inp, f"{where}.input",
@@ -190,6 +194,10 @@ def _joint(lk: ValidSpatialLink) -> dict[str, Any]:
     if not _zero3(jt.rpy):
         out["rpy"] = _triple(jt.rpy)
     if jt.type == "fixed":
+        return out
+    if jt.type == "free":
+        if [_v(x) for x in jt.initial] != [0.0] * 6 + [1.0]:
+            out["initial"] = [_v(x) for x in jt.initial]
         return out
     if jt.type == "two_angle":
         out["angles"] = jt.angles

@@ -9,8 +9,9 @@ or that is wrong:
 
 - XML that is not well formed, a root element other than ``<robot>``, DOCTYPE
   entity declarations;
-- a joint of type ``floating`` or ``planar`` (not representable yet), an unknown
-  joint type, a joint whose parent or child is not a link of the file, a link
+- a joint of type ``planar`` (not representable yet), a ``floating`` joint other
+  than one joining a massless root link (a ``world``) to the robot's base (which
+  makes the base float, see :func:`from_urdf`), an unknown joint type, a joint whose parent or child is not a link of the file, a link
   that is the child of two joints (a kinematic loop), a cycle, several roots;
 - malformed numbers (``xyz="0 0"``, ``value="1x"``, NaN, infinities), a negative
   mass, an inertia tensor that is not positive semi-definite, an axis of zero
@@ -63,9 +64,9 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: Joint types rodgen represents (``continuous``: a revolute joint without position limits).
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating")
 #: Joint types of the URDF specification rodgen cannot represent yet.
-UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
+UNSUPPORTED_JOINT_TYPES = ("planar",)
 #: Joint types that move.
 MOVING = ("revolute", "continuous", "prismatic")
 
@@ -205,6 +206,8 @@ class UrdfRobot:
     links: tuple[UrdfLink, ...]
     joints: tuple[UrdfJoint, ...]
     source: Optional[str] = None
+    #: the file joined the world to ``root`` by a ``floating`` joint (see :func:`read_urdf`): the root floats
+    floating: bool = False
 
     def link(self, name: str) -> UrdfLink:
         for lk in self.links:
@@ -562,6 +565,37 @@ def _resolve_mimics(joints: Sequence[UrdfJoint], src: Optional[str]) -> dict[str
     return out
 
 
+def _floating_root(robot: UrdfRobot) -> UrdfRobot:
+    """A file whose root link (a massless ``world``) holds the robot by a ``floating`` joint: the robot
+    without that link and joint, its base the root, ``floating`` set (a free joint in the spatial model).
+    A floating joint anywhere else is refused, naming it."""
+    floating = [j for j in robot.joints if j.type == "floating"]
+    if not floating:
+        return robot
+    src = robot.source
+    j = floating[0]
+    where = f"line {j.line}, joint {j.name!r}"
+    if len(floating) > 1 or j.parent != robot.root:
+        bad = floating[1] if j.parent == robot.root else j
+        raise ModelError(f"a floating joint joins the world (the root link {robot.root!r}) to the robot's base; "
+                         f"joint {bad.name!r} joins {bad.parent!r} and {bad.child!r}", source=src,
+                         where=f"line {bad.line}, joint {bad.name!r}")
+    if any(abs(x) > 0 for x in (*j.xyz, *j.rpy)):
+        raise ModelError("the origin of a floating joint must be the identity (the free joint's coordinates place "
+                         "the base in the world)", source=src, where=where)
+    root = robot.link(robot.root)
+    if root.inertial is not None and root.inertial.mass > 0:
+        raise ModelError(f"the root link {robot.root!r} holds the robot by a floating joint and has mass "
+                         f"{root.inertial.mass:g}: it would be welded to the ground; move its <inertial> to the "
+                         f"base {j.child!r}", source=src, where=where)
+    others = [k.name for k in robot.joints if k.parent == robot.root and k is not j]
+    if others:
+        raise ModelError(f"the root link {robot.root!r} holds the robot by the floating joint {j.name!r} and also "
+                         f"the joints {', '.join(map(repr, others))}", source=src, where=where)
+    return UrdfRobot(robot.name, j.child, tuple(lk for lk in robot.links if lk.name != robot.root),
+                     tuple(k for k in robot.joints if k is not j), src, floating=True)
+
+
 def read_urdf(path: PathLike, *, check: bool = True) -> UrdfRobot:
     """Read and check a URDF file (see the module's documentation for what is refused).
 
@@ -583,6 +617,7 @@ def read_urdf_bytes(data: Union[bytes, str], *, source: Optional[str] = None, ch
     raw = data.encode("utf-8") if isinstance(data, str) else data
     reader = _Reader(src)
     robot = reader.robot(_parse_xml(raw, src))
+    robot = _floating_root(robot)
     if check:
         check_masses(robot)
     return robot
@@ -748,7 +783,7 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
     model = SpatialModel(identifier(name or robot.name or "robot", set(), "robot"), gravity=gravity, source=src)
     model.doc = (f"Read from the URDF file {os.path.basename(src)} (robot {robot.name!r})." if src else
                  f"Read from URDF (robot {robot.name!r}).")
-    if floating:
+    if floating or robot.floating:
         root = model.link(link_id[robot.root], joint="free")
         inertial = robot.link(robot.root).inertial
         if inertial is not None:
@@ -823,7 +858,9 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
         Pinocchio's dynamics algorithms do); ``friction`` is always ignored.
     floating : the root link floats: a free joint between the ground and the root link (Pinocchio's
         ``JointModelFreeFlyer``; coordinates ``<root>_x ... <root>_qw``, velocities ``<root>_vx ...
-        <root>_wz``, see docs/floating-base.md), carrying the root link's ``<inertial>``.
+        <root>_wz``, see docs/floating-base.md), carrying the root link's ``<inertial>``. A file whose
+        massless root link (a ``world``) holds the base by a ``floating`` joint floats the same way, without
+        the option (the world link and the floating joint are left out).
     """
     robot = read_urdf(path)
     model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping,
