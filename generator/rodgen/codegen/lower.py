@@ -87,7 +87,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     meta: tuple[tuple[str, str], ...] = (
         ("NAME", repr(model.name)), ("PREFIX", repr(prefix)), ("VERSION", repr(version)),
         ("METHOD", repr(str(eqs.method))),
-        ("NQ", repr(n)), *((("NV", repr(nv)),) if nv != n else ()), ("NU", repr(m)), ("NP", repr(npar)), ("NPOINTS", repr(npts)),
+        ("NQ", repr(n)), *((("NV", repr(nv)),) if nv != n else ()), ("NU", repr(m)), ("NP", repr(npar)),
+        ("NPOINTS", repr(npts)),
         ("COORDINATES", repr(tuple(str(s) for s in eqs.q))), ("INPUTS", repr(tuple(str(s) for s in eqs.u))),
         ("PARAMETERS", repr(tuple(str(s) for s in eqs.params))),
         ("PARAMETER_VALUES", repr(tuple(float(eqs.param_values[s]) for s in eqs.params))),

@@ -292,11 +292,11 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
     out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
                             doc=model.doc, source=model.source)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
-    for lk in links:
-        if lk.joint.type == "free":
-            for c in lk.joint.coordinates:
+    for vl in links:
+        if vl.joint.type == "free":
+            for c in vl.joint.coordinates:
                 if c in couplings:
-                    raise ctx.err(f"coordinate {c!r} of the free joint of link {lk.name!r} cannot be coupled",
+                    raise ctx.err(f"coordinate {c!r} of the free joint of link {vl.name!r} cannot be coupled",
                                   f"couplings.{c}")
     _check_masses(ctx, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,

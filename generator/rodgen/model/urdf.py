@@ -11,8 +11,9 @@ or that is wrong:
   entity declarations;
 - a joint of type ``planar`` (not representable yet), a ``floating`` joint other
   than one joining a massless root link (a ``world``) to the robot's base (which
-  makes the base float, see :func:`from_urdf`), an unknown joint type, a joint whose parent or child is not a link of the file, a link
-  that is the child of two joints (a kinematic loop), a cycle, several roots;
+  makes the base float, see :func:`from_urdf`), an unknown joint type, a joint
+  whose parent or child is not a link of the file, a link that is the child of
+  two joints (a kinematic loop), a cycle, several roots;
 - malformed numbers (``xyz="0 0"``, ``value="1x"``, NaN, infinities), a negative
   mass, an inertia tensor that is not positive semi-definite, an axis of zero
   length, a ``<limit>`` missing on a revolute or prismatic joint (as the URDF

@@ -523,7 +523,7 @@ class _Joints:
             self.p.append([e(sp.expand(p[r]), f"{i}_p{r}") for r in range(3)])
         self.init_bodies(nodes, e)
 
-    def joint_motion(self, i: int, rates: Sequence[sp.Expr]) -> tuple[V3, V3]:
+    def joint_motion(self, i: int, rates: Sequence[sp.Expr] | dict[int, sp.Expr]) -> tuple[V3, V3]:
         """Σ S_c rate_c over node i's columns (``rates`` indexed by column)."""
         w, v = _zero3(), _zero3()
         for c in self.cols[i]:
