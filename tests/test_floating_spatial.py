@@ -65,7 +65,7 @@ def test_floating_dynamics_match_pinocchio(relative: str, build_dir: Path) -> No
     robot, pm = _robot(relative, build_dir)
     pd = pm.createData()
     assert (robot.nq, robot.nv, robot.ny) == (pm.nq, pm.nv, pm.nq + pm.nv)
-    assert robot.free_joints == [(0, 0)] and robot.forward == "aba"
+    assert robot.lie_joints == [(0, 0, 0)] and robot.forward == "aba"
     assert robot.velocities[:6] == [f"{robot.coordinates[0][:-2]}_{s}" for s in ("vx", "vy", "vz", "wx", "wy", "wz")]
     qi, vi = _maps(robot, pm)
     B = np.zeros((robot.nv, robot.nu))
@@ -162,14 +162,14 @@ def test_integrate_and_difference_match_pinocchio(build_dir: Path) -> None:
 
 
 def test_table_carries_nv_and_the_free_joints(build_dir: Path) -> None:
-    """rodgen_model has the fields nv, nfree, free_joints of the contract (RODGEN_NV reads nv)."""
+    """rodgen_model has the fields nv, nlie, lie_joints of the contract (RODGEN_NV reads nv)."""
     header = csrc_root().joinpath("rodgen_model.h").read_text()
     assert "int nq, nv, nu, np, npoints;" in header
-    assert "int nfree;" in header and "const int *free_joints;" in header
+    assert "int nlie;" in header and "const int *lie_joints;" in header
     assert contract.NV.expression == "((m)->nv)" and "ny" in contract.SIZES
     robot, pm = _robot(SOLO, build_dir)
     info = robot.table.info()
-    assert (info["nq"], info["nv"], info["ny"], info["free_joints"]) == (pm.nq, pm.nv, pm.nq + pm.nv, [(0, 0)])
+    assert (info["nq"], info["nv"], info["ny"], info["lie_joints"]) == (pm.nq, pm.nv, pm.nq + pm.nv, [(0, 0, 0)])
     # the header of the generated C names both sizes
     text = robot.header.read_text()
     assert f"_NQ {pm.nq}\n" in text and f"_NV {pm.nv}" in text
@@ -195,9 +195,9 @@ def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
         robot.simulate(y0, 0.1, dt=1e-3)
     with pytest.raises(ValueError, match=r"y0s \(row 1\): the quaternion"):
         robot.simulate_batch(np.stack([robot.initial_state(), y0]), 0.1, dt=1e-3)
-    with pytest.raises(rodgen.RodgenError, match="free joint .*Jacobian of its right-hand side"):
+    with pytest.raises(rodgen.RodgenError, match="spherical or planar joint .*Jacobian of its right-hand side"):
         robot.rhs_jacobian(robot.initial_state()[:7], np.zeros(6))
-    with pytest.raises(rodgen.DerivationError, match="free joint"):
+    with pytest.raises(rodgen.DerivationError, match="free, spherical or planar joint: the Lagrange reference"):
         rodgen.derive(ok, method="lagrange")
 
 
@@ -219,3 +219,83 @@ def test_urdf_floating_joint_makes_the_base_float(build_dir: Path) -> None:
         pq, pv, _, _ = _state(pm, rng)
         ref = pin.aba(pm, pd, pq, pv, np.zeros(6))
         np.testing.assert_allclose(robot.forward_dynamics(pq, pv), ref, atol=TOL)
+
+
+def _ball_and_slider() -> tuple[Any, Any]:
+    """A chain with a spherical and a planar joint between revolute ones, and Pinocchio's model of it."""
+    m = rodgen.SpatialModel("ball_slider", gravity=(0.0, -2.0, -9.81))
+    bodies = {"a": (1.2, (0.1, 0.0, 0.05), (0.02, 0.001, 0.0, 0.03, 0.002, 0.04)),
+              "ball": (0.8, (0.05, -0.1, 0.2), (0.05, 0.0, 0.01, 0.04, 0.0, 0.03)),
+              "slider": (0.6, (0.2, 0.1, -0.05), (0.01, 0.002, 0.0, 0.02, 0.001, 0.015)),
+              "tip": (0.3, (0.0, 0.0, 0.15), (0.004, 0.0, 0.0, 0.004, 0.0, 0.001))}
+    places = {"a": ((0, 0, 0), (0, 0, 0)), "ball": ((0.1, 0.2, 0.3), (0.1, 0.2, 0.3)),
+              "slider": ((0.0, 0.0, 0.4), (0.3, -0.2, 0.1)), "tip": ((0.2, 0.0, 0.0), (0.0, 0.0, 0.0))}
+    kinds = {"a": ("revolute", (0, 0, 1), pin.JointModelRZ()), "ball": ("spherical", None, pin.JointModelSpherical()),
+             "slider": ("planar", None, pin.JointModelPlanar()), "tip": ("revolute", (0, 1, 0), pin.JointModelRY())}
+    pm = pin.Model()
+    pm.gravity.linear = np.array([0.0, -2.0, -9.81])
+    parent, jid = None, 0
+    for name in ("a", "ball", "slider", "tip"):
+        kind, axis, pj = kinds[name]
+        xyz, rpy = places[name]
+        kw = {"axis": axis} if axis is not None else {}
+        lk = m.link(name, parent, joint=kind, xyz=xyz, rpy=rpy, **kw)
+        mass, com, six = bodies[name]
+        lk.body(mass, com, six)
+        jid = pm.addJoint(jid, pj, pin.SE3(pin.rpy.rpyToMatrix(*rpy), np.array(xyz, dtype=float)), name)
+        xx, xy, xz, yy, yz, zz = six
+        pm.appendBodyToJoint(jid, pin.Inertia(mass, np.array(com, dtype=float),
+                                              np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])), pin.SE3.Identity())
+        parent = name
+    return m, pm
+
+
+def _to_pin(q: np.ndarray) -> np.ndarray:
+    """rodgen's q [a, ball quaternion (4), slider x y theta, tip] as Pinocchio's (theta as cos, sin)."""
+    return np.concatenate([q[:5], q[5:7], [np.cos(q[7]), np.sin(q[7])], q[8:]])
+
+
+def _from_pin(pq: np.ndarray) -> np.ndarray:
+    return np.concatenate([pq[:5], pq[5:7], [np.arctan2(pq[8], pq[7])], pq[9:]])
+
+
+def test_spherical_and_planar_joints_match_pinocchio(build_dir: Path) -> None:
+    model, pm = _ball_and_slider()
+    vm = model.validate()
+    assert [c.name for c in vm.coordinates()] == ["q_a", "ball_qx", "ball_qy", "ball_qz", "ball_qw", "slider_x",
+                                                  "slider_y", "slider_theta", "q_tip"]
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert (robot.nq, robot.nv, pm.nv) == (9, 8, 8) and robot.lie_joints == [(1, 1, 1), (2, 5, 4)]
+    assert robot.velocities == ["q_a'", "ball_wx", "ball_wy", "ball_wz", "slider_vx", "slider_vy", "slider_wz",
+                                "q_tip'"]
+    pd = pm.createData()
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        pv, pa, u = rng.normal(size=8), rng.normal(size=8), rng.normal(size=robot.nu)
+        q = _from_pin(pq)
+        tau = robot.input_map(q) @ u
+        ref = pin.aba(pm, pd, pq, pv, tau)
+        assert robot.forward == "aba"
+        np.testing.assert_allclose(robot.forward_dynamics(q, pv, u), ref, atol=TOL * max(1.0, np.abs(ref).max()))
+        Mp = pin.crba(pm, pd, pq)
+        np.testing.assert_allclose(robot.mass_matrix(q), np.triu(Mp) + np.triu(Mp, 1).T, atol=TOL)
+        np.testing.assert_allclose(robot.inverse_dynamics(q, pv, pa), pin.rnea(pm, pd, pq, pv, pa), atol=TOL)
+        # dq/dt of the RHS = the rate of Pinocchio's integrate along v
+        h = 1e-6
+        dq = (_from_pin(pin.integrate(pm, pq, h * pv)) - _from_pin(pin.integrate(pm, pq, -h * pv))) / (2 * h)
+        np.testing.assert_allclose(robot.rhs(0.0, np.concatenate([q, pv]), u)[:9], dq, atol=1e-7)
+        # integrate and difference
+        np.testing.assert_allclose(robot.integrate(q, pv, 0.7), _from_pin(pin.integrate(pm, pq, 0.7 * pv)),
+                                   atol=1e-12)
+        pq1 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        np.testing.assert_allclose(robot.difference(q, _from_pin(pq1)), pin.difference(pm, pq, pq1), atol=1e-10)
+    # the ball's quaternion stays a unit quaternion in a simulation; the energy is conserved (no inputs)
+    y0 = np.concatenate([_from_pin(pq), 2.0 * pv])
+    res = robot.simulate(y0, 1.0, method="dopri5", rtol=1e-11, atol=1e-11)
+    assert res.ok and np.abs(np.linalg.norm(res.q[:, 1:5], axis=1) - 1.0).max() <= 1e-12
+    E = res.total_energy
+    assert np.abs(E - E[0]).max() <= 1e-7 * max(1.0, abs(E[0]))
+    # YAML round trip
+    data = to_dict(model)
+    assert data["links"][1]["joint"]["type"] == "spherical" and to_dict(load_dict(data)) == data

@@ -450,10 +450,10 @@ FUNCTIONS: tuple[Function, ...] = (
              "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
              "Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] "
              "doubles, owned by the caller, holds s->y and s->f for the life of the simulation. The "
-             "quaternions of the free joints of y0 are normalised (rodgen_normalize)."),
+             "quaternions of y0 are normalised (rodgen_normalize)."),
     Function("void", "rodgen_normalize", "const rodgen_model *m, double *q",
-             "Divide the quaternion of each free joint of q [nq] by its norm (a quaternion of norm 0 is left "
-             "as it is). The integrators call it on the state after every accepted step."),
+             "Divide the quaternion of each free and spherical joint of q [nq] by its norm (a quaternion of norm "
+             "0 is left as it is). The integrators call it on the state after every accepted step."),
     Function("int", "rodgen_simulate",
              "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp, const double *p, "
              "rodgen_sim_state *s, long capacity, double *t_out, double *y_out, double *u_out, long *n_out",

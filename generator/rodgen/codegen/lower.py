@@ -57,17 +57,18 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
-    if nv != n and (eqs.constraints or eqs.forces):
-        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free joint (nq = {n}, "
-                           f"nv = {nv}) are not supported yet")
-    if nv != n and options.jacobian:
-        raise CodegenError(f"model {model.name!r}: the RHS Jacobian of a model with a free joint (nq = {n} "
-                           f"coordinates, nv = {nv} velocities) is not generated yet; build it with "
-                           f"CodegenOptions(jacobian=False)")
+    lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
+    if lie and (eqs.constraints or eqs.forces):
+        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
+                           f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
+    if lie and options.jacobian:
+        raise CodegenError(f"model {model.name!r}: the RHS Jacobian of a model with a free, spherical or planar "
+                           f"joint (nq = {n} coordinates, nv = {nv} velocities, dq/dt not qd) is not generated "
+                           f"yet; build it with CodegenOptions(jacobian=False)")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
-    jacobian = options.wants_jacobian(n) and nv == n
+    jacobian = options.wants_jacobian(n) and not lie
     forward, forward_note, fd = forward_choice(eqs, options)
 
     r = dynamics_routines(eqs, prefix, g, options)
@@ -78,7 +79,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     r += force_routines(eqs, prefix, g, options)
     if spatial:
         r += frame_routines(full, prefix, g, options)
-    if nv != n:
+    if lie:
         r += configuration_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
                    else _find(r, "mass_force").ops + cholesky_ops(nv))
@@ -108,7 +109,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
                      comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real,
-                     len(eqs.forces), nv, tuple(eqs.free_joints))
+                     len(eqs.forces), nv, tuple(eqs.lie_joints))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
@@ -232,13 +233,14 @@ def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOpti
 
 def configuration_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """``configuration_rate`` (dq/dt from q and qd: ``Equations.configuration_rate``), for the RHS of a model
-    whose configuration has more numbers than velocities (a free joint's quaternion)."""
+    whose velocities are not its coordinates' rates (free, spherical and planar joints)."""
     rate = eqs.configuration_rate
     assert rate is not None
     return [build_routine(
         "configuration_rate", f"{prefix}_configuration_rate",
         "Configuration derivative dq/dt from the velocities (used by rhs).",
-        ("A free joint: position rate R v, quaternion rate 1/2 q (0, w); every other coordinate: its rate.",),
+        ("A free joint: position rate R v, quaternion rate 1/2 q (0, w); a spherical joint: 1/2 q (0, w); a "
+         "planar joint: Rz(theta) (vx, vy), wz; every other coordinate: its rate.",),
         [g.q, g.qd, output("dq", g.NQ, "configuration derivative")],
         [("dq", "dq/dt", [(f"dq[{i}]", rate[i]) for i in range(len(eqs.q))])], [], [], options, static=True)]
 

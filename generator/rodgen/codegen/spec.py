@@ -148,8 +148,8 @@ class ModelSpec:
     real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
     nforces: int = 0               # force elements (element_forces fills 2 per element)
     nv: int = 0                    # velocities (qd, qdd, M is nv x nv): nq except with free joints
-    # per free joint (floating base): the index of its x in q and of its vx in qd
-    free_joints: tuple[tuple[int, int], ...] = ()
+    # per free, spherical or planar joint: (RODGEN_JOINT_FREE/_SPHERICAL/_PLANAR, first index in q, in qd)
+    lie_joints: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def NV(self) -> str:

@@ -43,6 +43,15 @@ extern "C" {
 #define RODGEN_LIMIT 2
 #define RODGEN_FRICTION 3
 
+/* Joints with a configuration of their own (rodgen_model.lie_joints):
+ *   FREE       q [x y z qx qy qz qw] (position in the parent frame, unit quaternion), qd [vx vy vz wx wy wz]
+ *              (the link's linear and angular velocity in its own frame);
+ *   SPHERICAL  q [qx qy qz qw], qd [wx wy wz] (angular velocity in the link's frame);
+ *   PLANAR     q [x y theta] in the joint frame's xy plane, qd [vx vy wz] (in the link's frame). */
+#define RODGEN_JOINT_FREE 0
+#define RODGEN_JOINT_SPHERICAL 1
+#define RODGEN_JOINT_PLANAR 2
+
 typedef struct {
     const char *name;   /* the contact's, loop's or limit's name in the model */
     int kind;           /* RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION */
@@ -58,9 +67,10 @@ typedef struct rodgen_model {
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
-    int nfree;                              /* free joints (floating bases) */
-    const int *free_joints;                 /* [2*nfree] per free joint: index of its x in q (its quaternion
-                                             * qx qy qz qw follows at +3) and of its vx in qd; NULL if none */
+    int nlie;                               /* joints whose velocities are not their coordinates' rates */
+    const int *lie_joints;                  /* [3*nlie] per such joint: RODGEN_JOINT_FREE, _SPHERICAL or
+                                             * _PLANAR, the index of its first coordinate in q and of its
+                                             * first velocity in qd; NULL if none */
 
     /* M(q) qdd + bias(t, q, qd) = B(q) u */
     void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */

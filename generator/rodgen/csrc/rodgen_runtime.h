@@ -169,12 +169,12 @@ int rodgen_cholesky(double *A, int n);
 void rodgen_cholesky_solve(const double *L, double *b, int n);
 
 /* Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] doubles,
- * owned by the caller, holds s->y and s->f for the life of the simulation. The quaternions of the free
- * joints of y0 are normalised (rodgen_normalize). */
+ * owned by the caller, holds s->y and s->f for the life of the simulation. The quaternions of y0 are
+ * normalised (rodgen_normalize). */
 void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage);
 
-/* Divide the quaternion of each free joint of q [nq] by its norm (a quaternion of norm 0 is left as it
- * is). The integrators call it on the state after every accepted step. */
+/* Divide the quaternion of each free and spherical joint of q [nq] by its norm (a quaternion of norm 0
+ * is left as it is). The integrators call it on the state after every accepted step. */
 void rodgen_normalize(const rodgen_model *m, double *q);
 
 /* Integrate from s->t towards o->t_end, writing at most capacity rows: t_out [capacity], y_out

@@ -67,8 +67,8 @@ int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double
     const int n = model->nq, m = model->nu;
     const int mu = m > 0 ? m : 1;
     int i, j, k;
-    if (RODGEN_NV(model) != n && (inp->kind == RODGEN_INPUT_PD || inp->kind == RODGEN_INPUT_COMPUTED_TORQUE)) {
-        return RODGEN_ERR_OPTIONS;   /* tracking laws compare q and qd entry by entry: nq = nv only */
+    if (model->nlie > 0 && (inp->kind == RODGEN_INPUT_PD || inp->kind == RODGEN_INPUT_COMPUTED_TORQUE)) {
+        return RODGEN_ERR_OPTIONS;   /* tracking laws compare q and qd entry by entry: qd = dq/dt only */
     }
     switch (inp->kind) {
     case RODGEN_INPUT_CONSTANT:
@@ -187,8 +187,12 @@ static int rodgen_sim_store(const rodgen_model *m, const rodgen_input *inp, cons
 void rodgen_normalize(const rodgen_model *m, double *q)
 {
     int f, k;
-    for (f = 0; f < m->nfree; ++f) {
-        double *x = q + m->free_joints[2 * f] + 3;
+    for (f = 0; f < m->nlie; ++f) {
+        const int kind = m->lie_joints[3 * f];
+        double *x = q + m->lie_joints[3 * f + 1] + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+        if (kind != RODGEN_JOINT_FREE && kind != RODGEN_JOINT_SPHERICAL) {
+            continue;
+        }
         const double norm = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]);
         if (norm > 0.0) {
             for (k = 0; k < 4; ++k) {
@@ -415,7 +419,7 @@ static int rodgen_dopri5_step(const rodgen_model *m, const rodgen_sim_options *o
                 s->y[i] = yn[i];
                 s->f[i] = k7[i];
             }
-            if (m->nfree > 0) {   /* back onto the unit sphere; f is then evaluated at the normalised state */
+            if (m->nlie > 0) {   /* back onto the unit sphere; f is then evaluated at the normalised state */
                 rodgen_normalize(m, s->y);
                 s->have_f = 0;
             }

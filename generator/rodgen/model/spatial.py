@@ -26,6 +26,19 @@ convention: translation, then the fixed-axis roll-pitch-yaw rotation
   coordinates are named ``<link>_x``, ..., ``<link>_qw`` and the velocities
   ``<link>_vx``, ..., ``<link>_wz``; the joint has no input, no offset, no
   ``xyz``/``rpy`` (its coordinates place the link).
+* ``"spherical"``: a ball joint (Pinocchio's ``JointModelSpherical``): the
+  link frame turns by a unit quaternion ``[qx qy qz qw]`` (coordinates
+  ``<link>_qx`` ... ``<link>_qw``, nq = 4) about the joint frame's origin;
+  velocities ``<link>_wx, _wy, _wz``, its angular velocity in its own frame
+  (nv = 3).
+* ``"planar"``: a planar joint (Pinocchio's ``JointModelPlanar``): the link
+  frame moves in the joint frame's xy plane, coordinates ``<link>_x``,
+  ``<link>_y``, ``<link>_theta`` (the rotation about z); velocities
+  ``<link>_vx, _vy, _wz``, the link's velocity in its own frame, so nq = nv = 3
+  but the velocities are not the coordinates' rates.
+
+Free, spherical and planar joints have no inputs, springs or limits; their
+velocities are listed by :meth:`ValidSpatialModel.velocities`.
 
 A link carries rigid bodies (:class:`Body`: mass, centre of mass and the full
 inertia tensor about it, URDF order ``ixx, ixy, ixz, iyy, iyz, izz``) in its
@@ -55,10 +68,17 @@ from .expr import Expression, Value
 from .valid import Bounds, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
-JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free")
+JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free", "spherical", "planar")
 #: Suffixes of a free joint's configuration coordinates and velocities (``<link>_x``, ``<link>_vx``, ...).
 FREE_COORDINATES = ("x", "y", "z", "qx", "qy", "qz", "qw")
 FREE_VELOCITIES = ("vx", "vy", "vz", "wx", "wy", "wz")
+#: Joints whose velocities are not the rates of their coordinates: suffixes of (coordinates, velocities) and
+#: the default initial configuration.
+LIE_JOINTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...]]] = {
+    "free": (FREE_COORDINATES, FREE_VELOCITIES, (0.0,) * 6 + (1.0,)),
+    "spherical": (("qx", "qy", "qz", "qw"), ("wx", "wy", "wz"), (0.0, 0.0, 0.0, 1.0)),
+    "planar": (("x", "y", "theta"), ("vx", "vy", "wz"), (0.0, 0.0, 0.0)),
+}
 #: Angle conventions of a two-angle link.
 TWO_ANGLE_CONVENTIONS = ("absolute", "relative")
 
@@ -75,14 +95,16 @@ def default_joint_input(link_name: str, joint_type: str) -> str:
     return ("F_" if joint_type == "prismatic" else "tau_") + link_name
 
 
-def free_coordinates(link_name: str) -> tuple[str, ...]:
-    """The configuration coordinates of a free joint: position, then the unit quaternion (x, y, z, w)."""
-    return tuple(f"{link_name}_{s}" for s in FREE_COORDINATES)
+def free_coordinates(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The configuration coordinates of a free joint (position, then the unit quaternion (x, y, z, w)), a
+    spherical joint (the quaternion) or a planar joint (x, y, theta)."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][0])
 
 
-def free_velocities(link_name: str) -> tuple[str, ...]:
-    """The velocities of a free joint: the link's linear, then angular velocity, in its own frame."""
-    return tuple(f"{link_name}_{s}" for s in FREE_VELOCITIES)
+def free_velocities(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The velocities of a free joint (the link's linear, then angular velocity, in its own frame), a
+    spherical joint (angular velocity) or a planar joint (vx, vy, wz), all in the link's frame."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][1])
 
 
 def default_two_angle_coordinates(link_name: str) -> tuple[str, str]:
@@ -404,7 +426,7 @@ class ValidSpatialModel:
         for lk in self.links:
             kind = "position" if lk.joint.type == "prismatic" else "angle"
             for nm, x0 in zip(lk.joint.coordinates, lk.joint.initial):
-                out.append(Coordinate(nm, "base" if lk.joint.type == "free" else kind, lk.name, None, x0))
+                out.append(Coordinate(nm, "base" if lk.joint.type in LIE_JOINTS else kind, lk.name, None, x0))
             for sg in lk.segments:
                 if sg.extension is not None:
                     out.append(Coordinate(sg.extension.coordinate, "length", lk.name, sg.name, sg.length))
@@ -420,7 +442,7 @@ class ValidSpatialModel:
         out: list[tuple[str, Optional[str]]] = []
         for c in self.coordinates():
             lk = self.link_named(c.link) if c.link is not None else None
-            if lk is not None and lk.joint.type == "free":
+            if lk is not None and lk.joint.type in LIE_JOINTS:
                 if c.name == lk.joint.coordinates[0]:
                     out.extend((v, None) for v in lk.joint.velocities)
                 continue
@@ -431,6 +453,12 @@ class ValidSpatialModel:
     def floating(self) -> bool:
         """True when a link has a free joint (then nq != nv)."""
         return any(lk.joint.type == "free" for lk in self.links)
+
+    @property
+    def lie(self) -> bool:
+        """True when a link has a free, spherical or planar joint (velocities that are not the coordinates'
+        rates)."""
+        return any(lk.joint.type in LIE_JOINTS for lk in self.links)
 
     def inputs(self) -> list[Input]:
         """Per link: its joint's inputs, then the forces of its variable segments."""
@@ -482,5 +510,5 @@ def validate_spatial(model: SpatialModel) -> ValidSpatialModel:
 __all__ = ["SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body", "JOINT_TYPES",
            "TWO_ANGLE_CONVENTIONS", "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint",
            "ValidSpatialMarker", "ValidBody", "default_joint_coordinate", "default_joint_input",
-           "FREE_COORDINATES", "FREE_VELOCITIES", "free_coordinates", "free_velocities",
+           "FREE_COORDINATES", "FREE_VELOCITIES", "LIE_JOINTS", "free_coordinates", "free_velocities",
            "default_two_angle_coordinates"]

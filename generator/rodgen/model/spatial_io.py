@@ -33,6 +33,7 @@ from ..errors import ModelError
 from .dump import _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
+    LIE_JOINTS,
     Body,
     SpatialJoint,
     SpatialLink,
@@ -145,7 +146,7 @@ class _SpatialReader(_Reader):
                 setattr(jt, key, d[key])
         if "initial" in d:
             init = d["initial"]
-            if jt.type == "free":   # [x, y, z, qx, qy, qz, qw], checked by the validation
+            if jt.type in LIE_JOINTS:   # e.g. [x, y, z, qx, qy, qz, qw], checked by the validation
                 jt.initial = tuple(init) if isinstance(init, list) else init
             else:
                 jt.initial = (tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list)
@@ -195,8 +196,8 @@ def _joint(lk: ValidSpatialLink) -> dict[str, Any]:
         out["rpy"] = _triple(jt.rpy)
     if jt.type == "fixed":
         return out
-    if jt.type == "free":
-        if [_v(x) for x in jt.initial] != [0.0] * 6 + [1.0]:
+    if jt.type in LIE_JOINTS:
+        if [_v(x) for x in jt.initial] != list(LIE_JOINTS[jt.type][2]):
             out["initial"] = [_v(x) for x in jt.initial]
         return out
     if jt.type == "two_angle":

@@ -14,6 +14,7 @@ from .core import Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
+    LIE_JOINTS,
     TWO_ANGLE_CONVENTIONS,
     Body,
     SpatialJoint,
@@ -99,7 +100,7 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
             if getattr(jt, fld) is not None:
                 raise ctx.err(f"a fixed joint has no coordinate: {fld} does not apply", f"{jw}.{fld}")
         return ValidSpatialJoint("fixed", axis, xyz, rpy, (), (), (), offset)
-    if jt.type == "free":
+    if jt.type in LIE_JOINTS:
         return _free_joint(ctx, lk, jw, claim, xyz, rpy, offset)
     spring, damping = _spring_damper(ctx, jt, jw)  # type: ignore[arg-type]
     if jt.type == "two_angle":
@@ -160,32 +161,38 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
 
 def _free_joint(ctx: _Ctx, lk: SpatialLink, jw: str, claim: Any, xyz: Any, rpy: Any,
                 offset: Expression) -> ValidSpatialJoint:
-    """A free joint (floating base): the root link only, no input, placement given by its coordinates."""
+    """A free joint (floating base: the root link only, placed by its coordinates), a spherical or a planar
+    joint: no input, the coordinates and velocities of :data:`LIE_JOINTS`."""
     jt = lk.joint
-    if lk.parent is not None:
+    kind = jt.type
+    suffixes, _, default = LIE_JOINTS[kind]
+    if kind == "free" and lk.parent is not None:
         raise ctx.err(f"a free joint (floating base) joins the root link to the ground; link {lk.name!r} has the "
                       f"parent {lk.parent!r}", f"{jw}.type")
     for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input", "effort", "velocity"):
         if getattr(jt, fld) is not None:
-            raise ctx.err(f"a free joint has no {fld}", f"{jw}.{fld}")
-    if any(v.evaluate(ctx.params) != 0 for v in (*xyz, *rpy, offset)):
-        raise ctx.err("a free joint is placed by its coordinates: xyz, rpy and offset must be 0", jw)
+            raise ctx.err(f"a {kind} joint has no {fld}", f"{jw}.{fld}")
+    if offset.evaluate(ctx.params) != 0:
+        raise ctx.err(f"a {kind} joint has no offset", f"{jw}.offset")
+    if kind == "free" and any(v.evaluate(ctx.params) != 0 for v in (*xyz, *rpy)):
+        raise ctx.err("a free joint is placed by its coordinates: xyz and rpy must be 0", jw)
     init: Any = jt.initial
     if isinstance(init, (int, float)) and init == 0:
-        init = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
-    if not isinstance(init, (tuple, list)) or len(init) != 7:
-        raise ctx.err(f"the initial configuration of a free joint is [x, y, z, qx, qy, qz, qw], got {init!r}",
+        init = default
+    if not isinstance(init, (tuple, list)) or len(init) != len(suffixes):
+        raise ctx.err(f"the initial configuration of a {kind} joint is [{', '.join(suffixes)}], got {init!r}",
                       f"{jw}.initial")
     initial = tuple(ctx.expr(v, f"{jw}.initial[{i}]") for i, v in enumerate(init))
-    quat = [v.evaluate(ctx.params) for v in initial[3:]]
-    norm = math.sqrt(sum(x * x for x in quat))
-    if not norm > 1e-9 or not math.isfinite(norm):
-        raise ctx.err(f"the initial quaternion [qx, qy, qz, qw] = {quat} has no direction (norm {norm:g})",
-                      f"{jw}.initial")
-    coords = tuple(claim(nm, "coordinate", f"{jw}.coordinates") for nm in free_coordinates(lk.name))
-    vels = tuple(claim(nm, "velocity", f"{jw}.velocities") for nm in free_velocities(lk.name))
+    if kind != "planar":
+        quat = [v.evaluate(ctx.params) for v in initial[-4:]]
+        norm = math.sqrt(sum(x * x for x in quat))
+        if not norm > 1e-9 or not math.isfinite(norm):
+            raise ctx.err(f"the initial quaternion [qx, qy, qz, qw] = {quat} has no direction (norm {norm:g})",
+                          f"{jw}.initial")
+    coords = tuple(claim(nm, "coordinate", f"{jw}.coordinates") for nm in free_coordinates(lk.name, kind))
+    vels = tuple(claim(nm, "velocity", f"{jw}.velocities") for nm in free_velocities(lk.name, kind))
     zero = ctx.expr(0.0, jw)
-    return ValidSpatialJoint("free", (zero, zero, ctx.expr(1.0, jw)), xyz, rpy, coords, (), initial, offset,
+    return ValidSpatialJoint(kind, (zero, zero, ctx.expr(1.0, jw)), xyz, rpy, coords, (), initial, offset,
                              velocities=vels)
 
 
@@ -293,10 +300,11 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
                             doc=model.doc, source=model.source)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
     for vl in links:
-        if vl.joint.type == "free":
+        if vl.joint.type in LIE_JOINTS:
             for c in vl.joint.coordinates:
                 if c in couplings:
-                    raise ctx.err(f"coordinate {c!r} of the free joint of link {vl.name!r} cannot be coupled",
+                    raise ctx.err(f"coordinate {c!r} of the {vl.joint.type} joint of link {vl.name!r} cannot be "
+                                  f"coupled",
                                   f"couplings.{c}")
     _check_masses(ctx, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,

@@ -132,7 +132,7 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
         raise ValueError(f"simulate_batch: h_min must be non-negative; got {h_min!r}")
 
     y, ny_rows = _stack(sys, y0s, "y0s", ny, "initial states [q, qd]")
-    if getattr(sys, "free_joints", None):
+    if getattr(sys, "lie_joints", None):
         sys.check_quaternions(y.reshape(-1, ny)[:, :nq], "y0s")
     if p is None:
         pv, np_rows = np.ascontiguousarray(sys._p0.reshape(-1), dtype=float), -1

@@ -88,9 +88,11 @@ class CompiledModel:
     name : model name.
     nq, nu, np, npoints : numbers of coordinates, inputs, parameters and marker points.
     nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); nq
-        except for models with free joints (floating bases: nq = nv + 1 each; see docs/floating-base.md).
+        except for models with free joints (floating bases: nq = nv + 1 each) or spherical joints (ditto;
+        see docs/floating-base.md).
     ny : the length of the state y = [q, qd], nq + nv.
-    free_joints : per free joint, the index of its x in q and of its vx in qd.
+    lie_joints : per free, spherical or planar joint (codes 0, 1, 2), the index of its first coordinate in q
+        and of its first velocity in qd; their velocities are not their coordinates' rates.
     velocities : the names of the velocities (qd), in order.
     coordinates, inputs : names, in the order of q and u.
     parameters : dict name -> default value, in the order of p.
@@ -111,7 +113,8 @@ class CompiledModel:
         self.nq: int = int(info["nq"])
         self.nv: int = int(info.get("nv", self.nq))
         self.ny: int = int(info.get("ny", self.nq + self.nv))
-        self.free_joints: list[tuple[int, int]] = [(int(a), int(b)) for a, b in info.get("free_joints", [])]
+        self.lie_joints: list[tuple[int, int, int]] = [(int(a), int(b), int(c))
+                                                       for a, b, c in info.get("lie_joints", [])]
         self.nu: int = int(info["nu"])
         self.np: int = int(info["np"])
         self.npoints: int = int(info["npoints"])
@@ -177,16 +180,19 @@ class CompiledModel:
                        "p": (self.np, "parameters"), "y": (self.ny, "state entries [q, qd]")}
 
     def _velocity_names(self) -> list[str]:
-        """qd's names: a free joint's ``<link>_vx ... <link>_wz`` (its x coordinate is ``<link>_x``), every
+        """qd's names: a free, spherical or planar joint's velocities (``<link>_vx ... <link>_wz``), every
         other coordinate's rate ``<name>'``."""
-        starts = {iq: iv for iq, iv in self.free_joints}
+        from ..model.spatial import LIE_JOINTS
+        from .liegroups import KINDS
+        starts = {iq: kind for kind, iq, _ in self.lie_joints}
         out: list[str] = []
         i = 0
         while i < self.nq:
             if i in starts:
-                link = self.coordinates[i][:-2]
-                out += [f"{link}_{s}" for s in ("vx", "vy", "vz", "wx", "wy", "wz")]
-                i += 7
+                coords, vels, _ = LIE_JOINTS[KINDS[starts[i]]]
+                link = self.coordinates[i][:-len(coords[0]) - 1]
+                out += [f"{link}_{s}" for s in vels]
+                i += len(coords)
                 continue
             out.append(self.coordinates[i] + "'")
             i += 1
@@ -196,7 +202,8 @@ class CompiledModel:
         """q ⊕ v dt: the configuration reached from q (nq,) moving with the velocity v (nv,) for dt.
 
         A free joint moves by the exponential map of SE(3) (``M1 = M0 exp(v dt)``, Pinocchio's
-        ``integrate``), its quaternion staying a unit quaternion; every other coordinate by ``q + v dt``.
+        ``integrate``), its quaternion staying a unit quaternion; a spherical joint by that of SO(3), a planar
+        joint by that of SE(2); every other coordinate by ``q + v dt``.
         Rows of q and v (N, nq), (N, nv) give (N, nq)."""
         from .liegroups import integrate
         q2, a = self._rows(q, "q")
@@ -204,25 +211,26 @@ class CompiledModel:
         n, batched = self._batch(q=(q2, a), v=(v2, b))
         q2 = np.broadcast_to(q2, (n, self.nq))
         v2 = np.broadcast_to(v2, (n, self.nv)) * float(dt)
-        out = np.array([integrate(q2[i], v2[i], self.free_joints) for i in range(n)])
+        out = np.array([integrate(q2[i], v2[i], self.lie_joints) for i in range(n)])
         return out if batched else out[0]
 
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
         """The velocity v (nv,) that takes q0 to q1 in unit time, ``integrate(q0, v) = q1`` (Pinocchio's
-        ``difference``: the logarithm of SE(3) for a free joint, ``q1 - q0`` for the other coordinates)."""
+        ``difference``: the logarithm of SE(3), SO(3), SE(2) for a free, spherical, planar joint, ``q1 - q0``
+        for the other coordinates)."""
         from .liegroups import difference
         a2, a = self._rows(q0, "q")
         b2, b = self._rows(q1, "q")
         n, batched = self._batch(q0=(a2, a), q1=(b2, b))
         a2, b2 = np.broadcast_to(a2, (n, self.nq)), np.broadcast_to(b2, (n, self.nq))
-        out = np.array([difference(a2[i], b2[i], self.free_joints, self.nv) for i in range(n)])
+        out = np.array([difference(a2[i], b2[i], self.lie_joints, self.nv) for i in range(n)])
         return out if batched else out[0]
 
     def check_quaternions(self, q: ArrayLike, what: str = "q") -> None:
-        """ValueError naming the coordinates when a free joint's quaternion in q (nq,) or (N, nq) is zero."""
-        if self.free_joints:
+        """ValueError naming the coordinates when a quaternion in q (nq,) or (N, nq) is zero."""
+        if self.lie_joints:
             from .liegroups import check_quaternions
-            check_quaternions(np.asarray(q, dtype=float)[..., :self.nq], self.free_joints, self.coordinates, what)
+            check_quaternions(np.asarray(q, dtype=float)[..., :self.nq], self.lie_joints, self.coordinates, what)
 
     def __repr__(self) -> str:
         return (f"<CompiledModel {self.name!r}: nq={self.nq}, nu={self.nu}, np={self.np}, "
@@ -570,10 +578,10 @@ class CompiledModel:
         table = self._jacobian_table
         if table is not None:
             return table.rhs_jacobian
-        if self.nv != self.nq:
-            raise RodgenError(f"the model {self.name!r} has a free joint (nq = {self.nq} coordinates, nv = "
-                              f"{self.nv} velocities): the Jacobian of its right-hand side on the tangent space "
-                              f"is not available yet")
+        if self.lie_joints:
+            raise RodgenError(f"the model {self.name!r} has a free, spherical or planar joint (nq = {self.nq} "
+                              f"coordinates, nv = {self.nv} velocities that are not their rates): the Jacobian of "
+                              f"its right-hand side on the tangent space is not available yet")
         with self._jacobian_guard:
             if self._jacobian_table is None:
                 if self._jacobian_build is None:

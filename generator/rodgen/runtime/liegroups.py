@@ -1,10 +1,12 @@
-"""Configurations with quaternions: integrate, difference and checks for models with free joints.
+"""Configurations of free, spherical and planar joints: integrate, difference and checks.
 
 A free joint (floating base) has seven coordinates ``[x y z qx qy qz qw]`` (position of its frame in the
 ground frame, unit quaternion of its orientation) and six velocities ``[vx vy vz wx wy wz]``, its spatial
 velocity in its own frame (Pinocchio's free flyer). Moving such a configuration by a velocity is the
 exponential map of SE(3): ``M1 = M0 exp(v dt)`` (:func:`integrate`); its inverse is the logarithm,
-``v = log(M0⁻¹ M1)`` (:func:`difference`). Every other coordinate is added to. NumPy only.
+``v = log(M0⁻¹ M1)`` (:func:`difference`). A spherical joint (quaternion, angular velocity in its own
+frame) moves on SO(3), a planar joint (x, y, theta; velocity in its own frame) on SE(2). Every other
+coordinate is added to. NumPy only.
 """
 from __future__ import annotations
 
@@ -68,59 +70,118 @@ def log_se3(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, w
 
 
-def integrate(q: np.ndarray, v: np.ndarray, free_joints: Sequence[tuple[int, int]]) -> np.ndarray:
+#: Codes of ``lie_joints`` (the table's ``RODGEN_JOINT_FREE``, ``_SPHERICAL``, ``_PLANAR``), their nq and nv.
+FREE, SPHERICAL, PLANAR = 0, 1, 2
+SIZES = {FREE: (7, 6), SPHERICAL: (4, 3), PLANAR: (3, 3)}
+KINDS = {FREE: "free", SPHERICAL: "spherical", PLANAR: "planar"}
+
+
+def _exp_so3(w: np.ndarray) -> np.ndarray:
+    return exp_se3(np.zeros(3), w)[1]
+
+
+def _planar_exp(v: np.ndarray) -> np.ndarray:
+    """exp of the SE(2) twist (vx, vy, w): the translation V(w) (vx, vy)."""
+    t = float(v[2])
+    if abs(t) < SMALL:
+        a, b = 1.0 - t * t / 6.0, t / 2.0 - t ** 3 / 24.0
+    else:
+        a, b = np.sin(t) / t, (1.0 - np.cos(t)) / t
+    return np.array([a * v[0] - b * v[1], b * v[0] + a * v[1]])
+
+
+def _planar_log(p: np.ndarray, t: float) -> np.ndarray:
+    if abs(t) < SMALL:
+        a, b = 1.0 - t * t / 6.0, t / 2.0 - t ** 3 / 24.0
+    else:
+        a, b = np.sin(t) / t, (1.0 - np.cos(t)) / t
+    d = a * a + b * b
+    return np.array([(a * p[0] + b * p[1]) / d, (-b * p[0] + a * p[1]) / d, t])
+
+
+def _rot2(t: float) -> np.ndarray:
+    return np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+
+
+def integrate(q: np.ndarray, v: np.ndarray, lie_joints: Sequence[tuple[int, int, int]]) -> np.ndarray:
     """q ⊕ v for one configuration (nq,) and velocity (nv,) (already scaled by the time step)."""
     nq = q.shape[0]
     out = np.empty(nq)
     taken_q = np.zeros(nq, dtype=bool)
     taken_v = np.zeros(v.shape[0], dtype=bool)
-    for iq, iv in free_joints:
-        p0, q0 = q[iq:iq + 3], q[iq + 3:iq + 7]
-        dp, dq = exp_se3(v[iv:iv + 3], v[iv + 3:iv + 6])
-        q1 = quat_mul(q0, dq)
-        q1 = q1 / np.linalg.norm(q1)
-        if q1 @ q0 < 0:
-            q1 = -q1
-        out[iq:iq + 3] = p0 + quat_matrix(q0) @ dp
-        out[iq + 3:iq + 7] = q1
-        taken_q[iq:iq + 7] = True
-        taken_v[iv:iv + 6] = True
+    for kind, iq, iv in lie_joints:
+        if kind == FREE:
+            p0, q0 = q[iq:iq + 3], q[iq + 3:iq + 7]
+            dp, dq = exp_se3(v[iv:iv + 3], v[iv + 3:iv + 6])
+            q1 = quat_mul(q0, dq)
+            q1 = q1 / np.linalg.norm(q1)
+            if q1 @ q0 < 0:
+                q1 = -q1
+            out[iq:iq + 3] = p0 + quat_matrix(q0) @ dp
+            out[iq + 3:iq + 7] = q1
+        elif kind == SPHERICAL:
+            q1 = quat_mul(q[iq:iq + 4], _exp_so3(v[iv:iv + 3]))
+            out[iq:iq + 4] = q1 / np.linalg.norm(q1)
+        else:
+            out[iq:iq + 2] = q[iq:iq + 2] + _rot2(q[iq + 2]) @ _planar_exp(v[iv:iv + 3])
+            out[iq + 2] = q[iq + 2] + v[iv + 2]
+        nq_, nv_ = SIZES[kind]
+        taken_q[iq:iq + nq_] = True
+        taken_v[iv:iv + nv_] = True
     out[~taken_q] = q[~taken_q] + v[~taken_v]
     return out
 
 
-def difference(q0: np.ndarray, q1: np.ndarray, free_joints: Sequence[tuple[int, int]], nv: int) -> np.ndarray:
-    """The velocity (nv,) that takes q0 to q1 in unit time: q0 ⊕ difference(q0, q1) = q1."""
+def _conj(a: np.ndarray) -> np.ndarray:
+    return np.concatenate([-a[:3], [a[3]]])
+
+
+def difference(q0: np.ndarray, q1: np.ndarray, lie_joints: Sequence[tuple[int, int, int]], nv: int) -> np.ndarray:
+    """The velocity (nv,) that takes q0 to q1 in unit time: q0 ⊕ difference(q0, q1) = q1 (a planar joint's
+    angle difference taken in (-pi, pi], as Pinocchio's)."""
     nq = q0.shape[0]
     out = np.empty(nv)
     taken_q = np.zeros(nq, dtype=bool)
     taken_v = np.zeros(nv, dtype=bool)
-    for iq, iv in free_joints:
-        a, b = q0[iq + 3:iq + 7], q1[iq + 3:iq + 7]
-        a = a / np.linalg.norm(a)
-        b = b / np.linalg.norm(b)
-        rel = quat_mul(np.concatenate([-a[:3], [a[3]]]), b)
-        p = quat_matrix(a).T @ (q1[iq:iq + 3] - q0[iq:iq + 3])
-        lin, ang = log_se3(p, rel)
-        out[iv:iv + 3], out[iv + 3:iv + 6] = lin, ang
-        taken_q[iq:iq + 7] = True
-        taken_v[iv:iv + 6] = True
+    for kind, iq, iv in lie_joints:
+        if kind == FREE:
+            a, b = q0[iq + 3:iq + 7], q1[iq + 3:iq + 7]
+            a = a / np.linalg.norm(a)
+            b = b / np.linalg.norm(b)
+            p = quat_matrix(a).T @ (q1[iq:iq + 3] - q0[iq:iq + 3])
+            lin, ang = log_se3(p, quat_mul(_conj(a), b))
+            out[iv:iv + 3], out[iv + 3:iv + 6] = lin, ang
+        elif kind == SPHERICAL:
+            a, b = q0[iq:iq + 4], q1[iq:iq + 4]
+            rel = quat_mul(_conj(a / np.linalg.norm(a)), b / np.linalg.norm(b))
+            out[iv:iv + 3] = log_se3(np.zeros(3), rel)[1]
+        else:
+            t = float(np.arctan2(np.sin(q1[iq + 2] - q0[iq + 2]), np.cos(q1[iq + 2] - q0[iq + 2])))
+            p = _rot2(q0[iq + 2]).T @ (q1[iq:iq + 2] - q0[iq:iq + 2])
+            out[iv:iv + 3] = _planar_log(p, t)
+        nq_, nv_ = SIZES[kind]
+        taken_q[iq:iq + nq_] = True
+        taken_v[iv:iv + nv_] = True
     out[~taken_v] = q1[~taken_q] - q0[~taken_q]
     return out
 
 
-def check_quaternions(q: np.ndarray, free_joints: Sequence[tuple[int, int]], names: Sequence[str],
+def check_quaternions(q: np.ndarray, lie_joints: Sequence[tuple[int, int, int]], names: Sequence[str],
                       what: str) -> None:
-    """ValueError naming the coordinates when a free joint's quaternion in q (..., nq) has no direction."""
+    """ValueError naming the coordinates when a quaternion in q (..., nq) has no direction."""
     q2 = np.asarray(q, dtype=float).reshape(-1, len(names))
-    for iq, _ in free_joints:
-        norms = np.linalg.norm(q2[:, iq + 3:iq + 7], axis=1)
+    for kind, iq, _ in lie_joints:
+        if kind == PLANAR:
+            continue
+        j = iq + 3 if kind == FREE else iq
+        norms = np.linalg.norm(q2[:, j:j + 4], axis=1)
         bad = np.flatnonzero(~(norms > 1e-12))
         if bad.size:
             row = f" (row {int(bad[0])})" if q2.shape[0] > 1 else ""
-            raise ValueError(f"{what}{row}: the quaternion [{', '.join(names[iq + 3:iq + 7])}] of a free joint has "
-                             f"norm {norms[bad[0]]:g}; a rotation needs a nonzero quaternion (unit: [0, 0, 0, 1] "
+            raise ValueError(f"{what}{row}: the quaternion [{', '.join(names[j:j + 4])}] of a {KINDS[kind]} joint "
+                             f"has norm {norms[bad[0]]:g}; a rotation needs a nonzero quaternion (unit: [0, 0, 0, 1] "
                              f"is no rotation)")
 
 
-__all__ = ["integrate", "difference", "exp_se3", "log_se3", "quat_mul", "quat_matrix", "check_quaternions"]
+__all__ = ["integrate", "difference", "exp_se3", "log_se3", "quat_mul", "quat_matrix", "check_quaternions",
+           "FREE", "SPHERICAL", "PLANAR"]

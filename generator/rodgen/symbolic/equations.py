@@ -189,11 +189,12 @@ class Equations:
     #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
     #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
     frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
-    #: dq/dt (nq, 1) in q and qd where the configuration has more numbers than the velocities (a free joint:
-    #: the position's rate R v, the quaternion's 1/2 q (0, w)); None where dq/dt = qd (nq = nv)
+    #: dq/dt (nq, 1) in q and qd where the velocities are not the coordinates' rates (a free joint: the
+    #: position's rate R v, the quaternion's 1/2 q (0, w); a spherical or planar joint); None where dq/dt = qd
     configuration_rate: Optional[sp.Matrix] = None
-    #: per free joint (floating base): the index of its x in q and of its vx in qd
-    free_joints: tuple[tuple[int, int], ...] = ()
+    #: per free (code 0), spherical (1) or planar (2) joint: (code, index of its first coordinate in q, of its
+    #: first velocity in qd)
+    lie_joints: tuple[tuple[int, int, int], ...] = ()
     t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)

@@ -49,7 +49,7 @@ import sympy as sp
 
 from ..errors import DerivationError, ModelError
 from ..model.expr import Expression
-from ..model.spatial import ValidSpatialLink, ValidSpatialModel
+from ..model.spatial import LIE_JOINTS, ValidSpatialLink, ValidSpatialModel
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
@@ -186,9 +186,10 @@ class SNode:
     axis: V3                     # unit joint axis in the node frame
     coord: sp.Expr               # tree coordinate, linear in q (revolute: plus a constant offset)
     bodies: list[tuple[sp.Expr, V3, M3]] = field(default_factory=list)   # (m, centre of mass, inertia about it)
-    #: a free joint (floating base): its position symbols (3), quaternion symbols (qx, qy, qz, qw) and the index
-    #: of its first velocity in v; the node then has six motion columns (linear, then angular, node frame)
-    free: Optional[tuple[list[sp.Symbol], list[sp.Symbol], int]] = None
+    #: a free, spherical or planar joint: (its type, its coordinate symbols, the index of its first velocity in
+    #: v); the node then has six motion columns (free: linear, then angular), three (spherical: angular; planar:
+    #: linear x, linear y, angular z), all constant in the node frame
+    lie: Optional[tuple[str, list[sp.Symbol], int]] = None
 
 
 @dataclass(frozen=True)
@@ -334,11 +335,11 @@ class SpatialTree:
             at = self._attachment(self.model.link_named(lk.parent), lk.at)
         frame = at.moved(rpy_matrix(*self.V(jt.rpy)), self.V(jt.xyz))
         offset = self.X(jt.offset)
-        if jt.type == "free":
+        if jt.type in LIE_JOINTS:
             syms = [self.qmap[c] for c in jt.coordinates]
             v0 = [str(s) for s in self.k.qd].index(jt.velocities[0])
-            i = self.add(SNode(lk.name, -1, False, _eye(), _zero3(), [_0, _0, _1], _0,
-                               free=(syms[:3], syms[3:], v0)))
+            i = self.add(SNode(lk.name, frame.node, False, frame.Rl, frame.pl, [_0, _0, _1], _0,
+                               lie=(jt.type, syms, v0)))
             frame = SRef(i)
         elif jt.type in ("revolute", "prismatic"):
             axis = self._unit(self.V(jt.axis), f"link {lk.name!r}.joint.axis")
@@ -465,6 +466,12 @@ def quaternion_matrix(x: sp.Expr, y: sp.Expr, z: sp.Expr, w: sp.Expr) -> M3:
             [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
 
 
+#: The motion columns of the joints with several: (angular, axis index) in the order of their velocities.
+LIE_COLUMNS = {"free": ((False, 0), (False, 1), (False, 2), (True, 0), (True, 1), (True, 2)),
+               "spherical": ((True, 0), (True, 1), (True, 2)),
+               "planar": ((False, 0), (False, 1), (True, 2))}
+
+
 class _Joints:
     """Per-node quantities shared by the recursions, each emitted once: the map T, the rotation R and origin
     p of each node in its parent, the motion subspace, the tree coordinate rates, the body inertias.
@@ -483,22 +490,31 @@ class _Joints:
         self.p: list[V3] = []
         self.S: list[tuple[V3, V3]] = []
         self.sd: list[sp.Expr] = []
-        self.free = [nd.free is not None for nd in nodes]
+        self.lie = [nd.lie is not None for nd in nodes]
         for i, nd in enumerate(nodes):
-            if nd.free is not None:
-                pos, quat, v0 = nd.free
+            if nd.lie is not None:
+                kind, syms, v0 = nd.lie
                 ids = []
-                for c in range(6):
-                    unit = [_1 if r == c % 3 else _0 for r in range(3)]
-                    self.S.append((_zero3(), unit) if c < 3 else (unit, _zero3()))
+                for c, (angular, axis) in enumerate(LIE_COLUMNS[kind]):
+                    unit = [_1 if r == axis else _0 for r in range(3)]
+                    self.S.append((unit, _zero3()) if angular else (_zero3(), unit))
                     self.Tmap.append([(v0 + c, _1)])
                     self.sd.append(k.qd[v0 + c])
                     self.node_of.append(i)
                     ids.append(len(self.S) - 1)
                 self.cols.append(ids)
-                R = quaternion_matrix(*quat)
+                if kind == "planar":
+                    c = e(sp.cos(syms[2]), f"{i}_c")
+                    s = e(sp.sin(syms[2]), f"{i}_s")
+                    Rj: M3 = [[c, -s, _0], [s, c, _0], [_0, _0, _1]]
+                    pj: V3 = [syms[0], syms[1], _0]
+                else:
+                    Rj = quaternion_matrix(*syms[-4:])
+                    pj = list(syms[:3]) if kind == "free" else _zero3()
+                R = Rj if _is_identity(nd.R0) else _mm(nd.R0, Rj)
+                p = _add(nd.p0, pj if _is_identity(nd.R0) else _mv(nd.R0, pj))
                 self.R.append([[e(sp.expand(R[r][c_]), f"{i}_R{r}{c_}") for c_ in range(3)] for r in range(3)])
-                self.p.append(list(pos))
+                self.p.append([e(sp.expand(p[r]), f"{i}_p{r}") for r in range(3)])
                 continue
             free = sp.sympify(nd.coord).free_symbols
             row = [(k.vel_of[qj], sp.diff(nd.coord, qj)) for qj in k.q if qj in free]
@@ -761,7 +777,7 @@ def _frame_jacobian(ref: SRef, pos: V3, nodes: list[SNode], J: _Joints, world: l
     i = ref.node
     while i >= 0:
         Rw, pw = world[i]
-        if nodes[i].free is not None:
+        if nodes[i].lie is not None:
             # the node's velocity columns in its own frame: linear R e_k, angular R e_k x (p - o) and R e_k
             for c in J.cols[i]:
                 zw, zv = _mv(Rw, J.S[c][0]), _mv(Rw, J.S[c][1])
@@ -875,7 +891,7 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
     U: list[list[sp.Expr]] = [[]] * N
     Dinv: list[sp.Expr] = [_0] * NC
     uu: list[sp.Expr] = [_0] * N
-    root: dict[int, tuple[list[list[sp.Expr]], list[sp.Expr]]] = {}   # free node -> its IA and pA
+    multi: dict[int, tuple] = {}     # node with several columns -> (S, U, L, 1/D, u) of its joint
     for i in reversed(range(N)):
         Ii = {}
         for r in range(6):
@@ -883,8 +899,33 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
                 Ii[r, c] = e(sp.Add(*IA[i][r][c]), f"{i}_IA{r}{c}")
         Im = [[Ii[min(r, c), max(r, c)] for c in range(6)] for r in range(6)]
         pi = [e(sp.Add(*pA[i][r]), f"{i}_pA{r}") for r in range(6)]
-        if J.free[i]:   # six columns at the root: solved in pass 3 with the 6x6 articulated inertia
-            root[i] = (Im, pi)
+        par = nodes[i].parent
+        if J.lie[i]:
+            # k columns: U = IA S (6 x k), D = Sᵀ U (k x k, by L D Lᵀ), u = tau - Sᵀ pA; to the parent
+            # Ia = IA - U D⁻¹ Uᵀ, pa = pA + Ia c + U D⁻¹ u
+            cols = J.cols[i]
+            Sc = [six(*J.S[c]) for c in cols]
+            Uc = [[e(sp.Add(*[Im[r][c] * S_[c] for c in range(6) if S_[c] != 0]), f"{i}_U{a_}_{r}")
+                   for r in range(6)] for a_, S_ in enumerate(Sc)]
+            Dm = [[sp.Add(*[Sc[a_][r] * Uc[b_][r] for r in range(6) if Sc[a_][r] != 0]) for b_ in range(len(cols))]
+                  for a_ in range(len(cols))]
+            L, dinv = _ldl_factor(e, Dm, f"{i}_")
+            for a_, c in enumerate(cols):
+                Dinv[c] = dinv[a_]
+            uv = [e(tau[c] - sp.Add(*[Sc[a_][r] * pi[r] for r in range(6) if Sc[a_][r] != 0]), f"{i}_u{a_}")
+                  for a_, c in enumerate(cols)]
+            multi[i] = (Sc, Uc, L, dinv, uv)
+            if par < 0:
+                continue
+            W = [_ldl_apply(e, L, dinv, [Uc[a_][r] for a_ in range(len(cols))], f"{i}_W{r}_") for r in range(6)]
+            z = _ldl_apply(e, L, dinv, uv, f"{i}_z")
+            Ia = [[e(Im[r][c] - sp.Add(*[Uc[a_][r] * W[c][a_] for a_ in range(len(cols))]), f"{i}_Ia{r}{c}")
+                   if c >= r else None for c in range(6)] for r in range(6)]
+            Ia = [[Ia[min(r, c)][max(r, c)] for c in range(6)] for r in range(6)]
+            ci = [sp.Add(*[Ia[r][c] * cacc[i][c] for c in range(6) if cacc[i][c] != 0]) for r in range(6)]
+            pa = [e(pi[r] + ci[r] + sp.Add(*[Uc[a_][r] * z[a_] for a_ in range(len(cols))]), f"{i}_pa{r}")
+                  for r in range(6)]
+            _to_parent(e, J, i, par, Ia, pa, IA, pA)
             continue
         Si = six(*J.S[J.cols[i][0]])
         U[i] = [e(sp.Add(*[Im[r][c] * Si[c] for c in range(6) if Si[c] != 0]), f"{i}_U{r}") for r in range(6)]
@@ -892,7 +933,6 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         ci_ = J.cols[i][0]
         Dinv[ci_] = e(1 / D, f"{i}_Dinv")
         uu[i] = e(tau[ci_] - sp.Add(*[Si[r] * pi[r] for r in range(6) if Si[r] != 0]), f"{i}_u")
-        par = nodes[i].parent
         if par < 0:
             continue
         Ia = [[e(Im[r][c] - U[i][r] * U[i][c] * Dinv[ci_], f"{i}_Ia{r}{c}") if c >= r else None for c in range(6)]
@@ -901,31 +941,7 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         ci = [sp.Add(*[Ia[r][c] * cacc[i][c] for c in range(6) if cacc[i][c] != 0]) for r in range(6)]
         uD = e(uu[i] * Dinv[ci_], f"{i}_uD")
         pa = [e(pi[r] + ci[r] + U[i][r] * uD, f"{i}_pa{r}") for r in range(6)]
-        # to the parent: rotate (blockdiag(R, R) Ia blockdiag(R, R)ᵀ), then shift by p
-        R, p = J.R[i], J.p[i]
-        A = [row[:3] for row in Ia[:3]]
-        B = [row[3:] for row in Ia[:3]]
-        C = [row[3:] for row in Ia[3:]]
-        Ar = _sym_emit(e, _mm(R, _mm(A, _mt(R))), f"{i}_IrA")
-        Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
-        Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
-        px = _skew(p)
-        BrT = _mt(Br)
-        # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
-        pC = _mm(px, Cr)
-        A2 = _mm(Br, px)
-        A3 = _mm(px, BrT)
-        A4 = _mm(pC, px)
-        for r in range(3):
-            for c in range(3):
-                if c >= r:
-                    IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
-                    IA[par][r + 3][c + 3].append(Cr[r][c])
-                IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
-        pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
-        for r in range(3):
-            pA[par][r].append(pn[r])
-            pA[par][r + 3].append(pf[r])
+        _to_parent(e, J, i, par, Ia, pa, IA, pA)
     # pass 3 (outward): accelerations; the ground accelerates against gravity
     acc: list[tuple[V3, V3]] = []
     sdd: list[sp.Expr] = [_0] * NC
@@ -935,18 +951,17 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         else:
             aw_in, av_in = J.motion_in(i, _zero3(), _scale(-1, k.gravity), "ap")
         a1 = [e(x + cacc[i][r], f"{i}_a1{r}") for r, x in enumerate(six(aw_in, av_in))]
-        if J.free[i]:
-            # S = 1: IA (a1 + x) + pA = tau, x the joint's acceleration (angular, linear: the order of six())
-            Im, pi = root[i]
+        if J.lie[i]:
+            # x = D⁻¹ (u - Uᵀ a1), a = a1 + S x
+            Sc, Uc, L, dinv, uv = multi[i]
             cols = J.cols[i]
-            tau6 = [tau[cols[3 + r]] for r in range(3)] + [tau[cols[r]] for r in range(3)]
-            rhs = [e(tau6[r] - pi[r] - sp.Add(*[Im[r][c] * a1[c] for c in range(6)]), f"{i}_rb{r}")
-                   for r in range(6)]
-            x, dinv6 = _ldl_solve(e, Im, rhs, f"{i}_")
-            for r in range(3):
-                sdd[cols[3 + r]], sdd[cols[r]] = x[r], x[3 + r]
-                Dinv[cols[3 + r]], Dinv[cols[r]] = dinv6[r], dinv6[3 + r]
-            a = [e(a1[r] + x[r], f"{i}_a{r}") for r in range(6)]
+            rhs = [e(uv[a_] - sp.Add(*[Uc[a_][r] * a1[r] for r in range(6)]), f"{i}_rb{a_}")
+                   for a_ in range(len(cols))]
+            x = _ldl_apply(e, L, dinv, rhs, f"{i}_x")
+            for a_, c in enumerate(cols):
+                sdd[c] = x[a_]
+            a = [e(a1[r] + sp.Add(*[Sc[a_][r] * x[a_] for a_ in range(len(cols)) if Sc[a_][r] != 0]), f"{i}_a{r}")
+                 for r in range(6)]
             acc.append((a[:3], a[3:]))
             continue
         ci_ = J.cols[i][0]
@@ -960,11 +975,40 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
                            Dinv)
 
 
-def _ldl_solve(e: _Emitter, A: list[list[sp.Expr]], b: list[sp.Expr], tag: str
-               ) -> tuple[list[sp.Expr], list[sp.Expr]]:
-    """x with A x = b for a symmetric positive definite A (a free joint's 6x6 articulated inertia) by
-    L D Lᵀ in straight-line code; also the inverse pivots 1/D_k (positive exactly where A is)."""
-    n = len(b)
+def _to_parent(e: _Emitter, J: _Joints, i: int, par: int, Ia: list[list[sp.Expr]], pa: list[sp.Expr],
+               IA: list, pA: list) -> None:
+    """Add node i's articulated inertia Ia and bias pa, moved to its parent's frame, to the parent's."""
+    # to the parent: rotate (blockdiag(R, R) Ia blockdiag(R, R)ᵀ), then shift by p
+    R, p = J.R[i], J.p[i]
+    A = [row[:3] for row in Ia[:3]]
+    B = [row[3:] for row in Ia[:3]]
+    C = [row[3:] for row in Ia[3:]]
+    Ar = _sym_emit(e, _mm(R, _mm(A, _mt(R))), f"{i}_IrA")
+    Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
+    Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
+    px = _skew(p)
+    BrT = _mt(Br)
+    # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
+    pC = _mm(px, Cr)
+    A2 = _mm(Br, px)
+    A3 = _mm(px, BrT)
+    A4 = _mm(pC, px)
+    for r in range(3):
+        for c in range(3):
+            if c >= r:
+                IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
+                IA[par][r + 3][c + 3].append(Cr[r][c])
+            IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
+    pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
+    for r in range(3):
+        pA[par][r].append(pn[r])
+        pA[par][r + 3].append(pf[r])
+
+
+def _ldl_factor(e: _Emitter, A: list[list[sp.Expr]], tag: str) -> tuple[list[list[sp.Expr]], list[sp.Expr]]:
+    """L D Lᵀ of a symmetric positive definite k x k matrix (a joint's Sᵀ IA S) in straight-line code: the unit
+    lower triangle L and the inverse pivots 1/D (positive exactly where A is positive definite)."""
+    n = len(A)
     L: list[list[sp.Expr]] = [[_0] * n for _ in range(n)]
     LD: list[list[sp.Expr]] = [[_0] * n for _ in range(n)]
     dinv: list[sp.Expr] = []
@@ -974,13 +1018,20 @@ def _ldl_solve(e: _Emitter, A: list[list[sp.Expr]], b: list[sp.Expr], tag: str
         for r in range(j + 1, n):
             LD[r][j] = e(A[r][j] - sp.Add(*[L[r][k] * LD[j][k] for k in range(j)]), f"{tag}LDL{r}{j}")
             L[r][j] = e(LD[r][j] * dinv[j], f"{tag}LL{r}{j}")
+    return L, dinv
+
+
+def _ldl_apply(e: _Emitter, L: list[list[sp.Expr]], dinv: list[sp.Expr], b: list[sp.Expr], tag: str
+               ) -> list[sp.Expr]:
+    """x with L D Lᵀ x = b (a factorisation of :func:`_ldl_factor`)."""
+    n = len(b)
     y: list[sp.Expr] = []
     for r in range(n):
-        y.append(e(b[r] - sp.Add(*[L[r][k] * y[k] for k in range(r)]), f"{tag}Ly{r}"))
+        y.append(e(b[r] - sp.Add(*[L[r][k] * y[k] for k in range(r)]), f"{tag}y{r}"))
     x: list[sp.Expr] = [_0] * n
     for r in reversed(range(n)):
-        x[r] = e(y[r] * dinv[r] - sp.Add(*[L[k][r] * x[k] for k in range(r + 1, n)]), f"{tag}Lx{r}")
-    return x, dinv
+        x[r] = e(y[r] * dinv[r] - sp.Add(*[L[k][r] * x[k] for k in range(r + 1, n)]), f"{tag}x{r}")
+    return x
 
 
 def _sym_emit(e: _Emitter, A: M3, tag: str) -> M3:
@@ -1007,33 +1058,51 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     return fd, ""
 
 
-def configuration_rate(k: SpatialKinematics, tree: SpatialTree) -> tuple[sp.Matrix, tuple[tuple[int, int], ...]]:
-    """dq/dt (nq, 1) of a model with free joints, and the free joints' (q index of x, v index of vx).
+#: Codes of the joints with a configuration of their own in ``Equations.lie_joints`` and the table's
+#: ``lie_joints`` (``RODGEN_JOINT_FREE`` ...).
+LIE_CODES = {"free": 0, "spherical": 1, "planar": 2}
 
-    A free joint's position turns with its rotation, d[x y z]/dt = R(quat) v_linear; its quaternion by
-    d quat/dt = 1/2 quat ⊗ (w, 0) with w its angular velocity in its own frame (vector part
-    1/2 (qw w + qv × w), scalar part -1/2 qv·w); every other coordinate's rate is its velocity."""
+
+def configuration_rate(k: SpatialKinematics, tree: SpatialTree
+                       ) -> tuple[sp.Matrix, tuple[tuple[int, int, int], ...]]:
+    """dq/dt (nq, 1) of a model with free, spherical or planar joints, and their layout (code of
+    :data:`LIE_CODES`, index of the first coordinate in q, of the first velocity in qd).
+
+    A free joint's position turns with its rotation, d[x y z]/dt = R(quat) v_linear; a quaternion (free or
+    spherical joint) by d quat/dt = 1/2 quat ⊗ (w, 0) with w the angular velocity in the link's own frame
+    (vector part 1/2 (qw w + qv × w), scalar part -1/2 qv·w); a planar joint's position by Rz(theta) (vx, vy)
+    and theta by wz; every other coordinate's rate is its velocity."""
     rate: list[sp.Expr] = [_0] * len(k.q)
     index = {s: i for i, s in enumerate(k.q)}
     for qj, vj in k.vel_of.items():
         rate[index[qj]] = k.qd[vj]
-    free: list[tuple[int, int]] = []
+    layout: list[tuple[int, int, int]] = []
     for nd in tree.nodes:
-        if nd.free is None:
+        if nd.lie is None:
             continue
-        pos, quat, v0 = nd.free
-        R = quaternion_matrix(*quat)
-        lin, ang = k.qd[v0:v0 + 3], k.qd[v0 + 3:v0 + 6]
+        kind, syms, v0 = nd.lie
+        i0 = index[syms[0]]
+        layout.append((LIE_CODES[kind], i0, v0))
+        if kind == "planar":
+            c, s = sp.cos(syms[2]), sp.sin(syms[2])
+            vx, vy, wz = k.qd[v0:v0 + 3]
+            rate[i0], rate[i0 + 1], rate[i0 + 2] = c * vx - s * vy, s * vx + c * vy, wz
+            continue
+        quat = syms[-4:]
+        ang = k.qd[v0 + 3:v0 + 6] if kind == "free" else k.qd[v0:v0 + 3]
+        j0 = i0
+        if kind == "free":
+            R = quaternion_matrix(*quat)
+            lin = k.qd[v0:v0 + 3]
+            for r in range(3):
+                rate[i0 + r] = sp.expand(_dot(R[r], lin))
+            j0 = i0 + 3
         qv, qw = quat[:3], quat[3]
-        i0 = index[pos[0]]
-        for r in range(3):
-            rate[i0 + r] = sp.expand(_dot(R[r], lin))
         vec = _add(_scale(qw, ang), _cross(qv, ang))
         for r in range(3):
-            rate[i0 + 3 + r] = vec[r] / 2
-        rate[i0 + 6] = -_dot(qv, ang) / 2
-        free.append((i0, v0))
-    return sp.Matrix(rate), tuple(free)
+            rate[j0 + r] = vec[r] / 2
+        rate[j0 + 3] = -_dot(qv, ang) / 2
+    return sp.Matrix(rate), tuple(layout)
 
 
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
@@ -1041,12 +1110,13 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
     k = spatial_kinematics(model)
     tree = SpatialTree(model, k)
-    if model.floating and model.couplings:
-        raise DerivationError(f"model {model.name!r}: coupled coordinates with a free joint (floating base) are "
-                              f"not supported yet")
-    if method == "lagrange" and model.floating:
-        raise DerivationError(f"model {model.name!r} has a free joint (floating base): the Lagrange reference "
-                              f"takes joints with nq = nv only; use method='recursive'")
+    if model.lie and model.couplings:
+        raise DerivationError(f"model {model.name!r}: coupled coordinates with a free, spherical or planar joint "
+                              f"are not supported yet")
+    if method == "lagrange" and model.lie:
+        raise DerivationError(f"model {model.name!r} has a free, spherical or planar joint: the Lagrange "
+                              f"reference takes joints whose velocities are the coordinates' rates only; use "
+                              f"method='recursive'")
     if method == "lagrange":
         from .spatial_lagrange import derive_spatial_lagrange
         eqs = derive_spatial_lagrange(model)
@@ -1064,7 +1134,7 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
     else:
         eqs.frames, eqs.frame_jacobians = frames, jacobians
-    velocity_names = [c.name for c in eqs.coordinates] if not model.floating else [
+    velocity_names = [c.name for c in eqs.coordinates] if not model.lie else [
         c or v for v, c in model.velocities()]
     for i, name in enumerate(velocity_names):
         if eqs.M[i, i] == 0:
@@ -1072,8 +1142,8 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
             raise ModelError(f"coordinate {name!r} moves no mass: the mass matrix is singular",
                              source=model.source, where=f"link {link!r}")
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
-    if model.floating:
-        eqs.configuration_rate, eqs.free_joints = configuration_rate(k, tree)
+    if model.lie:
+        eqs.configuration_rate, eqs.lie_joints = configuration_rate(k, tree)
     eqs.constraints = []
     return eqs
 
