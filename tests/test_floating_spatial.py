@@ -299,3 +299,19 @@ def test_spherical_and_planar_joints_match_pinocchio(build_dir: Path) -> None:
     # YAML round trip
     data = to_dict(model)
     assert data["links"][1]["joint"]["type"] == "spherical" and to_dict(load_dict(data)) == data
+
+
+def test_urdf_planar_joint_is_pinocchios(build_dir: Path) -> None:
+    path = Path(__file__).parent / "data" / "urdf" / "planar.urdf"
+    robot = rodgen.build(rodgen.from_urdf(path), build_dir=build_dir)
+    pm = pin.buildModelFromUrdf(str(path))
+    assert pm.joints[1].shortname() == "JointModelPlanar" and robot.velocities == ["slider_vx", "slider_vy",
+                                                                                  "slider_wz"]
+    pd = pm.createData()
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        theta = rng.uniform(-3, 3)
+        q = np.array([rng.normal(), rng.normal(), theta])
+        pq = np.array([q[0], q[1], np.cos(theta), np.sin(theta)])
+        v = rng.normal(size=3)
+        np.testing.assert_allclose(robot.forward_dynamics(q, v), pin.aba(pm, pd, pq, v, np.zeros(3)), atol=TOL)

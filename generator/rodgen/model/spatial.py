@@ -258,7 +258,7 @@ class SpatialModel:
              spring: Optional[Spring] = None, damping: Optional[Value] = None,
              limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
              effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
-        """Add a link with a revolute, prismatic or fixed joint and return it.
+        """Add a link with a revolute, prismatic, fixed, free, spherical or planar joint and return it.
 
         ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
         (``parent=None``: the ground frame); ``axis`` is the joint axis in the link frame.

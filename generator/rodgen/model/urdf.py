@@ -9,7 +9,7 @@ or that is wrong:
 
 - XML that is not well formed, a root element other than ``<robot>``, DOCTYPE
   entity declarations;
-- a joint of type ``planar`` (not representable yet), a ``floating`` joint other
+- a ``planar`` joint whose axis is not ``0 0 1``, a ``floating`` joint other
   than one joining a massless root link (a ``world``) to the robot's base (which
   makes the base float, see :func:`from_urdf`), an unknown joint type, a joint
   whose parent or child is not a link of the file, a link that is the child of
@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: Joint types rodgen represents (``continuous``: a revolute joint without position limits).
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 #: Joint types of the URDF specification rodgen cannot represent yet.
-UNSUPPORTED_JOINT_TYPES = ("planar",)
+UNSUPPORTED_JOINT_TYPES: tuple[str, ...] = ()
 #: Joint types that move.
 MOVING = ("revolute", "continuous", "prismatic")
 
@@ -434,6 +434,10 @@ class _Reader:
             if norm < 1e-12:
                 raise self.err("the axis has zero length", anode, what)
             axis = tuple(float(v) for v in a / norm)  # type: ignore[assignment]
+        if jtype == "planar" and (anode is None or max(abs(axis[0]), abs(axis[1]), abs(axis[2] - 1.0)) > 1e-12):
+            raise self.err(f"a planar joint moves its child in the plane normal to its axis; rodgen's planar joint "
+                           f"(x, y, theta in the joint frame's xy plane, as Pinocchio's) needs <axis xyz=\"0 0 1\">"
+                           f" (rotate the joint's <origin> instead), got {axis}", anode or node, what)
         limit = None
         lnode = self.one(node, "limit", what)
         if lnode is not None and jtype in MOVING:
@@ -794,7 +798,9 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
     for j in robot.joints:
         parent = link_id[j.parent]
         child = link_id[j.child]
-        if not j.moving or j.name in held:
+        if j.type == "planar":    # x, y, theta in the joint frame's xy plane (see rodgen.model.spatial)
+            lk = model.link(child, parent, joint="planar", xyz=j.xyz, rpy=_rpy(j.rpy))  # type: ignore[arg-type]
+        elif not j.moving or j.name in held:
             R = j.rotation
             p = np.asarray(j.xyz, dtype=float)
             if j.name in held:
