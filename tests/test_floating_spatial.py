@@ -20,6 +20,7 @@ from rodgen import contract
 from rodgen.codegen.runtime import csrc_root
 from rodgen.model.dump import to_dict
 from rodgen.model.loader import load_dict
+from rodgen.symbolic.numeric import ChainModel, NumericModel
 
 pin = pytest.importorskip("pinocchio")
 
@@ -109,6 +110,10 @@ def test_free_rigid_body_follows_euler_equations(build_dir: Path) -> None:
         want = np.concatenate([R.T @ np.array([0, 0, -9.81]) - np.cross(w, lin),
                                np.linalg.solve(I, -np.cross(w, I @ w))])
         np.testing.assert_allclose(robot.forward_dynamics(q, v), want, rtol=1e-12, atol=1e-12)
+        # the symbolic chain the code stage prints, evaluated in Python: the same M and bias
+        chain = ChainModel(rodgen.derive(m))
+        np.testing.assert_allclose(chain.mass_matrix(q), robot.mass_matrix(q), atol=1e-13)
+        np.testing.assert_allclose(chain.bias(q, v), robot.bias(q, v), atol=1e-12)
 
 
 def test_quaternion_stays_unit_and_energy_is_conserved_in_flight(build_dir: Path) -> None:
@@ -197,6 +202,10 @@ def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
         robot.simulate_batch(np.stack([robot.initial_state(), y0]), 0.1, dt=1e-3)
     with pytest.raises(rodgen.RodgenError, match="spherical or planar joint .*Jacobian of its right-hand side"):
         robot.rhs_jacobian(robot.initial_state()[:7], np.zeros(6))
+    with pytest.raises(ValueError, match="free, spherical or planar joint .*PD and ComputedTorque"):
+        robot.simulate(robot.initial_state(), 0.1, dt=1e-3, controller=rodgen.PD(None, 1.0, 1.0))  # type: ignore[arg-type]
+    with pytest.raises(rodgen.DerivationError, match="the NumPy evaluator takes models whose velocities"):
+        NumericModel(rodgen.derive(ok))
     with pytest.raises(rodgen.DerivationError, match="free, spherical or planar joint: the Lagrange reference"):
         rodgen.derive(ok, method="lagrange")
 
