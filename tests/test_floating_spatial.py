@@ -215,8 +215,6 @@ def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
         robot.simulate(y0, 0.1, dt=1e-3)
     with pytest.raises(ValueError, match=r"y0s \(row 1\): the quaternion"):
         robot.simulate_batch(np.stack([robot.initial_state(), y0]), 0.1, dt=1e-3)
-    with pytest.raises(rodgen.RodgenError, match="spherical or planar joint .*Jacobian of its right-hand side"):
-        robot.rhs_jacobian(robot.initial_state()[:7], np.zeros(6))
     with pytest.raises(ValueError, match="free, spherical or planar joint .*PD and ComputedTorque"):
         robot.simulate(robot.initial_state(), 0.1, dt=1e-3, controller=rodgen.PD(None, 1.0, 1.0))  # type: ignore[arg-type]
     with pytest.raises(rodgen.DerivationError, match="the NumPy evaluator takes models whose velocities"):
@@ -339,3 +337,44 @@ def test_urdf_planar_joint_is_pinocchios(build_dir: Path) -> None:
         pq = np.array([q[0], q[1], np.cos(theta), np.sin(theta)])
         v = rng.normal(size=3)
         np.testing.assert_allclose(robot.forward_dynamics(q, v), pin.aba(pm, pd, pq, v, np.zeros(3)), atol=TOL)
+
+
+def test_rhs_jacobian_on_the_tangent_space_matches_pinocchio(build_dir: Path) -> None:
+    """rhs_jacobian of a floating robot = [[0, 1], [d qdd/d dq, d qdd/d v]] with Pinocchio's
+    computeABADerivatives (dq on the tangent space: q moved by integrate(q, dq))."""
+    robot, pm = _robot(SOLO, build_dir)
+    qi, vi = _maps(robot, pm)
+    pd = pm.createData()
+    rng = np.random.default_rng(13)
+    n = robot.nv
+    for _ in range(2):
+        pq, pv, _, ptau = _state(pm, rng)
+        ptau[:6] = 0.0
+        q, v, u = pq[qi], pv[vi], ptau[vi][6:]
+        J = robot.rhs_jacobian(q, v, u)
+        assert J.shape == (2 * n, 2 * n)
+        pin.computeABADerivatives(pm, pd, pq, pv, ptau)
+        dq, dv = pd.ddq_dq[np.ix_(vi, vi)], pd.ddq_dv[np.ix_(vi, vi)]
+        scale = max(1.0, np.abs(dq).max(), np.abs(dv).max())
+        np.testing.assert_array_equal(J[:n], np.hstack([np.zeros((n, n)), np.eye(n)]))
+        assert np.abs(J[n:, :n] - dq).max() <= 1e-8 * scale
+        assert np.abs(J[n:, n:] - dv).max() <= 1e-8 * scale
+    # ode().jac would be d f/d y in y = [q, qd]: refused for such a model
+    f = robot.ode()
+    with pytest.raises(rodgen.RodgenError, match="tangent space"):
+        f.jac(0.0, np.concatenate([q, v]))
+    # the spherical and planar joints too: against central differences along integrate
+    model, pmb = _ball_and_slider()
+    ball = rodgen.build(model, build_dir=build_dir)
+    pq = pin.randomConfiguration(pmb, -np.ones(pmb.nq), np.ones(pmb.nq))
+    q, v = _from_pin(pq), rng.normal(size=8)
+    J = ball.rhs_jacobian(q, v)
+    h = 1e-6
+    for k in range(8):
+        e = np.zeros(8)
+        e[k] = h
+        fd = ball.forward_dynamics
+        num = (fd(ball.integrate(q, e), v) - fd(ball.integrate(q, -e), v)) / (2 * h)
+        np.testing.assert_allclose(J[8:, k], num, atol=1e-6)
+        num = (ball.forward_dynamics(q, v + e) - ball.forward_dynamics(q, v - e)) / (2 * h)
+        np.testing.assert_allclose(J[8:, 8 + k], num, atol=1e-6)

@@ -134,8 +134,10 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("points", (_q, _p, _out("r", "2*npoints", "point positions x, y")),
             "Positions of the marker points: r[2*i] = x, r[2*i+1] = y."),
     Routine("rhs_jacobian", (_t, _q, _qd, _u, _p,
-                             _out("J", "4*nq*nq", "d[qd, qdd]/d[q, qd], row-major", "2*nq,2*nq")),
-            "Exact Jacobian of the right-hand side at constant u.", status=True, optional=True),
+                             _out("J", "4*nv*nv", "d[qd, qdd]/d[q, qd], row-major", "2*nv,2*nv")),
+            "Exact Jacobian of the right-hand side at constant u (with free, spherical or planar joints: on the "
+            "tangent space, d[v, qdd]/d[dq, v] with q moved by q + dq along the joints' exponential map).",
+            status=True, optional=True),
     Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
             "Positions of the constraint rows c(q).", optional=True),
     Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq")),

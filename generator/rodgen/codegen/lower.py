@@ -61,14 +61,10 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if lie and (eqs.constraints or eqs.forces):
         raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
                            f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
-    if lie and options.jacobian:
-        raise CodegenError(f"model {model.name!r}: the RHS Jacobian of a model with a free, spherical or planar "
-                           f"joint (nq = {n} coordinates, nv = {nv} velocities, dq/dt not qd) is not generated "
-                           f"yet; build it with CodegenOptions(jacobian=False)")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
-    jacobian = options.wants_jacobian(n) and not lie
+    jacobian = options.wants_jacobian(n)
     forward, forward_note, fd = forward_choice(eqs, options)
 
     r = dynamics_routines(eqs, prefix, g, options)
@@ -305,12 +301,13 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
     dynamics (O(nq) for a chain), not nq times it.
     """
-    n = len(eqs.q)
-    NQ = g.NQ
+    n = len(eqs.qd)
+    NQ = g.NV
     tc = eqs.inverse_dynamics_tangent()
     npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
     pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)
-    dx = Group(Argument("dx", f"2*{NQ}", "direction [dq, dqd]"), tc.seeds)
+    dx = Group(Argument("dx", f"2*{NQ}" if g.NV == g.NQ else f"{g.NQ} + {g.NV}", "direction [dq, dqd]"),
+               tc.seeds)
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     partials = build_routine(
         "inverse_dynamics_partials", f"{prefix}_inverse_dynamics_partials",

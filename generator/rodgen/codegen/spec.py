@@ -214,7 +214,8 @@ class ModelSpec:
         users = {"articulated": ("forward_dynamics",),
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),
-                 "inverse_dynamics_tangent": ("rhs_jacobian",)}
+                 "inverse_dynamics_tangent": ("rhs_jacobian",),
+                 "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
         if name in users and users[name]:
             return users[name]
         return tuple(g for g, _ in self._all_groups())

@@ -513,6 +513,10 @@ class CompiledModel:
         nq = self.nq
 
         def jacobian_at(t: float, y: np.ndarray, u1: np.ndarray) -> np.ndarray:
+            if self.lie_joints:
+                raise RodgenError(f"the model {self.name!r} has a free, spherical or planar joint: its RHS Jacobian "
+                                  f"is on the tangent space (rhs_jacobian), not d f/d y of the ODE in y = [q, qd]; "
+                                  f"use an explicit method (RK45, DOP853) or robot.simulate")
             jac_kernel = self._jacobian_kernel()
             y1 = np.ascontiguousarray(y, dtype=float).reshape(-1)
             if y1.shape != (ny,):
@@ -578,10 +582,6 @@ class CompiledModel:
         table = self._jacobian_table
         if table is not None:
             return table.rhs_jacobian
-        if self.lie_joints:
-            raise RodgenError(f"the model {self.name!r} has a free, spherical or planar joint (nq = {self.nq} "
-                              f"coordinates, nv = {self.nv} velocities that are not their rates): the Jacobian of "
-                              f"its right-hand side on the tangent space is not available yet")
         with self._jacobian_guard:
             if self._jacobian_table is None:
                 if self._jacobian_build is None:
@@ -606,15 +606,18 @@ class CompiledModel:
                      t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
         """Exact Jacobian of the right-hand side at constant u and time t: d[qd, qdd]/d[q, qd].
 
-        Returns (2 nq, 2 nq), or (N, 2 nq, 2 nq) for stacked inputs; rows are
-        the entries of dy = [qd, qdd], columns those of y = [q, qd]. Computed in C
+        Returns (2 nv, 2 nv), or (N, 2 nv, 2 nv) for stacked inputs; rows are
+        the entries of dy = [qd, qdd], columns those of y = [q, qd]. With free, spherical or planar joints
+        (``lie_joints``) it is on the tangent space, d[v, qdd]/d[dq, v] with q moved by ``integrate(q,
+        dq)`` (as Pinocchio's ``computeABADerivatives``): its first nv columns are the tangent directions,
+        not the nq coordinates. Computed in C
         from generated derivatives of M, bias and B and the Cholesky factor of M:
         d qdd/dx = M^-1 (d(B u - bias)/dx - (dM/dx) qdd). Raises DynamicsError
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         kernel = self._jacobian_kernel()
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
-        ny = 2 * self.nq
+        ny = 2 * self.nv
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
         status = np.zeros(n, dtype=np.intc)
         kernel(n, t2, q2, qd2, u2, p2, res, status)
