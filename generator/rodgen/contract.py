@@ -464,6 +464,14 @@ FUNCTIONS: tuple[Function, ...] = (
              "the number of rows written. Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when the arrays are "
              "full (call again with fresh arrays), or an error code; on an error the state holds the last "
              "good step (written as the last row)."),
+    Function("void", "rodgen_integrate", "const rodgen_model *m, const double *q, const double *v, double dt, "
+             "double *out",
+             "out [nq] = q (+) v dt: a free joint moved by the exponential map of SE(3), a spherical joint by that "
+             "of SO(3), a planar joint by that of SE(2) (Pinocchio's integrate), every other coordinate by q + v dt; "
+             "q [nq], v [nv] (rodgen_lie.c)."),
+    Function("void", "rodgen_difference", "const rodgen_model *m, const double *q0, const double *q1, double *v",
+             "v [nv]: the velocity that takes q0 to q1 in unit time, rodgen_integrate(q0, v, 1) = q1 (Pinocchio's "
+             "difference; a planar joint's angle difference in (-pi, pi])."),
     Function("int", "rodgen_input_eval",
              "const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, "
              "double *u",

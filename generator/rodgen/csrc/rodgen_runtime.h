@@ -184,6 +184,15 @@ void rodgen_normalize(const rodgen_model *m, double *q);
  * as the last row). */
 int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp, const double *p, rodgen_sim_state *s, long capacity, double *t_out, double *y_out, double *u_out, long *n_out);
 
+/* out [nq] = q (+) v dt: a free joint moved by the exponential map of SE(3), a spherical joint by that
+ * of SO(3), a planar joint by that of SE(2) (Pinocchio's integrate), every other coordinate by q + v
+ * dt; q [nq], v [nv] (rodgen_lie.c). */
+void rodgen_integrate(const rodgen_model *m, const double *q, const double *v, double dt, double *out);
+
+/* v [nv]: the velocity that takes q0 to q1 in unit time, rodgen_integrate(q0, v, 1) = q1 (Pinocchio's
+ * difference; a planar joint's angle difference in (-pi, pi]). */
+void rodgen_difference(const rodgen_model *m, const double *q0, const double *q1, double *v);
+
 /* The inputs u [nu] of an input law at time t and state y. Returns RODGEN_OK or an error code. */
 int rodgen_input_eval(const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, double *u);
 

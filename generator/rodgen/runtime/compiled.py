@@ -205,25 +205,28 @@ class CompiledModel:
         ``integrate``), its quaternion staying a unit quaternion; a spherical joint by that of SO(3), a planar
         joint by that of SE(2); every other coordinate by ``q + v dt``.
         Rows of q and v (N, nq), (N, nv) give (N, nq)."""
-        from .liegroups import integrate
         q2, a = self._rows(q, "q")
         v2, b = self._rows(v, "qd")
         n, batched = self._batch(q=(q2, a), v=(v2, b))
-        q2 = np.broadcast_to(q2, (n, self.nq))
-        v2 = np.broadcast_to(v2, (n, self.nv)) * float(dt)
-        out = np.array([integrate(q2[i], v2[i], self.lie_joints) for i in range(n)])
+        q2 = np.ascontiguousarray(np.broadcast_to(q2, (n, self.nq)))
+        v2 = np.ascontiguousarray(np.broadcast_to(v2, (n, self.nv)))
+        out = np.empty((n, self.nq))
+        for i in range(n):      # rodgen_integrate (csrc/rodgen_lie.c)
+            self._runtime.lie_integrate(self._m, q2[i], v2[i], float(dt), out[i])
         return out if batched else out[0]
 
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
         """The velocity v (nv,) that takes q0 to q1 in unit time, ``integrate(q0, v) = q1`` (Pinocchio's
         ``difference``: the logarithm of SE(3), SO(3), SE(2) for a free, spherical, planar joint, ``q1 - q0``
         for the other coordinates)."""
-        from .liegroups import difference
         a2, a = self._rows(q0, "q")
         b2, b = self._rows(q1, "q")
         n, batched = self._batch(q0=(a2, a), q1=(b2, b))
-        a2, b2 = np.broadcast_to(a2, (n, self.nq)), np.broadcast_to(b2, (n, self.nq))
-        out = np.array([difference(a2[i], b2[i], self.lie_joints, self.nv) for i in range(n)])
+        a2 = np.ascontiguousarray(np.broadcast_to(a2, (n, self.nq)))
+        b2 = np.ascontiguousarray(np.broadcast_to(b2, (n, self.nq)))
+        out = np.empty((n, self.nv))
+        for i in range(n):      # rodgen_difference (csrc/rodgen_lie.c)
+            self._runtime.lie_difference(self._m, a2[i], b2[i], out[i])
         return out if batched else out[0]
 
     def check_quaternions(self, q: ArrayLike, what: str = "q") -> None:
