@@ -197,7 +197,7 @@ def test_table_carries_nv_and_the_free_joints(build_dir: Path) -> None:
     header = csrc_root().joinpath("rodgen_model.h").read_text()
     assert "int nq, nv, nu, np, npoints;" in header
     assert "int nlie;" in header and "const int *lie_joints;" in header
-    assert contract.NV.expression == "((m)->nv)" and "ny" in contract.SIZES
+    assert contract.NV.expression.startswith("((m)->nv") and "ny" in contract.SIZES
     robot, pm = _robot(SOLO, build_dir)
     info = robot.table.info()
     assert (info["nq"], info["nv"], info["ny"], info["lie_joints"]) == (pm.nq, pm.nv, pm.nq + pm.nv, [(0, 0, 0)])

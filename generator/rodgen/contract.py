@@ -206,10 +206,11 @@ class DerivedSize:
 #: numbers than degrees of freedom: a free joint (floating base) has 7 coordinates [x y z qx qy qz qw] and 6
 #: velocities. The table holds both (``rodgen_model.nv``); the state y = [q, qd] holds ``ny`` = nq + nv
 #: numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python: ``CompiledModel.nv``).
-NV = DerivedSize("nv", "((m)->nv)", "number of velocities (qd, qdd, generalized forces); nq except with "
-                 "quaternions")
+NV = DerivedSize("nv", "((m)->nv > 0 ? (m)->nv : (m)->nq)",
+                 "number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a "
+                 "table that leaves nv 0, written before the field, counts nq)")
 #: The size of the state y = [q, qd]: nq + nv.
-NY = DerivedSize("ny", "((m)->nq + (m)->nv)", "size of the state y = [q, qd], nq + nv")
+NY = DerivedSize("ny", "((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))", "size of the state y = [q, qd], nq + nv")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:

@@ -68,11 +68,11 @@ extern "C" {
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
 #define RODGEN_SIM_STORAGE(nq) (4 * (nq))
 
-/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); nq except with quaternions. */
-#define RODGEN_NV(m) ((m)->nv)
+/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a table that leaves nv 0, written before the field, counts nq). */
+#define RODGEN_NV(m) ((m)->nv > 0 ? (m)->nv : (m)->nq)
 
 /* State size of a model: size of the state y = [q, qd], nq + nv (at most 2 nq: RODGEN_SIM_STORAGE(nq) holds y and f). */
-#define RODGEN_NY(m) ((m)->nq + (m)->nv)
+#define RODGEN_NY(m) ((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))
 
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
