@@ -53,9 +53,14 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     prefix = prefix_of(model.name)
     macro = prefix.upper()
     n, m, npar, npts = len(eqs.q), len(eqs.u), len(eqs.params), len(eqs.points)
+    nv = len(eqs.qd)
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
+    lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
+    if lie and (eqs.constraints or eqs.forces):
+        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
+                           f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
@@ -70,14 +75,17 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     r += force_routines(eqs, prefix, g, options)
     if spatial:
         r += frame_routines(full, prefix, g, options)
+    if lie:
+        r += configuration_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
-                   else _find(r, "mass_force").ops + cholesky_ops(n))
+                   else _find(r, "mass_force").ops + cholesky_ops(nv))
 
     nrows = sum(b.nrows for b in blocks)
     meta: tuple[tuple[str, str], ...] = (
         ("NAME", repr(model.name)), ("PREFIX", repr(prefix)), ("VERSION", repr(version)),
         ("METHOD", repr(str(eqs.method))),
-        ("NQ", repr(n)), ("NU", repr(m)), ("NP", repr(npar)), ("NPOINTS", repr(npts)),
+        ("NQ", repr(n)), *((("NV", repr(nv)),) if nv != n else ()), ("NU", repr(m)), ("NP", repr(npar)),
+        ("NPOINTS", repr(npts)),
         ("COORDINATES", repr(tuple(str(s) for s in eqs.q))), ("INPUTS", repr(tuple(str(s) for s in eqs.u))),
         ("PARAMETERS", repr(tuple(str(s) for s in eqs.params))),
         ("PARAMETER_VALUES", repr(tuple(float(eqs.param_values[s]) for s in eqs.params))),
@@ -97,7 +105,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
                      comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real,
-                     len(eqs.forces))
+                     len(eqs.forces), nv, tuple(eqs.lie_joints))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
@@ -113,8 +121,10 @@ class _Groups:
         self.NQ, self.NU, NP, self.NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
         self.t = Group(Argument("t", "", "time (of the force elements' expressions)", scalar=True), [eqs.t])
         self.q = Group(Argument("q", self.NQ, "coordinates"), eqs.q)
-        self.qd = Group(Argument("qd", self.NQ, "coordinate rates"), eqs.qd)
-        self.qdd = Group(Argument("qdd", self.NQ, "coordinate accelerations"), eqs.qdd)
+        #: the velocity size: NQ unless the model has free joints (nv != nq)
+        self.NV = self.NQ if len(eqs.qd) == len(eqs.q) else f"{macro}_NV"
+        self.qd = Group(Argument("qd", self.NV, "coordinate rates"), eqs.qd)
+        self.qdd = Group(Argument("qdd", self.NV, "coordinate accelerations"), eqs.qdd)
         self.u = Group(Argument("u", self.NU, "inputs"), eqs.u)
         self.p = Group(Argument("p", NP, "parameters"), eqs.params)
 
@@ -137,7 +147,7 @@ def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse_dynamics()``: Newton-Euler
     where the method gives it, else M qdd + bias), energy, points."""
-    n, m = len(eqs.q), len(eqs.u)
+    n, m = len(eqs.qd), len(eqs.u)   # velocity-sized: nv
     M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
     if eqs.inverse is None:
         inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
@@ -145,7 +155,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     else:
         column, inverse_assignments = eqs.inverse_dynamics()
         inverse = list(column)
-    NQ, NU = g.NQ, g.NU
+    NQ, NU = g.NV, g.NU
     m_items, m_copies = _mass_items(M)
     points = list(eqs.points.values())
     return [
@@ -190,7 +200,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
 def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """``frames`` and ``frame_jacobians`` of a spatial model (exported functions beside the table, found by
     name: ``<prefix>_nframes()`` and ``<prefix>_frame_list()`` give their number and names)."""
-    n = len(eqs.q)
+    n = len(eqs.qd)
     frames = list(eqs.frames.values())
     jac = [eqs.frame_jacobians[nm] for nm in eqs.frames]
     nf = len(frames)
@@ -217,6 +227,20 @@ def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOpti
     ]
 
 
+def configuration_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """``configuration_rate`` (dq/dt from q and qd: ``Equations.configuration_rate``), for the RHS of a model
+    whose velocities are not its coordinates' rates (free, spherical and planar joints)."""
+    rate = eqs.configuration_rate
+    assert rate is not None
+    return [build_routine(
+        "configuration_rate", f"{prefix}_configuration_rate",
+        "Configuration derivative dq/dt from the velocities (used by rhs).",
+        ("A free joint: position rate R v, quaternion rate 1/2 q (0, w); a spherical joint: 1/2 q (0, w); a "
+         "planar joint: Rz(theta) (vx, vy), wz; every other coordinate: its rate.",),
+        [g.q, g.qd, output("dq", g.NQ, "configuration derivative")],
+        [("dq", "dq/dt", [(f"dq[{i}]", rate[i]) for i in range(len(eqs.q))])], [], [], options, static=True)]
+
+
 def forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, Optional[ForwardDynamics]]:
     """(algorithm, reason, articulated-body forward dynamics or None) for ``<prefix>_forward_dynamics``.
 
@@ -239,8 +263,8 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     """The static helpers of ``<prefix>_forward_dynamics`` (its body is in the template):
     ``mass_force`` (M and B u - bias, for the Cholesky path) and
     ``articulated`` (the articulated-body recursion)."""
-    n = len(eqs.q)
-    NQ = g.NQ
+    n = len(eqs.qd)
+    NQ = g.NV
     out: list[Routine] = []
     if need_mass_force:
         m_items, _ = _mass_items(eqs.M)
@@ -277,12 +301,13 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
     dynamics (O(nq) for a chain), not nq times it.
     """
-    n = len(eqs.q)
-    NQ = g.NQ
+    n = len(eqs.qd)
+    NQ = g.NV
     tc = eqs.inverse_dynamics_tangent()
     npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
     pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)
-    dx = Group(Argument("dx", f"2*{NQ}", "direction [dq, dqd]"), tc.seeds)
+    dx = Group(Argument("dx", f"2*{NQ}" if g.NV == g.NQ else f"{g.NQ} + {g.NV}", "direction [dq, dqd]"),
+               tc.seeds)
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     partials = build_routine(
         "inverse_dynamics_partials", f"{prefix}_inverse_dynamics_partials",
@@ -483,7 +508,7 @@ def cholesky_ops(n: int) -> int:
 
 
 def _check_shapes(eqs: Equations) -> None:
-    n, m = len(eqs.q), len(eqs.u)
+    n, m = len(eqs.qd), len(eqs.u)
     expect = {"M": (n, n), "h": (n, 1), "G": (n, 1), "K": (n, 1), "D": (n, 1), "B": (n, m)}
     for nm, shape in expect.items():
         mat = getattr(eqs, nm)

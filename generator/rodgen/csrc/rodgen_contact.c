@@ -350,8 +350,9 @@ static int normal_row(const rodgen_model *m, int i)
 
 static int model_ok(const rodgen_model *m)
 {
-    if (m == 0 || m->nq < 1 || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0 || m->mass_matrix == 0
-        || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
+    /* constrained dynamics, impacts and the hybrid simulator take qd = dq/dt: no free, spherical, planar joint */
+    if (m == 0 || m->nq < 1 || m->nlie != 0 || RODGEN_NV(m) != m->nq || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0
+        || m->mass_matrix == 0 || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
         return 0;
     }
     if (m->nconstraints > 0

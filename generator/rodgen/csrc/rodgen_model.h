@@ -10,8 +10,9 @@
  * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
  * np parameters, npoints marker points, nconstraints constraint blocks with
  * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
- * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
- * model rodgen generates today; the state y = [q, qd] has 2*nq. The routines
+ * have nv entries, nq except for models with free joints (floating bases:
+ * 7 coordinates [x y z qx qy qz qw], 6 velocities); the state y = [q, qd]
+ * has nq + nv (RODGEN_NY(m) in rodgen_runtime.h). The routines
  * that evaluate forces take the time t first (the force elements' expressions
  * may depend on it; a model without such expressions ignores it).
  */
@@ -42,6 +43,15 @@ extern "C" {
 #define RODGEN_LIMIT 2
 #define RODGEN_FRICTION 3
 
+/* Joints with a configuration of their own (rodgen_model.lie_joints):
+ *   FREE       q [x y z qx qy qz qw] (position in the parent frame, unit quaternion), qd [vx vy vz wx wy wz]
+ *              (the link's linear and angular velocity in its own frame);
+ *   SPHERICAL  q [qx qy qz qw], qd [wx wy wz] (angular velocity in the link's frame);
+ *   PLANAR     q [x y theta] in the joint frame's xy plane, qd [vx vy wz] (in the link's frame). */
+#define RODGEN_JOINT_FREE 0
+#define RODGEN_JOINT_SPHERICAL 1
+#define RODGEN_JOINT_PLANAR 2
+
 typedef struct {
     const char *name;   /* the contact's, loop's or limit's name in the model */
     int kind;           /* RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION */
@@ -51,12 +61,16 @@ typedef struct {
 
 typedef struct rodgen_model {
     const char *name;
-    int nq, nu, np, npoints;
+    int nq, nv, nu, np, npoints;
     int nconstraints, nrows;
     int nforces;                            /* force elements (element_forces fills 2*nforces) */
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
+    int nlie;                               /* joints whose velocities are not their coordinates' rates */
+    const int *lie_joints;                  /* [3*nlie] per such joint: RODGEN_JOINT_FREE, _SPHERICAL or
+                                             * _PLANAR, the index of its first coordinate in q and of its
+                                             * first velocity in qd; NULL if none */
 
     /* M(q) qdd + bias(t, q, qd) = B(q) u */
     void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */

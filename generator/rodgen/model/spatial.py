@@ -18,6 +18,27 @@ convention: translation, then the fixed-axis roll-pitch-yaw rotation
   parent must then be None or another absolute two-angle link, attached
   without ``rpy``); with ``angles="relative"`` in the parent's frame (a
   universal joint).
+* ``"free"``: a floating base (the root link only), Pinocchio's free flyer:
+  seven configuration coordinates ``q = [x y z qx qy qz qw]`` (the link
+  frame's origin in the ground frame and its orientation as a unit
+  quaternion) and six velocities ``v = [vx vy vz wx wy wz]``, the link's
+  spatial velocity in its own frame (linear, angular); nq = nv + 1. The
+  coordinates are named ``<link>_x``, ..., ``<link>_qw`` and the velocities
+  ``<link>_vx``, ..., ``<link>_wz``; the joint has no input, no offset, no
+  ``xyz``/``rpy`` (its coordinates place the link).
+* ``"spherical"``: a ball joint (Pinocchio's ``JointModelSpherical``): the
+  link frame turns by a unit quaternion ``[qx qy qz qw]`` (coordinates
+  ``<link>_qx`` ... ``<link>_qw``, nq = 4) about the joint frame's origin;
+  velocities ``<link>_wx, _wy, _wz``, its angular velocity in its own frame
+  (nv = 3).
+* ``"planar"``: a planar joint (Pinocchio's ``JointModelPlanar``): the link
+  frame moves in the joint frame's xy plane, coordinates ``<link>_x``,
+  ``<link>_y``, ``<link>_theta`` (the rotation about z); velocities
+  ``<link>_vx, _vy, _wz``, the link's velocity in its own frame, so nq = nv = 3
+  but the velocities are not the coordinates' rates.
+
+Free, spherical and planar joints have no inputs, springs or limits; their
+velocities are listed by :meth:`ValidSpatialModel.velocities`.
 
 A link carries rigid bodies (:class:`Body`: mass, centre of mass and the full
 inertia tensor about it, URDF order ``ixx, ixy, ixz, iyy, iyz, izz``) in its
@@ -47,7 +68,17 @@ from .expr import Expression, Value, parse
 from .valid import Bounds, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
-JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle")
+JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free", "spherical", "planar")
+#: Suffixes of a free joint's configuration coordinates and velocities (``<link>_x``, ``<link>_vx``, ...).
+FREE_COORDINATES = ("x", "y", "z", "qx", "qy", "qz", "qw")
+FREE_VELOCITIES = ("vx", "vy", "vz", "wx", "wy", "wz")
+#: Joints whose velocities are not the rates of their coordinates: suffixes of (coordinates, velocities) and
+#: the default initial configuration.
+LIE_JOINTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...]]] = {
+    "free": (FREE_COORDINATES, FREE_VELOCITIES, (0.0,) * 6 + (1.0,)),
+    "spherical": (("qx", "qy", "qz", "qw"), ("wx", "wy", "wz"), (0.0, 0.0, 0.0, 1.0)),
+    "planar": (("x", "y", "theta"), ("vx", "vy", "wz"), (0.0, 0.0, 0.0)),
+}
 #: Angle conventions of a two-angle link.
 TWO_ANGLE_CONVENTIONS = ("absolute", "relative")
 
@@ -62,6 +93,18 @@ def default_joint_coordinate(link_name: str) -> str:
 def default_joint_input(link_name: str, joint_type: str) -> str:
     """Name of a joint's input when the model gives none: ``tau_<link>`` (revolute), ``F_<link>`` (prismatic)."""
     return ("F_" if joint_type == "prismatic" else "tau_") + link_name
+
+
+def free_coordinates(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The configuration coordinates of a free joint (position, then the unit quaternion (x, y, z, w)), a
+    spherical joint (the quaternion) or a planar joint (x, y, theta)."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][0])
+
+
+def free_velocities(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The velocities of a free joint (the link's linear, then angular velocity, in its own frame), a
+    spherical joint (angular velocity) or a planar joint (vx, vy, wz), all in the link's frame."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][1])
 
 
 def default_two_angle_coordinates(link_name: str) -> tuple[str, str]:
@@ -232,7 +275,7 @@ class SpatialModel:
              spring: Optional[Spring] = None, damping: Optional[Value] = None,
              limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
              effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
-        """Add a link with a revolute, prismatic or fixed joint and return it.
+        """Add a link with a revolute, prismatic, fixed, free, spherical or planar joint and return it.
 
         ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
         (``parent=None``: the ground frame); ``axis`` is the joint axis in the link frame.
@@ -332,6 +375,8 @@ class ValidSpatialJoint:
     limits: Bounds = None
     effort: Optional[Expression] = None
     velocity: Optional[Expression] = None
+    #: the velocity names when they are not the coordinates' rates (a free joint: six of them)
+    velocities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -407,7 +452,7 @@ class ValidSpatialModel:
         for lk in self.links:
             kind = "position" if lk.joint.type == "prismatic" else "angle"
             for nm, x0 in zip(lk.joint.coordinates, lk.joint.initial):
-                out.append(Coordinate(nm, kind, lk.name, None, x0))
+                out.append(Coordinate(nm, "base" if lk.joint.type in LIE_JOINTS else kind, lk.name, None, x0))
             for sg in lk.segments:
                 if sg.extension is not None:
                     out.append(Coordinate(sg.extension.coordinate, "length", lk.name, sg.name, sg.length))
@@ -415,6 +460,31 @@ class ValidSpatialModel:
 
     def independent_coordinates(self) -> list[Coordinate]:
         return [c for c in self.coordinates() if c.name not in self.couplings]
+
+    def velocities(self) -> list[tuple[str, Optional[str]]]:
+        """The nv velocities, in order: ``(name, coordinate)``, where ``coordinate`` is the coordinate
+        whose rate the velocity is, or None for a free joint's velocities (they are not the rates of
+        its quaternion coordinates: see the module docstring)."""
+        out: list[tuple[str, Optional[str]]] = []
+        for c in self.coordinates():
+            lk = self.link_named(c.link) if c.link is not None else None
+            if lk is not None and lk.joint.type in LIE_JOINTS:
+                if c.name == lk.joint.coordinates[0]:
+                    out.extend((v, None) for v in lk.joint.velocities)
+                continue
+            out.append((c.name + "'", c.name))
+        return out
+
+    @property
+    def floating(self) -> bool:
+        """True when a link has a free joint (then nq != nv)."""
+        return any(lk.joint.type == "free" for lk in self.links)
+
+    @property
+    def lie(self) -> bool:
+        """True when a link has a free, spherical or planar joint (velocities that are not the coordinates'
+        rates)."""
+        return any(lk.joint.type in LIE_JOINTS for lk in self.links)
 
     def inputs(self) -> list[Input]:
         """Per link: its joint's inputs, then the forces of its variable segments."""
@@ -466,4 +536,5 @@ def validate_spatial(model: SpatialModel) -> ValidSpatialModel:
 __all__ = ["SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body", "JOINT_TYPES",
            "TWO_ANGLE_CONVENTIONS", "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint",
            "ValidSpatialMarker", "ValidBody", "default_joint_coordinate", "default_joint_input",
+           "FREE_COORDINATES", "FREE_VELOCITIES", "LIE_JOINTS", "free_coordinates", "free_velocities",
            "default_two_angle_coordinates"]

@@ -34,6 +34,7 @@ from ..errors import ModelError
 from .dump import _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
+    LIE_JOINTS,
     Body,
     SpatialGround,
     SpatialJoint,
@@ -152,7 +153,11 @@ class _SpatialReader(_Reader):
                 setattr(jt, key, d[key])
         if "initial" in d:
             init = d["initial"]
-            jt.initial = tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list) else init
+            if jt.type in LIE_JOINTS:   # e.g. [x, y, z, qx, qy, qz, qw], checked by the validation
+                jt.initial = tuple(init) if isinstance(init, list) else init
+            else:
+                jt.initial = (tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list)
+                              else init)
         if "input" in d:
             inp = d["input"]
             jt.input = (tuple(self.string(x, f"{where}.input") for x in self.pair(inp, f"{where}.input",
@@ -197,6 +202,10 @@ def _joint(lk: ValidSpatialLink) -> dict[str, Any]:
     if not _zero3(jt.rpy):
         out["rpy"] = _triple(jt.rpy)
     if jt.type == "fixed":
+        return out
+    if jt.type in LIE_JOINTS:
+        if [_v(x) for x in jt.initial] != list(LIE_JOINTS[jt.type][2]):
+            out["initial"] = [_v(x) for x in jt.initial]
         return out
     if jt.type == "two_angle":
         out["angles"] = jt.angles

@@ -14,6 +14,7 @@ from .core import Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
+    LIE_JOINTS,
     TWO_ANGLE_CONVENTIONS,
     Body,
     SpatialGround,
@@ -30,6 +31,8 @@ from .spatial import (
     default_joint_coordinate,
     default_joint_input,
     default_two_angle_coordinates,
+    free_coordinates,
+    free_velocities,
 )
 from .suggest import did_you_mean
 from .valid import ValidParameter, ValidSegment
@@ -99,6 +102,8 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
             if getattr(jt, fld) is not None:
                 raise ctx.err(f"a fixed joint has no coordinate: {fld} does not apply", f"{jw}.{fld}")
         return ValidSpatialJoint("fixed", axis, xyz, rpy, (), (), (), offset)
+    if jt.type in LIE_JOINTS:
+        return _free_joint(ctx, lk, jw, claim, xyz, rpy, offset)
     spring, damping = _spring_damper(ctx, jt, jw)  # type: ignore[arg-type]
     if jt.type == "two_angle":
         if jt.angles not in TWO_ANGLE_CONVENTIONS:
@@ -154,6 +159,43 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
     velocity = None if jt.velocity is None else ctx.expr(jt.velocity, f"{jw}.velocity", nonneg=True)
     return ValidSpatialJoint(jt.type, axis, xyz, rpy, (coord,), inputs, (initial1,), offset, spring=spring,
                              damping=damping, limits=limits, effort=effort, velocity=velocity)
+
+
+def _free_joint(ctx: _Ctx, lk: SpatialLink, jw: str, claim: Any, xyz: Any, rpy: Any,
+                offset: Expression) -> ValidSpatialJoint:
+    """A free joint (floating base: the root link only, placed by its coordinates), a spherical or a planar
+    joint: no input, the coordinates and velocities of :data:`LIE_JOINTS`."""
+    jt = lk.joint
+    kind = jt.type
+    suffixes, _, default = LIE_JOINTS[kind]
+    if kind == "free" and lk.parent is not None:
+        raise ctx.err(f"a free joint (floating base) joins the root link to the ground; link {lk.name!r} has the "
+                      f"parent {lk.parent!r}", f"{jw}.type")
+    for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input", "effort", "velocity"):
+        if getattr(jt, fld) is not None:
+            raise ctx.err(f"a {kind} joint has no {fld}", f"{jw}.{fld}")
+    if offset.evaluate(ctx.params) != 0:
+        raise ctx.err(f"a {kind} joint has no offset", f"{jw}.offset")
+    if kind == "free" and any(v.evaluate(ctx.params) != 0 for v in (*xyz, *rpy)):
+        raise ctx.err("a free joint is placed by its coordinates: xyz and rpy must be 0", jw)
+    init: Any = jt.initial
+    if isinstance(init, (int, float)) and init == 0:
+        init = default
+    if not isinstance(init, (tuple, list)) or len(init) != len(suffixes):
+        raise ctx.err(f"the initial configuration of a {kind} joint is [{', '.join(suffixes)}], got {init!r}",
+                      f"{jw}.initial")
+    initial = tuple(ctx.expr(v, f"{jw}.initial[{i}]") for i, v in enumerate(init))
+    if kind != "planar":
+        quat = [v.evaluate(ctx.params) for v in initial[-4:]]
+        norm = math.sqrt(sum(x * x for x in quat))
+        if not norm > 1e-9 or not math.isfinite(norm):
+            raise ctx.err(f"the initial quaternion [qx, qy, qz, qw] = {quat} has no direction (norm {norm:g})",
+                          f"{jw}.initial")
+    coords = tuple(claim(nm, "coordinate", f"{jw}.coordinates") for nm in free_coordinates(lk.name, kind))
+    vels = tuple(claim(nm, "velocity", f"{jw}.velocities") for nm in free_velocities(lk.name, kind))
+    zero = ctx.expr(0.0, jw)
+    return ValidSpatialJoint(kind, (zero, zero, ctx.expr(1.0, jw)), xyz, rpy, coords, (), initial, offset,
+                             velocities=vels)
 
 
 def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
@@ -265,6 +307,13 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
     out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
                             doc=doc, source=model.source, ground=ground)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
+    for vl in links:
+        if vl.joint.type in LIE_JOINTS:
+            for c in vl.joint.coordinates:
+                if c in couplings:
+                    raise ctx.err(f"coordinate {c!r} of the {vl.joint.type} joint of link {vl.name!r} cannot be "
+                                  f"coupled",
+                                  f"couplings.{c}")
     _check_masses(ctx, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
                              couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground)

@@ -189,6 +189,12 @@ class Equations:
     #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
     #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
     frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
+    #: dq/dt (nq, 1) in q and qd where the velocities are not the coordinates' rates (a free joint: the
+    #: position's rate R v, the quaternion's 1/2 q (0, w); a spherical or planar joint); None where dq/dt = qd
+    configuration_rate: Optional[sp.Matrix] = None
+    #: per free (code 0), spherical (1) or planar (2) joint: (code, index of its first coordinate in q, of its
+    #: first velocity in qd)
+    lie_joints: tuple[tuple[int, int, int], ...] = ()
     t: sp.Symbol = TIME
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
@@ -196,12 +202,17 @@ class Equations:
 
     def __post_init__(self) -> None:
         if self.F is None:
-            self.F = sp.zeros(len(self.q), 1)
+            self.F = sp.zeros(len(self.qd), 1)
 
     @property
     def n(self) -> int:
-        """Number of generalized coordinates."""
+        """Number of generalized coordinates (nq)."""
         return len(self.q)
+
+    @property
+    def nv(self) -> int:
+        """Number of velocities (the size of qd, qdd, M, h, ...); nq except with a free joint (nq = nv + 1)."""
+        return len(self.qd)
 
     @property
     def bias(self) -> sp.Matrix:
@@ -256,7 +267,7 @@ class Equations:
         """
         if self._jacobian is None:
             from .derivative import forward_derivatives
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
             inverse, extra = self.inverse_dynamics()
@@ -278,7 +289,7 @@ class Equations:
         """
         if self._tangent is None:
             from .derivative import tangent_chain
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             inverse, extra = self.inverse_dynamics()
             self._tangent = tangent_chain(self.assignments + extra, list(inverse - bu),
