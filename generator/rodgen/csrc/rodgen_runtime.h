@@ -71,6 +71,9 @@ extern "C" {
 /* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); equal to nq today. */
 #define RODGEN_NV(m) ((m)->nq)
 
+/* Force components of a model (m: const rodgen_model *): components of a force element's force: 2 (planar model), 3 (spatial model). */
+#define RODGEN_FDIM(m) ((m)->npoints > 0 ? 2 : 3)
+
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
 
