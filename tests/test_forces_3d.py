@@ -315,3 +315,52 @@ forces:
     path.write_text(text.replace('force: [0, "0.1*t", "-k*q_arm"]', "force: [0, 1]"))
     with pytest.raises(ModelError, match=r"force 'push'.*\[fx, fy, fz\]"):
         rodgen.load(path).validate()
+
+
+def _hunt_crossley_expressions(h: str, v: str, vt: list[str], k: float, c: float, mu: float, vs: float
+                               ) -> tuple[str, list[str]]:
+    """A Hunt–Crossley contact with regularised friction written with point states: ``h`` the height above
+    the ground, ``v`` its rate, ``vt`` the sliding velocity's components (gait2d's law, as an expression)."""
+    dp = f"(abs({h}) - ({h}))/2"
+    fn = f"{k}*abs({dp})**1.5*(1 - {c}*{v})"     # abs: no negative rounding error under the power
+    Fn = f"(({fn}) + abs({fn}))/2"
+    if len(vt) == 1:
+        return Fn, [f"-{mu}*{Fn}*tanh({vt[0]}/{vs})"]
+    s = f"sqrt({vt[0]}**2 + {vt[1]}**2)"
+    return Fn, [f"-{mu}*{Fn}*tanh({s}/{vs})/({s})*{x}" for x in vt]
+
+
+def test_point_states_write_gait2d_contact_as_a_point_force(build_dir: Path) -> None:
+    """A contact law written as a point force from the point's height and sliding speed (x_<point>,
+    vy_<point> ...) equals the built-in ground_contact: planar (ground line y = -1.1) and spatial (z = 0.2)."""
+    p, _ = _planar_pair("vertical")
+    p.ground_contact("builtin", "btip", stiffness=3e3, exponent=1.5, damping=0.5, friction=0.7, velocity_scale=0.01)
+    Fn, (Ft,) = _hunt_crossley_expressions("y_btip + 1.1", "vy_btip", ["vx_btip"], 3e3, 0.5, 0.7, 0.01)
+    p.point_force("written", "btip", (Ft, Fn))
+    s = _spatial()
+    s.forces = [f for f in s.forces if f.name == "foot"]
+    s.ground = SpatialGround((0.0, 0.0, 1.0), HEIGHT)
+    Fn3, (Fx, Fy) = _hunt_crossley_expressions(f"z_tip2 - {HEIGHT}", "vz_tip2", ["vx_tip2", "vy_tip2"],
+                                                K_C, C_C, MU, VS)
+    s.point_force("written", "tip2", (Fx, Fy, Fn3))
+    rng = np.random.default_rng(2)
+    for model, n in ((p, 2), (s, 3)):
+        robot = rodgen.build(model, build_dir=build_dir)
+        on = 0
+        for _ in range(40):
+            q, qd = rng.uniform(-np.pi, np.pi, n), rng.normal(size=n)
+            f = robot.element_forces(q, qd)
+            assert np.abs(f[-1] - f[-2]).max() <= 1e-10 * max(1.0, np.abs(f[-2]).max())
+            on += bool(np.any(f[-2]))
+        assert 0 < on < 40
+
+
+def test_unknown_point_state_is_refused_with_a_suggestion() -> None:
+    m = _spatial()
+    m.point_force("typo", "tip2", ("0", "0", "-vz_tip3"))
+    with pytest.raises(ModelError, match=r"force 'typo'.*'vz_tip3'.*did you mean 'vz_tip2'"):
+        m.validate()
+    p, _ = _planar_pair("vertical")
+    p.point_force("noz", "btip", ("z_btip", "0"))
+    with pytest.raises(ModelError, match=r"'z_btip'.*point state \(x/y/vx/vy_<point>\)"):
+        p.validate()

@@ -348,6 +348,18 @@ VELOCITY_SCALE = 0.01
 CONTACT_EXPONENT = 1.5
 
 
+#: The point states a force expression may use, ``<state>_<point>``: the position and the velocity of a
+#: named point in the ground frame (a planar model has no z, vz).
+POINT_STATES = ("x", "y", "z", "vx", "vy", "vz")
+
+
+def point_states(points: Mapping[str, str], dim: int) -> dict[str, tuple[str, str]]:
+    """The point-state names of a model (``x_<point>`` ... ``vz_<point>`` -> (state, point)); points whose
+    names are not identifiers (``<link>.joint``, ``<segment>.end``) have none."""
+    kinds = POINT_STATES[:dim] + POINT_STATES[3:3 + dim]
+    return {f"{k}_{p}": (k, p) for p in points if p.isidentifier() for k in kinds}
+
+
 def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, str, str], str]
             ) -> tuple[ValidForce, ...]:
     """The force elements of a planar model (see :func:`check_forces`)."""
@@ -364,6 +376,7 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
     if not isinstance(forces, list):
         raise ctx.err(f"expected a list of force elements, got {type(forces).__name__}", "forces")
     rates = {f"{c}_dot": c for c in coords}
+    states = point_states(points, dim)
     axes = "xyz"[:dim]
     vec = "[" + ", ".join(f"f{a}" for a in axes) + "]"
     seen: set[str] = set()
@@ -416,12 +429,15 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
                                               f"{'parameter' if nm in ctx.params else 'coordinate'} of the "
                                               f"model; rename that one", where)
                             continue
-                        if nm in ctx.params and (nm in coords or nm in rates):
-                            raise ctx.err(f"{nm!r} is both a parameter and a coordinate or rate", where)
-                        if nm not in ctx.params and nm not in coords and nm not in rates:
-                            raise ctx.err(f"{nm!r} is neither a parameter, a coordinate, a rate "
-                                          f"<coordinate>_dot nor the time t (coordinates: {', '.join(coords)})",
+                        if nm in ctx.params and (nm in coords or nm in rates or nm in states):
+                            raise ctx.err(f"{nm!r} is both a parameter and a coordinate, rate or point state",
                                           where)
+                        if nm not in ctx.params and nm not in coords and nm not in rates and nm not in states:
+                            known = [*ctx.params, *coords, *rates, *states]
+                            raise ctx.err(f"{nm!r}{did_you_mean(nm, known)} is neither a parameter, a "
+                                          f"coordinate, a rate <coordinate>_dot, a point state "
+                                          f"({'/'.join(POINT_STATES[:dim] + POINT_STATES[3:3 + dim])}_<point>) nor "
+                                          f"the time t (coordinates: {', '.join(coords)})", where)
                     comps.append(ex)
                 vf["force"] = tuple(comps)
             else:

@@ -8,7 +8,8 @@ import sympy as sp
 from ..model.expr import Expression, fold
 
 _FUNCS = {"sqrt": sp.sqrt, "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
-          "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2, "abs": sp.Abs}
+          "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2, "abs": sp.Abs,
+          "tanh": sp.tanh}
 
 
 def to_sympy(expr: Expression, symbols: Mapping[str, sp.Symbol]) -> sp.Expr:

@@ -70,6 +70,8 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         J = r.jacobian(q) if q else sp.zeros(geo.dim, 0)
         v = J * qdv
         names = {**pnames, **coord, **rate, "t": eqs.t}
+        if f.force is not None:
+            names.update({k: v for k, v in _point_states(f, geo, q, qdv).items() if k not in names})
         if f.type == "spring_damper":
             assert f.b is not None
             rb = geo.position(f.b)
@@ -79,6 +81,27 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
             continue
         F = _law(f, r, v, geo, X, names, usym)
         out.append(ForceEquations(f.name, f.type, f.point, r, J, F, J.T * F, f.inputs is not None))
+    return out
+
+
+def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.Matrix) -> dict[str, sp.Expr]:
+    """The point states (``x_<point>`` ... ``vz_<point>``, :data:`rodgen.model.validate.POINT_STATES`) a point
+    force's expressions use: the point's position and velocity in the ground frame."""
+    from ..model.validate import point_states
+    points = {p: "" for ex in f.force or () for nm in ex.names if "_" in nm for p in [nm.split("_", 1)[1]]}
+    known = point_states(points, geo.dim)
+    out: dict[str, sp.Expr] = {}
+    cache: dict[str, tuple[sp.Matrix, sp.Matrix]] = {}
+    for ex in f.force or ():
+        for nm in ex.names:
+            if nm not in known:
+                continue
+            kind, p = known[nm]
+            if p not in cache:
+                r = geo.position(p)
+                cache[p] = (r, (r.jacobian(q) if q else sp.zeros(geo.dim, 0)) * qdv)
+            r, v = cache[p]
+            out[nm] = (v if kind.startswith("v") else r)["xyz".index(kind[-1])]
     return out
 
 
