@@ -520,8 +520,9 @@ class ForceBuilder:
     def point_force(self, name: str, at: str, force: Optional[Sequence[Value]] = None, *,
                     frame: str = "world", inputs: Any = None) -> Force:
         """An external force at a point: ``force=(fx, fy)`` (spatial: ``(fx, fy, fz)``) expressions (of q,
-        rates, the time ``t`` and the parameters), or ``inputs=True`` (new inputs ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")``;
-        ``frame`` ``"world"`` or ``"link"``."""
+        rates, the time ``t``, point states ``x_<point>`` ... and the parameters), or ``inputs=True`` (new
+        inputs ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")`` (planar models); ``frame`` ``"world"``
+        or ``"link"``."""
         return self.force(name, "point_force", at, frame=frame, force=force, inputs=inputs)
 
     def viscous_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *,

@@ -464,9 +464,12 @@ class ValidSpatialModel:
                     out[b.name] = lk.name
             for sg in lk.segments:
                 out[f"{sg.name}.end"] = lk.name
-                for it in (*sg.masses, *sg.rods):
+                for it in sg.masses:
                     if it.name is not None:
                         out[it.name] = lk.name
+                for rd in sg.rods:
+                    if rd.name is not None:
+                        out[rd.name] = lk.name
             for mk in lk.markers:
                 out[mk.name] = lk.name
         return out

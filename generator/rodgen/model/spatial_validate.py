@@ -33,8 +33,7 @@ from .spatial import (
 )
 from .suggest import did_you_mean
 from .valid import ValidParameter, ValidSegment
-from .validate import (_couplings, _Ctx, _limits, _order_links, _spring_damper, _typed, check_forces,
-                       validate_segment)
+from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _typed, check_forces, validate_segment
 
 
 def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:

@@ -31,7 +31,7 @@ and the contact's ``Piecewise`` included).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import sympy as sp
 
@@ -154,7 +154,7 @@ class _Spatial(_Geometry):
 
     def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr]):
         self.eqs, self.inline, self.X = eqs, inline, X
-        g = eqs.model.ground  # type: ignore[attr-defined]
+        g: Any = eqs.model.ground
         nv = sp.Matrix([X(c) for c in g.normal])
         self.n = _unit(nv)
         ex = sp.Matrix([1, 0, 0])
@@ -172,7 +172,7 @@ class _Spatial(_Geometry):
         return self.inline(self.eqs.frames[frame][1])
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
-        lk = self.eqs.model.link_named(link)  # type: ignore[attr-defined]
+        lk: Any = self.eqs.model.link_named(link)
         a = self._rotation(f"{link}.joint") * _unit(sp.Matrix([self.X(c) for c in lk.along]))
         a = a - (self.n.T * a)[0] * self.n
         ea = _unit(a)
