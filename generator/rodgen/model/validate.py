@@ -434,10 +434,11 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
                                           where)
                         if nm not in ctx.params and nm not in coords and nm not in rates and nm not in states:
                             known = [*ctx.params, *coords, *rates, *states]
-                            raise ctx.err(f"{nm!r}{did_you_mean(nm, known)} is neither a parameter, a "
-                                          f"coordinate, a rate <coordinate>_dot, a point state "
+                            raise ctx.err(f"{nm!r} is neither a parameter, a coordinate, a rate "
+                                          f"<coordinate>_dot, a point state "
                                           f"({'/'.join(POINT_STATES[:dim] + POINT_STATES[3:3 + dim])}_<point>) nor "
-                                          f"the time t (coordinates: {', '.join(coords)})", where)
+                                          f"the time t{did_you_mean(nm, known)} (coordinates: {', '.join(coords)})",
+                                          where)
                     comps.append(ex)
                 vf["force"] = tuple(comps)
             else:

@@ -71,7 +71,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         v = J * qdv
         names = {**pnames, **coord, **rate, "t": eqs.t}
         if f.force is not None:
-            names.update({k: v for k, v in _point_states(f, geo, q, qdv).items() if k not in names})
+            names.update(_point_states(f, geo, q, qdv, names))
         if f.type == "spring_damper":
             assert f.b is not None
             rb = geo.position(f.b)
@@ -84,11 +84,14 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     return out
 
 
-def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.Matrix) -> dict[str, sp.Expr]:
+def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.Matrix,
+                  names: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
     """The point states (``x_<point>`` ... ``vz_<point>``, :data:`rodgen.model.validate.POINT_STATES`) a point
-    force's expressions use: the point's position and velocity in the ground frame."""
+    force's expressions use (names not already in ``names``): the point's position and velocity in the
+    ground frame."""
     from ..model.validate import point_states
-    points = {p: "" for ex in f.force or () for nm in ex.names if "_" in nm for p in [nm.split("_", 1)[1]]}
+    points = {p: "" for ex in f.force or () for nm in ex.names if "_" in nm and nm not in names
+              for p in [nm.split("_", 1)[1]] if geo.has_point(p)}
     known = point_states(points, geo.dim)
     out: dict[str, sp.Expr] = {}
     cache: dict[str, tuple[sp.Matrix, sp.Matrix]] = {}
@@ -114,6 +117,9 @@ class _Geometry:
     def position(self, point: str) -> sp.Matrix:
         raise NotImplementedError
 
+    def has_point(self, point: str) -> bool:
+        raise NotImplementedError
+
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         raise NotImplementedError
 
@@ -133,6 +139,9 @@ class _Planar(_Geometry):
 
     def position(self, point: str) -> sp.Matrix:
         return self.inline(self.eqs.points[point])
+
+    def has_point(self, point: str) -> bool:
+        return point in self.eqs.points
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         th = self.theta[link]
@@ -167,6 +176,9 @@ class _Spatial(_Geometry):
 
     def position(self, point: str) -> sp.Matrix:
         return self.inline(self.eqs.frames[point][0])
+
+    def has_point(self, point: str) -> bool:
+        return point in self.eqs.frames
 
     def _rotation(self, frame: str) -> sp.Matrix:
         return self.inline(self.eqs.frames[frame][1])
