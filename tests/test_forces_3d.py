@@ -1,6 +1,6 @@
 """Force elements on spatial models, checked against independent sources: Pinocchio (frame placements,
 velocities and Jacobians, ``aba`` with the elements' Jᵀ F added to the joint forces) with every law written
-again here in NumPy; energy conservation of an undamped spring; a compliant contact holding a body's weight;
+again here in NumPy; the spatial Lagrange reference (its own positions); energy conservation of an undamped spring; a compliant contact holding a body's weight;
 and a planar model described spatially (same element forces and accelerations)."""
 from __future__ import annotations
 
@@ -364,3 +364,31 @@ def test_unknown_point_state_is_refused_with_a_suggestion() -> None:
     p.point_force("noz", "btip", ("z_btip", "0"))
     with pytest.raises(ModelError, match=r"'z_btip'.*point state \(x/y/vx/vy_<point>\)"):
         p.validate()
+
+
+def test_spatial_lagrange_reference_gives_the_same_generalized_forces() -> None:
+    """The spatial Lagrange reference, whose frames are its own positions, and the recursive derivation give the
+    same Jᵀ F (a spring-damper between two links, a point force in a marker's axes, viscous drag)."""
+    import sympy as sp
+    m = rodgen.SpatialModel("lag3d", gravity=(0.0, 0.0, -9.81))
+    for name, parent, axis, xyz, rpy, mass, com, inertia in LINKS[:2]:
+        m.link(name, parent, axis=axis, xyz=xyz, rpy=rpy).body(mass, com, inertia)
+    m.link_named("L0").marker("a0", xyz=(0.3, 0.1, 0.0))
+    m.link_named("L1").marker("b1", xyz=(0.5, 0.0, 0.1), rpy=(0.0, 0.0, 0.4))
+    m.spring_damper("s", "a0", "b1", stiffness=K_S, damping=C_S, rest_length=L0)
+    m.point_force("f", "b1", ("q_L0_dot", "2*t", "-1"), frame="link")
+    m.viscous_friction("v", "b1", along=CA, across=CC)
+    rec, lag = rodgen.derive(m, "recursive"), rodgen.derive(m, "lagrange")
+    rng = np.random.default_rng(8)
+
+    def F(eqs: "rodgen.symbolic.Equations") -> "object":
+        args = [*eqs.q, *eqs.qd, eqs.t, *eqs.params]
+        return sp.lambdify(args, eqs.F, "numpy"), [eqs.param_values[s] for s in eqs.params]
+
+    (fr, pr), (fl, pl) = F(rec), F(lag)
+    for _ in range(5):
+        q, qd = rng.uniform(-np.pi, np.pi, 2), rng.normal(size=2)
+        a = np.asarray(fr(*q, *qd, T, *pr), dtype=float).ravel()
+        b = np.asarray(fl(*q, *qd, T, *pl), dtype=float).ravel()
+        assert np.abs(a).max() > 0.1
+        assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
