@@ -1,7 +1,8 @@
 """Force elements on spatial models, checked against independent sources: Pinocchio (frame placements,
 velocities and Jacobians, ``aba`` with the elements' Jᵀ F added to the joint forces) with every law written
-again here in NumPy; the spatial Lagrange reference (its own positions); energy conservation of an undamped spring; a compliant contact holding a body's weight;
-and a planar model described spatially (same element forces and accelerations)."""
+again here in NumPy; the spatial Lagrange reference (its own positions); energy conservation of undamped
+springs; a compliant contact holding a body's weight; and a planar model described spatially (same element
+forces and accelerations)."""
 from __future__ import annotations
 
 from pathlib import Path
