@@ -172,8 +172,9 @@ ROUTINES: tuple[Routine, ...] = (
             "s[i] of the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T).",
             optional=True),
     Routine("element_forces", (_t, _q, _qd, _u, _p,
-                               _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
-            "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
+                               _out("f", "fdim*nforces", "force of each element x, y (, z)", "nforces,fdim")),
+            "Force of each force element on its point, ground frame: f[d*i + c], d = RODGEN_FDIM(m) (2 in a "
+            "planar model: x, y; 3 in a spatial one: x, y, z).", optional=True),
     Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
             "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
             "static limit is the block's constraint_friction.", optional=True),
@@ -189,7 +190,7 @@ def routine(name: str) -> Routine:
 
 
 #: Sizes a width may name; the fields of ``rodgen_model`` holding them (``nv``: see :data:`NV`).
-SIZES = ("nq", "nv", "ny", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+SIZES = ("nq", "nv", "ny", "nu", "np", "npoints", "nconstraints", "nrows", "nforces", "fdim")
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,12 @@ NV = DerivedSize("nv", "((m)->nv > 0 ? (m)->nv : (m)->nq)",
                  "table that leaves nv 0, written before the field, counts nq)")
 #: The size of the state y = [q, qd]: nq + nv.
 NY = DerivedSize("ny", "((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))", "size of the state y = [q, qd], nq + nv")
+
+#: The number of components of a force element's force (the model's dimension): 2 in a planar model, 3 in a
+#: spatial one. The table tells them apart by its 2D points: a planar model's force elements act at its points
+#: (npoints > 0), a spatial model has none (its points are 3D frames, ``<prefix>_frames``).
+FDIM = DerivedSize("fdim", "((m)->npoints > 0 ? 2 : 3)",
+                   "components of a force element's force: 2 (planar model), 3 (spatial model)")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:

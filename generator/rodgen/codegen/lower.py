@@ -469,21 +469,27 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
 
 
 def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
-    """element_forces: the force of each force element on its point (none without force elements)."""
+    """element_forces: the force of each force element on its point (none without force elements); d = 2
+    components in a planar model, 3 in a spatial one (``contract.FDIM``)."""
     if not eqs.forces:
         return []
+    d = 3 if getattr(eqs.model, "spatial", False) else 2
     for f in eqs.forces:
-        if tuple(f.force.shape) != (2, 1):
+        if tuple(f.force.shape) != (d, 1):
             raise CodegenError(f"model {eqs.model.name!r}, force {f.name!r}: the force has shape "
-                               f"{tuple(f.force.shape)}; expected (2, 1)")
+                               f"{tuple(f.force.shape)}; expected ({d}, 1)")
     k = len(eqs.forces)
-    items = [(f"f[{2 * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(2)]
+    items = [(f"f[{d * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(d)]
     names = ", ".join(f.name for f in eqs.forces)
+    if d == 2:
+        doc, outdoc = "f[2*i] = x, f[2*i+1] = y.", "element forces x, y"
+    else:
+        doc, outdoc = "f[3*i] = x, f[3*i+1] = y, f[3*i+2] = z.", "element forces x, y, z"
     return [build_routine(
         "element_forces", f"{prefix}_element_forces",
-        "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.",
+        f"Force of each force element on its point, ground frame: {doc}",
         (f"elements in model order: {comment_text(names, 400)}.",),
-        [g.t, g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
+        [g.t, g.q, g.qd, g.u, g.p, output("f", str(d * k), outdoc)],
         [("f", "element forces, ground frame", items)], [], eqs.assignments, options)]
 
 

@@ -63,7 +63,7 @@ typedef struct rodgen_model {
     const char *name;
     int nq, nv, nu, np, npoints;
     int nconstraints, nrows;
-    int nforces;                            /* force elements (element_forces fills 2*nforces) */
+    int nforces;                            /* force elements (element_forces fills RODGEN_FDIM(m)*nforces) */
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
@@ -116,7 +116,7 @@ typedef struct rodgen_model {
 
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
     void (*element_forces)(double t, const double *q, const double *qd, const double *u, const double *p,
-                           double *f);                                             /* f [2*nforces] */
+                           double *f);                             /* f [RODGEN_FDIM(m)*nforces] */
 
     /* Dry friction (NULL when the model has no FRICTION block): the kinetic limit of each block. */
     void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */

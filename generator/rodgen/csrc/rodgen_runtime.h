@@ -73,6 +73,8 @@ extern "C" {
 
 /* State size of a model: size of the state y = [q, qd], nq + nv (at most 2 nq: RODGEN_SIM_STORAGE(nq) holds y and f). */
 #define RODGEN_NY(m) ((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))
+/* Force components of a model (m: const rodgen_model *): components of a force element's force: 2 (planar model), 3 (spatial model). */
+#define RODGEN_FDIM(m) ((m)->npoints > 0 ? 2 : 3)
 
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);

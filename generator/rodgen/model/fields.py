@@ -225,6 +225,13 @@ _FORCE_DOCS = {
         "friction": "mu of the regularised friction -mu F_n tanh(v_t/v_s) (default 0)",
         "velocity_scale": "v_s of the friction law (default 0.01 m/s)",
     },
+    "spring_damper": {
+        "b": "required; the second point: the force on `at` is (k (L - L0) + c L') along the unit vector from `at` "
+             "to `b`, `b` gets the opposite force",
+        "stiffness": "required; k, N/m",
+        "damping": "c, N s/m (default 0)",
+        "rest_length": "L0, m (default 0)",
+    },
 }
 _FORCES = tuple(
     Section(f"force.{kind}", f"forces[] with type: {kind}", f"A force element of type `{kind}`.",
@@ -242,6 +249,8 @@ _SPATIAL: tuple[Section, ...] = (
                 "parameters": "as in a planar file",
                 "links": "required; the list of spatial links (a tree)",
                 "couplings": "dependent coordinate -> expression, as in a planar file",
+                "forces": "force elements, as in a planar file with 3-vectors (`force: [fx, fy, fz]`); see "
+                          "docs/forces-3d.md",
             }),
     Section("spatial.ground", "ground (spatial)", "The ground plane that contacts and compliant ground contacts "
             "are measured against.", spatial_io._GROUND_KEYS, {

@@ -63,9 +63,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from .core import Coordinate, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .core import Coordinate, Force, ForceBuilder, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
 from .expr import Expression, Value, parse
-from .valid import Bounds, ValidSegment, ValidSpring
+from .valid import Bounds, ValidForce, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
 JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free", "spherical", "planar")
@@ -244,13 +244,17 @@ class SpatialGround:
 
 
 @dataclass
-class SpatialModel:
+class SpatialModel(ForceBuilder):
     """A spatial (3D) tree of links on a fixed base; see the module docstring.
 
     ``gravity`` is a 3-vector (default ``(0, 0, -9.81)``). ``couplings`` map a
     dependent coordinate to an expression of the others (e.g. a URDF mimic
     joint), as in the planar :class:`~rodgen.model.core.Model`. ``ground`` is
-    the ground plane (:class:`SpatialGround`, default ``z = 0``).
+    the ground plane (:class:`SpatialGround`, default ``z = 0``). ``forces``
+    are force elements (:class:`~rodgen.model.core.Force`, the planar
+    vocabulary with three components; the builder methods ``point_force``,
+    ``spring_damper``, ``ground_contact``, ``viscous_friction``,
+    ``coulomb_friction``; docs/forces-3d.md).
     """
 
     name: str
@@ -261,6 +265,7 @@ class SpatialModel:
     doc: str = ""
     source: Optional[str] = None
     ground: SpatialGround = field(default_factory=SpatialGround)
+    forces: list[Force] = field(default_factory=list)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
@@ -412,7 +417,8 @@ class ValidSpatialGround:
 @dataclass(frozen=True)
 class ValidSpatialModel:
     """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
-    (``contacts``, ``loops``, ``forces``) are empty; ``base`` is ``"fixed"``."""
+    (``contacts``, ``loops``) are empty; ``base`` is ``"fixed"``. ``forces`` are its force elements
+    (:class:`~rodgen.model.valid.ValidForce`, vectors of three components)."""
 
     name: str
     links: tuple[ValidSpatialLink, ...]
@@ -425,7 +431,7 @@ class ValidSpatialModel:
     ground: ValidSpatialGround = field(default_factory=ValidSpatialGround)
     contacts: tuple[()] = ()
     loops: tuple[()] = ()
-    forces: tuple[()] = ()
+    forces: tuple[ValidForce, ...] = ()
 
     spatial = True
 
@@ -516,6 +522,27 @@ class ValidSpatialModel:
 
     def markers(self) -> dict[str, tuple[ValidSpatialLink, ValidSpatialMarker]]:
         return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
+
+    def point_links(self) -> dict[str, str]:
+        """Every named frame a force element may act at, with the name of its link: ``<link>.joint``, named
+        bodies, ``<segment>.end``, named point masses and rods, markers (the names of ``Equations.frames``)."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            out[f"{lk.name}.joint"] = lk.name
+            for b in lk.bodies:
+                if b.name is not None:
+                    out[b.name] = lk.name
+            for sg in lk.segments:
+                out[f"{sg.name}.end"] = lk.name
+                for it in sg.masses:
+                    if it.name is not None:
+                        out[it.name] = lk.name
+                for rd in sg.rods:
+                    if rd.name is not None:
+                        out[rd.name] = lk.name
+            for mk in lk.markers:
+                out[mk.name] = lk.name
+        return out
 
     def parameter_values(self) -> dict[str, float]:
         return {p.name: p.value for p in self.parameters}

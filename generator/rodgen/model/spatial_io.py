@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import ModelError
-from .dump import _is, _limits, _parameters, _segment, _spring, _v
+from .dump import _force, _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
     LIE_JOINTS,
@@ -49,7 +49,7 @@ from .spatial import (
     default_two_angle_coordinates,
 )
 
-_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings"}
+_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings", "forces"}
 _GROUND_KEYS = {"normal", "height"}
 _LINK_KEYS = {"name", "parent", "at", "joint", "along", "bodies", "segments", "markers"}
 _JOINT_KEYS = {"type", "axis", "xyz", "rpy", "coordinate", "coordinates", "angles", "offset", "initial", "input",
@@ -88,6 +88,8 @@ class _SpatialReader(_Reader):
         for i, ld in enumerate(self.seq(d["links"], "links")):
             model.links.append(self.spatial_link(ld, i))
         self.couplings(d.get("couplings"), model)
+        for i, fd in enumerate(self.seq(d.get("forces"), "forces")):
+            model.forces.append(self.force(fd, i, 3))
         return model
 
     def spatial_link(self, ld: Any, i: int) -> SpatialLink:
@@ -297,6 +299,8 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
     out["links"] = [_link(lk) for lk in model.links]
     if model.couplings:
         out["couplings"] = {k: _v(v) for k, v in model.couplings.items()}
+    if model.forces:
+        out["forces"] = [_force(f) for f in model.forces]
     return out
 
 

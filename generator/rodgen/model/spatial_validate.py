@@ -36,7 +36,17 @@ from .spatial import (
 )
 from .suggest import did_you_mean
 from .valid import ValidParameter, ValidSegment
-from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _text, _typed, validate_segment
+from .validate import (
+    _couplings,
+    _Ctx,
+    _limits,
+    _order_links,
+    _spring_damper,
+    _text,
+    _typed,
+    check_forces,
+    validate_segment,
+)
 
 
 def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:
@@ -315,8 +325,11 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
                                   f"coupled",
                                   f"couplings.{c}")
     _check_masses(ctx, out)
+    forces = check_forces(ctx, model.forces, out.point_links(), [c.name for c in out.coordinates()], claim, 3,
+                          model.source)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
-                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground)
+                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground,
+                             forces=forces)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:

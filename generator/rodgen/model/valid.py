@@ -226,7 +226,10 @@ class ValidForce:
       ``<coordinate>_dot``, the time ``t`` and the parameters) or ``inputs`` (the names of its two inputs);
     - ``viscous``: ``along``, ``across`` (equal for an isotropic element, ``isotropic`` True);
     - ``coulomb``: ``along``, ``across``, ``isotropic``, ``normal``, ``velocity_scale``;
-    - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``.
+    - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``;
+    - ``spring_damper``: ``b`` (the second point), ``stiffness``, ``damping``, ``rest_length``.
+
+    In a spatial model ``force`` has three expressions (and ``link`` is the link of the point's frame).
     """
 
     name: str
@@ -234,7 +237,7 @@ class ValidForce:
     point: str
     link: str
     frame: str = "world"
-    force: Optional[tuple[Expression, Expression]] = None
+    force: Optional[tuple[Expression, ...]] = None
     inputs: Optional[tuple[str, str]] = None
     along: Optional[Expression] = None
     across: Optional[Expression] = None
@@ -245,6 +248,8 @@ class ValidForce:
     exponent: Optional[Expression] = None
     damping: Optional[Expression] = None
     friction: Optional[Expression] = None
+    b: Optional[str] = None
+    rest_length: Optional[Expression] = None
 
 
 @dataclass(frozen=True)

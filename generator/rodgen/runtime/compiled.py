@@ -781,21 +781,22 @@ class CompiledModel:
     # -- force elements ----------------------------------------------------------
     def element_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
                        t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
-        """Force of every force element on its point, ground frame: (nforces, 2) or (N, nforces, 2)
-        (rows in the order of ``force_names``; ``u`` defaults to zero and matters for input forces only;
-        ``t``, one time or one per row, for point forces that are expressions of the time)."""
+        """Force of every force element on its point, ground frame: (nforces, d) or (N, nforces, d), d = 2
+        in a planar model, 3 in a spatial one (rows in the order of ``force_names``; ``u`` defaults to zero
+        and matters for input forces only; ``t``, one time or one per row, for point forces that are
+        expressions of the time). A spring-damper's row is the force on its first point."""
         if not self.force_names:
             raise ValueError(f"the model {self.name!r} has no force elements")
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
-        k = len(self.force_names)
-        res = np.empty((n, 2 * k))
+        k, d = len(self.force_names), int(self._m.fdim)
+        res = np.empty((n, d * k))
         self._m.element_forces(n, t2, q2, qd2, u2, p2, res)
-        return res.reshape(n, k, 2) if batched else res.reshape(k, 2)
+        return res.reshape(n, k, d) if batched else res.reshape(k, d)
 
     def contact_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
                        t: Union[float, ArrayLike] = 0.0) -> dict[str, np.ndarray]:
-        """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy], or (N, 2) for a
-        batch (``t`` as in :meth:`element_forces`). For a ground contact that is the ground reaction; for
+        """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy] (spatial: (3,)), or
+        (N, 2) for a batch (``t`` as in :meth:`element_forces`). For a ground contact that is the ground reaction; for
         friction the drag on the point."""
         f = self.element_forces(q, qd, u, p, t=t)
         return {nm: f[..., i, :].copy() for i, nm in enumerate(self.force_names)}

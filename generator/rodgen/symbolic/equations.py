@@ -62,11 +62,12 @@ class ForceEquations:
     """One force element (see :mod:`rodgen.symbolic.forces` for the laws).
 
     name, type, point : as in the model (``type``: ``point_force``, ``viscous``, ``coulomb``,
-        ``ground_contact``; ``point``: the marker or mass point it acts at).
-    position : (2, 1) the point's position r(q).
-    jacobian : (2, n) dr/dq.
-    force : (2, 1) the force on the point in the ground frame, in q, qd, u and the parameters.
-    generalized : (n, 1) its generalized force, jacobianᵀ force.
+        ``ground_contact``, ``spring_damper``; ``point``: the marker or mass point it acts at, a spring-damper's
+        first point).
+    position : (d, 1) the point's position r(q); d = 2 in a planar model, 3 in a spatial one.
+    jacobian : (d, n) dr/dq.
+    force : (d, 1) the force on the point in the ground frame, in q, qd, u and the parameters.
+    generalized : (n, 1) its generalized force, jacobianᵀ force (a spring-damper's: (J_a - J_b)ᵀ force).
     input : True for a point force given by two inputs (its columns are in ``Equations.B``, not ``F``).
     """
 

@@ -821,8 +821,11 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
 
 
 def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
-                             tree: Optional[SpatialTree] = None) -> ForwardDynamics:
+                             tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
+
+    ``F`` (n x 1, closed form in q, qd, the time and the parameters) are the force elements' generalized
+    forces Jᵀ F: they join the joint forces (not applied on the nodes).
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
@@ -853,6 +856,8 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
     Q = -spring_forces(kv) - damper_forces(kv)  # type: ignore[arg-type]
     if k.u:
         Q += input_map(kv) * sp.Matrix(k.u)  # type: ignore[arg-type]
+    if F is not None:
+        Q += F
     tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(NC)]
 
     def six(w: V3, v: V3) -> list[sp.Expr]:
@@ -1049,7 +1054,7 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     if eqs.couplings or getattr(model, "couplings", None):
         return None, "the model couples coordinates"
     try:
-        fd = spatial_forward_dynamics(model, k, tree)  # type: ignore[arg-type]
+        fd = spatial_forward_dynamics(model, k, tree, eqs.F if eqs.forces else None)  # type: ignore[arg-type]
     except DerivationError as exc:
         return None, str(exc)
     pivots = [sp.sympify(d) for d in fd.inverse_pivots]
@@ -1141,6 +1146,8 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
             link = next((x.link for x in model.coordinates() if x.name == name), None)
             raise ModelError(f"coordinate {name!r} moves no mass: the mass matrix is singular",
                              source=model.source, where=f"link {link!r}")
+    from .forces import apply_forces
+    apply_forces(eqs)
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
     if model.lie:
         eqs.configuration_rate, eqs.lie_joints = configuration_rate(k, tree)
