@@ -1,0 +1,190 @@
+"""FMU export (rodgen.export_fmu, `rodgen fmu`): FMI 2.0 FMUs run by FMPy, an importer rodgen does not write,
+against rodgen's own simulate(): Co-Simulation with the same RK4 step to 1e-12, Model Exchange with FMPy's
+CVode to the solver's tolerance, parameters and inputs set through the FMU, outputs against the compiled model,
+the sources compiled alone with warnings as errors."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rodgen
+from conftest import EXAMPLES
+from rodgen.cli import main
+
+fmpy = pytest.importorskip("fmpy")
+from fmpy import read_model_description, simulate_fmu  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def exo5(build_dir: Path) -> rodgen.runtime.CompiledModel:
+    return rodgen.build(rodgen.load(EXAMPLES / "exo5.yaml"), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def pendulum(build_dir: Path) -> rodgen.runtime.CompiledModel:
+    return rodgen.build(rodgen.load(EXAMPLES / "pendulum_vl.yaml"), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def exo5_fmu(exo5: rodgen.runtime.CompiledModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return rodgen.export_fmu(exo5, tmp_path_factory.mktemp("fmu") / "exo5.fmu", kind="both")
+
+
+@pytest.fixture(scope="module")
+def pendulum_fmu(pendulum: rodgen.runtime.CompiledModel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return rodgen.export_fmu(pendulum, tmp_path_factory.mktemp("fmu") / "pendulum_vl.fmu", kind="cs")
+
+
+def _q(res: np.ndarray, robot: rodgen.runtime.CompiledModel, what: str = "q") -> np.ndarray:
+    return np.column_stack([res[f"{what}.{c}"] for c in robot.coordinates])
+
+
+def test_the_fmus_validate(exo5_fmu: Path, pendulum_fmu: Path) -> None:
+    assert validate_fmu(str(exo5_fmu)) == []
+    assert validate_fmu(str(pendulum_fmu)) == []
+    md = read_model_description(str(exo5_fmu))
+    assert md.fmiVersion == "2.0"
+    assert md.coSimulation.modelIdentifier == md.modelExchange.modelIdentifier == "exo5"
+    names = zipfile.ZipFile(exo5_fmu).namelist()
+    assert "binaries/linux64/exo5.so" in names
+    assert {"sources/exo5.c", "sources/rodgen_simulate.c", "sources/rodgen_fmi2.c",
+            "sources/buildDescription.xml"} <= set(names)
+
+
+def test_model_description_from_the_table(exo5_fmu: Path, exo5: rodgen.runtime.CompiledModel) -> None:
+    md = read_model_description(str(exo5_fmu))
+    by_name = {v.name: v for v in md.modelVariables}
+    # states, their derivatives, the model file's initial coordinates
+    assert len(md.derivatives) == 2 * exo5.nq
+    for i, c in enumerate(exo5.coordinates):
+        assert float(by_name[f"q.{c}"].start) == exo5.initial_state()[i]
+        assert by_name[f"der(q.{c})"].derivative is by_name[f"q.{c}"]
+        assert by_name[f"der(qd.{c})"].derivative is by_name[f"qd.{c}"]
+    # inputs and tunable parameters with the model's units and values
+    assert [v.name for v in md.modelVariables if v.causality == "input"] == [f"u.{c}" for c in exo5.inputs]
+    for prm in exo5.model.parameters:
+        v = by_name[prm.name]
+        assert (v.causality, v.variability, float(v.start), v.unit) == ("parameter", "tunable", prm.value, prm.unit)
+    outputs = {v.name for v in md.modelVariables if v.causality == "output"}
+    assert {f"point.{p}.{a}" for p in exo5.point_names for a in "xy"} | {"energy.total"} <= outputs
+
+
+@pytest.mark.parametrize("which", ["exo5", "pendulum"])
+def test_co_simulation_is_rodgen_rk4(which: str, request: pytest.FixtureRequest) -> None:
+    robot = request.getfixturevalue(which)
+    fmu = request.getfixturevalue(f"{which}_fmu")
+    dt, t_end = 2e-3, 0.6
+    u = np.linspace(-3.0, 3.0, robot.nu)
+    start = {f"u.{c}": float(x) for c, x in zip(robot.inputs, u)}
+    res = simulate_fmu(str(fmu), fmi_type="CoSimulation", stop_time=t_end, step_size=dt, output_interval=dt,
+                       start_values=start, output=[f"{w}.{c}" for w in ("q", "qd") for c in robot.coordinates])
+    ref = robot.simulate(robot.initial_state(), t_end, dt, u=u)
+    assert res["time"].shape == ref.t.shape
+    assert np.abs(_q(res, robot) - ref.q).max() < 1e-12
+    assert np.abs(_q(res, robot, "qd") - ref.qd).max() < 1e-12
+    assert np.abs(ref.q[-1] - ref.q[0]).max() > 1e-2     # it moved
+
+
+def test_co_simulation_with_substeps(exo5: rodgen.runtime.CompiledModel, exo5_fmu: Path) -> None:
+    """fmu.max_step splits a communication step into RK4 steps: 5 steps of 1 ms per 5 ms exchanged."""
+    res = simulate_fmu(str(exo5_fmu), fmi_type="CoSimulation", stop_time=0.3, step_size=5e-3,
+                       output_interval=5e-3, start_values={"fmu.max_step": 1e-3},
+                       output=[f"q.{c}" for c in exo5.coordinates])
+    ref = exo5.simulate(exo5.initial_state(), 0.3, 1e-3)
+    assert np.abs(_q(res, exo5) - ref.q[::5]).max() < 1e-12
+
+
+def test_model_exchange_with_cvode(exo5: rodgen.runtime.CompiledModel, exo5_fmu: Path) -> None:
+    t_end = 0.5
+    res = simulate_fmu(str(exo5_fmu), fmi_type="ModelExchange", solver="CVode", stop_time=t_end,
+                       relative_tolerance=1e-9, output_interval=0.01,
+                       output=[f"q.{c}" for c in exo5.coordinates] + ["energy.total"])
+    ref = exo5.simulate(exo5.initial_state(), t_end, method="dopri5", rtol=1e-12, atol=1e-12)
+    assert res["time"][-1] == pytest.approx(t_end)
+    err = np.abs(_q(res, exo5)[-1] - ref.q[-1]).max()
+    assert err < 1e-6
+    # unforced and undamped: the FMU's energy output is conserved to the solver's tolerance
+    e = res["energy.total"]
+    assert np.abs(e - e[0]).max() < 1e-6 * abs(e[0])
+
+
+def test_a_parameter_set_through_the_fmu(exo5: rodgen.runtime.CompiledModel, exo5_fmu: Path) -> None:
+    dt, t_end = 2e-3, 0.4
+    res = simulate_fmu(str(exo5_fmu), fmi_type="CoSimulation", stop_time=t_end, step_size=dt,
+                       output_interval=dt, start_values={"m_torso": 45.0, "l_thigh0": 0.2},
+                       output=[f"q.{c}" for c in exo5.coordinates])
+    p = exo5.parameter_vector(m_torso=45.0, l_thigh0=0.2)
+    ref = exo5.simulate(exo5.initial_state(), t_end, dt, p=p)
+    default = exo5.simulate(exo5.initial_state(), t_end, dt)
+    assert np.abs(_q(res, exo5) - ref.q).max() < 1e-12
+    assert np.abs(ref.q[-1] - default.q[-1]).max() > 1e-3      # the parameters matter
+
+
+def test_outputs_are_the_compiled_models(exo5: rodgen.runtime.CompiledModel, exo5_fmu: Path) -> None:
+    names = [f"point.{p}.{a}" for p in exo5.point_names for a in "xy"]
+    res = simulate_fmu(str(exo5_fmu), fmi_type="CoSimulation", stop_time=0.2, step_size=1e-2,
+                       output=[f"{w}.{c}" for w in ("q", "qd") for c in exo5.coordinates] + names
+                       + ["energy.kinetic", "energy.potential", "energy.total"])
+    q, qd = _q(res, exo5)[-1], _q(res, exo5, "qd")[-1]
+    pts = exo5.points(q)
+    for name in exo5.point_names:
+        got = [res[f"point.{name}.{a}"][-1] for a in "xy"]
+        assert np.allclose(got, pts[name], rtol=0, atol=1e-13), name
+    T, V = exo5.energy(q, qd)
+    assert res["energy.kinetic"][-1] == pytest.approx(T, abs=1e-12)
+    assert res["energy.total"][-1] == pytest.approx(T + V, abs=1e-10)
+
+
+def test_the_sources_compile_alone(exo5_fmu: Path, tmp_path: Path) -> None:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    with zipfile.ZipFile(exo5_fmu) as z:
+        z.extractall(tmp_path)
+    headers = Path(fmpy.__file__).parent / "c-code"
+    src = tmp_path / "sources"
+    for c in sorted(src.glob("*.c")):
+        out = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-c", f"-I{headers}", c.name,
+                              "-o", str(tmp_path / (c.stem + ".o"))], cwd=src, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+
+
+def test_bad_input(exo5: rodgen.runtime.CompiledModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="kind='sc' is not an FMU kind"):
+        rodgen.export_fmu(exo5, tmp_path / "x.fmu", kind="sc")
+    with pytest.raises(ValueError, match="rodgen exports FMI 2.0"):
+        rodgen.export_fmu(exo5, tmp_path / "x.fmu", fmi="1.0")
+    with pytest.raises(rodgen.BuildError, match="does not exist"):
+        rodgen.export_fmu(exo5, tmp_path / "no" / "such" / "x.fmu")
+    with pytest.raises(rodgen.BuildError, match="is a folder"):
+        rodgen.export_fmu(exo5, tmp_path)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(rodgen.BuildError, match="a_file is not a folder"):
+        rodgen.export_fmu(exo5, tmp_path / "a_file" / "x.fmu")
+    if os.geteuid() != 0:      # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        try:
+            with pytest.raises(rodgen.BuildError, match="is not writable"):
+                rodgen.export_fmu(exo5, locked / "x.fmu")
+        finally:
+            locked.chmod(0o700)
+    assert main(["fmu", str(EXAMPLES / "exo5.yaml"), "-o", str(tmp_path / "no" / "x.fmu")]) == 2
+    assert "rodgen: error: cannot write the FMU" in capsys.readouterr().err
+
+
+def test_the_command_line(tmp_path: Path, build_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p.fmu"
+    assert main(["fmu", str(EXAMPLES / "pendulum_vl.yaml"), "-o", str(out), "--kind", "me",
+                 "--build-dir", str(build_dir)]) == 0
+    assert str(out) in capsys.readouterr().out
+    md = read_model_description(str(out))
+    assert md.modelExchange is not None and md.coSimulation is None
+    assert validate_fmu(str(out)) == []
