@@ -188,3 +188,67 @@ def test_the_command_line(tmp_path: Path, build_dir: Path, capsys: pytest.Captur
     md = read_model_description(str(out))
     assert md.modelExchange is not None and md.coSimulation is None
     assert validate_fmu(str(out)) == []
+
+
+CONTROLLER_C = r"""
+#include "rodgen_runtime.h"
+/* u_i = kp (q_ref_i - q_i) - kd qd_i (every coordinate actuated); params [kp, kd, q_ref (nq)]; state[0] counts
+ * the calls, memory kept between them */
+int fmu_test_pd(void *context, double t, const double *y, double *u)
+{
+    rodgen_controller *c = (rodgen_controller *)context;
+    const int nq = c->model->nq;
+    int i;
+    (void)t;
+    for (i = 0; i < c->model->nu; ++i) {
+        u[i] = c->params[0] * (c->params[2 + i] - y[i]) - c->params[1] * y[nq + i] + 1e-3 * c->state[0];
+    }
+    c->state[0] += 1.0;
+    return 0;
+}
+"""
+
+
+def test_a_pd_law_inside_the_fmu(exo5: rodgen.runtime.CompiledModel, tmp_path: Path) -> None:
+    """The runtime's PD law compiled in, its gains and set point tunable; the FMU's inputs are its feedforward."""
+    q0 = exo5.initial_state()[:exo5.nq]
+    pd = rodgen.PD(rodgen.Reference.hold(q0 + 0.1), kp=np.linspace(100.0, 300.0, exo5.nu), kd=20.0)
+    fmu = rodgen.export_fmu(exo5, tmp_path / "pd.fmu", controller=pd)
+    assert validate_fmu(str(fmu)) == []
+    dt, t_end = 2e-3, 0.5
+    uff = np.linspace(-1.0, 1.0, exo5.nu)
+    start = {f"u.{c}": float(x) for c, x in zip(exo5.inputs, uff)}
+    start["pd.kp." + exo5.inputs[2]] = 60.0
+    res = simulate_fmu(str(fmu), stop_time=t_end, step_size=dt, output_interval=dt, start_values=start,
+                       output=[f"q.{c}" for c in exo5.coordinates])
+    kp = np.linspace(100.0, 300.0, exo5.nu)
+    kp[2] = 60.0
+    ref = exo5.simulate(exo5.initial_state(), t_end, dt, u=uff,
+                        controller=rodgen.PD(pd.reference, kp=kp, kd=20.0))
+    assert ref.message == "reached t_end = 0.5"
+    assert np.abs(_q(res, exo5) - ref.q).max() < 1e-12
+    assert np.abs(ref.q[-1] - ref.q[0]).max() > 0.1
+    with pytest.raises(ValueError, match="holds one set point"):
+        rodgen.export_fmu(exo5, tmp_path / "x.fmu",
+                          controller=rodgen.PD(rodgen.Reference([0.0, 1.0], [q0, q0]), kp=1.0, kd=1.0))
+
+
+def test_a_c_controller_inside_the_fmu(exo5: rodgen.runtime.CompiledModel, tmp_path: Path,
+                                       build_dir: Path) -> None:
+    """A rodgen.CController's C compiled into the FMU, with its parameters (tunable) and its memory."""
+    src = tmp_path / "fmu_test_pd.c"
+    src.write_text(CONTROLLER_C)
+    q0 = exo5.initial_state()[:exo5.nq]
+    ctl = rodgen.CController(src, "fmu_test_pd", params=[200.0, 20.0, *(q0 + 0.1)], state=[0.0],
+                             build_dir=build_dir)
+    fmu = rodgen.export_fmu(exo5, tmp_path / "c.fmu", controller=ctl)
+    assert validate_fmu(str(fmu)) == []
+    assert "sources/controller_fmu_test_pd.c" in zipfile.ZipFile(fmu).namelist()
+    dt, t_end = 2e-3, 0.5
+    res = simulate_fmu(str(fmu), stop_time=t_end, step_size=dt, output_interval=dt,
+                       start_values={"controller.params[0]": 150.0}, output=[f"q.{c}" for c in exo5.coordinates])
+    ref = exo5.simulate(exo5.initial_state(), t_end, dt,
+                        controller=rodgen.CController(src, "fmu_test_pd", params=[150.0, 20.0, *(q0 + 0.1)],
+                                                      state=[0.0], build_dir=build_dir))
+    assert np.abs(_q(res, exo5) - ref.q).max() < 1e-12
+    assert np.abs(ref.q[-1] - ref.q[0]).max() > 0.1

@@ -38,9 +38,9 @@ from .model import (
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate
+    from .fmu import export_fmu
     from .model.urdf import from_urdf
     from .symbolic import Equations, Method, derive
-    from .fmu import export_fmu
     from .toolchain import build
 
 __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segment", "PointMass", "Rod", "Joint",

@@ -67,7 +67,56 @@ def fmi_headers() -> Path:
                      "(pip install fmpy), or set RODGEN_FMI_HEADERS to a folder holding them")
 
 
-def variables(robot: "CompiledModel", dim: int) -> list[Variable]:
+@dataclass(frozen=True)
+class Control:
+    """A controller compiled into the FMU: its kind (0 none, 1 PD, 2 C), parameters and memory."""
+
+    kind: int = 0
+    names: tuple[str, ...] = ()
+    start: tuple[float, ...] = ()
+    state: tuple[float, ...] = ()
+    source: Optional[Path] = None
+    symbol: str = ""
+
+
+def control_of(robot: "CompiledModel", controller: Any) -> Control:
+    """The FMU's view of ``controller``: None, a :class:`rodgen.PD` toward one posture, or a
+    :class:`rodgen.CController` compiled from a C source."""
+    import numpy as np
+
+    from ..runtime import PD, CController
+    if controller is None:
+        return Control()
+    if isinstance(controller, PD):
+        ref = controller.reference
+        if len(ref.t) != 1:
+            raise ValueError(f"the FMU's PD law holds one set point (tunable parameters pd.q_ref.*); its reference "
+                             f"has {len(ref.t)} samples: give Reference.hold(q) or Reference([0], q, qd, qdd)")
+        if ref.q.shape[1] != robot.nq:
+            raise ValueError(f"the PD's reference has {ref.q.shape[1]} coordinates; the model {robot.name!r} "
+                             f"has {robot.nq}")
+        gains = []
+        for name, g in (("kp", controller.kp), ("kd", controller.kd)):
+            a = np.broadcast_to(np.asarray(g, dtype=float), (robot.nu,)) if np.ndim(g) == 0 else \
+                np.asarray(g, dtype=float)
+            if a.shape != (robot.nu,):
+                raise ValueError(f"the PD's {name} has {a.size} gains; the model {robot.name!r} has {robot.nu} inputs")
+            gains.append(a)
+        names = tuple(f"pd.{k}.{u}" for k in ("kp", "kd") for u in robot.inputs) + tuple(
+            f"pd.{k}.{c}" for k in ("q_ref", "qd_ref", "qdd_ref") for c in robot.coordinates)
+        start = np.concatenate(gains + [ref.q[0], ref.qd[0], ref.qdd[0]])
+        return Control(1, names, tuple(float(x) for x in start))
+    if isinstance(controller, CController):
+        if controller.source is None or not Path(controller.source).is_file():
+            raise ValueError(f"an FMU compiles its controller from C source; the CController {controller.symbol!r} "
+                             f"was loaded from the library {controller.library}")
+        params = tuple(float(x) for x in controller.params)
+        return Control(2, tuple(f"controller.params[{i}]" for i in range(len(params))), params,
+                       tuple(float(x) for x in controller.state), Path(controller.source), controller.symbol)
+    raise TypeError(f"controller must be None, a rodgen.PD or a rodgen.CController; got {type(controller).__name__}")
+
+
+def variables(robot: "CompiledModel", dim: int, control: Control = Control()) -> list[Variable]:
     """The FMU's variables in value-reference order (as ``rodgen_fmi2.c`` numbers them)."""
     nq = robot.nq
     q0 = list(robot.initial_state()[:nq]) if nq else []
@@ -96,6 +145,10 @@ def variables(robot: "CompiledModel", dim: int) -> list[Variable]:
     for name, value in zip(robot.parameters, p0):
         out.append(Variable(name, vr, "parameter", "tunable", float(value), "exact", unit=units.get(name, ""),
                             description=docs.get(name, "")))
+        vr += 1
+    for name, value in zip(control.names, control.start):
+        out.append(Variable(name, vr, "parameter", "tunable", value, "exact",
+                            description="a parameter of the controller compiled into the FMU"))
         vr += 1
     axes = "xyz"[:dim]
     for pt in robot.point_names:
@@ -194,7 +247,11 @@ def build_description(identifier: str, sources: list[str]) -> str:
             '  </BuildConfiguration>\n</fmiBuildDescription>\n')
 
 
-def _fmu_header(robot: "CompiledModel", guid: str, kind: str, dim: int) -> str:
+def _c_array(values: tuple[float, ...]) -> str:
+    return "{ " + ", ".join(repr(v) for v in (values or (0.0,))) + " }"
+
+
+def _fmu_header(robot: "CompiledModel", guid: str, kind: str, dim: int, control: Control = Control()) -> str:
     return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmi2.c (written by rodgen.export_fmu). */\n"
             f"#ifndef RODGEN_FMU_H\n#define RODGEN_FMU_H\n"
             f'#include "rodgen_runtime.h"\n#include "{robot.prefix}.h"\n'
@@ -203,8 +260,12 @@ def _fmu_header(robot: "CompiledModel", guid: str, kind: str, dim: int) -> str:
             f"#define RODGEN_FMU_DIM {dim}\n"
             f"#define RODGEN_FMU_CS {int(kind in ('cs', 'both'))}\n"
             f"#define RODGEN_FMU_ME {int(kind in ('me', 'both'))}\n"
-            f"#define RODGEN_FMU_NCTRL 0\n"
-            f"#define RODGEN_FMU_CTRL_START {{ 0.0 }}\n"
+            f"#define RODGEN_FMU_CONTROL {control.kind}\n"
+            + (f"#define RODGEN_FMU_CONTROLLER {control.symbol}\n" if control.kind == 2 else "")
+            + f"#define RODGEN_FMU_NCTRL {len(control.start)}\n"
+            f"#define RODGEN_FMU_CTRL_START {_c_array(control.start)}\n"
+            f"#define RODGEN_FMU_NSTATE {len(control.state)}\n"
+            f"#define RODGEN_FMU_STATE_START {_c_array(control.state)}\n"
             f"#endif\n")
 
 
@@ -228,7 +289,7 @@ def _robot(model: Any, build_dir: Union[str, Path, None]) -> "CompiledModel":
 
 
 def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = "2.0", *,
-               build_dir: Union[str, Path, None] = None, binary: bool = True) -> Path:
+               controller: Any = None, build_dir: Union[str, Path, None] = None, binary: bool = True) -> Path:
     """Write the FMU of ``model`` to ``path`` (a ``.fmu`` file); return its path.
 
     Parameters
@@ -237,6 +298,10 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     path : the FMU file to write (its folder must exist).
     kind : ``"cs"`` (Co-Simulation: RK4 inside ``fmi2DoStep``), ``"me"`` (Model Exchange) or ``"both"``.
     fmi : the FMI version; ``"2.0"``.
+    controller : None (the plant alone: its inputs are the FMU's inputs), a :class:`rodgen.PD` toward one
+        set point (gains and set point as tunable parameters ``pd.*``, the FMU's inputs its feedforward), or a
+        :class:`rodgen.CController` built from a C file (compiled into the FMU; its parameters tunable as
+        ``controller.params[i]``, the FMU's inputs added to its output).
     build_dir : the build cache of ``rodgen.build``.
     binary : compile ``binaries/<platform>/<id>.so`` (else a source-only FMU).
     """
@@ -257,15 +322,20 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     if robot.nrows:
         raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction); "
                          f"its FMU would need the hybrid simulation, which rodgen's FMU export does not run yet")
+    control = control_of(robot, controller)
     dim = 3 if robot.spatial else 2
     identifier = robot.prefix
-    guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"rodgen:{robot.name}:{robot.content_hash}:{kind}")) + "}"
+    guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}")) + "}"
     folder = Path(robot.folder)
     model_sources = [robot.source.name if hasattr(robot.source, "name") else Path(robot.source).name]
     runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c"]
     headers = [f"{robot.prefix}.h", "rodgen_model.h", "rodgen_runtime.h"]
-    vars_ = variables(robot, dim)
-    sources = [WRAPPER] + model_sources + runtime_c
+    if control.kind == 2:      # a C controller may call any routine of the runtime (rodgen_contact.h)
+        runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]
+        headers.append("rodgen_contact.h")
+    vars_ = variables(robot, dim, control)
+    extra = [f"controller_{control.source.name}"] if control.source is not None else []
+    sources = [WRAPPER] + model_sources + runtime_c + extra
     with tempfile.TemporaryDirectory(prefix="rodgen-fmu-") as tmp_:
         tmp = Path(tmp_)
         src = tmp / "sources"
@@ -273,7 +343,9 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         for name in model_sources + runtime_c + headers:
             shutil.copy2(folder / name, src / name)
         shutil.copy2(Path(__file__).parent / WRAPPER, src / WRAPPER)
-        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, dim))
+        if control.source is not None:
+            shutil.copy2(control.source, src / extra[0])
+        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, dim, control))
         (src / "buildDescription.xml").write_text(build_description(identifier, sources))
         (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
                                                                     identifier=identifier, sources=sources))
@@ -310,4 +382,5 @@ def _compile(src: Path, out: Path, identifier: str, sources: list[str]) -> None:
         shutil.copy2(work / lib, out / lib)
 
 
-__all__ = ["export_fmu", "model_description", "variables", "fmi_headers", "Variable", "KINDS", "VERSIONS"]
+__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "fmi_headers", "Variable",
+           "KINDS", "VERSIONS"]

@@ -11,7 +11,8 @@
  *   [3nq, 4nq)             der(qd)   = qdd, the forward dynamics
  *   [4nq, 4nq+nu)          u         continuous inputs
  *   next np                p         tunable parameters
- *   next RODGEN_FMU_NCTRL  the controller's parameters (tunable)
+ *   next RODGEN_FMU_NCTRL  the controller's parameters (tunable): PD [kp, kd (nu), q_ref, qd_ref,
+ *                          qdd_ref (nq)], or a C controller's params
  *   next dim*npoints       the named points (x, y[, z] each)
  *   next 3                 kinetic, potential and total energy
  *   next 1                 the largest step of Co-Simulation (fixed parameter; 0: one RK4 step a DoStep)
@@ -40,6 +41,9 @@ typedef struct {
     double *c;        /* [nc] controller parameters */
     double *out;      /* [dim npoints + 3] */
     double *work;     /* [RODGEN_SIM_STORAGE(nq)] + row buffers */
+    double *mem;      /* [RODGEN_FMU_NSTATE] the C controller's memory */
+    double t_ref;     /* the sample time of the PD's set point */
+    rodgen_controller ctl;
     double max_step;
     int fresh;
     int status;       /* last rodgen status */
@@ -59,69 +63,48 @@ static void rodgen_fmu_log(rodgen_fmu *f, fmi2Status s, const char *msg)
     }
 }
 
-/* The model's inputs of this instance: the FMU's inputs, or its controller's law. */
-#if RODGEN_FMU_NCTRL > 0 || defined(RODGEN_FMU_CONTROLLER)
-static int rodgen_fmu_input_fn(void *context, double t, const double *y, double *u);
-#endif
-
-static void rodgen_fmu_input(rodgen_fmu *f, rodgen_input *inp)
-{
-    memset(inp, 0, sizeof(*inp));
-#if RODGEN_FMU_NCTRL > 0 || defined(RODGEN_FMU_CONTROLLER)
-    inp->kind = RODGEN_INPUT_CALLBACK;
-    inp->fn = rodgen_fmu_input_fn;
-    inp->context = f;
-#else
-    inp->kind = RODGEN_INPUT_CONSTANT;
-    inp->u = f->u;
-#endif
-}
-
-#ifdef RODGEN_FMU_CONTROLLER
-/* The user's controller (rodgen.CController), compiled in: u = its law, the FMU's inputs added. */
+/* The model's inputs of this instance: the FMU's inputs (RODGEN_FMU_CONTROL 0); the runtime's PD law
+ * (RODGEN_INPUT_PD, 1) toward the set point in the controller's parameters [kp (nu), kd (nu), q_ref (nq),
+ * qd_ref (nq), qdd_ref (nq)] with the FMU's inputs as its feedforward; or the user's C controller
+ * (rodgen.CController, 2) with its parameters and memory, the FMU's inputs added to its output. */
+#if RODGEN_FMU_CONTROL == 2
 int RODGEN_FMU_CONTROLLER(void *context, double t, const double *y, double *u);
-#endif
 
-#if RODGEN_FMU_NCTRL > 0 || defined(RODGEN_FMU_CONTROLLER)
 static int rodgen_fmu_input_fn(void *context, double t, const double *y, double *u)
 {
     rodgen_fmu *f = (rodgen_fmu *)context;
     int i;
-#ifdef RODGEN_FMU_CONTROLLER
-    rodgen_controller ctl;
-    ctl.model = f->m;
-    ctl.p = f->p;
-    ctl.params = f->c;
-    ctl.nparams = f->nc;
-    ctl.state = NULL;
-    ctl.nstate = 0;
-    if (RODGEN_FMU_CONTROLLER(&ctl, t, y, u) != 0) {
+    if (RODGEN_FMU_CONTROLLER(&f->ctl, t, y, u) != 0) {
         return 1;
     }
-#else
-    /* PD toward constant set points: u = u_in + kp .* B^T (q_ref - q) - kd .* B^T qd, with the
-     * controller's parameters [kp (nu), kd (nu), q_ref (nq)] */
-    const int nq = f->nq, nu = f->nu;
-    double B[nq * (nu ? nu : 1)];
-    const double *kp = f->c, *kd = f->c + nu, *qref = f->c + 2 * nu;
-    int j;
-    (void)t;
-    f->m->input_map(y, f->p, B);
-    for (j = 0; j < nu; ++j) {
-        double e = 0.0, ed = 0.0;
-        for (i = 0; i < nq; ++i) {
-            e += B[i * nu + j] * (qref[i] - y[i]);
-            ed += B[i * nu + j] * (0.0 - y[nq + i]);
-        }
-        u[j] = kp[j] * e + kd[j] * ed;
-    }
-#endif
     for (i = 0; i < f->nu; ++i) {
         u[i] += f->u[i];
     }
     return 0;
 }
 #endif
+
+static void rodgen_fmu_input(rodgen_fmu *f, rodgen_input *inp)
+{
+    memset(inp, 0, sizeof(*inp));
+#if RODGEN_FMU_CONTROL == 1
+    inp->kind = RODGEN_INPUT_PD;
+    inp->u = f->u;
+    inp->n = 1;
+    inp->times = &f->t_ref;
+    inp->kp = f->c;
+    inp->kd = f->c + f->nu;
+    inp->values = f->c + 2 * f->nu;
+#elif RODGEN_FMU_CONTROL == 2
+    inp->kind = RODGEN_INPUT_CALLBACK;
+    inp->fn = rodgen_fmu_input_fn;
+    inp->context = f;
+    f->ctl.p = f->p;
+#else
+    inp->kind = RODGEN_INPUT_CONSTANT;
+    inp->u = f->u;
+#endif
+}
 
 static int rodgen_fmu_derivatives(rodgen_fmu *f)
 {
@@ -171,6 +154,7 @@ static void rodgen_fmu_defaults(rodgen_fmu *f)
     const rodgen_model *m = f->m;
     int i;
     static const double ctrl[RODGEN_FMU_NCTRL > 0 ? RODGEN_FMU_NCTRL : 1] = RODGEN_FMU_CTRL_START;
+    static const double mem[RODGEN_FMU_NSTATE > 0 ? RODGEN_FMU_NSTATE : 1] = RODGEN_FMU_STATE_START;
     f->t = 0.0;
     for (i = 0; i < f->nq; ++i) {
         f->y[i] = m->initial_q[i];
@@ -185,6 +169,16 @@ static void rodgen_fmu_defaults(rodgen_fmu *f)
     for (i = 0; i < f->nc; ++i) {
         f->c[i] = ctrl[i];
     }
+    for (i = 0; i < RODGEN_FMU_NSTATE; ++i) {
+        f->mem[i] = mem[i];
+    }
+    f->t_ref = 0.0;
+    f->ctl.model = m;
+    f->ctl.p = f->p;
+    f->ctl.params = f->c;
+    f->ctl.nparams = f->nc;
+    f->ctl.state = f->mem;
+    f->ctl.nstate = RODGEN_FMU_NSTATE;
     f->max_step = 0.0;
     f->fresh = 0;
     f->status = RODGEN_OK;
@@ -235,7 +229,8 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     f->c = (double *)rodgen_fmu_alloc(f, (size_t)f->nc);
     f->out = (double *)rodgen_fmu_alloc(f, (size_t)f->nout);
     f->work = (double *)rodgen_fmu_alloc(f, (size_t)(RODGEN_SIM_STORAGE(f->nq) + 4 * (1 + 2 * f->nq + f->nu)));
-    if (!f->y || !f->dy || !f->u || !f->p || !f->c || !f->out || !f->work) {
+    f->mem = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_FMU_NSTATE);
+    if (!f->mem || !f->y || !f->dy || !f->u || !f->p || !f->c || !f->out || !f->work) {
         return NULL;
     }
     rodgen_fmu_defaults(f);
@@ -255,6 +250,7 @@ void fmi2FreeInstance(fmi2Component c)
     f->cb.freeMemory(f->c);
     f->cb.freeMemory(f->out);
     f->cb.freeMemory(f->work);
+    f->cb.freeMemory(f->mem);
     f->cb.freeMemory(f);
 }
 
@@ -269,7 +265,20 @@ fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fm
 }
 
 fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
-fmi2Status fmi2ExitInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
+/* The input law is evaluated at the start state once, as rodgen_simulate does when it stores its first row
+ * (a C controller's memory sees the same calls: the start, every RK4 stage, the end of every step). */
+fmi2Status fmi2ExitInitializationMode(fmi2Component c)
+{
+    rodgen_fmu *f = (rodgen_fmu *)c;
+    double u[f->nu ? f->nu : 1];
+    rodgen_input inp;
+    rodgen_fmu_input(f, &inp);
+    if (rodgen_input_eval(f->m, &inp, f->t, f->y, f->p, u) != RODGEN_OK) {
+        rodgen_fmu_log(f, fmi2Error, "the input law failed at the start state");
+        return fmi2Error;
+    }
+    return fmi2OK;
+}
 fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
 
 fmi2Status fmi2Reset(fmi2Component c)
@@ -544,9 +553,10 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     o.method = RODGEN_RK4;
     o.t_end = currentCommunicationPoint + communicationStepSize;
     o.dt = communicationStepSize / (double)steps;
-    o.store_every = steps;
+    o.store_every = 1;
     rodgen_fmu_input(f, &inp);
     rodgen_sim_start(&s, f->m, currentCommunicationPoint, f->y, f->work);
+    s.stored = 1;   /* the state at the communication point was the end of the last step */
     do {
         status = rodgen_simulate(f->m, &o, &inp, f->p, &s, 4, rows, rows + 4, rows + 4 + 4 * ny, &n);
     } while (status == RODGEN_SIM_FULL);
