@@ -252,3 +252,22 @@ def test_a_c_controller_inside_the_fmu(exo5: rodgen.runtime.CompiledModel, tmp_p
                                                       state=[0.0], build_dir=build_dir))
     assert np.abs(_q(res, exo5) - ref.q).max() < 1e-12
     assert np.abs(ref.q[-1] - ref.q[0]).max() > 0.1
+
+
+def test_a_spatial_model(build_dir: Path, tmp_path: Path) -> None:
+    """A spatial arm: the positions of its frames as outputs, against CompiledModel.frames()."""
+    arm = rodgen.build(rodgen.load(EXAMPLES / "spatial" / "arm3.yaml"), build_dir=build_dir)
+    fmu = rodgen.export_fmu(arm, tmp_path / "arm3.fmu", kind="both")
+    assert validate_fmu(str(fmu)) == []
+    names = [f"frame.{f}.{a}" for f in arm.frame_names for a in "xyz"]
+    dt, t_end = 1e-3, 0.3
+    y0 = np.concatenate([np.linspace(0.3, 0.9, arm.nq), np.zeros(arm.nq)])     # start states set through the FMU
+    res = simulate_fmu(str(fmu), fmi_type="CoSimulation", stop_time=t_end, step_size=dt, output_interval=dt,
+                       start_values={f"q.{c}": float(x) for c, x in zip(arm.coordinates, y0)},
+                       output=[f"{w}.{c}" for w in ("q", "qd") for c in arm.coordinates] + names)
+    ref = arm.simulate(y0, t_end, dt)
+    assert np.abs(_q(res, arm) - ref.q).max() < 1e-12
+    assert np.abs(ref.q[-1] - ref.q[0]).max() > 1e-2
+    frames = arm.frames(ref.q[-1])
+    for f in arm.frame_names:
+        assert np.allclose([res[f"frame.{f}.{a}"][-1] for a in "xyz"], frames[f][0], rtol=0, atol=1e-13), f

@@ -116,7 +116,7 @@ def control_of(robot: "CompiledModel", controller: Any) -> Control:
     raise TypeError(f"controller must be None, a rodgen.PD or a rodgen.CController; got {type(controller).__name__}")
 
 
-def variables(robot: "CompiledModel", dim: int, control: Control = Control()) -> list[Variable]:
+def variables(robot: "CompiledModel", control: Control = Control()) -> list[Variable]:
     """The FMU's variables in value-reference order (as ``rodgen_fmi2.c`` numbers them)."""
     nq = robot.nq
     q0 = list(robot.initial_state()[:nq]) if nq else []
@@ -150,11 +150,15 @@ def variables(robot: "CompiledModel", dim: int, control: Control = Control()) ->
         out.append(Variable(name, vr, "parameter", "tunable", value, "exact",
                             description="a parameter of the controller compiled into the FMU"))
         vr += 1
-    axes = "xyz"[:dim]
-    for pt in robot.point_names:
-        for a in axes:
+    for pt in robot.point_names if not robot.spatial else ():
+        for a in "xy":
             out.append(Variable(f"point.{pt}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
                                 description=f"position of the point {pt} ({a}, ground frame)"))
+            vr += 1
+    for fr in robot.frame_names if robot.spatial else ():
+        for a in "xyz":
+            out.append(Variable(f"frame.{fr}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
+                                description=f"position of the frame {fr} ({a}, ground frame)"))
             vr += 1
     for what in ("kinetic", "potential", "total"):
         out.append(Variable(f"energy.{what}", vr, "output", "continuous", initial="calculated", unit="J",
@@ -251,13 +255,15 @@ def _c_array(values: tuple[float, ...]) -> str:
     return "{ " + ", ".join(repr(v) for v in (values or (0.0,))) + " }"
 
 
-def _fmu_header(robot: "CompiledModel", guid: str, kind: str, dim: int, control: Control = Control()) -> str:
+def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control = Control()) -> str:
+    nframes = len(robot.frame_names) if robot.spatial else 0
     return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmi2.c (written by rodgen.export_fmu). */\n"
             f"#ifndef RODGEN_FMU_H\n#define RODGEN_FMU_H\n"
             f'#include "rodgen_runtime.h"\n#include "{robot.prefix}.h"\n'
             f"#define RODGEN_FMU_TABLE {robot.prefix}_model\n"
             f'#define RODGEN_FMU_GUID "{guid}"\n'
-            f"#define RODGEN_FMU_DIM {dim}\n"
+            f"#define RODGEN_FMU_NFRAMES {nframes}\n"
+            + (f"#define RODGEN_FMU_FRAMES {robot.prefix}_frames\n" if nframes else "") +
             f"#define RODGEN_FMU_CS {int(kind in ('cs', 'both'))}\n"
             f"#define RODGEN_FMU_ME {int(kind in ('me', 'both'))}\n"
             f"#define RODGEN_FMU_CONTROL {control.kind}\n"
@@ -323,7 +329,6 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction); "
                          f"its FMU would need the hybrid simulation, which rodgen's FMU export does not run yet")
     control = control_of(robot, controller)
-    dim = 3 if robot.spatial else 2
     identifier = robot.prefix
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}")) + "}"
     folder = Path(robot.folder)
@@ -333,7 +338,7 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     if control.kind == 2:      # a C controller may call any routine of the runtime (rodgen_contact.h)
         runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]
         headers.append("rodgen_contact.h")
-    vars_ = variables(robot, dim, control)
+    vars_ = variables(robot, control)
     extra = [f"controller_{control.source.name}"] if control.source is not None else []
     sources = [WRAPPER] + model_sources + runtime_c + extra
     with tempfile.TemporaryDirectory(prefix="rodgen-fmu-") as tmp_:
@@ -345,7 +350,7 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         shutil.copy2(Path(__file__).parent / WRAPPER, src / WRAPPER)
         if control.source is not None:
             shutil.copy2(control.source, src / extra[0])
-        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, dim, control))
+        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control))
         (src / "buildDescription.xml").write_text(build_description(identifier, sources))
         (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
                                                                     identifier=identifier, sources=sources))

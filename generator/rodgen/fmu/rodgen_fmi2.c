@@ -13,7 +13,8 @@
  *   next np                p         tunable parameters
  *   next RODGEN_FMU_NCTRL  the controller's parameters (tunable): PD [kp, kd (nu), q_ref, qd_ref,
  *                          qdd_ref (nq)], or a C controller's params
- *   next dim*npoints       the named points (x, y[, z] each)
+ *   next 2 npoints         the named points of a planar model (x, y each)
+ *   next 3 RODGEN_FMU_NFRAMES  the positions of a spatial model's frames (x, y, z each)
  *   next 3                 kinetic, potential and total energy
  *   next 1                 the largest step of Co-Simulation (fixed parameter; 0: one RK4 step a DoStep)
  *
@@ -128,11 +129,23 @@ static int rodgen_fmu_derivatives(rodgen_fmu *f)
 
 static void rodgen_fmu_outputs(rodgen_fmu *f)
 {
-    const int np = f->m->npoints * RODGEN_FMU_DIM;
+    const int np = 2 * f->m->npoints + 3 * RODGEN_FMU_NFRAMES;
     double e[2];
     if (f->m->npoints > 0) {
         f->m->points(f->y, f->p, f->out);
     }
+#if RODGEN_FMU_NFRAMES > 0
+    {
+        double r[12 * RODGEN_FMU_NFRAMES];
+        int k;
+        RODGEN_FMU_FRAMES(f->y, f->p, r);
+        for (k = 0; k < RODGEN_FMU_NFRAMES; ++k) {
+            f->out[2 * f->m->npoints + 3 * k] = r[12 * k];
+            f->out[2 * f->m->npoints + 3 * k + 1] = r[12 * k + 1];
+            f->out[2 * f->m->npoints + 3 * k + 2] = r[12 * k + 2];
+        }
+    }
+#endif
     f->m->energy(f->y, f->y + f->nq, f->p, e);
     f->out[np] = e[0];
     f->out[np + 1] = e[1];
@@ -220,7 +233,7 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     f->nu = m->nu;
     f->np = m->np;
     f->nc = RODGEN_FMU_NCTRL;
-    f->nout = m->npoints * RODGEN_FMU_DIM + 3;
+    f->nout = 2 * m->npoints + 3 * RODGEN_FMU_NFRAMES + 3;
     f->nv = 4 * f->nq + f->nu + f->np + f->nc + f->nout + 1;
     f->y = (double *)rodgen_fmu_alloc(f, (size_t)(2 * f->nq));
     f->dy = (double *)rodgen_fmu_alloc(f, (size_t)(2 * f->nq));
