@@ -143,10 +143,15 @@ def test_outputs_are_the_compiled_models(exo5: rodgen.runtime.CompiledModel, exo
 
 
 def test_the_sources_compile_alone(exo5_fmu: Path, tmp_path: Path) -> None:
+    compile_alone(exo5_fmu, tmp_path)
+
+
+def compile_alone(fmu: Path, tmp_path: Path) -> None:
+    """Every C file of the FMU's sources/ compiles on its own with the importer's FMI headers, warnings as errors."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.skip("no C compiler")
-    with zipfile.ZipFile(exo5_fmu) as z:
+    with zipfile.ZipFile(fmu) as z:
         z.extractall(tmp_path)
     headers = Path(fmpy.__file__).parent / "c-code"
     src = tmp_path / "sources"
@@ -244,6 +249,7 @@ def test_a_c_controller_inside_the_fmu(exo5: rodgen.runtime.CompiledModel, tmp_p
     fmu = rodgen.export_fmu(exo5, tmp_path / "c.fmu", controller=ctl)
     assert validate_fmu(str(fmu)) == []
     assert "sources/controller_fmu_test_pd.c" in zipfile.ZipFile(fmu).namelist()
+    compile_alone(fmu, tmp_path / "alone")
     dt, t_end = 2e-3, 0.5
     res = simulate_fmu(str(fmu), stop_time=t_end, step_size=dt, output_interval=dt,
                        start_values={"controller.params[0]": 150.0}, output=[f"q.{c}" for c in exo5.coordinates])
@@ -271,3 +277,31 @@ def test_a_spatial_model(build_dir: Path, tmp_path: Path) -> None:
     frames = arm.frames(ref.q[-1])
     for f in arm.frame_names:
         assert np.allclose([res[f"frame.{f}.{a}"][-1] for a in "xyz"], frames[f][0], rtol=0, atol=1e-13), f
+
+
+def test_the_compass_gait_walks_in_the_fmu(build_dir: Path, tmp_path: Path) -> None:
+    """Co-Simulation of a model with contacts runs the hybrid simulation (located heel strikes, impacts,
+    lift-off) continued across communication steps: the same walk as robot.simulate(contacts=...)."""
+    robot = rodgen.build(rodgen.load(EXAMPLES / "compass_gait.yaml"), build_dir=build_dir)
+    gamma = robot.parameters["gamma"]
+    l = robot.parameters["a"] + robot.parameters["b"]
+    ts, ws, ww = 0.2187, -1.0918, -0.3772          # near Goswami's period-one gait (examples/compass_gait.py)
+    tw = -ts - 2 * gamma
+    y0 = np.array([-l * np.sin(ts), l * np.cos(ts), ts, tw, -l * np.cos(ts) * ws, -l * np.sin(ts) * ws, ws, ww])
+    fmu = rodgen.export_fmu(robot, tmp_path / "cg.fmu", contacts=["foot_a"], disarmed=["foot_b"], arm_gap=0.02,
+                            event_tol=1e-13)
+    assert validate_fmu(str(fmu)) == []
+    compile_alone(fmu, tmp_path / "alone")
+    dt, t_end = 1e-3, 3.0
+    start = {f"{w}.{c}": float(x) for w, part in (("q", y0[:4]), ("qd", y0[4:])) for c, x in zip(robot.coordinates,
+                                                                                                   part)}
+    res = simulate_fmu(str(fmu), stop_time=t_end, step_size=dt, output_interval=dt, start_values=start,
+                       output=[f"q.{c}" for c in robot.coordinates])
+    ref = robot.simulate(y0, t_end, dt, contacts=["foot_a"], disarmed=["foot_b"], arm_gap=0.02, event_tol=1e-13)
+    strikes = [e for e in ref.events if e["kind"] == "touchdown"]
+    assert len(strikes) >= 3
+    # the reference stores each event twice (before and after the jump): compare at the grid times
+    rows = [np.flatnonzero(np.abs(ref.t - t) < 1e-12)[-1] for t in res["time"]]
+    assert np.abs(_q(res, robot) - ref.q[rows]).max() < 1e-12
+    with pytest.raises(rodgen.BuildError, match="Co-Simulation"):
+        rodgen.export_fmu(robot, tmp_path / "me.fmu", kind="me")

@@ -108,7 +108,8 @@ def _cmd_fmu(args: argparse.Namespace) -> int:
     from .fmu import export_fmu
     from .toolchain import build
     robot = build(load(args.model), build_dir=args.build_dir, method=args.method, codegen=_codegen_options(args))
-    path = export_fmu(robot, args.output, kind=args.kind, fmi=args.fmi)
+    path = export_fmu(robot, args.output, kind=args.kind, fmi=args.fmi, contacts=args.contact or (),
+                      disarmed=args.disarmed or (), arm_gap=args.arm_gap, event_tol=args.event_tol)
     print(f"FMU ({args.kind}, FMI {args.fmi}) of {robot.name}: {path}")
     return 0
 
@@ -148,6 +149,14 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kind", choices=("cs", "me", "both"), default="cs",
                    help="Co-Simulation (RK4 inside the FMU), Model Exchange, or both (default cs)")
     f.add_argument("--fmi", choices=("2.0",), default="2.0", help="FMI version (default 2.0)")
+    f.add_argument("--contact", action="append", metavar="BLOCK",
+                   help="a model with contacts: a block active at the start of the hybrid simulation; may be repeated")
+    f.add_argument("--disarmed", action="append", metavar="BLOCK",
+                   help="a block allowed below the ground at the start (armed once above it); may be repeated")
+    f.add_argument("--arm-gap", type=float, default=None, metavar="M",
+                   help="height above which an inactive contact may touch down (default 1e-6)")
+    f.add_argument("--event-tol", type=float, default=None, metavar="S",
+                   help="events located in time to within S seconds (default 1e-10)")
     f.add_argument("--build-dir", default=None, metavar="DIR",
                    help="cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
     _add_codegen_args(f)

@@ -255,8 +255,25 @@ def _c_array(values: tuple[float, ...]) -> str:
     return "{ " + ", ".join(repr(v) for v in (values or (0.0,))) + " }"
 
 
-def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control = Control()) -> str:
+@dataclass(frozen=True)
+class Hybrid:
+    """The hybrid simulation of a Co-Simulation FMU of a model with constraint blocks: its initial phase
+    (``active``, ``disarmed``: one flag per block) and options (0: the C defaults)."""
+
+    active: tuple[int, ...] = ()
+    disarmed: tuple[int, ...] = ()
+    arm_gap: float = 0.0
+    event_tol: float = 0.0
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return "{ " + ", ".join(str(int(v)) for v in (values or (0,))) + " }"
+
+
+def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control = Control(),
+                hybrid: Optional[Hybrid] = None) -> str:
     nframes = len(robot.frame_names) if robot.spatial else 0
+    h = hybrid or Hybrid()
     return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmi2.c (written by rodgen.export_fmu). */\n"
             f"#ifndef RODGEN_FMU_H\n#define RODGEN_FMU_H\n"
             f'#include "rodgen_runtime.h"\n#include "{robot.prefix}.h"\n'
@@ -272,6 +289,12 @@ def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control =
             f"#define RODGEN_FMU_CTRL_START {_c_array(control.start)}\n"
             f"#define RODGEN_FMU_NSTATE {len(control.state)}\n"
             f"#define RODGEN_FMU_STATE_START {_c_array(control.state)}\n"
+            f"#define RODGEN_FMU_HYBRID {int(hybrid is not None)}\n"
+            f"#define RODGEN_FMU_NBLOCKS {max(1, len(h.active))}\n"
+            f"#define RODGEN_FMU_ACTIVE0 {_ints(h.active)}\n"
+            f"#define RODGEN_FMU_DISARMED0 {_ints(h.disarmed)}\n"
+            f"#define RODGEN_FMU_ARM_GAP {float(h.arm_gap)!r}\n"
+            f"#define RODGEN_FMU_EVENT_TOL {float(h.event_tol)!r}\n"
             f"#endif\n")
 
 
@@ -295,7 +318,9 @@ def _robot(model: Any, build_dir: Union[str, Path, None]) -> "CompiledModel":
 
 
 def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = "2.0", *,
-               controller: Any = None, build_dir: Union[str, Path, None] = None, binary: bool = True) -> Path:
+               controller: Any = None, contacts: Any = (), disarmed: Any = (), arm_gap: Optional[float] = None,
+               event_tol: Optional[float] = None, build_dir: Union[str, Path, None] = None,
+               binary: bool = True) -> Path:
     """Write the FMU of ``model`` to ``path`` (a ``.fmu`` file); return its path.
 
     Parameters
@@ -308,6 +333,10 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         set point (gains and set point as tunable parameters ``pd.*``, the FMU's inputs its feedforward), or a
         :class:`rodgen.CController` built from a C file (compiled into the FMU; its parameters tunable as
         ``controller.params[i]``, the FMU's inputs added to its output).
+    contacts, disarmed, arm_gap, event_tol : a model with constraint blocks (contacts, loops, limits, dry
+        friction): its Co-Simulation runs the hybrid simulation of ``robot.simulate(contacts=...)`` with these
+        (the initial active set, the blocks allowed below the ground at the start, the arming gap, the
+        event tolerance; None: the defaults).
     build_dir : the build cache of ``rodgen.build``.
     binary : compile ``binaries/<platform>/<id>.so`` (else a source-only FMU).
     """
@@ -325,17 +354,26 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     if not os.access(path.parent, os.W_OK):
         raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
     robot = _robot(model, build_dir)
+    hybrid = None
     if robot.nrows:
-        raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction); "
-                         f"its FMU would need the hybrid simulation, which rodgen's FMU export does not run yet")
+        if kind != "cs":
+            raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction): "
+                             f"its FMU runs the hybrid simulation inside Co-Simulation (kind='cs'); Model Exchange "
+                             f"would need event indicators, which rodgen's FMU does not provide")
+        hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
+                        tuple(int(a != 0) for a in robot.active_mask(disarmed)),
+                        float(arm_gap or 0.0), float(event_tol or 0.0))
+    elif contacts or disarmed:
+        raise ValueError(f"contacts= and disarmed= apply to a model with constraint blocks; {robot.name!r} has none")
     control = control_of(robot, controller)
     identifier = robot.prefix
-    guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}")) + "}"
+    what = f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}:{hybrid}"
+    guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, what)) + "}"
     folder = Path(robot.folder)
-    model_sources = [robot.source.name if hasattr(robot.source, "name") else Path(robot.source).name]
+    model_sources = [Path(robot.source).name]
     runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c"]
     headers = [f"{robot.prefix}.h", "rodgen_model.h", "rodgen_runtime.h"]
-    if control.kind == 2:      # a C controller may call any routine of the runtime (rodgen_contact.h)
+    if control.kind == 2 or hybrid is not None:   # the hybrid simulator, and any routine a C controller may call
         runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]
         headers.append("rodgen_contact.h")
     vars_ = variables(robot, control)
@@ -350,7 +388,7 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         shutil.copy2(Path(__file__).parent / WRAPPER, src / WRAPPER)
         if control.source is not None:
             shutil.copy2(control.source, src / extra[0])
-        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control))
+        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control, hybrid))
         (src / "buildDescription.xml").write_text(build_description(identifier, sources))
         (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
                                                                     identifier=identifier, sources=sources))

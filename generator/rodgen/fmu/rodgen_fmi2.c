@@ -27,6 +27,9 @@
 
 #include "fmi2Functions.h"
 #include "rodgen_fmu.h"
+#if RODGEN_FMU_HYBRID
+#include "rodgen_contact.h"
+#endif
 
 typedef struct {
     const rodgen_model *m;
@@ -45,6 +48,12 @@ typedef struct {
     double *mem;      /* [RODGEN_FMU_NSTATE] the C controller's memory */
     double t_ref;     /* the sample time of the PD's set point */
     rodgen_controller ctl;
+#if RODGEN_FMU_HYBRID
+    double *hwork;    /* the hybrid run's buffer (rodgen_hybrid_work_bytes) */
+    rodgen_hybrid_state hs;
+    rodgen_hybrid_options ho;
+    int hstarted;     /* the hybrid run has started (its grid, phase and targets live in hs) */
+#endif
     double max_step;
     int fresh;
     int status;       /* last rodgen status */
@@ -194,6 +203,9 @@ static void rodgen_fmu_defaults(rodgen_fmu *f)
     f->ctl.nstate = RODGEN_FMU_NSTATE;
     f->max_step = 0.0;
     f->fresh = 0;
+#if RODGEN_FMU_HYBRID
+    f->hstarted = 0;
+#endif
     f->status = RODGEN_OK;
 }
 
@@ -243,6 +255,12 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     f->out = (double *)rodgen_fmu_alloc(f, (size_t)f->nout);
     f->work = (double *)rodgen_fmu_alloc(f, (size_t)(RODGEN_SIM_STORAGE(f->nq) + 4 * (1 + 2 * f->nq + f->nu)));
     f->mem = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_FMU_NSTATE);
+#if RODGEN_FMU_HYBRID
+    f->hwork = (double *)rodgen_fmu_alloc(f, (size_t)(rodgen_hybrid_work_bytes(m) / (long)sizeof(double) + 2));
+    if (!f->hwork) {
+        return NULL;
+    }
+#endif
     if (!f->mem || !f->y || !f->dy || !f->u || !f->p || !f->c || !f->out || !f->work) {
         return NULL;
     }
@@ -264,6 +282,9 @@ void fmi2FreeInstance(fmi2Component c)
     f->cb.freeMemory(f->out);
     f->cb.freeMemory(f->work);
     f->cb.freeMemory(f->mem);
+#if RODGEN_FMU_HYBRID
+    f->cb.freeMemory(f->hwork);
+#endif
     f->cb.freeMemory(f);
 }
 
@@ -349,6 +370,9 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
         unsigned r = vr[i];
         if (r < 2 * nq) {
             f->y[r] = value[i];
+#if RODGEN_FMU_HYBRID
+            f->hstarted = 0;
+#endif
         } else if (r >= 4 * nq && r < 4 * nq + nu) {
             f->u[r - 4 * nq] = value[i];
         } else if (r >= 4 * nq + nu && r < 4 * nq + nu + np) {
@@ -540,6 +564,67 @@ fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReferenc
     return nvr == 0 ? fmi2OK : fmi2Error;
 }
 
+#if RODGEN_FMU_HYBRID
+static int rodgen_fmu_hybrid_input(void *context, double t, const double *y, double *u)
+{
+    rodgen_fmu *f = (rodgen_fmu *)context;
+    rodgen_input inp;
+    rodgen_fmu_input(f, &inp);
+    return rodgen_input_eval(f->m, &inp, t, y, f->p, u);
+}
+
+/* Co-Simulation of a model with constraint blocks: one hybrid run (rodgen_contact.c: RK4 of the constrained
+ * dynamics, located touchdown, lift-off, slip and limit events, impacts) from the first communication point
+ * (or the last time the states were set), continued to the end of every communication step. Its RK4 grid is
+ * t0 + k dt, dt = fmu.max_step (0: the first communication step size). */
+static fmi2Status rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
+{
+    static const int active0[RODGEN_FMU_NBLOCKS] = RODGEN_FMU_ACTIVE0;
+    static const int disarmed0[RODGEN_FMU_NBLOCKS] = RODGEN_FMU_DISARMED0;
+    const int ny = 2 * f->nq;
+    double *rows = f->work + RODGEN_SIM_STORAGE(f->nq);
+    long n, ne;
+    int status, i;
+    if (!f->hstarted) {
+        rodgen_hybrid_defaults(&f->ho);
+        f->ho.t_end = t + h;
+        f->ho.dt = f->max_step > 0.0 ? f->max_step : h;
+        f->ho.store_every = 1;
+        if (RODGEN_FMU_EVENT_TOL > 0.0) {
+            f->ho.event_tol = RODGEN_FMU_EVENT_TOL;
+        }
+        if (RODGEN_FMU_ARM_GAP > 0.0) {
+            f->ho.arm_gap = RODGEN_FMU_ARM_GAP;
+        }
+        status = rodgen_hybrid_start(&f->hs, f->m, f->p, f->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, &f->ho,
+                                     t, f->y, active0, disarmed0, f->hwork);
+        if (status != RODGEN_OK) {
+            rodgen_fmu_log(f, fmi2Error, "the hybrid simulation could not start: a contact point below the "
+                                         "ground, an active block not closed, or bad options");
+            return fmi2Error;
+        }
+        f->hstarted = 1;
+    }
+    f->ho.t_end = t + h;
+    do {
+        status = rodgen_hybrid_simulate(&f->ho, &f->hs, 4, rows, rows + 4, NULL, NULL, NULL, &n, 0, NULL, &ne);
+    } while (status == RODGEN_SIM_FULL);
+    f->status = status;
+    f->fresh = 0;
+    for (i = 0; i < ny; ++i) {
+        f->y[i] = f->hs.y[i];
+    }
+    f->t = f->hs.t;
+    if (status != RODGEN_OK) {
+        f->hstarted = 0;
+        rodgen_fmu_log(f, fmi2Error, "fmi2DoStep: the hybrid simulation failed (an event not located, a contact "
+                                     "force outside its friction cone, singular constraints, too many events)");
+        return fmi2Error;
+    }
+    return fmi2OK;
+}
+#endif
+
 fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                       fmi2Boolean noSetFMUStatePriorToCurrentCommunicationPoint)
 {
@@ -562,6 +647,10 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
             steps = 1;
         }
     }
+#if RODGEN_FMU_HYBRID
+    (void)o; (void)inp; (void)s; (void)steps;
+    return rodgen_fmu_hybrid_step(f, currentCommunicationPoint, communicationStepSize);
+#endif
     memset(&o, 0, sizeof(o));
     o.method = RODGEN_RK4;
     o.t_end = currentCommunicationPoint + communicationStepSize;
