@@ -55,7 +55,23 @@ def test_the_fmus_validate(exo5_fmu: Path, pendulum_fmu: Path) -> None:
     names = zipfile.ZipFile(exo5_fmu).namelist()
     assert "binaries/linux64/exo5.so" in names
     assert {"sources/exo5.c", "sources/rodgen_simulate.c", "sources/rodgen_fmi2.c",
-            "sources/buildDescription.xml"} <= set(names)
+            "sources/buildDescription.xml", "model.png", "documentation/_main.html"} <= set(names)
+
+
+def test_model_image_and_documentation(exo5_fmu: Path, exo5: rodgen.runtime.CompiledModel) -> None:
+    """model.png is a stick figure (the links drawn in blue, the masses in red); the documentation lists every
+    variable with its value reference."""
+    import io
+
+    from PIL import Image
+    with zipfile.ZipFile(exo5_fmu) as z:
+        img = np.asarray(Image.open(io.BytesIO(z.read("model.png"))).convert("RGB")).astype(int)
+        doc = z.read("documentation/_main.html").decode()
+    blue = (np.abs(img - [31, 119, 180]).sum(axis=2) < 40).sum()      # matplotlib's tab:blue, the links
+    red = (np.abs(img - [214, 39, 40]).sum(axis=2) < 40).sum()        # tab:red, the masses
+    assert blue > 200 and red > 50
+    for v in read_model_description(str(exo5_fmu)).modelVariables:
+        assert f"<tr><td>{v.valueReference}</td><td><code>{v.name}</code>" in doc
 
 
 def test_model_description_from_the_table(exo5_fmu: Path, exo5: rodgen.runtime.CompiledModel) -> None:

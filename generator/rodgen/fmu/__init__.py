@@ -392,6 +392,10 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
         (src / "buildDescription.xml").write_text(build_description(identifier, sources))
         (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
                                                                     identifier=identifier, sources=sources))
+        from .extras import documentation, model_image
+        model_image(robot, tmp / "model.png")
+        (tmp / "documentation").mkdir()
+        (tmp / "documentation" / "_main.html").write_text(documentation(robot, vars_, kind), encoding="utf-8")
         if binary:
             _compile(src, tmp / "binaries" / _platform_folder(), identifier, sources)
         part = path.with_name(path.name + ".part")
