@@ -321,3 +321,30 @@ def test_the_compass_gait_walks_in_the_fmu(build_dir: Path, tmp_path: Path) -> N
     assert np.abs(_q(res, robot) - ref.q[rows]).max() < 1e-12
     with pytest.raises(rodgen.BuildError, match="Co-Simulation"):
         rodgen.export_fmu(robot, tmp_path / "me.fmu", kind="me")
+
+
+def test_exo5_walks_with_its_c_controller_in_the_fmu(build_dir: Path, tmp_path: Path) -> None:
+    """The exo5_walk controller (examples/exo5_walk_controller.c, virtual constraints, its stance leg in its
+    memory) compiled into a Co-Simulation FMU with the hybrid simulation: the walk of robot.simulate."""
+    import sys
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import exo5_walk
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    robot = rodgen.build(rodgen.load(EXAMPLES / "exo5_walk.yaml"), build_dir=build_dir)
+    law = exo5_walk.VirtualConstraints(robot)
+    y0, ctl = law.initial_state(), law.c_controller(str(build_dir))
+    steps, dt = 4, 1e-3
+    hybrid = dict(contacts=["foot_a"], arm_gap=0.01, on_slip="continue", max_events=4 * steps + 8)
+    fmu = rodgen.export_fmu(robot, tmp_path / "walk.fmu", controller=ctl, **hybrid)
+    assert validate_fmu(str(fmu)) == []
+    start = {f"{w}.{c}": float(x) for w, part in (("q", y0[:robot.nq]), ("qd", y0[robot.nq:]))
+             for c, x in zip(robot.coordinates, part)}
+    res = simulate_fmu(str(fmu), stop_time=0.4 * steps, step_size=dt, output_interval=dt, start_values=start,
+                       output=[f"q.{c}" for c in robot.coordinates])
+    ref = robot.simulate(y0, 0.4 * steps, dt, u=ctl, **hybrid)
+    assert len([e for e in ref.events if e["kind"] == "touchdown"]) >= 4
+    rows = [np.flatnonzero(np.abs(ref.t - t) < 1e-12)[-1] for t in res["time"]]
+    assert np.abs(_q(res, robot) - ref.q[rows]).max() < 1e-12
+    assert res["q.x"][-1] - res["q.x"][0] > 0.8 * 0.4 * steps * 0.9      # it walks, about a metre a second

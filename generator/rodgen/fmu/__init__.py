@@ -264,6 +264,8 @@ class Hybrid:
     disarmed: tuple[int, ...] = ()
     arm_gap: float = 0.0
     event_tol: float = 0.0
+    on_slip: int = 0
+    max_events: int = 0
 
 
 def _ints(values: tuple[int, ...]) -> str:
@@ -295,7 +297,16 @@ def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control =
             f"#define RODGEN_FMU_DISARMED0 {_ints(h.disarmed)}\n"
             f"#define RODGEN_FMU_ARM_GAP {float(h.arm_gap)!r}\n"
             f"#define RODGEN_FMU_EVENT_TOL {float(h.event_tol)!r}\n"
+            f"#define RODGEN_FMU_ON_SLIP {int(h.on_slip)}\n"
+            f"#define RODGEN_FMU_MAX_EVENTS {int(h.max_events)}L\n"
             f"#endif\n")
+
+
+def _on_slip(on_slip: str) -> int:
+    codes = {"stop": 0, "continue": 1, "slide": 2}
+    if on_slip not in codes:
+        raise ValueError(f"on_slip={on_slip!r} is not one of {', '.join(map(repr, codes))}")
+    return codes[on_slip]
 
 
 def _platform_folder() -> str:
@@ -319,7 +330,8 @@ def _robot(model: Any, build_dir: Union[str, Path, None]) -> "CompiledModel":
 
 def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = "2.0", *,
                controller: Any = None, contacts: Any = (), disarmed: Any = (), arm_gap: Optional[float] = None,
-               event_tol: Optional[float] = None, build_dir: Union[str, Path, None] = None,
+               event_tol: Optional[float] = None, on_slip: str = "stop", max_events: int = 0,
+               build_dir: Union[str, Path, None] = None,
                binary: bool = True) -> Path:
     """Write the FMU of ``model`` to ``path`` (a ``.fmu`` file); return its path.
 
@@ -336,7 +348,8 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     contacts, disarmed, arm_gap, event_tol : a model with constraint blocks (contacts, loops, limits, dry
         friction): its Co-Simulation runs the hybrid simulation of ``robot.simulate(contacts=...)`` with these
         (the initial active set, the blocks allowed below the ground at the start, the arming gap, the
-        event tolerance; None: the defaults).
+        event tolerance; None: the defaults); ``on_slip`` ("stop", "continue", "slide") and ``max_events``
+        (0: no limit) as for ``simulate``.
     build_dir : the build cache of ``rodgen.build``.
     binary : compile ``binaries/<platform>/<id>.so`` (else a source-only FMU).
     """
@@ -362,7 +375,7 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
                              f"would need event indicators, which rodgen's FMU does not provide")
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),
-                        float(arm_gap or 0.0), float(event_tol or 0.0))
+                        float(arm_gap or 0.0), float(event_tol or 0.0), _on_slip(on_slip), int(max_events))
     elif contacts or disarmed:
         raise ValueError(f"contacts= and disarmed= apply to a model with constraint blocks; {robot.name!r} has none")
     control = control_of(robot, controller)

@@ -596,6 +596,8 @@ static fmi2Status rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
         if (RODGEN_FMU_ARM_GAP > 0.0) {
             f->ho.arm_gap = RODGEN_FMU_ARM_GAP;
         }
+        f->ho.on_slip = RODGEN_FMU_ON_SLIP;
+        f->ho.max_events = RODGEN_FMU_MAX_EVENTS;
         status = rodgen_hybrid_start(&f->hs, f->m, f->p, f->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, &f->ho,
                                      t, f->y, active0, disarmed0, f->hwork);
         if (status != RODGEN_OK) {
