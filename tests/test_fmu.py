@@ -209,6 +209,15 @@ def test_the_command_line(tmp_path: Path, build_dir: Path, capsys: pytest.Captur
     md = read_model_description(str(out))
     assert md.modelExchange is not None and md.coSimulation is None
     assert validate_fmu(str(out)) == []
+    # a model with contacts: the hybrid simulation's initial phase and options on the command line
+    cg = tmp_path / "cg.fmu"
+    assert main(["fmu", str(EXAMPLES / "compass_gait.yaml"), "-o", str(cg), "--contact", "foot_a", "--disarmed",
+                 "foot_b", "--arm-gap", "0.02", "--build-dir", str(build_dir)]) == 0
+    header = zipfile.ZipFile(cg).read("sources/rodgen_fmu.h").decode()
+    assert "#define RODGEN_FMU_HYBRID 1" in header and "#define RODGEN_FMU_ARM_GAP 0.02" in header
+    assert main(["fmu", str(EXAMPLES / "compass_gait.yaml"), "-o", str(cg), "--contact", "foot_c",
+                 "--build-dir", str(build_dir)]) == 2
+    assert "no constraint block 'foot_c'" in capsys.readouterr().err
 
 
 CONTROLLER_C = r"""

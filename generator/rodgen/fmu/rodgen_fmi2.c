@@ -258,10 +258,12 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
 #if RODGEN_FMU_HYBRID
     f->hwork = (double *)rodgen_fmu_alloc(f, (size_t)(rodgen_hybrid_work_bytes(m) / (long)sizeof(double) + 2));
     if (!f->hwork) {
+        fmi2FreeInstance(f);
         return NULL;
     }
 #endif
     if (!f->mem || !f->y || !f->dy || !f->u || !f->p || !f->c || !f->out || !f->work) {
+        fmi2FreeInstance(f);
         return NULL;
     }
     rodgen_fmu_defaults(f);
