@@ -42,9 +42,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from .core import Coordinate, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .core import (
+    Contact,
+    Coordinate,
+    Friction,
+    FrictionBlock,
+    Input,
+    Limit,
+    Loop,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    telescopic,
+)
 from .expr import Expression, Value, parse
-from .valid import Bounds, ValidSegment, ValidSpring
+from .valid import Bounds, ValidContact, ValidFriction, ValidLoop, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
 JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle")
@@ -97,6 +111,8 @@ class SpatialJoint:
     two angles) unless ``actuated=False``. ``limits``, ``effort`` and
     ``velocity`` are kept with the model (``limits`` give limit blocks as in
     the planar model; ``effort`` and ``velocity`` are recorded only).
+    ``friction`` is dry friction with stiction on a one-coordinate joint
+    (:class:`~rodgen.model.core.Friction`, or a mapping ``{static, kinetic}``).
     """
 
     type: str = "revolute"
@@ -115,6 +131,7 @@ class SpatialJoint:
     limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
     effort: Optional[Value] = None
     velocity: Optional[Value] = None
+    friction: Any = None
 
 
 @dataclass
@@ -207,7 +224,9 @@ class SpatialModel:
     ``gravity`` is a 3-vector (default ``(0, 0, -9.81)``). ``couplings`` map a
     dependent coordinate to an expression of the others (e.g. a URDF mimic
     joint), as in the planar :class:`~rodgen.model.core.Model`. ``ground`` is
-    the ground plane (:class:`SpatialGround`, default ``z = 0``).
+    the ground plane (:class:`SpatialGround`, default ``z = 0``). ``contacts`` are point contacts at
+    named frames against the ground plane and ``loops`` closures between two frames
+    (docs/contacts-3d.md).
     """
 
     name: str
@@ -218,6 +237,8 @@ class SpatialModel:
     doc: str = ""
     source: Optional[str] = None
     ground: SpatialGround = field(default_factory=SpatialGround)
+    contacts: list[Contact] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
@@ -231,7 +252,8 @@ class SpatialModel:
              initial: Value = 0.0, offset: Value = 0.0, input: Optional[str] = None, actuated: bool = True,
              spring: Optional[Spring] = None, damping: Optional[Value] = None,
              limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
-             effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
+             effort: Optional[Value] = None, velocity: Optional[Value] = None,
+             friction: Optional[Friction] = None) -> SpatialLink:
         """Add a link with a revolute, prismatic or fixed joint and return it.
 
         ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
@@ -239,7 +261,7 @@ class SpatialModel:
         """
         jt = SpatialJoint(joint, axis, xyz, rpy, coordinate=coordinate, offset=offset, initial=initial,
                           input=input, actuated=actuated, spring=spring, damping=damping, limits=limits,
-                          effort=effort, velocity=velocity)
+                          effort=effort, velocity=velocity, friction=friction)
         lk = SpatialLink(name=name, parent=parent, at=at, joint=jt, along=along)
         self.links.append(lk)
         return lk
@@ -268,6 +290,21 @@ class SpatialModel:
         """Make ``coordinate`` a function of the other coordinates (see ``Model.couple``); return its name."""
         self.couplings[coordinate] = expression
         return coordinate
+
+    def contact(self, name: str, frame: Optional[str] = None, friction: Value = 1.0) -> Contact:
+        """Declare a point contact at the origin of the named frame ``frame`` (default: the frame named
+        ``name``; a marker, a link (its joint frame), a body or a segment's end ``<segment>.end``) against
+        the ground plane, with Coulomb coefficient ``friction``; return it."""
+        c = Contact(name, frame, friction)
+        self.contacts.append(c)
+        return c
+
+    def loop(self, name: str, a: str, b: str, rows: int = 3) -> Loop:
+        """Declare a loop closure between the frames ``a`` and ``b``: their origins coincide (``rows=3``)
+        or their origins and orientations (``rows=6``); return it."""
+        lp = Loop(name, a, b, rows)
+        self.loops.append(lp)
+        return lp
 
     # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> SpatialLink:
@@ -332,6 +369,7 @@ class ValidSpatialJoint:
     limits: Bounds = None
     effort: Optional[Expression] = None
     velocity: Optional[Expression] = None
+    friction: Optional[ValidFriction] = None
 
 
 @dataclass(frozen=True)
@@ -366,8 +404,9 @@ class ValidSpatialGround:
 
 @dataclass(frozen=True)
 class ValidSpatialModel:
-    """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
-    (``contacts``, ``loops``, ``forces``) are empty; ``base`` is ``"fixed"``."""
+    """A checked spatial model; ``links`` in tree order (parents first). ``contacts`` name frames
+    (:meth:`frame_names`), ``loops`` two frames and their rows (3 or 6); ``forces`` is empty (force
+    elements are planar only); ``base`` is ``"fixed"``."""
 
     name: str
     links: tuple[ValidSpatialLink, ...]
@@ -378,8 +417,8 @@ class ValidSpatialModel:
     source: Optional[str] = None
     base: str = "fixed"
     ground: ValidSpatialGround = field(default_factory=ValidSpatialGround)
-    contacts: tuple[()] = ()
-    loops: tuple[()] = ()
+    contacts: tuple[ValidContact, ...] = ()
+    loops: tuple[ValidLoop, ...] = ()
     forces: tuple[()] = ()
 
     spatial = True
@@ -442,6 +481,39 @@ class ValidSpatialModel:
             for sg in lk.segments:
                 if sg.extension is not None:
                     add(sg.extension.limits, sg.extension.coordinate, lk.name, sg.name)
+        return out
+
+    def frictions(self) -> list[FrictionBlock]:
+        """The dry-friction blocks in order: per link, its joint's, then those of its variable segments."""
+        out: list[FrictionBlock] = []
+        for lk in self.links:
+            if lk.joint.friction is not None:
+                f = lk.joint.friction
+                c = lk.joint.coordinates[0]
+                out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name))
+            for sg in lk.segments:
+                if sg.extension is not None and sg.extension.friction is not None:
+                    f, c = sg.extension.friction, sg.extension.coordinate
+                    out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name, sg.name))
+        return out
+
+    def frame_names(self) -> dict[str, str]:
+        """Every named frame of the model (a contact's or loop's place) -> the link it moves with: per link
+        its name and ``<link>.joint`` (the joint frame), its named bodies, ``<segment>.end`` and the named
+        points of its segments, its markers."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            out[lk.name] = out[f"{lk.name}.joint"] = lk.name
+            for b in lk.bodies:
+                if b.name is not None:
+                    out[b.name] = lk.name
+            for sg in lk.segments:
+                out[f"{sg.name}.end"] = lk.name
+                for nm in [pm.name for pm in sg.masses] + [rd.name for rd in sg.rods]:
+                    if nm is not None:
+                        out[nm] = lk.name
+            for mk in lk.markers:
+                out[mk.name] = lk.name
         return out
 
     def markers(self) -> dict[str, tuple[ValidSpatialLink, ValidSpatialMarker]]:
