@@ -1,6 +1,7 @@
 """Contacts, loops, limits and dry joint friction of spatial models: the vocabulary (builder, YAML, dump)
-and its checks. The constraint rows themselves are not compiled for spatial models yet: deriving such a
-model is refused with a ModelError that names the contact, loop or joint (docs/contacts-3d.md)."""
+and its checks, the constraint rows against Pinocchio's frame Jacobians and accelerations, and compiled
+loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. Compiling a spatial
+model's contacts is refused by the code stage (the runtime handles 2-row contacts only)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -146,11 +147,142 @@ def test_planar_loop_refuses_other_rows() -> None:
         m.validate()
 
 
-def test_deriving_a_spatial_model_with_contacts_is_refused_clearly() -> None:
-    m = leg_model()
-    m.contact("foot")
-    with pytest.raises(ModelError, match="contact 'foot'.*cannot be compiled yet|cannot be compiled yet"):
-        rodgen.derive(m)
-    plain = leg_model()                               # limits alone are kept (not constrained) as before
+def test_limits_alone_stay_data_and_friction_makes_blocks() -> None:
+    plain = leg_model()                     # joint limits alone are kept with the model, not constrained
     plain.links[1].joint.friction = None
-    assert len(rodgen.derive(plain).q) == 2
+    assert rodgen.derive(plain).constraints == []
+    eqs = rodgen.derive(leg_model())        # dry friction: the limit and friction blocks, rows on coordinates
+    assert [(c.name, c.kind, c.nrows) for c in eqs.constraints] == [
+        ("q_hip_lower", "limit", 1), ("q_hip_upper", "limit", 1), ("q_shank_lower", "limit", 1),
+        ("q_shank_upper", "limit", 1), ("q_shank_friction", "friction", 1)]
+
+
+# -- the constraint rows against Pinocchio ---------------------------------------------------------------
+
+def _pin_frame(pm, name: str, joint: str, placement=None) -> int:  # type: ignore[no-untyped-def]
+    import pinocchio as pin
+    jid = pm.getJointId(joint)
+    return pm.addFrame(pin.Frame(name, jid, placement if placement is not None else pin.SE3.Identity(),
+                                 pin.FrameType.OP_FRAME))
+
+
+def _pin_rows(pm, q, qd, fid: int):  # type: ignore[no-untyped-def]
+    """(6, n) LOCAL_WORLD_ALIGNED Jacobian and the classical acceleration at zero q̈ (J̇ q̇) of a frame."""
+    import numpy as np
+    import pinocchio as pin
+    data = pm.createData()
+    pin.forwardKinematics(pm, data, q, qd, np.zeros(pm.nv))
+    pin.computeJointJacobians(pm, data, q)
+    pin.updateFramePlacements(pm, data)
+    J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    a = pin.getFrameClassicalAcceleration(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    return J, np.concatenate([a.linear, a.angular]), data.oMf[fid]
+
+
+def _moving_links(pm) -> list[str]:  # type: ignore[no-untyped-def]
+    return [nm for nm in list(pm.names)[1:] if nm.startswith("L")]
+
+
+def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_axes() -> None:
+    import numpy as np
+    import sympy as sp
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(4, 5)
+    a, b = _moving_links(pm)[-2:]
+    model.ground.normal = (0.3, -0.2, 1.0)      # a tilted plane: λ and the rows in its axes
+    model.ground.height = 0.1
+    model.contact("ca", a)
+    model.contact("cb", f"{b}.joint", friction=0.4)
+    eqs = rodgen.derive(model)
+    assert [(c.name, c.kind, c.nrows) for c in eqs.constraints] == [("ca", "contact", 3), ("cb", "contact", 3)]
+    fa, fb = _pin_frame(pm, "ca", a), _pin_frame(pm, "cb", b)
+    n = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T = np.vstack([t1, np.cross(n, t1), n])
+    subs = list(eqs.q) + list(eqs.qd) + list(eqs.params)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, qd = rng.uniform(-np.pi, np.pi, pm.nq), rng.normal(size=pm.nv)
+        vals = list(q) + list(qd) + [float(eqs.param_values[s]) for s in eqs.params]
+        for blk, fid in zip(eqs.constraints, (fa, fb)):
+            J_pin, acc, oMf = _pin_rows(pm, q, qd, fid)
+            pos = np.array(sp.lambdify(subs, blk.position, "numpy")(*vals), float).ravel()
+            J = np.array(sp.lambdify(subs, blk.jacobian, "numpy")(*vals), float)
+            bias = np.array(sp.lambdify(subs, blk.bias, "numpy")(*vals), float).ravel()
+            assert np.allclose(pos, T @ oMf.translation - [0, 0, 0.1], atol=1e-12, rtol=0)
+            assert np.allclose(J, T @ J_pin[:3], atol=1e-12, rtol=0)
+            assert np.allclose(bias, T @ acc[:3], atol=1e-10, rtol=0)
+    assert float(eqs.constraints[1].friction) == 0.4
+    with pytest.raises(rodgen.errors.CodegenError, match="contact 'ca'.*2-row planar contacts only"):
+        rodgen.generate(eqs)
+
+
+def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]
+    """A random tree with a loop between the frame of one link and a marker on another placed where (and, for
+    6 rows, as) that frame is at the initial coordinates; the same tree in Pinocchio with both frames."""
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(4, 6)
+    a, k = "L2", "L5"           # a cycle of 7 coordinates through the root: J of full row rank for 6 rows
+    data = pm.createData()
+    vm = model.validate()
+    q0 = np.array([vm.value(c.initial) for c in vm.coordinates()])   # a variable length starts at its length
+    pin.forwardKinematics(pm, data, q0)
+    oMa, oMk = data.oMi[pm.getJointId(a)], data.oMi[pm.getJointId(k)]
+    kMm = oMk.inverse() * (oMa if rows == 6 else pin.SE3(oMk.rotation, oMa.translation))
+    rpy = pin.rpy.matrixToRpy(kMm.rotation)
+    model.link_named(k).marker("m", xyz=tuple(kMm.translation), rpy=tuple(rpy))
+    model.loop("close", a, "m", rows=rows)
+    fa = _pin_frame(pm, "a", a)
+    fm = _pin_frame(pm, "m", k, pin.SE3(pin.rpy.rpyToMatrix(rpy), kMm.translation))
+    return model, pm, fa, fm
+
+
+@pytest.mark.parametrize("rows", [3, 6])
+def test_compiled_loop_dynamics_is_the_kkt_solution_from_pinocchio(rows: int, build_dir: Path) -> None:
+    import numpy as np
+    import pinocchio as pin
+    model, pm, fa, fm = _closed_loop_model(rows)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert robot.nrows == rows
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jm, am, _ = _pin_rows(pm, q, qd, fm)
+        J, gamma = (Jm - Ja)[:rows], (am - aa)[:rows]
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        K = np.block([[M, -J.T], [J, np.zeros((rows, rows))]])
+        sol = np.linalg.solve(K, np.concatenate([u - h, -gamma]))
+        qdd, lam = robot.constrained_dynamics(q, qd, u)
+        assert np.abs(qdd - sol[:pm.nv]).max() <= 1e-8 * max(1.0, np.abs(sol[:pm.nv]).max())
+        assert np.abs(lam - sol[pm.nv:]).max() <= 1e-8 * max(1.0, np.abs(sol[pm.nv:]).max())
+        assert np.allclose(robot.constraint_jacobian(q), J, atol=1e-12)
+        assert np.allclose(robot.constraint_bias(q, qd), gamma, atol=1e-10)
+    # the plastic impact onto the loop: M Δq̇ = Jᵀ Λ, J q̇⁺ = 0
+    q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+    Ja, _, _ = _pin_rows(pm, q, qd, fa)
+    Jm, _, _ = _pin_rows(pm, q, qd, fm)
+    J = (Jm - Ja)[:rows]
+    M = pin.crba(pm, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    K = np.block([[M, -J.T], [J, np.zeros((rows, rows))]])
+    sol = np.linalg.solve(K, np.concatenate([M @ qd, np.zeros(rows)]))
+    qd_plus, impulse, _, loss = robot.impact(q, qd)
+    assert np.abs(qd_plus - sol[:pm.nv]).max() <= 1e-9 * max(1.0, np.abs(sol[:pm.nv]).max())
+    assert np.abs(impulse - sol[pm.nv:]).max() <= 1e-9 * max(1.0, np.abs(sol[pm.nv:]).max())
+    assert loss >= 0
+
+
+def test_open_spatial_loop_is_refused() -> None:
+    import numpy as np
+    model, _, _, _ = _closed_loop_model(3)
+    mk = model.link_named("L5").markers[-1]
+    mk.xyz = tuple(np.asarray(mk.xyz) + [0.05, 0, 0])
+    with pytest.raises(ModelError, match="loop 'close'.*not closed"):
+        rodgen.derive(model)

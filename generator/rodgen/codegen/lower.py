@@ -28,8 +28,11 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
 from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
-                    "limit": ("RODGEN_LIMIT", 2, 1), "friction": ("RODGEN_FRICTION", 3, 1)}
+#: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 rows (tangential, normal: the
+#: C runtime's friction test reads them as a pair), a loop's 2 (plane), 3 or 6 (space: origins, orientations),
+#: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2,)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
+                    "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
 
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:
@@ -56,6 +59,11 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
+    if spatial and eqs.model.contacts:
+        raise CodegenError(f"contact {eqs.model.contacts[0].name!r}: the constraint rows of a spatial model's "
+                           f"contacts (3 rows) are derived (rodgen.derive) but the compiled runtime handles "
+                           f"2-row planar contacts only (docs/contacts-3d.md); loops, limits and dry joint "
+                           f"friction compile")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
@@ -316,7 +324,8 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
         seen.add(c.name)
         if c.kind not in CONSTRAINT_KINDS:
             raise CodegenError(f"{where}: kind {c.kind!r} is not one of {', '.join(CONSTRAINT_KINDS)}")
-        macro, code, rows = CONSTRAINT_KINDS[c.kind]
+        macro, code, allowed = CONSTRAINT_KINDS[c.kind]
+        rows = c.position.shape[0] if c.position.shape[0] in allowed else allowed[0]
         for field_name, shape in (("position", (rows, 1)), ("jacobian", (rows, n)), ("bias", (rows, 1))):
             got = tuple(getattr(c, field_name).shape)
             if got != shape:

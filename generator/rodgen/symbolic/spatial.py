@@ -908,13 +908,13 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
             raise ModelError(f"coordinate {c.name!r} moves no mass: the mass matrix is singular",
                              source=model.source, where=f"link {c.link!r}")
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
+    # a model with contacts, loops or dry friction gets its constraint blocks (its limits among them); a
+    # model with joint limits alone keeps them as data (URDF limits are not constraints of the dynamics)
     if model.contacts or model.loops or model.frictions():
-        where = (f"contact {model.contacts[0].name!r}" if model.contacts else
-                 f"loop {model.loops[0].name!r}" if model.loops else f"link {model.frictions()[0].link!r}.friction")
-        raise ModelError("contacts, loops and dry friction of a spatial model are declared and checked but cannot "
-                         "be compiled yet (docs/contacts-3d.md); remove them to derive the model", source=model.source,
-                         where=where)
-    eqs.constraints = []
+        from .constraints import constraint_equations
+        eqs.constraints = constraint_equations(eqs)
+    else:
+        eqs.constraints = []
     return eqs
 
 
