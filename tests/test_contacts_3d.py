@@ -214,8 +214,69 @@ def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_a
             assert np.allclose(J, T @ J_pin[:3], atol=1e-12, rtol=0)
             assert np.allclose(bias, T @ acc[:3], atol=1e-10, rtol=0)
     assert float(eqs.constraints[1].friction) == 0.4
-    with pytest.raises(rodgen.errors.CodegenError, match="contact 'ca'.*2-row planar contacts only"):
-        rodgen.generate(eqs)
+
+
+def _kkt(M, J, rhs_top, rhs_bottom):  # type: ignore[no-untyped-def]
+    import numpy as np
+    k = J.shape[0]
+    K = np.block([[M, -J.T], [J, np.zeros((k, k))]])
+    sol = np.linalg.solve(K, np.concatenate([rhs_top, rhs_bottom]))
+    return sol[:M.shape[0]], sol[M.shape[0]:]
+
+
+def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_dir: Path) -> None:
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(20, 6)       # two feet on chains of enough joints: J of full row rank 6
+    model.ground.normal = (0.3, -0.2, 1.0)
+    model.contact("ca", "L2")
+    model.contact("cb", "L5", friction=0.4)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert robot.nrows == 6
+    fa, fb = _pin_frame(pm, "ca", "L2"), _pin_frame(pm, "cb", "L5")
+    n = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T = np.vstack([t1, np.cross(n, t1), n])
+    data = pm.createData()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jb, ab, _ = _pin_rows(pm, q, qd, fb)
+        J = np.vstack([T @ Ja[:3], T @ Jb[:3]])
+        gamma = np.concatenate([T @ aa[:3], T @ ab[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        qdd_ref, lam_ref = _kkt(M, J, u - h, -gamma)
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active=["ca", "cb"])
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
+        qdd1, lam1 = robot.constrained_dynamics(q, qd, u, active=["cb"])          # one contact held
+        qdd_ref1, lam_ref1 = _kkt(M, J[3:], u - h, -gamma[3:])
+        assert np.abs(qdd1 - qdd_ref1).max() <= 1e-8 * max(1.0, np.abs(qdd_ref1).max())
+        assert np.allclose(lam1[:3], 0.0)
+        assert np.abs(lam1[3:] - lam_ref1).max() <= 1e-8 * max(1.0, np.abs(lam_ref1).max())
+    # the plastic impact: M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0, at a state where both normal impulses push
+    for _ in range(50):
+        q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+        Ja, _, _ = _pin_rows(pm, q, qd, fa)
+        Jb, _, _ = _pin_rows(pm, q, qd, fb)
+        J = np.vstack([T @ Ja[:3], T @ Jb[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        qd_ref, imp_ref = _kkt(M, J, M @ qd, np.zeros(6))
+        if imp_ref[2] > 0 and imp_ref[5] > 0:
+            break
+    else:
+        pytest.fail("no state with two pushing impulses")
+    qd_plus, impulse, after, loss = robot.impact(q, qd, ["ca", "cb"])
+    assert sorted(after) == ["ca", "cb"]
+    assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
+    assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
+    assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
 
 
 def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]

@@ -28,10 +28,10 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
 from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
-#: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 rows (tangential, normal: the
-#: C runtime's friction test reads them as a pair), a loop's 2 (plane), 3 or 6 (space: origins, orientations),
+#: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 (plane) or 3 (space) rows, its
+#: tangential rows first and its normal row last, a loop's 2 (plane), 3 or 6 (space: origins, orientations),
 #: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2,)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
                     "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
 
 
@@ -59,11 +59,6 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
-    if spatial and eqs.model.contacts:
-        raise CodegenError(f"contact {eqs.model.contacts[0].name!r}: the constraint rows of a spatial model's "
-                           f"contacts (3 rows) are derived (rodgen.derive) but the compiled runtime handles "
-                           f"2-row planar contacts only (docs/contacts-3d.md); loops, limits and dry joint "
-                           f"friction compile")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
