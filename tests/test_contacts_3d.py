@@ -277,6 +277,10 @@ def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_di
     assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
     assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
     assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
+    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):
+        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"])
+    with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # sliding along one tangent: planar only
+        robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"ca": "slide_plus"})
 
 
 def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]
