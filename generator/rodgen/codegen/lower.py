@@ -28,8 +28,11 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
 from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
-                    "limit": ("RODGEN_LIMIT", 2, 1), "friction": ("RODGEN_FRICTION", 3, 1)}
+#: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 (plane) or 3 (space) rows, its
+#: tangential rows first and its normal row last, a loop's 2 (plane), 3 or 6 (space: origins, orientations),
+#: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
+                    "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
 
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:
@@ -341,7 +344,8 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
         seen.add(c.name)
         if c.kind not in CONSTRAINT_KINDS:
             raise CodegenError(f"{where}: kind {c.kind!r} is not one of {', '.join(CONSTRAINT_KINDS)}")
-        macro, code, rows = CONSTRAINT_KINDS[c.kind]
+        macro, code, allowed = CONSTRAINT_KINDS[c.kind]
+        rows = c.position.shape[0] if c.position.shape[0] in allowed else allowed[0]
         for field_name, shape in (("position", (rows, 1)), ("jacobian", (rows, n)), ("bias", (rows, 1))):
             got = tuple(getattr(c, field_name).shape)
             if got != shape:

@@ -25,13 +25,16 @@ extern "C" {
 
 /* Kinds of constraint block. Rows of each block, as the generated
  * <prefix>_constraint_position returns them:
- *   CONTACT  2 rows: [0] the point's position along the ground (tangent t),
- *                    [1] its height above the ground along the normal n (the gap; > 0 above).
- *            Unilateral: when active, both rows are held (the point sticks at its
+ *   CONTACT  d rows (nrows: 2 in a planar model, 3 in a spatial one): the tangential rows
+ *                    [0 .. d-2], the point's position along the ground (tangent t; in space t1, t2),
+ *                    then [d-1] its height above the ground along the normal n (the gap; > 0 above).
+ *            Unilateral: when active, all rows are held (the point sticks at its
  *            touchdown position); the normal force must stay >= 0 and
  *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
- *   LOOP     2 rows: position of marker b minus position of marker a (x, y). Bilateral,
- *            always active: the loop is closed when both rows are zero.
+ *            Sliding and the hybrid simulation's events handle 2-row contacts only.
+ *   LOOP     2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows
+ *            (space): frame b's origin minus frame a's (x, y, z), then the orientation error.
+ *            Bilateral, always active: the loop is closed when all rows are zero.
  *   LIMIT    1 row: distance of a coordinate from its limit, >= 0 inside the allowed range
  *            (q - lower, or upper - q). Unilateral, active only while at the limit.
  *   FRICTION 1 row: a coordinate with dry friction and stiction. While it sticks the row is held

@@ -399,11 +399,16 @@ class Contact:
 
 @dataclass
 class Loop:
-    """A loop closure: the markers ``a`` and ``b`` (on different links) coincide (two rows: r_b - r_a)."""
+    """A loop closure: the markers ``a`` and ``b`` (on different links) coincide (two rows: r_b - r_a).
+
+    In a spatial model ``a`` and ``b`` name frames and ``rows`` is 3 (the origins coincide) or 6 (the
+    orientations too); ``None`` is the dimension's default (2 in a plane, 3 in space).
+    """
 
     name: str
     a: str
     b: str
+    rows: Optional[int] = None
 
 
 #: The types of force element (see :class:`Force`).

@@ -63,9 +63,25 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from .core import Coordinate, Force, ForceBuilder, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .core import (
+    Contact,
+    Coordinate,
+    Force,
+    ForceBuilder,
+    Friction,
+    FrictionBlock,
+    Input,
+    Limit,
+    Loop,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    telescopic,
+)
 from .expr import Expression, Value, parse
-from .valid import Bounds, ValidForce, ValidSegment, ValidSpring
+from .valid import Bounds, ValidContact, ValidForce, ValidFriction, ValidLoop, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
 JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free", "spherical", "planar")
@@ -140,6 +156,8 @@ class SpatialJoint:
     two angles) unless ``actuated=False``. ``limits``, ``effort`` and
     ``velocity`` are kept with the model (``limits`` give limit blocks as in
     the planar model; ``effort`` and ``velocity`` are recorded only).
+    ``friction`` is dry friction with stiction on a one-coordinate joint
+    (:class:`~rodgen.model.core.Friction`, or a mapping ``{static, kinetic}``).
     """
 
     type: str = "revolute"
@@ -158,6 +176,7 @@ class SpatialJoint:
     limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
     effort: Optional[Value] = None
     velocity: Optional[Value] = None
+    friction: Any = None
 
 
 @dataclass
@@ -254,7 +273,9 @@ class SpatialModel(ForceBuilder):
     are force elements (:class:`~rodgen.model.core.Force`, the planar
     vocabulary with three components; the builder methods ``point_force``,
     ``spring_damper``, ``ground_contact``, ``viscous_friction``,
-    ``coulomb_friction``; docs/forces-3d.md).
+    ``coulomb_friction``; docs/forces-3d.md);
+    ``contacts`` are point contacts at named frames against the ground plane and ``loops`` closures
+    between two frames (docs/contacts-3d.md).
     """
 
     name: str
@@ -266,6 +287,8 @@ class SpatialModel(ForceBuilder):
     source: Optional[str] = None
     ground: SpatialGround = field(default_factory=SpatialGround)
     forces: list[Force] = field(default_factory=list)
+    contacts: list[Contact] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
@@ -279,7 +302,8 @@ class SpatialModel(ForceBuilder):
              initial: Value = 0.0, offset: Value = 0.0, input: Optional[str] = None, actuated: bool = True,
              spring: Optional[Spring] = None, damping: Optional[Value] = None,
              limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
-             effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
+             effort: Optional[Value] = None, velocity: Optional[Value] = None,
+             friction: Optional[Friction] = None) -> SpatialLink:
         """Add a link with a revolute, prismatic, fixed, free, spherical or planar joint and return it.
 
         ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
@@ -287,7 +311,7 @@ class SpatialModel(ForceBuilder):
         """
         jt = SpatialJoint(joint, axis, xyz, rpy, coordinate=coordinate, offset=offset, initial=initial,
                           input=input, actuated=actuated, spring=spring, damping=damping, limits=limits,
-                          effort=effort, velocity=velocity)
+                          effort=effort, velocity=velocity, friction=friction)
         lk = SpatialLink(name=name, parent=parent, at=at, joint=jt, along=along)
         self.links.append(lk)
         return lk
@@ -316,6 +340,21 @@ class SpatialModel(ForceBuilder):
         """Make ``coordinate`` a function of the other coordinates (see ``Model.couple``); return its name."""
         self.couplings[coordinate] = expression
         return coordinate
+
+    def contact(self, name: str, frame: Optional[str] = None, friction: Value = 1.0) -> Contact:
+        """Declare a point contact at the origin of the named frame ``frame`` (default: the frame named
+        ``name``; a marker, a link (its joint frame), a body or a segment's end ``<segment>.end``) against
+        the ground plane, with Coulomb coefficient ``friction``; return it."""
+        c = Contact(name, frame, friction)
+        self.contacts.append(c)
+        return c
+
+    def loop(self, name: str, a: str, b: str, rows: int = 3) -> Loop:
+        """Declare a loop closure between the frames ``a`` and ``b``: their origins coincide (``rows=3``)
+        or their origins and orientations (``rows=6``); return it."""
+        lp = Loop(name, a, b, rows)
+        self.loops.append(lp)
+        return lp
 
     # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> SpatialLink:
@@ -382,6 +421,7 @@ class ValidSpatialJoint:
     velocity: Optional[Expression] = None
     #: the velocity names when they are not the coordinates' rates (a free joint: six of them)
     velocities: tuple[str, ...] = ()
+    friction: Optional[ValidFriction] = None
 
 
 @dataclass(frozen=True)
@@ -416,8 +456,8 @@ class ValidSpatialGround:
 
 @dataclass(frozen=True)
 class ValidSpatialModel:
-    """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
-    (``contacts``, ``loops``) are empty; ``base`` is ``"fixed"``. ``forces`` are its force elements
+    """A checked spatial model; ``links`` in tree order (parents first). ``contacts`` name frames
+    (:meth:`frame_names`), ``loops`` two frames and their rows (3 or 6); ``forces`` are its force elements
     (:class:`~rodgen.model.valid.ValidForce`, vectors of three components)."""
 
     name: str
@@ -429,8 +469,8 @@ class ValidSpatialModel:
     source: Optional[str] = None
     base: str = "fixed"
     ground: ValidSpatialGround = field(default_factory=ValidSpatialGround)
-    contacts: tuple[()] = ()
-    loops: tuple[()] = ()
+    contacts: tuple[ValidContact, ...] = ()
+    loops: tuple[ValidLoop, ...] = ()
     forces: tuple[ValidForce, ...] = ()
 
     spatial = True
@@ -518,6 +558,39 @@ class ValidSpatialModel:
             for sg in lk.segments:
                 if sg.extension is not None:
                     add(sg.extension.limits, sg.extension.coordinate, lk.name, sg.name)
+        return out
+
+    def frictions(self) -> list[FrictionBlock]:
+        """The dry-friction blocks in order: per link, its joint's, then those of its variable segments."""
+        out: list[FrictionBlock] = []
+        for lk in self.links:
+            if lk.joint.friction is not None:
+                f = lk.joint.friction
+                c = lk.joint.coordinates[0]
+                out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name))
+            for sg in lk.segments:
+                if sg.extension is not None and sg.extension.friction is not None:
+                    f, c = sg.extension.friction, sg.extension.coordinate
+                    out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name, sg.name))
+        return out
+
+    def frame_names(self) -> dict[str, str]:
+        """Every named frame of the model (a contact's or loop's place) -> the link it moves with: per link
+        its name and ``<link>.joint`` (the joint frame), its named bodies, ``<segment>.end`` and the named
+        points of its segments, its markers."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            out[lk.name] = out[f"{lk.name}.joint"] = lk.name
+            for b in lk.bodies:
+                if b.name is not None:
+                    out[b.name] = lk.name
+            for sg in lk.segments:
+                out[f"{sg.name}.end"] = lk.name
+                for nm in [pm.name for pm in sg.masses] + [rd.name for rd in sg.rods]:
+                    if nm is not None:
+                        out[nm] = lk.name
+            for mk in lk.markers:
+                out[mk.name] = lk.name
         return out
 
     def markers(self) -> dict[str, tuple[ValidSpatialLink, ValidSpatialMarker]]:

@@ -10,7 +10,7 @@ import math
 from types import MappingProxyType
 from typing import Any
 
-from .core import Parameter, check_name, is_finite_number
+from .core import Contact, Loop, Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
@@ -35,10 +35,11 @@ from .spatial import (
     free_velocities,
 )
 from .suggest import did_you_mean
-from .valid import ValidParameter, ValidSegment
+from .valid import ValidContact, ValidLoop, ValidParameter, ValidSegment
 from .validate import (
     _couplings,
     _Ctx,
+    _friction,
     _limits,
     _order_links,
     _spring_damper,
@@ -108,7 +109,7 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
     zero = ctx.expr(0.0, jw)
     axis = (zero, zero, ctx.expr(1.0, jw))
     if jt.type == "fixed":
-        for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input"):
+        for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input", "friction"):
             if getattr(jt, fld) is not None:
                 raise ctx.err(f"a fixed joint has no coordinate: {fld} does not apply", f"{jw}.{fld}")
         return ValidSpatialJoint("fixed", axis, xyz, rpy, (), (), (), offset)
@@ -136,6 +137,8 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
             inputs = tuple(claim(nm, "input", f"{jw}.input") for nm in given)
         if jt.limits is not None:
             raise ctx.err("limits apply to one-coordinate joints only", f"{jw}.limits")
+        if jt.friction is not None:
+            raise ctx.err("dry friction applies to one-coordinate joints only", f"{jw}.friction")
         if spring is not None or damping is not None:
             raise ctx.err("springs and dampers apply to one-coordinate joints only", jw)
         if jt.angles == "absolute":
@@ -167,8 +170,9 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
     limits = _limits(ctx, jt.limits, f"{jw}.limits")
     effort = None if jt.effort is None else ctx.expr(jt.effort, f"{jw}.effort", nonneg=True)
     velocity = None if jt.velocity is None else ctx.expr(jt.velocity, f"{jw}.velocity", nonneg=True)
+    friction = _friction(ctx, jt.friction, f"{jw}.friction")
     return ValidSpatialJoint(jt.type, axis, xyz, rpy, (coord,), inputs, (initial1,), offset, spring=spring,
-                             damping=damping, limits=limits, effort=effort, velocity=velocity)
+                             damping=damping, limits=limits, effort=effort, velocity=velocity, friction=friction)
 
 
 def _free_joint(ctx: _Ctx, lk: SpatialLink, jw: str, claim: Any, xyz: Any, rpy: Any,
@@ -273,8 +277,6 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         for j, sg in enumerate(lk.segments):
             vs = validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim)
             sw = f"{lw}, segment {sg.name!r}"
-            if vs.extension is not None and vs.extension.friction is not None:
-                raise ctx.err("dry friction (stick and slip) is available in planar models only", f"{sw}.friction")
             points: tuple[tuple[str, tuple[Any, ...]], ...] = (("masses", vs.masses), ("rods", vs.rods))
             for what, items in points:
                 for k, it in enumerate(items):
@@ -327,9 +329,66 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
     _check_masses(ctx, out)
     forces = check_forces(ctx, model.forces, out.point_links(), [c.name for c in out.coordinates()], claim, 3,
                           model.source)
+    contacts, loops = _constraints(ctx, model, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
                              couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground,
-                             forces=forces)
+                             forces=forces, contacts=contacts, loops=loops)
+
+
+def _constraints(ctx: _Ctx, model: SpatialModel,
+                 vm: ValidSpatialModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
+    """Contacts and loops at named frames (:meth:`ValidSpatialModel.frame_names`), and the names of every
+    constraint block (contacts, loops, limits, frictions share one namespace, as in a planar model)."""
+    frames = vm.frame_names()
+    blocks: dict[str, str] = {}
+
+    def block(name: object, what: str, where: str) -> str:
+        nm = check_name(name, f"{what} name", where, model.source)
+        if nm in blocks:
+            raise ctx.err(f"{what} name {nm!r} is already used by {blocks[nm]}", where)
+        blocks[nm] = f"{what} {nm!r}"
+        return nm
+
+    def frame(name: object, where: str) -> str:
+        if not isinstance(name, str) or name not in frames:
+            raise ctx.err(f"unknown frame {name!r}{did_you_mean(str(name), frames)} (a frame is a link, "
+                          f"'<link>.joint', a named body or point, '<segment>.end' or a marker)", where)
+        return name
+
+    if not isinstance(model.contacts, list):
+        raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
+    contacts: list[ValidContact] = []
+    for i, c in enumerate(model.contacts):
+        _typed(ctx, c, Contact, f"contacts[{i}]")
+        cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
+        name = block(c.name, "contact", cw)
+        fr = frame(c.marker if c.marker is not None else name, f"{cw}.frame")
+        contacts.append(ValidContact(name, fr, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
+    if not isinstance(model.loops, list):
+        raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
+    loops: list[ValidLoop] = []
+    for i, lp in enumerate(model.loops):
+        _typed(ctx, lp, Loop, f"loops[{i}]")
+        lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
+        name = block(lp.name, "loop", lw)
+        a, b = frame(lp.a, f"{lw}.a"), frame(lp.b, f"{lw}.b")
+        rows = 3 if lp.rows is None else lp.rows
+        if isinstance(rows, bool) or rows not in (3, 6):
+            raise ctx.err(f"a spatial loop has 3 rows (the frames' origins coincide) or 6 (their orientations "
+                          f"too), got rows = {lp.rows!r}", f"{lw}.rows")
+        if a == b:
+            raise ctx.err(f"a loop needs two different frames, got {a!r} twice", f"{lw}.b")
+        if frames[a] == frames[b] and not any(sg.variable for sg in vm.link_named(frames[a]).segments):
+            raise ctx.err(f"frames {a!r} and {b!r} are on the rigid link {frames[a]!r}: the loop is either always "
+                          f"closed or never; join frames of different links", lw)
+        loops.append(ValidLoop(name, a, b, rows))
+    for lim in vm.limits():
+        where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
+        block(lim.name, "limit", where)
+    for fb in vm.frictions():
+        where = f"link {fb.link!r}" + (f", segment {fb.segment!r}.friction" if fb.segment else ".joint.friction")
+        block(fb.name, "friction", where)
+    return tuple(contacts), tuple(loops)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:

@@ -198,7 +198,8 @@ class ValidGround:
 
 @dataclass(frozen=True)
 class ValidContact:
-    """A point foot at the marker ``marker`` with Coulomb coefficient ``friction``."""
+    """A point foot at the marker ``marker`` with Coulomb coefficient ``friction`` (in a spatial model
+    ``marker`` names any frame of the model: a marker, a link's joint frame, a body, a segment's end)."""
 
     name: str
     marker: str
@@ -207,11 +208,13 @@ class ValidContact:
 
 @dataclass(frozen=True)
 class ValidLoop:
-    """Markers ``a`` and ``b`` coincide."""
+    """Markers ``a`` and ``b`` coincide (frames in a spatial model); ``rows`` 2 in a plane, 3 (origins) or 6
+    (origins and orientations) in space."""
 
     name: str
     a: str
     b: str
+    rows: int = 2
 
 
 @dataclass(frozen=True)

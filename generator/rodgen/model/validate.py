@@ -637,6 +637,9 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
             raise ctx.err(f"markers {lp.a!r} and {lp.b!r} are on one rigid part of link {la.name!r}: their "
                           f"distance never changes, so the loop is either always closed or never; join markers "
                           f"of different links", lw)
+        if getattr(lp, "rows", None) not in (None, 2):
+            raise ctx.err(f"a loop of a planar model has 2 rows (the markers coincide), got rows = {lp.rows!r}",
+                          f"{lw}.rows")
         loops.append(ValidLoop(name, ma.name, mb.name))
     for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"

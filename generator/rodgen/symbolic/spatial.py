@@ -1151,7 +1151,13 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
     if model.lie:
         eqs.configuration_rate, eqs.lie_joints = configuration_rate(k, tree)
-    eqs.constraints = []
+    # a model with contacts, loops or dry friction gets its constraint blocks (its limits among them); a
+    # model with joint limits alone keeps them as data (URDF limits are not constraints of the dynamics)
+    if model.contacts or model.loops or model.frictions():
+        from .constraints import constraint_equations
+        eqs.constraints = constraint_equations(eqs)
+    else:
+        eqs.constraints = []
     return eqs
 
 
