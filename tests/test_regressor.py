@@ -1,0 +1,116 @@
+"""The identification regressor: M q̈ + h + G = Y(q, q̇, q̈) θ, its base parameters, identification.
+
+References: the compiled inverse dynamics (a separate routine: Newton-Euler recursion compiled to C;
+the spatial one is tested against Pinocchio in test_spatial_pinocchio.py), the closed-form number of
+base parameters of a two-link planar arm under gravity (Gautier & Khalil: ZZ1R, MX1R, MY1, ZZ2, MX2,
+MY2, i.e. 6), and the masses of the model the data were simulated with.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES
+
+import rodgen
+from rodgen.runtime.identification import base_parameters, least_squares
+from rodgen.symbolic.regressor import numeric_regressor, regressor
+
+TOL = 1e-10
+
+
+def check_against_inverse_dynamics(model: Any, build_dir: Any, seed: int) -> None:
+    reg = regressor(model)
+    Y = numeric_regressor(reg)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert len(reg.q) == robot.nq and len(reg.names) == len(reg.values)
+    rng = np.random.default_rng(seed)
+    theta = np.array(reg.values)
+    for _ in range(5):
+        q = robot.initial_state()[: robot.nq] + 0.5 * rng.standard_normal(robot.nq)
+        qd, qdd = rng.standard_normal((2, robot.nq))
+        tau = robot.inverse_dynamics(q, qd, qdd)
+        y = Y(q, qd, qdd)
+        assert y.shape == (robot.nq, theta.size)
+        assert np.abs(y @ theta - tau).max() <= TOL * max(1.0, np.abs(tau).max())
+
+
+def test_planar_regressor_gives_the_inverse_dynamics(build_dir: Any) -> None:
+    check_against_inverse_dynamics(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir, 1)
+
+
+def test_spatial_regressor_gives_the_inverse_dynamics(build_dir: Any) -> None:
+    """arm3: bodies with full tensors (one rotated by rpy), a rod and a point mass."""
+    model = rodgen.load(EXAMPLES / "spatial" / "arm3.yaml")
+    model.links[1].joint.damping = 0.0       # the inverse dynamics compared with has no damping term then
+    reg = regressor(model)
+    assert [n for n in reg.names if n.startswith("base.")] == [
+        "base.body0.m", "base.body0.mx", "base.body0.my", "base.body0.mz", "base.body0.Ixx", "base.body0.Ixy",
+        "base.body0.Ixz", "base.body0.Iyy", "base.body0.Iyz", "base.body0.Izz"]
+    # m c and the inertia about the frame origin (parallel axis): closed form for the base body
+    base = dict(zip(reg.names, reg.values))
+    assert base["base.body0.mz"] == pytest.approx(4.0 * 0.08)
+    assert base["base.body0.Ixx"] == pytest.approx(0.02 + 4.0 * 0.08 ** 2)
+    assert base["base.body0.Izz"] == pytest.approx(0.012)
+    check_against_inverse_dynamics(model, build_dir, 2)
+
+
+def two_link_arm(gravity: bool = True) -> rodgen.Model:
+    """A 2R arm in a vertical plane with masses everywhere a link can carry one."""
+    m = rodgen.Model("arm2_ident", gravity=(0.0, -9.81) if gravity else (0.0, 0.0))
+    a = m.link("a", angle="relative", initial=-1.2)
+    a.rigid("a_seg", 0.8, rod=rodgen.Rod(mass=1.5, inertia=0.02),
+            masses=[rodgen.PointMass(0.3, fraction=0.0), rodgen.PointMass(0.4, fraction=1.0),
+                    rodgen.PointMass(0.2, fraction=0.5, lateral=0.1)])
+    b = m.link("b", parent="a", angle="relative", initial=0.4)
+    b.rigid("b_seg", 0.6, rod=rodgen.Rod(mass=0.9, inertia=0.01),
+            masses=[rodgen.PointMass(0.5, fraction=0.0), rodgen.PointMass(0.25, fraction=0.7, lateral=-0.05)])
+    return m
+
+
+def test_base_parameters_of_a_two_link_arm_match_the_closed_form_count() -> None:
+    reg = regressor(two_link_arm())
+    assert len(reg.names) == 9     # 2 rods x (m, I) + 5 point masses
+    base = base_parameters(numeric_regressor(reg), 2, names=reg.names)
+    assert base.count == 6
+    # the point mass at link a's joint never moves: not identifiable; the mass at a's end and the one at
+    # b's joint sit at the same point: only their sum is
+    names = reg.names
+    assert names.index("a_seg.mass0.m") in base.dependent
+    i_end, i_joint = names.index("a_seg.mass1.m"), names.index("b_seg.mass0.m")
+    assert (i_end in base.dependent) != (i_joint in base.dependent)
+
+
+def test_base_parameters_reproduce_the_torques() -> None:
+    reg = regressor(two_link_arm())
+    Y = numeric_regressor(reg)
+    base = base_parameters(Y, 2)
+    rng = np.random.default_rng(7)
+    theta = np.array(reg.values)
+    for _ in range(3):
+        q, qd, qdd = rng.standard_normal((3, 2))
+        y = Y(q, qd, qdd)
+        np.testing.assert_allclose(y[:, base.independent] @ base.of(theta), y @ theta, rtol=0, atol=1e-10)
+
+
+def test_identification_recovers_the_masses_from_noise_free_data(build_dir: Any) -> None:
+    """Torques of a double pendulum with masses m1 = 1.37, m2 = 0.61 along a simulated trajectory."""
+    model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    robot = rodgen.build(model, build_dir=build_dir)
+    p = robot.parameter_vector(m1=1.37, m2=0.61)
+    rng = np.random.default_rng(3)
+    states, torques = [], []
+    for _ in range(40):
+        q, qd, qdd = rng.standard_normal((3, 2))
+        states.append((q, qd, qdd))
+        torques.append(robot.inverse_dynamics(q, qd, qdd, p))
+    reg = regressor(model)
+    Y = numeric_regressor(reg)
+    base = base_parameters(Y, 2, names=reg.names)
+    assert base.count == 4 and not base.dependent        # uniform rods: every mass and inertia identifiable
+    est = least_squares(Y, states, torques, base)
+    theta = dict(zip([reg.names[k] for k in base.independent], est))
+    assert theta["upper_rod.rod0.m"] == pytest.approx(1.37, abs=1e-6)
+    assert theta["lower_rod.rod0.m"] == pytest.approx(0.61, abs=1e-6)
+    assert theta["lower_rod.rod0.I"] == pytest.approx(0.61 * 0.7 ** 2 / 12, abs=1e-6)
