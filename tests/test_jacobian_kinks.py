@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy as sp
-from conftest import EXAMPLES
 from test_jacobian import central_differences
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
 from rodgen.symbolic.convert import to_sympy
 from rodgen.symbolic.derivative import LARGE_EXPRESSION, partial

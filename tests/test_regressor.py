@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
 
 import rodgen
+from conftest import EXAMPLES
 from rodgen.runtime.identification import base_parameters, least_squares
 from rodgen.symbolic.regressor import numeric_regressor, regressor
 
