@@ -114,3 +114,16 @@ def test_identification_recovers_the_masses_from_noise_free_data(build_dir: Any)
     assert theta["upper_rod.rod0.m"] == pytest.approx(1.37, abs=1e-6)
     assert theta["lower_rod.rod0.m"] == pytest.approx(0.61, abs=1e-6)
     assert theta["lower_rod.rod0.I"] == pytest.approx(0.61 * 0.7 ** 2 / 12, abs=1e-6)
+
+
+def test_identify_masses_example(tmp_path: Any) -> None:
+    """The example script: exact masses from noise-free data, close ones from noisy data."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("example_identify_masses", EXAMPLES / "identify_masses.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.run(str(tmp_path), build_dir=str(tmp_path / "build"))
+    assert out["noise-free.m1"] == pytest.approx(1.37, abs=1e-6)
+    assert out["noise-free.m2"] == pytest.approx(0.61, abs=1e-6)
+    assert out["noisy.m1"] == pytest.approx(1.37, rel=0.02) and out["noisy.m2"] == pytest.approx(0.61, rel=0.02)
