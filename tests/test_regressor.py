@@ -127,3 +127,31 @@ def test_identify_masses_example(tmp_path: Any) -> None:
     assert out["noise-free.m1"] == pytest.approx(1.37, abs=1e-6)
     assert out["noise-free.m2"] == pytest.approx(0.61, abs=1e-6)
     assert out["noisy.m1"] == pytest.approx(1.37, rel=0.02) and out["noisy.m2"] == pytest.approx(0.61, rel=0.02)
+
+
+def test_spatial_regressor_matches_pinocchio_on_ur5() -> None:
+    """UR5 from its URDF: each moving link's ten columns are Pinocchio's computeJointTorqueRegressor block of
+    its joint (Pinocchio orders the inertia xx, xy, yy, xz, yz, zz; rodgen xx, xy, xz, yy, yz, zz); the
+    fixed base link's columns are zero."""
+    pin = pytest.importorskip("pinocchio")
+    from _robots import pin_configuration, robot_file
+
+    path = robot_file("ur_description/urdf/ur5_robot.urdf")
+    model = rodgen.from_urdf(path)
+    reg = regressor(model)
+    Y = numeric_regressor(reg)
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    coords = [c.name for c in model.validate().independent_coordinates()]
+    links = ["shoulder_link", "upper_arm_link", "forearm_link", "wrist_1_link", "wrist_2_link", "wrist_3_link"]
+    order = [0, 1, 2, 3, 4, 5, 7, 6, 8, 9]          # Pinocchio's column k is rodgen's order[k]
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, qd, qdd = rng.uniform(-np.pi, np.pi, 6), rng.standard_normal(6), rng.standard_normal(6)
+        Yr = Y(q, qd, qdd)
+        Yp = pin.computeJointTorqueRegressor(pm, pd, pin_configuration(coords, pm, q), qd, qdd)
+        for j, link in enumerate(links):
+            k = reg.names.index(f"{link}.body0.m")
+            np.testing.assert_allclose(Yr[:, k:k + 10][:, order], Yp[:, 10 * j:10 * j + 10], rtol=0, atol=1e-10)
+        k = reg.names.index("base_link.body0.m")
+        assert np.abs(Yr[:, k:k + 10]).max() == 0.0

@@ -10,7 +10,8 @@ inertial quantity, so that every mass and inertia of the copy is a linear functi
 * spatial body: the ten standard parameters in the link frame, ``m``, ``m c`` (three first
   moments) and the inertia tensor about the link frame's origin ``I_o = R I_c Rᵀ + m (|c|² 1 − c cᵀ)``
   (``xx, xy, xz, yy, yz, zz``); the copy's body takes ``c = h / m`` and ``I_c = I_o − (|h|² 1 − h hᵀ) / m``,
-  which the equations multiply out again; a spatial model's point masses and rods as in the planar case.
+  which the equations multiply out again (a body without mass and inertia gets no parameters); a spatial
+  model's point masses and rods as in the planar case.
 
 ``Y = ∂τ/∂θ`` is then carried through the equations' straight-line code by forward-mode
 differentiation (:func:`rodgen.symbolic.derivative.forward_derivatives`); since τ is linear in θ,
@@ -103,6 +104,8 @@ def parameterized(model: Any) -> tuple[Any, list[str], list[str], list[float]]:
             for b, body in enumerate(link.bodies):
                 tag = f"{link.name}.{body.name or f'body{b}'}"
                 m = _value(body.mass, env)
+                if m == 0 and not any(_value(v, env) for row in _tensor(body.inertia, env) for v in row):
+                    continue      # a massless frame (a URDF's tool or sensor link): nothing to identify
                 if m <= 0:
                     raise ModelError(f"link {link.name!r}: body {tag!r} has mass {m}; the regressor's "
                                      "parameterisation c = h/m needs a positive mass")
