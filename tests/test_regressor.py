@@ -155,3 +155,13 @@ def test_spatial_regressor_matches_pinocchio_on_ur5() -> None:
             np.testing.assert_allclose(Yr[:, k:k + 10][:, order], Yp[:, 10 * j:10 * j + 10], rtol=0, atol=1e-10)
         k = reg.names.index("base_link.body0.m")
         assert np.abs(Yr[:, k:k + 10]).max() == 0.0
+
+
+def test_regressor_refuses_what_it_cannot_take() -> None:
+    from rodgen.errors import ModelError
+    with pytest.raises(ModelError, match="takes a model"):
+        regressor(rodgen.load(EXAMPLES / "double_pendulum.yaml").validate())
+    m = rodgen.load(EXAMPLES / "spatial" / "arm3.yaml")
+    m.links[0].bodies[0].mass = -1.0
+    with pytest.raises(ModelError, match="base.body0"):
+        regressor(m)

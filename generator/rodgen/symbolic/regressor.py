@@ -155,6 +155,9 @@ def regressor(model: Any, method: str = "recursive") -> Regressor:
     from . import derive
     from .derivative import forward_derivatives
 
+    if not hasattr(model, "links") or not hasattr(model, "parameter"):
+        raise ModelError(f"regressor() takes a model (rodgen.Model, rodgen.SpatialModel or rodgen.load(...)), "
+                         f"got {type(model).__name__}")
     if getattr(model, "base", "fixed") != "fixed":
         raise ModelError(f"model {model.name!r}: the regressor is available for a fixed base only")
     copy_, pnames, labels, values = parameterized(model)
