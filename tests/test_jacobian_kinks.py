@@ -43,7 +43,7 @@ def kinked_model(force: tuple[str, str], *, contact: bool) -> rodgen.Model:
     m.name = f"kinks_{'mixed' if 'sign' in force[0] else 'abs'}{'_contact' if contact else ''}"
     m.point_force("drag", "lower_rod.end", force=force)
     if contact:   # Hunt-Crossley: a Piecewise (in contact / not) in the same generalized force
-        m.ground = rodgen.Ground(slope=0.0, height=-1.4)
+        m.ground = rodgen.Ground(slope=0.0, height=-1.05)   # the tip 0.13 m into it at the initial posture
         m.ground_contact("foot", "lower_rod.end", stiffness=200.0, exponent=1.5, damping=0.5, friction=0.4,
                          velocity_scale=0.1)
     return m
@@ -83,8 +83,20 @@ def test_exact_jacobian_through_kinks(build_dir: Any, force: tuple[str, str], co
         J = sys_.rhs_jacobian(y[: sys_.nq], y[sys_.nq:], u)
         F = central_differences(sys_, y, u)
         assert np.abs(J - F).max() <= RTOL_FD * np.abs(F).max()
+        if contact:   # in contact: the Piecewise's active branch is differentiated
+            assert np.abs(sys_.element_forces(y[: sys_.nq], y[sys_.nq:], u)[1]).max() > 1.0
         # the kinks matter: the derivative is not that of the force with the kinked parts frozen
         assert np.abs(J[2:, 2:]).max() > 0.1
+
+
+def test_sign_max_min_in_the_expression_language() -> None:
+    """The model stage (Python floats) and the symbolic stage agree: sign(0) = 0, max and min of two."""
+    from rodgen.model.expr import as_expression
+    text = "sign(-2) + max(1, 3) - min(2, -1) + sign(0) + 10*sign(x)"
+    expr = as_expression(text)
+    assert expr.evaluate({"x": 0.5}) == -1 + 3 + 1 + 0 + 10
+    x = sp.Symbol("x", real=True)
+    assert to_sympy(expr, {"x": x}).subs(x, sp.Rational(1, 2)) == 13
 
 
 def test_values_at_the_kinks() -> None:
