@@ -165,3 +165,32 @@ def test_regressor_refuses_what_it_cannot_take() -> None:
     m.links[0].bodies[0].mass = -1.0
     with pytest.raises(ModelError, match="base.body0"):
         regressor(m)
+
+
+@pytest.mark.parametrize("path", ["double_pendulum.yaml", "spatial/arm3.yaml"])
+def test_generated_regressor_routine(build_dir: Any, path: str) -> None:
+    """<prefix>_regressor in C (CodegenOptions(regressor=True)): Y theta is the compiled inverse dynamics (a
+    separate routine; arm3 without its joint damping) and Y the symbolic regressor evaluated in NumPy."""
+    from rodgen.codegen import CodegenOptions
+    model = rodgen.load(EXAMPLES / path)
+    if path.startswith("spatial"):
+        model.links[1].joint.damping = 0.0
+    robot = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(regressor=True))
+    reg = regressor(model)
+    assert robot.theta_names == reg.names
+    Yn = numeric_regressor(reg)
+    rng = np.random.default_rng(4)
+    Q, QD, QDD = rng.standard_normal((3, 5, robot.nq))
+    Y = robot.regressor(Q, QD, QDD)
+    assert Y.shape == (5, robot.nq, len(reg.names))
+    for k in range(5):
+        tau = robot.inverse_dynamics(Q[k], QD[k], QDD[k])
+        assert np.abs(Y[k] @ np.array(reg.values) - tau).max() <= TOL * max(1.0, np.abs(tau).max())
+        np.testing.assert_allclose(robot.regressor(Q[k], QD[k], QDD[k]), Yn(Q[k], QD[k], QDD[k]), rtol=0, atol=1e-12)
+
+
+def test_regressor_is_opt_in(build_dir: Any) -> None:
+    robot = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
+    assert robot.theta_names == []
+    with pytest.raises(TypeError, match="regressor=True"):
+        robot.regressor([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])

@@ -42,6 +42,8 @@ class Regressor:
     param_values : the defaults of ``params``.
     assignments : intermediate ``(symbol, expression)`` pairs in evaluation order.
     Y : ``Y[i][k] = ∂τ_i/∂θ_k`` in those symbols (nq rows, len(names) columns).
+    theta : the symbols of θ (Y does not depend on them, but its code may still name them: evaluate it
+        with θ at ``values``).
     """
 
     names: list[str]
@@ -53,6 +55,7 @@ class Regressor:
     param_values: list[float]
     assignments: list[tuple[sp.Symbol, sp.Expr]]
     Y: list[list[sp.Expr]]
+    theta: list[sp.Symbol]
 
 
 def _value(v: Any, env: dict[str, float]) -> float:
@@ -172,10 +175,10 @@ def regressor(model: Any, method: str = "recursive") -> Regressor:
     assignments, rows = forward_derivatives(eqs.assignments + extra, list(inertial), tsyms, prefix="_y")
     own = [s for s in eqs.params if s.name not in set(pnames)]
     return Regressor(labels, values, list(eqs.q), list(eqs.qd), list(eqs.qdd), own,
-                     [float(eqs.param_values[s]) for s in own], assignments, rows)
+                     [float(eqs.param_values[s]) for s in own], assignments, rows, tsyms)
 
 
-__all__ = ["Regressor", "regressor", "parameterized", "numeric_regressor"]
+__all__ = ["Regressor", "regressor", "parameterized", "numeric_regressor", "attach_regressor"]
 
 
 def numeric_regressor(reg: Regressor) -> Any:
@@ -186,8 +189,9 @@ def numeric_regressor(reg: Regressor) -> Any:
 
     from .numeric import ChainModel
 
-    f = ChainModel._lam((reg.q, reg.qd, reg.qdd, reg.params), [x for r in reg.Y for x in r], reg.assignments)
-    p = np.array(reg.param_values, dtype=float)
+    f = ChainModel._lam((reg.q, reg.qd, reg.qdd, reg.params + reg.theta), [x for r in reg.Y for x in r],
+                        reg.assignments)
+    p = np.array(reg.param_values + reg.values, dtype=float)
     n, k = len(reg.q), len(reg.names)
 
     def Y(q: Any, qd: Any, qdd: Any) -> Any:
@@ -195,3 +199,13 @@ def numeric_regressor(reg: Regressor) -> Any:
                         dtype=float).reshape(n, k)
 
     return Y
+
+
+def attach_regressor(eqs: Any, model: Any) -> Any:
+    """``eqs`` (the Equations of ``model``) with its :attr:`~rodgen.symbolic.Equations.regressor` set: the
+    regressor of ``model`` (the builder model the equations were derived from), for
+    ``CodegenOptions(regressor=True)``."""
+    reg = regressor(model, str(getattr(eqs.method, "value", eqs.method)))
+    out = copy.copy(eqs)
+    out.regressor = reg
+    return out
