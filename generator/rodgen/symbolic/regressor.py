@@ -42,8 +42,7 @@ class Regressor:
     param_values : the defaults of ``params``.
     assignments : intermediate ``(symbol, expression)`` pairs in evaluation order.
     Y : ``Y[i][k] = ∂τ_i/∂θ_k`` in those symbols (nq rows, len(names) columns).
-    theta : the symbols of θ (Y does not depend on them, but its code may still name them: evaluate it
-        with θ at ``values``).
+    theta : the symbols of θ (Y does not depend on them; where its code names them, they take ``values``).
     """
 
     names: list[str]
