@@ -3,8 +3,8 @@
 The "true" robot is examples/double_pendulum.yaml with masses m1 = 1.37 kg and m2 = 0.61 kg (the file says
 1.0 and 0.8). It is simulated under exciting joint torques; the measurements are the states, the
 accelerations and the torques at 200 samples, first exact, then with noise. The regressor of the model
-(``M q̈ + h + G = Y θ``, θ the rods' masses and central inertias) is derived from the file's model: it does
-not depend on θ, so the file's masses need not be right.
+(``M q̈ + h + G = Y θ``, θ the rods' masses and central inertias) is generated from the file's model
+(``CodegenOptions(regressor=True)``): it does not depend on θ, so the file's masses need not be right.
 
     python examples/identify_masses.py [OUT_DIR]
 
@@ -23,8 +23,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import rodgen
+from rodgen.codegen import CodegenOptions
 from rodgen.runtime.identification import base_parameters, least_squares
-from rodgen.symbolic.regressor import numeric_regressor, regressor
 
 HERE = Path(__file__).resolve().parent
 TRUE = {"m1": 1.37, "m2": 0.61}
@@ -38,7 +38,7 @@ def torques(t: float) -> np.ndarray:
 
 def run(out_dir: str, build_dir: Optional[str] = None) -> dict[str, Any]:
     model = rodgen.load(HERE / "double_pendulum.yaml")
-    robot = rodgen.build(model, build_dir=build_dir)
+    robot = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(regressor=True))
     p = robot.parameter_vector(**TRUE)
 
     # simulate the true robot and sample its measurements
@@ -50,10 +50,10 @@ def run(out_dir: str, build_dir: Optional[str] = None) -> dict[str, Any]:
     tau = np.array([torques(tk) for tk in t])
     qdd = np.array([robot.forward_dynamics(q[k], qd[k], tau[k], p) for k in range(t.size)])
 
-    reg = regressor(model)                       # Y(q, qd, qdd) and the names of θ
-    Y = numeric_regressor(reg)
-    base = base_parameters(Y, n, names=reg.names)
-    print(f"{len(reg.names)} inertial parameters, {base.count} identifiable:", ", ".join(base.describe()))
+    # the generated regressor Y(q, qd, qdd) (robot.regressor) and the names of θ (robot.theta_names)
+    names = robot.theta_names
+    base = base_parameters(robot)
+    print(f"{len(names)} inertial parameters, {base.count} identifiable:", ", ".join(base.describe()))
 
     found: dict[str, Any] = {}
     fits = {}
@@ -61,13 +61,12 @@ def run(out_dir: str, build_dir: Optional[str] = None) -> dict[str, Any]:
     for label, noise in (("noise-free", 0.0), ("noisy", 0.02)):
         meas_tau = tau + noise * rng.standard_normal(tau.shape)      # N m
         meas_qdd = qdd + noise * rng.standard_normal(qdd.shape)      # rad/s²
-        est = least_squares(Y, list(zip(q, qd, meas_qdd)), list(meas_tau), base)
-        theta = dict(zip([reg.names[k] for k in base.independent], est))
+        est = least_squares(robot, list(zip(q, qd, meas_qdd)), list(meas_tau), base)
+        theta = dict(zip([names[k] for k in base.independent], est))
         m1, m2 = theta["upper_rod.rod0.m"], theta["lower_rod.rod0.m"]
         print(f"{label:>10}: m1 = {m1:.6f} kg (true {TRUE['m1']}), m2 = {m2:.6f} kg (true {TRUE['m2']})")
         found[label + ".m1"], found[label + ".m2"] = m1, m2
-        fits[label] = (meas_tau, np.array([Y(q[k], qd[k], qdd[k])[:, base.independent] @ est
-                                           for k in range(t.size)]))
+        fits[label] = (meas_tau, robot.regressor(q, qd, qdd)[:, :, base.independent] @ est)
 
     import matplotlib
     matplotlib.use("Agg")

@@ -194,3 +194,21 @@ def test_regressor_is_opt_in(build_dir: Any) -> None:
     assert robot.theta_names == []
     with pytest.raises(TypeError, match="regressor=True"):
         robot.regressor([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])
+
+
+def test_base_parameters_of_a_compiled_model(build_dir: Any) -> None:
+    """base_parameters(robot) on the generated routine: the count of the NumPy regressor's and the closed
+    form's, and its combinations reproduce Y theta (which columns are picked among equal ones may differ)."""
+    from rodgen.codegen import CodegenOptions
+    model = two_link_arm()
+    robot = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(regressor=True))
+    reg = regressor(model)
+    a = base_parameters(robot)
+    b = base_parameters(numeric_regressor(reg), 2, names=reg.names)
+    assert a.count == b.count == 6 and a.names == reg.names
+    theta = np.array(reg.values)
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        q, qd, qdd = rng.standard_normal((3, 2))
+        y = robot.regressor(q, qd, qdd)
+        np.testing.assert_allclose(y[:, a.independent] @ a.of(theta), y @ theta, rtol=0, atol=1e-10)

@@ -54,17 +54,36 @@ class BaseParameters:
         return out
 
 
-def stacked(Y: RegressorFn, states: Sequence[tuple[Any, Any, Any]]) -> np.ndarray:
-    """Y at each ``(q, qd, qdd)`` of ``states``, stacked row-wise."""
+def _regressor_of(source: Any) -> tuple[RegressorFn, Optional[int], Optional[list[str]]]:
+    """(Y, nq, θ names) of a compiled model built with the regressor, or (source, None, None) for a function."""
+    if hasattr(source, "theta_names") and hasattr(source, "regressor"):
+        if not source.theta_names:
+            raise TypeError(f"{source.name!r} was built without the regressor: "
+                            "rodgen.build(model, codegen=CodegenOptions(regressor=True))")
+        return source.regressor, int(source.nq), list(source.theta_names)
+    return source, None, None
+
+
+def stacked(Y: Any, states: Sequence[tuple[Any, Any, Any]]) -> np.ndarray:
+    """Y at each ``(q, qd, qdd)`` of ``states``, stacked row-wise (``Y`` a function or a compiled model)."""
+    Y = _regressor_of(Y)[0]
     return np.vstack([Y(np.asarray(q, float), np.asarray(qd, float), np.asarray(qdd, float))
                       for q, qd, qdd in states])
 
 
-def base_parameters(Y: RegressorFn, nq: int, *, samples: int = 50, seed: int = 0, rtol: float = 1e-8,
+def base_parameters(Y: Any, nq: Optional[int] = None, *, samples: int = 50, seed: int = 0, rtol: float = 1e-8,
                     names: Optional[list[str]] = None, scale: float = 1.0) -> BaseParameters:
     """The base parameters of a regressor ``Y(q, qd, qdd)`` (nq coordinates), from ``samples`` random
     states (normal with standard deviation ``scale``) and a QR decomposition with column pivoting;
-    a diagonal entry of R below ``rtol`` times the largest ends the independent columns."""
+    a diagonal entry of R below ``rtol`` times the largest ends the independent columns.
+
+    ``Y`` may be a compiled model built with ``CodegenOptions(regressor=True)``
+    (``base_parameters(robot)``): its generated regressor, its nq and its ``theta_names``."""
+    Y, nq_of, names_of = _regressor_of(Y)
+    nq = nq if nq is not None else nq_of
+    names = names if names is not None else names_of
+    if nq is None:
+        raise TypeError("base_parameters(Y, nq): give the number of coordinates with a regressor function")
     rng = np.random.default_rng(seed)
     W = stacked(Y, [tuple(scale * rng.standard_normal((3, nq))) for _ in range(samples)])
     _, R, piv = scipy.linalg.qr(W, mode="economic", pivoting=True)
@@ -75,9 +94,10 @@ def base_parameters(Y: RegressorFn, nq: int, *, samples: int = 50, seed: int = 0
     return BaseParameters(indep, dep, np.asarray(beta), names)
 
 
-def least_squares(Y: RegressorFn, states: Sequence[tuple[Any, Any, Any]], torques: Sequence[Any],
+def least_squares(Y: Any, states: Sequence[tuple[Any, Any, Any]], torques: Sequence[Any],
                   base: BaseParameters) -> np.ndarray:
-    """The base parameters that fit the measured ``torques`` (one per state) in the least-squares sense."""
+    """The base parameters that fit the measured ``torques`` (one per state) in the least-squares sense
+    (``Y`` a regressor function or a compiled model built with the regressor)."""
     W = stacked(Y, states)[:, base.independent]
     tau = np.concatenate([np.asarray(t, dtype=float).ravel() for t in torques])
     return np.linalg.lstsq(W, tau, rcond=None)[0]
