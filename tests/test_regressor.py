@@ -212,3 +212,14 @@ def test_base_parameters_of_a_compiled_model(build_dir: Any) -> None:
         q, qd, qdd = rng.standard_normal((3, 2))
         y = robot.regressor(q, qd, qdd)
         np.testing.assert_allclose(y[:, a.independent] @ a.of(theta), y @ theta, rtol=0, atol=1e-10)
+
+
+def test_generate_writes_the_regressor_routine() -> None:
+    from rodgen.codegen import CodegenOptions, generate
+    from rodgen.errors import CodegenError
+    model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    files = generate(model, options=CodegenOptions(regressor=True))
+    text = "".join(files.values()) if hasattr(files, "values") else str(files)
+    assert "double_pendulum_regressor(" in text and "double_pendulum_theta_list(" in text
+    with pytest.raises(CodegenError, match="regressor"):      # Equations without it: a clear error
+        generate(rodgen.derive(model, "recursive"), options=CodegenOptions(regressor=True))
