@@ -215,11 +215,14 @@ def test_base_parameters_of_a_compiled_model(build_dir: Any) -> None:
 
 
 def test_generate_writes_the_regressor_routine() -> None:
+    """generate() takes Equations with the regressor attached (the code stage derives nothing of its own)."""
     from rodgen.codegen import CodegenOptions, generate
     from rodgen.errors import CodegenError
+    from rodgen.symbolic.regressor import attach_regressor
     model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
-    files = generate(model, options=CodegenOptions(regressor=True))
+    eqs = attach_regressor(rodgen.derive(model, "recursive"), model)
+    files = generate(eqs, options=CodegenOptions(regressor=True))
     text = "".join(files.values()) if hasattr(files, "values") else str(files)
     assert "double_pendulum_regressor(" in text and "double_pendulum_theta_list(" in text
-    with pytest.raises(CodegenError, match="regressor"):      # Equations without it: a clear error
-        generate(rodgen.derive(model, "recursive"), options=CodegenOptions(regressor=True))
+    with pytest.raises(CodegenError, match="regressor"):      # without it: a clear error
+        generate(model, options=CodegenOptions(regressor=True))

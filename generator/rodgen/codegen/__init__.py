@@ -73,9 +73,6 @@ def generate(source: Union[AnyModel, "Equations"], out_dir: Union[str, Path, Non
     from .lower import lower
     from .render import render
     eqs = equations_of(source, method=method)
-    if options is not None and options.regressor and eqs.regressor is None and hasattr(source, "parameter"):
-        from ..symbolic.regressor import attach_regressor
-        eqs = attach_regressor(eqs, source)
     files = render(lower(eqs, options=options))
     if out_dir is not None:
         files.write(out_dir)

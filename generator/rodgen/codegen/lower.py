@@ -228,7 +228,8 @@ def regressor_routines(eqs: Equations, prefix: str, g: _Groups, options: Codegen
     reg = eqs.regressor
     if reg is None:
         raise CodegenError(f"model {eqs.model.name!r}: CodegenOptions(regressor=True) needs the equations' "
-                           "regressor (rodgen.build attaches it; or rodgen.symbolic.regressor.attach_regressor)")
+                           "regressor (rodgen.build attaches it; for generate: "
+                           "rodgen.symbolic.regressor.attach_regressor(equations, model))")
     n, k = len(eqs.q), len(reg.names)
     known = set(eqs.q) | set(eqs.qd) | set(eqs.qdd) | set(eqs.params)
     fixed = {s: sp.Float(v) for s, v in zip(reg.theta, reg.values)}
