@@ -220,7 +220,7 @@ def test_rodgen_commands_run(page: Path, line: int, command: str, status: int, t
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     argv = shlex.split(command.split("#")[0])[1:]
-    if argv[0] in ("build", "simulate", "sweep"):
+    if argv[0] in ("build", "simulate", "sweep", "fmu"):
         argv += ["--build-dir", str(build_dir)]
     assert main(argv) == status, capsys.readouterr().err
     out = capsys.readouterr().out

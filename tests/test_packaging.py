@@ -30,6 +30,7 @@ USED_INDIRECTLY = {
 EXTRA_FILES = {
     "generator/rodgen/runtime/study.py": "sweep",
     "generator/rodgen/cli_sweep.py": "sweep",
+    "generator/rodgen/fmu/__init__.py": "fmu",
 }
 
 

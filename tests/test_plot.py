@@ -38,7 +38,7 @@ def test_csv_has_the_documented_columns_and_round_trips(tmp_path: "os.PathLike[s
 
 
 def test_result_checks_shapes() -> None:
-    with pytest.raises(ValueError, match=r"expected \(3, 2\) for the coordinates a, b"):
+    with pytest.raises(ValueError, match=r"expected \(3, 2\) and \(3, 2\) for the coordinates a, b"):
         SimulationResult(t=np.zeros(3), q=np.zeros((3, 1)), qd=np.zeros((3, 1)), u=np.zeros((3, 0)),
                          kinetic=0.0, potential=0.0, coordinates=["a", "b"], inputs=[])
     r = SimulationResult(t=np.zeros(2), q=np.zeros((2, 1)), qd=np.zeros((2, 1)), u=[], kinetic=0.0,

@@ -181,7 +181,7 @@ def test_simulation_refuses_short_arrays(build_dir: Path) -> None:
         ("PD", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": None}, r"kd must hold nu = 2 values"),
         ("COMPUTED_TORQUE", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": z(1)},
          r"kd must hold nq = 2 values, got 1"),
-        ("CONSTANT", {"y0": z(3)}, r"y0 must hold 2 \* nq = 4 values, got 3"),
+        ("CONSTANT", {"y0": z(3)}, r"y0 must hold nq \+ nv = 4 values, got 3"),
         ("CONSTANT", {"p": z(len(robot.parameters) - 1)}, rf"p must hold np = {len(robot.parameters)} values"),
     ]
     for kind, arrays, message in cases:

@@ -191,11 +191,13 @@ BAD = [
     ("zero_mass_children.urdf", "joint 'shoulder'", "the mass matrix is singular: joint 'shoulder' moves no inertia"
                                                     " (no link at or below its child link has mass)"),
     ("unknown_type.urdf", "line 5, joint 'elbow'", "unknown joint type 'hinge' (supported: revolute, continuous, "
-                                                   "prismatic, fixed)"),
+                                                   "prismatic, fixed, floating, planar)"),
     ("cycle.urdf", "robot", "the joints form a cycle"),
     ("loop.urdf", "joint 'j_b'", "link 'coupler' is the child of both joint 'j_a' and joint 'j_b'"),
-    ("floating.urdf", "joint 'free_flyer'", "joint type 'floating' cannot be represented"),
-    ("planar.urdf", "joint 'table'", "joint type 'planar' cannot be represented"),
+    ("floating_below.urdf", "line 7, joint 'drone'", "a floating joint joins the world (the root link 'base') to "
+                                                      "the robot's base; joint 'drone' joins 'trunk' and 'pod'"),
+    ("planar_axis.urdf", "line 5, joint 'table'", "rodgen's planar joint (x, y, theta in the joint frame's xy "
+                                                   "plane, as Pinocchio's) needs <axis xyz=\"0 0 1\">"),
     ("unknown_link.urdf", "joint 'shoulder'", "the child link 'forearm' is not a link of the file"),
     ("bad_number.urdf", "link 'arm', <inertial>", "<mass value=\"1,5\">: '1,5' is not a number"),
     ("bad_vector.urdf", "joint 'shoulder'", "<origin xyz=\"0 0.1\">: expected 3 numbers, got 2"),

@@ -38,6 +38,7 @@ from .model import (
 
 if _TYPE_CHECKING:  # pragma: no cover
     from .codegen import generate
+    from .fmu import export_fmu
     from .model.urdf import from_urdf
     from .symbolic import Equations, Method, derive
     from .toolchain import build
@@ -50,7 +51,7 @@ __all__ = ["load", "dump", "derive", "generate", "build", "Model", "Link", "Segm
            "ModelError", "DerivationError",
            "CodegenError", "BuildError", "RodgenError", "DynamicsError", "plot", "animate", "prescribed_forces",
            "MixedProblem", "SimulationResult", "PD", "ComputedTorque", "InputTable", "Reference", "Integrator",
-           "CController", "examples", "sweep", "__version__", "from_urdf"]
+           "CController", "examples", "sweep", "export_fmu", "__version__", "from_urdf"]
 
 # Later stages are imported on first use so that `import rodgen` stays light: the symbolic stage (SymPy)
 # only when something is derived, so a model found in the build cache loads without SymPy.
@@ -80,6 +81,8 @@ _LAZY = {
     "Reference": (".runtime", "Reference"),
     "Integrator": (".runtime", "Integrator"),
     "sweep": (".runtime.study", "sweep"),
+    "export_fmu": (".fmu", "export_fmu"),
+    "fmu": (".fmu", None),
 }
 
 

@@ -6,6 +6,7 @@
     rodgen equations MODEL.yaml [--latex] print the equations of motion
     rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
     rodgen sweep MODEL.yaml --grid ...    a parameter study on Dask workers (summaries or trajectories)
+    rodgen fmu MODEL.yaml -o model.fmu    export an FMI 2.0 FMU (Co-Simulation and/or Model Exchange)
 
 Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
 output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
@@ -102,9 +103,20 @@ def _cmd_modes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fmu(args: argparse.Namespace) -> int:
+    from . import load
+    from .fmu import export_fmu
+    from .toolchain import build
+    robot = build(load(args.model), build_dir=args.build_dir, method=args.method, codegen=_codegen_options(args))
+    path = export_fmu(robot, args.output, kind=args.kind, fmi=args.fmi, contacts=args.contact or (),
+                      disarmed=args.disarmed or (), arm_gap=args.arm_gap, event_tol=args.event_tol)
+    print(f"FMU ({args.kind}, FMI {args.fmi}) of {robot.name}: {path}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands ``generate``, ``build``, ``simulate``, ``equations``, ``modes``,
-    ``sweep``)."""
+    """The argument parser (subcommands ``generate``, ``build``, ``fmu``, ``simulate``, ``equations``,
+    ``modes``, ``sweep``)."""
     from . import __version__
     ap = argparse.ArgumentParser(prog="rodgen", description="Equations of motion of rod/link mechanisms, "
                                                             "compiled to C.")
@@ -130,6 +142,25 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
+
+    f = sub.add_parser("fmu", help="export the model as an FMI 2.0 FMU (sources, binary for this platform)")
+    _add_model_args(f)
+    f.add_argument("-o", "--output", required=True, metavar="FILE.fmu", help="the FMU file to write")
+    f.add_argument("--kind", choices=("cs", "me", "both"), default="cs",
+                   help="Co-Simulation (RK4 inside the FMU), Model Exchange, or both (default cs)")
+    f.add_argument("--fmi", choices=("2.0",), default="2.0", help="FMI version (default 2.0)")
+    f.add_argument("--contact", action="append", metavar="BLOCK",
+                   help="a model with contacts: a block active at the start of the hybrid simulation; may be repeated")
+    f.add_argument("--disarmed", action="append", metavar="BLOCK",
+                   help="a block allowed below the ground at the start (armed once above it); may be repeated")
+    f.add_argument("--arm-gap", type=float, default=None, metavar="M",
+                   help="height above which an inactive contact may touch down (default 1e-6)")
+    f.add_argument("--event-tol", type=float, default=None, metavar="S",
+                   help="events located in time to within S seconds (default 1e-10)")
+    f.add_argument("--build-dir", default=None, metavar="DIR",
+                   help="cache folder (default $RODGEN_CACHE_DIR/models, else ~/.cache/rodgen/models)")
+    _add_codegen_args(f)
+    f.set_defaults(func=_cmd_fmu)
 
     md = sub.add_parser("modes", help="natural frequencies and mode shapes about an equilibrium (no compiling)")
     md.add_argument("model", metavar="MODEL.yaml", help="the model file")

@@ -124,16 +124,20 @@ ROUTINES: tuple[Routine, ...] = (
             "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
     Routine("inverse_dynamics", (_t, _q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
             "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
-    Routine("rhs", (_t, Arg("y", "2*nq", "state [q, qd]"), _u,
-                    _p, _out("dy", "2*nq", "state derivative [qd, qdd]")),
-            "Right-hand side of y' = f(t, y), y = [q, qd].", status=True, single=True),
+    Routine("rhs", (_t, Arg("y", "ny", "state [q, qd]"), _u,
+                    _p, _out("dy", "ny", "state derivative [dq/dt, qdd]")),
+            "Right-hand side of y' = f(t, y), y = [q, qd] (nq + nv numbers; dq/dt = qd where nq = nv, else "
+            "the configuration derivative of each joint: a free joint's quaternion turns by 1/2 q (0, w)).",
+            status=True, single=True),
     Routine("energy", (_q, _qd, _p, _out("e", "2", "kinetic, potential energy")),
             "Kinetic and potential energy: e[0] = T, e[1] = V."),
     Routine("points", (_q, _p, _out("r", "2*npoints", "point positions x, y")),
             "Positions of the marker points: r[2*i] = x, r[2*i+1] = y."),
     Routine("rhs_jacobian", (_t, _q, _qd, _u, _p,
-                             _out("J", "4*nq*nq", "d[qd, qdd]/d[q, qd], row-major", "2*nq,2*nq")),
-            "Exact Jacobian of the right-hand side at constant u.", status=True, optional=True),
+                             _out("J", "4*nv*nv", "d[qd, qdd]/d[q, qd], row-major", "2*nv,2*nv")),
+            "Exact Jacobian of the right-hand side at constant u (with free, spherical or planar joints: on the "
+            "tangent space, d[v, qdd]/d[dq, v] with q moved by q + dq along the joints' exponential map).",
+            status=True, optional=True),
     Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
             "Positions of the constraint rows c(q).", optional=True),
     Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq")),
@@ -168,8 +172,9 @@ ROUTINES: tuple[Routine, ...] = (
             "s[i] of the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T).",
             optional=True),
     Routine("element_forces", (_t, _q, _qd, _u, _p,
-                               _out("f", "2*nforces", "force of each element x, y", "nforces,2")),
-            "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.", optional=True),
+                               _out("f", "fdim*nforces", "force of each element x, y (, z)", "nforces,fdim")),
+            "Force of each force element on its point, ground frame: f[d*i + c], d = RODGEN_FDIM(m) (2 in a "
+            "planar model: x, y; 3 in a spatial one: x, y, z).", optional=True),
     Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
             "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
             "static limit is the block's constraint_friction.", optional=True),
@@ -185,7 +190,7 @@ def routine(name: str) -> Routine:
 
 
 #: Sizes a width may name; the fields of ``rodgen_model`` holding them (``nv``: see :data:`NV`).
-SIZES = ("nq", "nv", "nu", "np", "npoints", "nconstraints", "nrows", "nforces")
+SIZES = ("nq", "nv", "ny", "nu", "np", "npoints", "nconstraints", "nrows", "nforces", "fdim")
 
 
 @dataclass(frozen=True)
@@ -199,11 +204,20 @@ class DerivedSize:
 
 #: The number of velocities ``nv``: the length of qd, qdd and of the generalized forces (M is nv x nv), next
 #: to the number of coordinates ``nq`` (the length of q). They differ for joints whose configuration has more
-#: numbers than degrees of freedom (a quaternion); every joint rodgen derives today (revolute, prismatic,
-#: two-angle, variable lengths, planar bases) has nv = nq, so ``RODGEN_NV(m)`` is ``m->nq`` and the state
-#: y = [q, qd] holds 2*nq numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python:
-#: ``CompiledModel.nv``), so that a model with nv != nq later changes the table and this macro only.
-NV = DerivedSize("nv", "((m)->nq)", "number of velocities (qd, qdd, generalized forces); equal to nq today")
+#: numbers than degrees of freedom: a free joint (floating base) has 7 coordinates [x y z qx qy qz qw] and 6
+#: velocities. The table holds both (``rodgen_model.nv``); the state y = [q, qd] holds ``ny`` = nq + nv
+#: numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python: ``CompiledModel.nv``).
+NV = DerivedSize("nv", "((m)->nv > 0 ? (m)->nv : (m)->nq)",
+                 "number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a "
+                 "table that leaves nv 0, written before the field, counts nq)")
+#: The size of the state y = [q, qd]: nq + nv.
+NY = DerivedSize("ny", "((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))", "size of the state y = [q, qd], nq + nv")
+
+#: The number of components of a force element's force (the model's dimension): 2 in a planar model, 3 in a
+#: spatial one. The table tells them apart by its 2D points: a planar model's force elements act at its points
+#: (npoints > 0), a spatial model has none (its points are 3D frames, ``<prefix>_frames``).
+FDIM = DerivedSize("fdim", "((m)->npoints > 0 ? 2 : 3)",
+                   "components of a force element's force: 2 (planar model), 3 (spatial model)")
 
 
 def width_value(width: str, sizes: dict[str, int]) -> int:
@@ -371,8 +385,8 @@ STRUCTS: tuple[Struct, ...] = (
                                "(rodgen_sim_start).", (
         Field("double", "t0", "start time"),
         Field("double", "t", "time of the state y"),
-        Field("double *", "y", "[2*nq] state [q, qd]"),
-        Field("double *", "f", "[2*nq] its derivative (valid when have_f)"),
+        Field("double *", "y", "[nq+nv] state [q, qd]"),
+        Field("double *", "f", "[nq+nv] its derivative (valid when have_f)"),
         Field("double", "h", "DOPRI5: next step size"),
         Field("long", "steps", "accepted steps"),
         Field("long", "rejected", "rejected steps (DOPRI5)"),
@@ -402,8 +416,8 @@ STRUCTS: tuple[Struct, ...] = (
                            "y0 + i*y0_stride with the parameters p + i*p_stride (a stride of 0 shares one row).", (
         Field("long", "n", "number of trajectories"),
         Field("double", "t0", "start time of every trajectory"),
-        Field("const double *", "y0", "initial states, rows of [2*nq]"),
-        Field("long", "y0_stride", "2*nq, or 0: one state for all"),
+        Field("const double *", "y0", "initial states, rows of [nq+nv]"),
+        Field("long", "y0_stride", "nq+nv, or 0: one state for all"),
         Field("const double *", "p", "parameters, rows of [np]"),
         Field("long", "p_stride", "np, or 0: one parameter vector for all"),
         Field("const rodgen_input *", "input", "the input law of every trajectory"),
@@ -414,7 +428,7 @@ STRUCTS: tuple[Struct, ...] = (
         Field("long", "capacity", "rows stored per trajectory (final_only: unused)"),
         Field("int", "final_only", "store only the final state (one row per trajectory)"),
         Field("double *", "t_out", "[n*capacity] times (final_only: [n])"),
-        Field("double *", "y_out", "[n*capacity*2*nq] states (final_only: [n*2*nq])"),
+        Field("double *", "y_out", "[n*capacity*(nq+nv)] states (final_only: [n*(nq+nv)])"),
         Field("double *", "u_out", "[n*capacity*nu] inputs at the stored states (final_only: [n*nu])"),
         Field("long *", "rows", "[n] rows written per trajectory"),
         Field("int *", "status", "[n] status of each trajectory (RODGEN_OK at t_end)"),
@@ -444,16 +458,28 @@ FUNCTIONS: tuple[Function, ...] = (
              "Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky."),
     Function("void", "rodgen_sim_start",
              "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
-             "Start a simulation at time t0 from the state y0 [2*nq]; storage [RODGEN_SIM_STORAGE(nq)] "
-             "doubles, owned by the caller, holds s->y and s->f for the life of the simulation."),
+             "Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] "
+             "doubles, owned by the caller, holds s->y and s->f for the life of the simulation. The "
+             "quaternions of y0 are normalised (rodgen_normalize)."),
+    Function("void", "rodgen_normalize", "const rodgen_model *m, double *q",
+             "Divide the quaternion of each free and spherical joint of q [nq] by its norm (a quaternion of norm "
+             "0 is left as it is). The integrators call it on the state after every accepted step."),
     Function("int", "rodgen_simulate",
              "const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp, const double *p, "
              "rodgen_sim_state *s, long capacity, double *t_out, double *y_out, double *u_out, long *n_out",
              "Integrate from s->t towards o->t_end, writing at most capacity rows: t_out [capacity], "
-             "y_out [capacity*2*nq], u_out [capacity*nu] (the inputs at the stored states). *n_out receives "
+             "y_out [capacity*(nq+nv)], u_out [capacity*nu] (the inputs at the stored states). *n_out receives "
              "the number of rows written. Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when the arrays are "
              "full (call again with fresh arrays), or an error code; on an error the state holds the last "
              "good step (written as the last row)."),
+    Function("void", "rodgen_integrate", "const rodgen_model *m, const double *q, const double *v, double dt, "
+             "double *out",
+             "out [nq] = q (+) v dt: a free joint moved by the exponential map of SE(3), a spherical joint by that "
+             "of SO(3), a planar joint by that of SE(2) (Pinocchio's integrate), every other coordinate by q + v dt; "
+             "q [nq], v [nv] (rodgen_lie.c)."),
+    Function("void", "rodgen_difference", "const rodgen_model *m, const double *q0, const double *q1, double *v",
+             "v [nv]: the velocity that takes q0 to q1 in unit time, rodgen_integrate(q0, v, 1) = q1 (Pinocchio's "
+             "difference; a planar joint's angle difference in (-pi, pi])."),
     Function("int", "rodgen_input_eval",
              "const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, "
              "double *u",
@@ -505,6 +531,6 @@ FUNCTIONS: tuple[Function, ...] = (
 )
 
 
-__all__ = ["Arg", "Routine", "ROUTINES", "routine", "SIZES", "width_value", "StatusEntry", "STATUSES",
+__all__ = ["NV", "NY", "Arg", "Routine", "ROUTINES", "routine", "SIZES", "width_value", "StatusEntry", "STATUSES",
            "StatusCode", "Constant", "METHODS", "INPUT_KINDS", "constant", "Field", "Struct", "STRUCTS",
            "INPUT_FN", "Function", "FUNCTIONS"]

@@ -28,8 +28,11 @@ from .spec import Argument, ConstraintBlock, ModelSpec, Routine, comment_text
 from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.lower.straight_line)
 
 #: Kinds of constraint block: (C constant of rodgen_model.h, its value, rows per block).
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, 2), "loop": ("RODGEN_LOOP", 1, 2),
-                    "limit": ("RODGEN_LIMIT", 2, 1), "friction": ("RODGEN_FRICTION", 3, 1)}
+#: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 (plane) or 3 (space) rows, its
+#: tangential rows first and its normal row last, a loop's 2 (plane), 3 or 6 (space: origins, orientations),
+#: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
+                    "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
 
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:
@@ -53,9 +56,14 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     prefix = prefix_of(model.name)
     macro = prefix.upper()
     n, m, npar, npts = len(eqs.q), len(eqs.u), len(eqs.params), len(eqs.points)
+    nv = len(eqs.qd)
     if n == 0:
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
+    lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
+    if lie and (eqs.constraints or eqs.forces):
+        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
+                           f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
@@ -72,14 +80,17 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         r += frame_routines(full, prefix, g, options)
     if options.regressor:
         r += regressor_routines(eqs, prefix, g, options)
+    if lie:
+        r += configuration_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
-                   else _find(r, "mass_force").ops + cholesky_ops(n))
+                   else _find(r, "mass_force").ops + cholesky_ops(nv))
 
     nrows = sum(b.nrows for b in blocks)
     meta: tuple[tuple[str, str], ...] = (
         ("NAME", repr(model.name)), ("PREFIX", repr(prefix)), ("VERSION", repr(version)),
         ("METHOD", repr(str(eqs.method))),
-        ("NQ", repr(n)), ("NU", repr(m)), ("NP", repr(npar)), ("NPOINTS", repr(npts)),
+        ("NQ", repr(n)), *((("NV", repr(nv)),) if nv != n else ()), ("NU", repr(m)), ("NP", repr(npar)),
+        ("NPOINTS", repr(npts)),
         ("COORDINATES", repr(tuple(str(s) for s in eqs.q))), ("INPUTS", repr(tuple(str(s) for s in eqs.u))),
         ("PARAMETERS", repr(tuple(str(s) for s in eqs.params))),
         ("PARAMETER_VALUES", repr(tuple(float(eqs.param_values[s]) for s in eqs.params))),
@@ -101,7 +112,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
                      "", n, m, npar, npts, slots.coordinates, slots.inputs, slots.parameters, slots.points,
                      tuple(r), meta, jacobian, forward, forward_ops,
                      comment_text(forward_note, 200), len(blocks), nrows, blocks, options.real,
-                     len(eqs.forces))
+                     len(eqs.forces), nv, tuple(eqs.lie_joints))
     digest = hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
     return replace(spec, content_hash=digest, meta=meta + (("CONTENT_HASH", repr(digest)),))
 
@@ -117,8 +128,10 @@ class _Groups:
         self.NQ, self.NU, NP, self.NPTS = f"{macro}_NQ", f"{macro}_NU", f"{macro}_NP", f"{macro}_NPOINTS"
         self.t = Group(Argument("t", "", "time (of the force elements' expressions)", scalar=True), [eqs.t])
         self.q = Group(Argument("q", self.NQ, "coordinates"), eqs.q)
-        self.qd = Group(Argument("qd", self.NQ, "coordinate rates"), eqs.qd)
-        self.qdd = Group(Argument("qdd", self.NQ, "coordinate accelerations"), eqs.qdd)
+        #: the velocity size: NQ unless the model has free joints (nv != nq)
+        self.NV = self.NQ if len(eqs.qd) == len(eqs.q) else f"{macro}_NV"
+        self.qd = Group(Argument("qd", self.NV, "coordinate rates"), eqs.qd)
+        self.qdd = Group(Argument("qdd", self.NV, "coordinate accelerations"), eqs.qdd)
         self.u = Group(Argument("u", self.NU, "inputs"), eqs.u)
         self.p = Group(Argument("p", NP, "parameters"), eqs.params)
 
@@ -141,7 +154,7 @@ def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse_dynamics()``: Newton-Euler
     where the method gives it, else M qdd + bias), energy, points."""
-    n, m = len(eqs.q), len(eqs.u)
+    n, m = len(eqs.qd), len(eqs.u)   # velocity-sized: nv
     M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
     if eqs.inverse is None:
         inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
@@ -149,7 +162,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     else:
         column, inverse_assignments = eqs.inverse_dynamics()
         inverse = list(column)
-    NQ, NU = g.NQ, g.NU
+    NQ, NU = g.NV, g.NU
     m_items, m_copies = _mass_items(M)
     points = list(eqs.points.values())
     return [
@@ -194,7 +207,7 @@ def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
 def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """``frames`` and ``frame_jacobians`` of a spatial model (exported functions beside the table, found by
     name: ``<prefix>_nframes()`` and ``<prefix>_frame_list()`` give their number and names)."""
-    n = len(eqs.q)
+    n = len(eqs.qd)
     frames = list(eqs.frames.values())
     jac = [eqs.frame_jacobians[nm] for nm in eqs.frames]
     nf = len(frames)
@@ -251,6 +264,20 @@ def regressor_routines(eqs: Equations, prefix: str, g: _Groups, options: Codegen
         [], assignments, options)]
 
 
+def configuration_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """``configuration_rate`` (dq/dt from q and qd: ``Equations.configuration_rate``), for the RHS of a model
+    whose velocities are not its coordinates' rates (free, spherical and planar joints)."""
+    rate = eqs.configuration_rate
+    assert rate is not None
+    return [build_routine(
+        "configuration_rate", f"{prefix}_configuration_rate",
+        "Configuration derivative dq/dt from the velocities (used by rhs).",
+        ("A free joint: position rate R v, quaternion rate 1/2 q (0, w); a spherical joint: 1/2 q (0, w); a "
+         "planar joint: Rz(theta) (vx, vy), wz; every other coordinate: its rate.",),
+        [g.q, g.qd, output("dq", g.NQ, "configuration derivative")],
+        [("dq", "dq/dt", [(f"dq[{i}]", rate[i]) for i in range(len(eqs.q))])], [], [], options, static=True)]
+
+
 def forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, Optional[ForwardDynamics]]:
     """(algorithm, reason, articulated-body forward dynamics or None) for ``<prefix>_forward_dynamics``.
 
@@ -273,8 +300,8 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     """The static helpers of ``<prefix>_forward_dynamics`` (its body is in the template):
     ``mass_force`` (M and B u - bias, for the Cholesky path) and
     ``articulated`` (the articulated-body recursion)."""
-    n = len(eqs.q)
-    NQ = g.NQ
+    n = len(eqs.qd)
+    NQ = g.NV
     out: list[Routine] = []
     if need_mass_force:
         m_items, _ = _mass_items(eqs.M)
@@ -311,12 +338,13 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
     dynamics (O(nq) for a chain), not nq times it.
     """
-    n = len(eqs.q)
-    NQ = g.NQ
+    n = len(eqs.qd)
+    NQ = g.NV
     tc = eqs.inverse_dynamics_tangent()
     npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
     pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)
-    dx = Group(Argument("dx", f"2*{NQ}", "direction [dq, dqd]"), tc.seeds)
+    dx = Group(Argument("dx", f"2*{NQ}" if g.NV == g.NQ else f"{g.NQ} + {g.NV}", "direction [dq, dqd]"),
+               tc.seeds)
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     partials = build_routine(
         "inverse_dynamics_partials", f"{prefix}_inverse_dynamics_partials",
@@ -350,7 +378,8 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
         seen.add(c.name)
         if c.kind not in CONSTRAINT_KINDS:
             raise CodegenError(f"{where}: kind {c.kind!r} is not one of {', '.join(CONSTRAINT_KINDS)}")
-        macro, code, rows = CONSTRAINT_KINDS[c.kind]
+        macro, code, allowed = CONSTRAINT_KINDS[c.kind]
+        rows = c.position.shape[0] if c.position.shape[0] in allowed else allowed[0]
         for field_name, shape in (("position", (rows, 1)), ("jacobian", (rows, n)), ("bias", (rows, 1))):
             got = tuple(getattr(c, field_name).shape)
             if got != shape:
@@ -478,21 +507,27 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
 
 
 def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
-    """element_forces: the force of each force element on its point (none without force elements)."""
+    """element_forces: the force of each force element on its point (none without force elements); d = 2
+    components in a planar model, 3 in a spatial one (``contract.FDIM``)."""
     if not eqs.forces:
         return []
+    d = 3 if getattr(eqs.model, "spatial", False) else 2
     for f in eqs.forces:
-        if tuple(f.force.shape) != (2, 1):
+        if tuple(f.force.shape) != (d, 1):
             raise CodegenError(f"model {eqs.model.name!r}, force {f.name!r}: the force has shape "
-                               f"{tuple(f.force.shape)}; expected (2, 1)")
+                               f"{tuple(f.force.shape)}; expected ({d}, 1)")
     k = len(eqs.forces)
-    items = [(f"f[{2 * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(2)]
+    items = [(f"f[{d * i + c}]", f.force[c]) for i, f in enumerate(eqs.forces) for c in range(d)]
     names = ", ".join(f.name for f in eqs.forces)
+    if d == 2:
+        doc, outdoc = "f[2*i] = x, f[2*i+1] = y.", "element forces x, y"
+    else:
+        doc, outdoc = "f[3*i] = x, f[3*i+1] = y, f[3*i+2] = z.", "element forces x, y, z"
     return [build_routine(
         "element_forces", f"{prefix}_element_forces",
-        "Force of each force element on its point, ground frame: f[2*i] = x, f[2*i+1] = y.",
+        f"Force of each force element on its point, ground frame: {doc}",
         (f"elements in model order: {comment_text(names, 400)}.",),
-        [g.t, g.q, g.qd, g.u, g.p, output("f", str(2 * k), "element forces x, y")],
+        [g.t, g.q, g.qd, g.u, g.p, output("f", str(d * k), outdoc)],
         [("f", "element forces, ground frame", items)], [], eqs.assignments, options)]
 
 
@@ -517,7 +552,7 @@ def cholesky_ops(n: int) -> int:
 
 
 def _check_shapes(eqs: Equations) -> None:
-    n, m = len(eqs.q), len(eqs.u)
+    n, m = len(eqs.qd), len(eqs.u)
     expect = {"M": (n, n), "h": (n, 1), "G": (n, 1), "K": (n, 1), "D": (n, 1), "B": (n, m)}
     for nm, shape in expect.items():
         mat = getattr(eqs, nm)

@@ -147,6 +147,14 @@ class ModelSpec:
     constraints: tuple[ConstraintBlock, ...] = ()
     real: str = "double"           # C type of every number: "double", or "float" (firmware; no table)
     nforces: int = 0               # force elements (element_forces fills 2 per element)
+    nv: int = 0                    # velocities (qd, qdd, M is nv x nv): nq except with free joints
+    # per free, spherical or planar joint: (RODGEN_JOINT_FREE/_SPHERICAL/_PLANAR, first index in q, in qd)
+    lie_joints: tuple[tuple[int, int, int], ...] = ()
+
+    @property
+    def NV(self) -> str:
+        """The C macro of the velocity size: ``<MACRO>_NQ``, or ``<MACRO>_NV`` where nv != nq."""
+        return f"{self.macro}_NV" if self.nv not in (0, self.nq) else f"{self.macro}_NQ"
 
     def routine(self, name: str) -> Routine:
         for r in self.routines:
@@ -206,7 +214,8 @@ class ModelSpec:
         users = {"articulated": ("forward_dynamics",),
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),
-                 "inverse_dynamics_tangent": ("rhs_jacobian",)}
+                 "inverse_dynamics_tangent": ("rhs_jacobian",),
+                 "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
         if name in users and users[name]:
             return users[name]
         return tuple(g for g, _ in self._all_groups())

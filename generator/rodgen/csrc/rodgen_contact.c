@@ -342,16 +342,32 @@ static int is_unilateral(const rodgen_model *m, int i)
     return m->constraints[i].kind == RODGEN_CONTACT || m->constraints[i].kind == RODGEN_LIMIT;
 }
 
-/* The row of a unilateral block that carries its normal: the gap of a contact, the limit's row. */
+/* The row of a unilateral block that carries its normal: the gap of a contact (its last row: a contact of
+ * d rows has its tangential rows row .. row + d - 2 first), the limit's row. */
 static int normal_row(const rodgen_model *m, int i)
 {
-    return m->constraints[i].kind == RODGEN_CONTACT ? m->constraints[i].row + 1 : m->constraints[i].row;
+    return m->constraints[i].kind == RODGEN_CONTACT ? m->constraints[i].row + m->constraints[i].nrows - 1
+                                                    : m->constraints[i].row;
+}
+
+/* Whether row r is a tangential row of a contact (held where it is when no target is given). */
+static int tangential_row(const rodgen_model *m, int r)
+{
+    int j;
+    for (j = 0; j < m->nconstraints; ++j) {
+        const rodgen_constraint *c = m->constraints + j;
+        if (c->kind == RODGEN_CONTACT && r >= c->row && r < c->row + c->nrows - 1) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int model_ok(const rodgen_model *m)
 {
-    if (m == 0 || m->nq < 1 || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0 || m->mass_matrix == 0
-        || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
+    /* constrained dynamics, impacts and the hybrid simulator take qd = dq/dt: no free, spherical, planar joint */
+    if (m == 0 || m->nq < 1 || m->nlie != 0 || RODGEN_NV(m) != m->nq || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0
+        || m->mass_matrix == 0 || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
         return 0;
     }
     if (m->nconstraints > 0
@@ -402,8 +418,8 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
         }
         if (!hold_all && is_sliding(m, active, i)) {
             const int row = m->constraints[i].row;
-            if (m->constraint_friction == 0) {
-                return -RODGEN_ERR_OPTIONS;
+            if (m->constraint_friction == 0 || m->constraints[i].nrows != 2) {
+                return -RODGEN_ERR_OPTIONS;   /* sliding along one tangent: planar contacts only */
             }
             if (w->nslide == 0) {
                 m->constraint_friction(p, w->mu);
@@ -421,7 +437,7 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             for (r = 0; r < m->constraints[i].nrows; ++r) {
                 w->rows[k] = m->constraints[i].row + r;
                 w->trow[k] = -1;
-                w->tang[k] = r == 0 && m->constraints[i].kind == RODGEN_CONTACT;
+                w->tang[k] = r < m->constraints[i].nrows - 1 && m->constraints[i].kind == RODGEN_CONTACT;
                 w->coef[k] = 0.0;
                 k += 1;
             }
@@ -451,16 +467,10 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
  * other row 0. */
 static double row_target(const rodgen_model *m, const double *target, const double *c, int r)
 {
-    int j;
     if (target != 0) {
         return target[r];
     }
-    for (j = 0; j < m->nconstraints; ++j) {
-        if (m->constraints[j].kind == RODGEN_CONTACT && m->constraints[j].row == r) {
-            return c[r];
-        }
-    }
-    return 0.0;
+    return tangential_row(m, r) ? c[r] : 0.0;
 }
 
 /* x <- S^-1 x for a symmetric positive definite S [k*k], by S = L D L^T (unit L in the strict lower
@@ -686,7 +696,9 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
             tg[r] = target != 0 ? target[r] : 0.0;
         }
         if (target == 0 && c->kind == RODGEN_CONTACT) {
-            kv[4 * c->row + 3] = 0.0;
+            for (r = c->row; r < c->row + c->nrows - 1; ++r) {
+                kv[4 * r + 3] = 0.0;
+            }
         }
     }
     m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s);
@@ -1843,6 +1855,11 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     nc = m->nconstraints;
+    for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential, normal) */
+        if (m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows != 2) {
+            return RODGEN_ERR_OPTIONS;
+        }
+    }
     s->model = m;
     s->p = p;
     s->input = input;

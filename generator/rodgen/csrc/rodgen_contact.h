@@ -16,7 +16,7 @@
  *   M(q) qdd + bias(q, qd) = B(q) u + J(q)^T lambda
  * with J the rows of the active blocks. lambda of a CONTACT block is
  * [tangential force, normal force] on the foot in the ground frame (the ground
- * reaction; normal >= 0 pushes up); of a LOOP block the force on marker b along
+ * reaction; normal >= 0 pushes up; a spatial model's contact [f_t1, f_t2, f_n]); of a LOOP block the force on marker b along
  * x, y (minus that on marker a); of a LIMIT block the generalized force pushing
  * the coordinate back inside (>= 0); of a FRICTION block the friction force (or
  * torque) on its coordinate. LOOP blocks are always active, whatever an

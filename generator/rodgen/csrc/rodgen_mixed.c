@@ -40,7 +40,7 @@ static int rodgen_mixed_split(const rodgen_model *m, int npres, const int *pres,
     const int nq = m->nq;
     int mark[nq > 0 ? nq : 1];
     int i, nf = 0;
-    if (npres < 1 || npres >= nq || pres == 0) {
+    if (npres < 1 || npres >= nq || pres == 0 || m->nlie != 0) {   /* mixed problems: qd = dq/dt only */
         return -1;
     }
     for (i = 0; i < nq; ++i) {

@@ -10,8 +10,9 @@
  * Arrays are double, matrices row-major. Sizes: nq coordinates, nu inputs,
  * np parameters, npoints marker points, nconstraints constraint blocks with
  * nrows rows in all. Velocities (qd, qdd, generalized forces; M is nv x nv)
- * have nv = RODGEN_NV(m) entries (rodgen_runtime.h), equal to nq for every
- * model rodgen generates today; the state y = [q, qd] has 2*nq. The routines
+ * have nv entries, nq except for models with free joints (floating bases:
+ * 7 coordinates [x y z qx qy qz qw], 6 velocities); the state y = [q, qd]
+ * has nq + nv (RODGEN_NY(m) in rodgen_runtime.h). The routines
  * that evaluate forces take the time t first (the force elements' expressions
  * may depend on it; a model without such expressions ignores it).
  */
@@ -24,13 +25,16 @@ extern "C" {
 
 /* Kinds of constraint block. Rows of each block, as the generated
  * <prefix>_constraint_position returns them:
- *   CONTACT  2 rows: [0] the point's position along the ground (tangent t),
- *                    [1] its height above the ground along the normal n (the gap; > 0 above).
- *            Unilateral: when active, both rows are held (the point sticks at its
+ *   CONTACT  d rows (nrows: 2 in a planar model, 3 in a spatial one): the tangential rows
+ *                    [0 .. d-2], the point's position along the ground (tangent t; in space t1, t2),
+ *                    then [d-1] its height above the ground along the normal n (the gap; > 0 above).
+ *            Unilateral: when active, all rows are held (the point sticks at its
  *            touchdown position); the normal force must stay >= 0 and
  *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
- *   LOOP     2 rows: position of marker b minus position of marker a (x, y). Bilateral,
- *            always active: the loop is closed when both rows are zero.
+ *            Sliding and the hybrid simulation's events handle 2-row contacts only.
+ *   LOOP     2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows
+ *            (space): frame b's origin minus frame a's (x, y, z), then the orientation error.
+ *            Bilateral, always active: the loop is closed when all rows are zero.
  *   LIMIT    1 row: distance of a coordinate from its limit, >= 0 inside the allowed range
  *            (q - lower, or upper - q). Unilateral, active only while at the limit.
  *   FRICTION 1 row: a coordinate with dry friction and stiction. While it sticks the row is held
@@ -42,6 +46,15 @@ extern "C" {
 #define RODGEN_LIMIT 2
 #define RODGEN_FRICTION 3
 
+/* Joints with a configuration of their own (rodgen_model.lie_joints):
+ *   FREE       q [x y z qx qy qz qw] (position in the parent frame, unit quaternion), qd [vx vy vz wx wy wz]
+ *              (the link's linear and angular velocity in its own frame);
+ *   SPHERICAL  q [qx qy qz qw], qd [wx wy wz] (angular velocity in the link's frame);
+ *   PLANAR     q [x y theta] in the joint frame's xy plane, qd [vx vy wz] (in the link's frame). */
+#define RODGEN_JOINT_FREE 0
+#define RODGEN_JOINT_SPHERICAL 1
+#define RODGEN_JOINT_PLANAR 2
+
 typedef struct {
     const char *name;   /* the contact's, loop's or limit's name in the model */
     int kind;           /* RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION */
@@ -51,12 +64,16 @@ typedef struct {
 
 typedef struct rodgen_model {
     const char *name;
-    int nq, nu, np, npoints;
+    int nq, nv, nu, np, npoints;
     int nconstraints, nrows;
-    int nforces;                            /* force elements (element_forces fills 2*nforces) */
+    int nforces;                            /* force elements (element_forces fills RODGEN_FDIM(m)*nforces) */
     const rodgen_constraint *constraints;   /* [nconstraints], NULL when there are none */
     const double *default_p;                /* [np] default parameter values */
     const double *initial_q;                /* [nq] initial coordinates */
+    int nlie;                               /* joints whose velocities are not their coordinates' rates */
+    const int *lie_joints;                  /* [3*nlie] per such joint: RODGEN_JOINT_FREE, _SPHERICAL or
+                                             * _PLANAR, the index of its first coordinate in q and of its
+                                             * first velocity in qd; NULL if none */
 
     /* M(q) qdd + bias(t, q, qd) = B(q) u */
     void (*mass_matrix)(const double *q, const double *p, double *M);              /* M [nq*nq] */
@@ -102,7 +119,7 @@ typedef struct rodgen_model {
 
     /* Force elements (NULL when nforces == 0): the force of each on its point, ground frame. */
     void (*element_forces)(double t, const double *q, const double *qd, const double *u, const double *p,
-                           double *f);                                             /* f [2*nforces] */
+                           double *f);                             /* f [RODGEN_FDIM(m)*nforces] */
 
     /* Dry friction (NULL when the model has no FRICTION block): the kinetic limit of each block. */
     void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */

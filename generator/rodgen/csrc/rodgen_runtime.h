@@ -68,8 +68,13 @@ extern "C" {
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
 #define RODGEN_SIM_STORAGE(nq) (4 * (nq))
 
-/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); equal to nq today. */
-#define RODGEN_NV(m) ((m)->nq)
+/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a table that leaves nv 0, written before the field, counts nq). */
+#define RODGEN_NV(m) ((m)->nv > 0 ? (m)->nv : (m)->nq)
+
+/* State size of a model: size of the state y = [q, qd], nq + nv (at most 2 nq: RODGEN_SIM_STORAGE(nq) holds y and f). */
+#define RODGEN_NY(m) ((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))
+/* Force components of a model (m: const rodgen_model *): components of a force element's force: 2 (planar model), 3 (spatial model). */
+#define RODGEN_FDIM(m) ((m)->npoints > 0 ? 2 : 3)
 
 /* rodgen_input_fn: fills u [nu] at (t, y); returns 0, anything else is a failure. */
 typedef int (*rodgen_input_fn)(void *context, double t, const double *y, double *u);
@@ -105,8 +110,8 @@ typedef struct {
 typedef struct {
     double t0;                   /* start time */
     double t;                    /* time of the state y */
-    double *y;                   /* [2*nq] state [q, qd] */
-    double *f;                   /* [2*nq] its derivative (valid when have_f) */
+    double *y;                   /* [nq+nv] state [q, qd] */
+    double *f;                   /* [nq+nv] its derivative (valid when have_f) */
     double h;                    /* DOPRI5: next step size */
     long steps;                  /* accepted steps */
     long rejected;               /* rejected steps (DOPRI5) */
@@ -138,8 +143,8 @@ typedef struct {
 typedef struct {
     long n;                      /* number of trajectories */
     double t0;                   /* start time of every trajectory */
-    const double *y0;            /* initial states, rows of [2*nq] */
-    long y0_stride;              /* 2*nq, or 0: one state for all */
+    const double *y0;            /* initial states, rows of [nq+nv] */
+    long y0_stride;              /* nq+nv, or 0: one state for all */
     const double *p;             /* parameters, rows of [np] */
     long p_stride;               /* np, or 0: one parameter vector for all */
     const rodgen_input *input;   /* the input law of every trajectory */
@@ -149,7 +154,7 @@ typedef struct {
     long capacity;               /* rows stored per trajectory (final_only: unused) */
     int final_only;              /* store only the final state (one row per trajectory) */
     double *t_out;               /* [n*capacity] times (final_only: [n]) */
-    double *y_out;               /* [n*capacity*2*nq] states (final_only: [n*2*nq]) */
+    double *y_out;               /* [n*capacity*(nq+nv)] states (final_only: [n*(nq+nv)]) */
     double *u_out;               /* [n*capacity*nu] inputs at the stored states (final_only: [n*nu]) */
     long *rows;                  /* [n] rows written per trajectory */
     int *status;                 /* [n] status of each trajectory (RODGEN_OK at t_end) */
@@ -165,16 +170,30 @@ int rodgen_cholesky(double *A, int n);
 /* Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky. */
 void rodgen_cholesky_solve(const double *L, double *b, int n);
 
-/* Start a simulation at time t0 from the state y0 [2*nq]; storage [RODGEN_SIM_STORAGE(nq)] doubles,
- * owned by the caller, holds s->y and s->f for the life of the simulation. */
+/* Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] doubles,
+ * owned by the caller, holds s->y and s->f for the life of the simulation. The quaternions of y0 are
+ * normalised (rodgen_normalize). */
 void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage);
 
+/* Divide the quaternion of each free and spherical joint of q [nq] by its norm (a quaternion of norm 0
+ * is left as it is). The integrators call it on the state after every accepted step. */
+void rodgen_normalize(const rodgen_model *m, double *q);
+
 /* Integrate from s->t towards o->t_end, writing at most capacity rows: t_out [capacity], y_out
- * [capacity*2*nq], u_out [capacity*nu] (the inputs at the stored states). *n_out receives the number
- * of rows written. Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when the arrays are full (call again
- * with fresh arrays), or an error code; on an error the state holds the last good step (written as the
- * last row). */
+ * [capacity*(nq+nv)], u_out [capacity*nu] (the inputs at the stored states). *n_out receives the
+ * number of rows written. Returns RODGEN_OK at t_end, RODGEN_SIM_FULL when the arrays are full (call
+ * again with fresh arrays), or an error code; on an error the state holds the last good step (written
+ * as the last row). */
 int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp, const double *p, rodgen_sim_state *s, long capacity, double *t_out, double *y_out, double *u_out, long *n_out);
+
+/* out [nq] = q (+) v dt: a free joint moved by the exponential map of SE(3), a spherical joint by that
+ * of SO(3), a planar joint by that of SE(2) (Pinocchio's integrate), every other coordinate by q + v
+ * dt; q [nq], v [nv] (rodgen_lie.c). */
+void rodgen_integrate(const rodgen_model *m, const double *q, const double *v, double dt, double *out);
+
+/* v [nv]: the velocity that takes q0 to q1 in unit time, rodgen_integrate(q0, v, 1) = q1 (Pinocchio's
+ * difference; a planar joint's angle difference in (-pi, pi]). */
+void rodgen_difference(const rodgen_model *m, const double *q0, const double *q1, double *v);
 
 /* The inputs u [nu] of an input law at time t and state y. Returns RODGEN_OK or an error code. */
 int rodgen_input_eval(const rodgen_model *m, const rodgen_input *inp, double t, const double *y, const double *p, double *u);

@@ -67,6 +67,9 @@ int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double
     const int n = model->nq, m = model->nu;
     const int mu = m > 0 ? m : 1;
     int i, j, k;
+    if (model->nlie > 0 && (inp->kind == RODGEN_INPUT_PD || inp->kind == RODGEN_INPUT_COMPUTED_TORQUE)) {
+        return RODGEN_ERR_OPTIONS;   /* tracking laws compare q and qd entry by entry: qd = dq/dt only */
+    }
     switch (inp->kind) {
     case RODGEN_INPUT_CONSTANT:
         for (j = 0; j < m; ++j) {
@@ -167,7 +170,7 @@ static int rodgen_stage(const rodgen_model *m, const rodgen_input *inp, const do
 static int rodgen_sim_store(const rodgen_model *m, const rodgen_input *inp, const double *p, rodgen_sim_state *s,
     long n, double *t_out, double *y_out, double *u_out, double *u)
 {
-    const int ny = 2 * m->nq, nu = m->nu;
+    const int ny = RODGEN_NY(m), nu = m->nu;
     int i, status;
     t_out[n] = s->t;
     for (i = 0; i < ny; ++i) {
@@ -181,9 +184,27 @@ static int rodgen_sim_store(const rodgen_model *m, const rodgen_input *inp, cons
     return status;
 }
 
+void rodgen_normalize(const rodgen_model *m, double *q)
+{
+    int f, k;
+    for (f = 0; f < m->nlie; ++f) {
+        const int kind = m->lie_joints[3 * f];
+        double *x = q + m->lie_joints[3 * f + 1] + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+        if (kind != RODGEN_JOINT_FREE && kind != RODGEN_JOINT_SPHERICAL) {
+            continue;
+        }
+        const double norm = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]);
+        if (norm > 0.0) {
+            for (k = 0; k < 4; ++k) {
+                x[k] /= norm;
+            }
+        }
+    }
+}
+
 void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage)
 {
-    const int ny = 2 * m->nq;
+    const int ny = RODGEN_NY(m);
     int i;
     s->y = storage;
     s->f = storage + ny;
@@ -193,6 +214,7 @@ void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, con
         s->y[i] = y0[i];
         s->f[i] = 0.0;
     }
+    rodgen_normalize(m, s->y);
     s->h = 0.0;
     s->steps = 0;
     s->rejected = 0;
@@ -206,7 +228,7 @@ void rodgen_sim_start(rodgen_sim_state *s, const rodgen_model *m, double t0, con
 static int rodgen_rk4_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
     const double *p, rodgen_sim_state *s, const double *uh)
 {
-    const int ny = 2 * m->nq;
+    const int ny = RODGEN_NY(m);
     double k1[ny], k2[ny], k3[ny], k4[ny], yt[ny];
     const double t = s->t;
     double t_next = s->t0 + (double)(s->steps + 1) * o->dt;
@@ -250,6 +272,7 @@ static int rodgen_rk4_step(const rodgen_model *m, const rodgen_sim_options *o, c
     for (i = 0; i < ny; ++i) {
         s->y[i] = yt[i];
     }
+    rodgen_normalize(m, s->y);   /* the step left the unit sphere by O(h^5): back onto it */
     s->t = t_next;
     s->steps += 1;
     s->have_f = 0;
@@ -273,7 +296,7 @@ static double rodgen_rms_scaled(int ny, const double *x, const double *y, double
 static double rodgen_initial_step(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_input *inp,
     const double *p, rodgen_sim_state *s, double h_max)
 {
-    const int ny = 2 * m->nq;
+    const int ny = RODGEN_NY(m);
     double yt[ny], f1[ny];
     const double d0 = rodgen_rms_scaled(ny, s->y, s->y, o->rtol, o->atol);
     const double d1 = rodgen_rms_scaled(ny, s->f, s->y, o->rtol, o->atol);
@@ -314,7 +337,7 @@ static int rodgen_dopri5_step(const rodgen_model *m, const rodgen_sim_options *o
         e6 = 22.0 / 525.0, e7 = -1.0 / 40.0;
     const double eps = 2.220446049250313e-16;
     const double h_max = o->h_max > 0.0 ? o->h_max : o->t_end - s->t0;
-    const int ny = 2 * m->nq;
+    const int ny = RODGEN_NY(m);
     double k2[ny], k3[ny], k4[ny], k5[ny], k6[ny], k7[ny];
     double yt[ny], yn[ny], err[ny];
     const double *k1 = s->f;
@@ -395,6 +418,10 @@ static int rodgen_dopri5_step(const rodgen_model *m, const rodgen_sim_options *o
             for (i = 0; i < ny; ++i) {
                 s->y[i] = yn[i];
                 s->f[i] = k7[i];
+            }
+            if (m->nlie > 0) {   /* back onto the unit sphere; f is then evaluated at the normalised state */
+                rodgen_normalize(m, s->y);
+                s->have_f = 0;
             }
             s->t = last ? o->t_end : t + h;
             if (!last) {
@@ -487,7 +514,7 @@ int rodgen_simulate(const rodgen_model *m, const rodgen_sim_options *o, const ro
 static int rodgen_batch_one(const rodgen_model *m, const rodgen_sim_options *o, const rodgen_batch *b, long i,
     double *work, long *rows)
 {
-    const int ny = 2 * m->nq, nu = m->nu;
+    const int ny = RODGEN_NY(m), nu = m->nu;
     const double *y0 = b->y0 + i * b->y0_stride;
     const double *p = b->p + i * b->p_stride;
     rodgen_input inp = *b->input;
@@ -543,7 +570,7 @@ static int rodgen_batch_one(const rodgen_model *m, const rodgen_sim_options *o, 
 /* NaN in the rows of trajectory i from row `from` on (the rows it did not write). */
 static void rodgen_batch_blank(const rodgen_model *m, const rodgen_batch *b, long i, long from)
 {
-    const int ny = 2 * m->nq, nu = m->nu;
+    const int ny = RODGEN_NY(m), nu = m->nu;
     const long c = b->final_only ? 1 : b->capacity;
     long r;
     int j;

@@ -399,15 +399,20 @@ class Contact:
 
 @dataclass
 class Loop:
-    """A loop closure: the markers ``a`` and ``b`` (on different links) coincide (two rows: r_b - r_a)."""
+    """A loop closure: the markers ``a`` and ``b`` (on different links) coincide (two rows: r_b - r_a).
+
+    In a spatial model ``a`` and ``b`` name frames and ``rows`` is 3 (the origins coincide) or 6 (the
+    orientations too); ``None`` is the dimension's default (2 in a plane, 3 in space).
+    """
 
     name: str
     a: str
     b: str
+    rows: Optional[int] = None
 
 
 #: The types of force element (see :class:`Force`).
-FORCE_TYPES = ("point_force", "viscous", "coulomb", "ground_contact")
+FORCE_TYPES = ("point_force", "viscous", "coulomb", "ground_contact", "spring_damper")
 #: The frames a point force may be given in.
 FORCE_FRAMES = ("world", "link")
 
@@ -438,13 +443,20 @@ class Force:
         the gap), normal force ``stiffness * d**exponent * (1 + damping * d')`` while ``d > 0``
         and that is positive, else 0 (never pulls); tangential force ``-friction * N *
         tanh(v_t / velocity_scale)``.
+    ``"spring_damper"``
+        a linear spring and damper between the point ``at`` and the point ``b``: the force on ``at`` is
+        ``(stiffness * (L - rest_length) + damping * L') e``, ``e`` the unit vector from ``at`` to ``b``,
+        ``L`` their distance (``rest_length`` defaults to 0); ``b`` gets the opposite force.
+
+    In a spatial model a vector has three components (``force=(fx, fy, fz)``) and the laws act in the
+    ground plane (see docs/forces-3d.md).
     """
 
     name: str
     type: str
     at: str
     frame: str = "world"
-    force: Optional[tuple[Value, Value]] = None
+    force: Optional[Sequence[Value]] = None
     inputs: Any = None
     coefficient: Optional[Value] = None
     along: Optional[Value] = None
@@ -455,6 +467,8 @@ class Force:
     exponent: Optional[Value] = None
     damping: Optional[Value] = None
     friction: Optional[Value] = None
+    b: Optional[str] = None
+    rest_length: Optional[Value] = None
 
 
 #: The fields of :class:`Force` each type takes (besides name, type, at).
@@ -463,6 +477,7 @@ FORCE_FIELDS: dict[str, tuple[str, ...]] = {
     "viscous": ("coefficient", "along", "across"),
     "coulomb": ("coefficient", "along", "across", "normal", "velocity_scale"),
     "ground_contact": ("stiffness", "exponent", "damping", "friction", "velocity_scale"),
+    "spring_damper": ("b", "stiffness", "damping", "rest_length"),
 }
 
 
@@ -499,8 +514,62 @@ class Limit:
     segment: Optional[str] = None
 
 
+class ForceBuilder:
+    """The builder methods of force elements, shared by the planar :class:`Model` and the spatial
+    :class:`~rodgen.model.spatial.SpatialModel` (both keep their elements in ``forces``)."""
+
+    forces: list[Force]
+
+    def force(self, name: str, type: str, at: str, **fields: Any) -> Force:
+        """Add a force element (see :class:`Force` for the types and their fields) and return it."""
+        allowed = FORCE_FIELDS.get(type, ())
+        for key in fields:
+            if key not in allowed:
+                raise TypeError(f"force type {type!r} takes no field {key!r}"
+                                + (f" (fields: {', '.join(allowed)})" if allowed else
+                                   f" (types: {', '.join(FORCE_TYPES)})"))
+        f = Force(name, type, at, **fields)
+        self.forces.append(f)
+        return f
+
+    def point_force(self, name: str, at: str, force: Optional[Sequence[Value]] = None, *,
+                    frame: str = "world", inputs: Any = None) -> Force:
+        """An external force at a point: ``force=(fx, fy)`` (spatial: ``(fx, fy, fz)``) expressions (of q,
+        rates, the time ``t``, point states ``x_<point>`` ... and the parameters), or ``inputs=True`` (new
+        inputs ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")`` (planar models); ``frame`` ``"world"``
+        or ``"link"``."""
+        return self.force(name, "point_force", at, frame=frame, force=force, inputs=inputs)
+
+    def viscous_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *,
+                         along: Optional[Value] = None, across: Optional[Value] = None) -> Force:
+        """Viscous friction of a point on the plane: isotropic ``coefficient`` or ``along``/``across``
+        its link axis."""
+        return self.force(name, "viscous", at, coefficient=coefficient, along=along, across=across)
+
+    def coulomb_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *, normal: Value,
+                         along: Optional[Value] = None, across: Optional[Value] = None,
+                         velocity_scale: Optional[Value] = None) -> Force:
+        """Regularised Coulomb friction of a point on the plane under the normal load ``normal``."""
+        return self.force(name, "coulomb", at, coefficient=coefficient, along=along, across=across, normal=normal,
+                          velocity_scale=velocity_scale)
+
+    def ground_contact(self, name: str, at: str, *, stiffness: Value, exponent: Optional[Value] = None,
+                       damping: Optional[Value] = None, friction: Optional[Value] = None,
+                       velocity_scale: Optional[Value] = None) -> Force:
+        """Compliant (Hunt–Crossley) contact of a point with the ground line (plane), with regularised friction."""
+        return self.force(name, "ground_contact", at, stiffness=stiffness, exponent=exponent, damping=damping,
+                          friction=friction, velocity_scale=velocity_scale)
+
+    def spring_damper(self, name: str, a: str, b: str, *, stiffness: Value, damping: Optional[Value] = None,
+                      rest_length: Optional[Value] = None) -> Force:
+        """A linear spring and damper between the points ``a`` and ``b`` (its force along the line between
+        them)."""
+        return self.force(name, "spring_damper", a, b=b, stiffness=stiffness, damping=damping,
+                          rest_length=rest_length)
+
+
 @dataclass
-class Model:
+class Model(ForceBuilder):
     """A planar rod/link mechanism.
 
     ``base="fixed"``: root links are hinged to the ground at their ``origin``
@@ -595,45 +664,6 @@ class Model:
         self.loops.append(lp)
         return lp
 
-    def force(self, name: str, type: str, at: str, **fields: Any) -> Force:
-        """Add a force element (see :class:`Force` for the types and their fields) and return it."""
-        allowed = FORCE_FIELDS.get(type, ())
-        for key in fields:
-            if key not in allowed:
-                raise TypeError(f"force type {type!r} takes no field {key!r}"
-                                + (f" (fields: {', '.join(allowed)})" if allowed else
-                                   f" (types: {', '.join(FORCE_TYPES)})"))
-        f = Force(name, type, at, **fields)
-        self.forces.append(f)
-        return f
-
-    def point_force(self, name: str, at: str, force: Optional[tuple[Value, Value]] = None, *,
-                    frame: str = "world", inputs: Any = None) -> Force:
-        """An external force at a point: ``force=(fx, fy)`` expressions (of q, rates, the time ``t`` and the
-        parameters), or ``inputs=True`` (new inputs ``<name>_x``, ``<name>_y``) or ``inputs=("Fx", "Fy")``;
-        ``frame`` ``"world"`` or ``"link"``."""
-        return self.force(name, "point_force", at, frame=frame, force=force, inputs=inputs)
-
-    def viscous_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *,
-                         along: Optional[Value] = None, across: Optional[Value] = None) -> Force:
-        """Viscous friction of a point on the plane: isotropic ``coefficient`` or ``along``/``across``
-        its link axis."""
-        return self.force(name, "viscous", at, coefficient=coefficient, along=along, across=across)
-
-    def coulomb_friction(self, name: str, at: str, coefficient: Optional[Value] = None, *, normal: Value,
-                         along: Optional[Value] = None, across: Optional[Value] = None,
-                         velocity_scale: Optional[Value] = None) -> Force:
-        """Regularised Coulomb friction of a point on the plane under the normal load ``normal``."""
-        return self.force(name, "coulomb", at, coefficient=coefficient, along=along, across=across, normal=normal,
-                          velocity_scale=velocity_scale)
-
-    def ground_contact(self, name: str, at: str, *, stiffness: Value, exponent: Optional[Value] = None,
-                       damping: Optional[Value] = None, friction: Optional[Value] = None,
-                       velocity_scale: Optional[Value] = None) -> Force:
-        """Compliant (Hunt–Crossley) contact of a point with the ground line, with regularised friction."""
-        return self.force(name, "ground_contact", at, stiffness=stiffness, exponent=exponent, damping=damping,
-                          friction=friction, velocity_scale=velocity_scale)
-
     # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> Link:
         for lk in self.links:
@@ -702,7 +732,7 @@ def is_finite_number(x: object) -> bool:
 
 
 __all__ = ["Parameter", "Spring", "PointMass", "Rod", "Segment", "Joint", "Marker", "Link", "Model",
-           "Ground", "Contact", "Loop", "Limit", "Friction", "FrictionBlock", "Force", "FORCE_TYPES",
+           "Ground", "Contact", "Loop", "Limit", "Friction", "FrictionBlock", "Force", "ForceBuilder", "FORCE_TYPES",
            "FORCE_FRAMES", "FORCE_FIELDS",
            "Coordinate", "Input", "telescopic", "check_name", "Value", "Expression", "ExpressionError",
            "ANGLE_CONVENTIONS", "BASES", "RESERVED"]

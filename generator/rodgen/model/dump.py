@@ -236,7 +236,9 @@ def _force(f: ValidForce) -> dict[str, Any]:
         d["coefficient"] = _v(f.along)
     elif f.along is not None:
         d["along"], d["across"] = _v(f.along), _v(f.across)
-    for key in ("normal", "stiffness", "exponent", "damping", "friction", "velocity_scale"):
+    if f.b is not None:
+        d["b"] = f.b
+    for key in ("normal", "stiffness", "exponent", "damping", "friction", "velocity_scale", "rest_length"):
         if getattr(f, key) is not None:
             d[key] = _v(getattr(f, key))
     return d

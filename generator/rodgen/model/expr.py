@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Union
 #: Functions allowed in expressions, with their number of arguments.
 FUNCTIONS: dict[str, int] = {
     "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1,
-    "asin": 1, "acos": 1, "atan": 1, "atan2": 2, "abs": 1, "sign": 1, "max": 2, "min": 2,
+    "asin": 1, "acos": 1, "atan": 1, "atan2": 2, "abs": 1, "sign": 1, "max": 2, "min": 2, "tanh": 1,
 }
 #: Names with a fixed meaning that need no definition.
 CONSTANTS: dict[str, float] = {"pi": math.pi}

@@ -225,6 +225,13 @@ _FORCE_DOCS = {
         "friction": "mu of the regularised friction -mu F_n tanh(v_t/v_s) (default 0)",
         "velocity_scale": "v_s of the friction law (default 0.01 m/s)",
     },
+    "spring_damper": {
+        "b": "required; the second point: the force on `at` is (k (L - L0) + c L') along the unit vector from `at` "
+             "to `b`, `b` gets the opposite force",
+        "stiffness": "required; k, N/m",
+        "damping": "c, N s/m (default 0)",
+        "rest_length": "L0, m (default 0)",
+    },
 }
 _FORCES = tuple(
     Section(f"force.{kind}", f"forces[] with type: {kind}", f"A force element of type `{kind}`.",
@@ -242,6 +249,10 @@ _SPATIAL: tuple[Section, ...] = (
                 "parameters": "as in a planar file",
                 "links": "required; the list of spatial links (a tree)",
                 "couplings": "dependent coordinate -> expression, as in a planar file",
+                "contacts": "point contacts at named frames (see below)",
+                "loops": "loop closures between two frames (see below)",
+                "forces": "force elements, as in a planar file with 3-vectors (`force: [fx, fy, fz]`); see "
+                          "docs/forces-3d.md",
             }),
     Section("spatial.ground", "ground (spatial)", "The ground plane that contacts and compliant ground contacts "
             "are measured against.", spatial_io._GROUND_KEYS, {
@@ -277,7 +288,21 @@ _SPATIAL: tuple[Section, ...] = (
         "limits": "`[lower, upper]`, kept with the model",
         "effort": "the largest input (URDF `<limit effort>`), kept with the model",
         "velocity": "the largest rate (URDF `<limit velocity>`), kept with the model",
+        "friction": "`{static, kinetic}`: dry friction with stiction on a one-coordinate joint (N m or N)",
     }),
+    Section("spatial.contact", "contacts[] (spatial)", "A point contact at a named frame against the ground "
+            "plane: 3 rows (two tangential, the gap); see docs/contacts-3d.md.", spatial_io._CONTACT_KEYS, {
+                "name": "required; unique among contacts, loops, limits and frictions",
+                "frame": "the frame whose origin touches the ground (default: the frame named `name`)",
+                "friction": "the Coulomb friction coefficient, >= 0 (default 1)",
+            }),
+    Section("spatial.loop", "loops[] (spatial)", "A loop closure between two frames, always held.",
+            spatial_io._LOOP_KEYS, {
+                "name": "required; unique among contacts, loops, limits and frictions",
+                "a": "required; the first frame",
+                "b": "required; the second frame, on another link",
+                "rows": "3 (the origins coincide, default) or 6 (the orientations too)",
+            }),
     Section("spatial.body", "links[].bodies[]", "A rigid body (URDF's `<inertial>`).", spatial_io._BODY_KEYS, {
         "mass": "required; the mass",
         "com": "the centre of mass in the link frame (default `[0, 0, 0]`)",

@@ -371,7 +371,8 @@ class _Reader:
                                "double", where) from None
             model.parameters.append(Parameter(name, value, unit, doc))
 
-    def force(self, fd: Any, i: int) -> Force:
+    def force(self, fd: Any, i: int, dim: int = 2) -> Force:
+        """One force element of ``forces:`` (``dim`` 3 in a spatial model: ``force: [fx, fy, fz]``)."""
         name = fd.get("name") if isinstance(fd, dict) else None
         fw = f"force {name!r}" if isinstance(name, str) else f"forces[{i}]"
         if not isinstance(fd, dict):
@@ -388,7 +389,10 @@ class _Reader:
             if key == "frame":
                 v = self.string(v, f"{fw}.frame")
             elif key == "force":
-                v = self.pair(v, f"{fw}.force", "[fx, fy]")
+                v = (self.pair(v, f"{fw}.force", "[fx, fy]") if dim == 2
+                     else tuple(self.seq(v, f"{fw}.force")))
+            elif key == "b":
+                v = self.string(v, f"{fw}.b")
             elif key == "inputs" and v is not True:
                 v = tuple(self.string(x, f"{fw}.inputs") for x in self.pair(v, f"{fw}.inputs", "true or [Fx, Fy]"))
             setattr(f, key, v)

@@ -18,6 +18,27 @@ convention: translation, then the fixed-axis roll-pitch-yaw rotation
   parent must then be None or another absolute two-angle link, attached
   without ``rpy``); with ``angles="relative"`` in the parent's frame (a
   universal joint).
+* ``"free"``: a floating base (the root link only), Pinocchio's free flyer:
+  seven configuration coordinates ``q = [x y z qx qy qz qw]`` (the link
+  frame's origin in the ground frame and its orientation as a unit
+  quaternion) and six velocities ``v = [vx vy vz wx wy wz]``, the link's
+  spatial velocity in its own frame (linear, angular); nq = nv + 1. The
+  coordinates are named ``<link>_x``, ..., ``<link>_qw`` and the velocities
+  ``<link>_vx``, ..., ``<link>_wz``; the joint has no input, no offset, no
+  ``xyz``/``rpy`` (its coordinates place the link).
+* ``"spherical"``: a ball joint (Pinocchio's ``JointModelSpherical``): the
+  link frame turns by a unit quaternion ``[qx qy qz qw]`` (coordinates
+  ``<link>_qx`` ... ``<link>_qw``, nq = 4) about the joint frame's origin;
+  velocities ``<link>_wx, _wy, _wz``, its angular velocity in its own frame
+  (nv = 3).
+* ``"planar"``: a planar joint (Pinocchio's ``JointModelPlanar``): the link
+  frame moves in the joint frame's xy plane, coordinates ``<link>_x``,
+  ``<link>_y``, ``<link>_theta`` (the rotation about z); velocities
+  ``<link>_vx, _vy, _wz``, the link's velocity in its own frame, so nq = nv = 3
+  but the velocities are not the coordinates' rates.
+
+Free, spherical and planar joints have no inputs, springs or limits; their
+velocities are listed by :meth:`ValidSpatialModel.velocities`.
 
 A link carries rigid bodies (:class:`Body`: mass, centre of mass and the full
 inertia tensor about it, URDF order ``ixx, ixy, ixz, iyy, iyz, izz``) in its
@@ -42,12 +63,38 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from .core import Coordinate, Input, Limit, Parameter, PointMass, Rod, Segment, Spring, telescopic
+from .core import (
+    Contact,
+    Coordinate,
+    Force,
+    ForceBuilder,
+    Friction,
+    FrictionBlock,
+    Input,
+    Limit,
+    Loop,
+    Parameter,
+    PointMass,
+    Rod,
+    Segment,
+    Spring,
+    telescopic,
+)
 from .expr import Expression, Value, parse
-from .valid import Bounds, ValidSegment, ValidSpring
+from .valid import Bounds, ValidContact, ValidForce, ValidFriction, ValidLoop, ValidSegment, ValidSpring
 
 #: Joint types of a spatial link.
-JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle")
+JOINT_TYPES = ("revolute", "prismatic", "fixed", "two_angle", "free", "spherical", "planar")
+#: Suffixes of a free joint's configuration coordinates and velocities (``<link>_x``, ``<link>_vx``, ...).
+FREE_COORDINATES = ("x", "y", "z", "qx", "qy", "qz", "qw")
+FREE_VELOCITIES = ("vx", "vy", "vz", "wx", "wy", "wz")
+#: Joints whose velocities are not the rates of their coordinates: suffixes of (coordinates, velocities) and
+#: the default initial configuration.
+LIE_JOINTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...]]] = {
+    "free": (FREE_COORDINATES, FREE_VELOCITIES, (0.0,) * 6 + (1.0,)),
+    "spherical": (("qx", "qy", "qz", "qw"), ("wx", "wy", "wz"), (0.0, 0.0, 0.0, 1.0)),
+    "planar": (("x", "y", "theta"), ("vx", "vy", "wz"), (0.0, 0.0, 0.0)),
+}
 #: Angle conventions of a two-angle link.
 TWO_ANGLE_CONVENTIONS = ("absolute", "relative")
 
@@ -62,6 +109,18 @@ def default_joint_coordinate(link_name: str) -> str:
 def default_joint_input(link_name: str, joint_type: str) -> str:
     """Name of a joint's input when the model gives none: ``tau_<link>`` (revolute), ``F_<link>`` (prismatic)."""
     return ("F_" if joint_type == "prismatic" else "tau_") + link_name
+
+
+def free_coordinates(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The configuration coordinates of a free joint (position, then the unit quaternion (x, y, z, w)), a
+    spherical joint (the quaternion) or a planar joint (x, y, theta)."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][0])
+
+
+def free_velocities(link_name: str, joint: str = "free") -> tuple[str, ...]:
+    """The velocities of a free joint (the link's linear, then angular velocity, in its own frame), a
+    spherical joint (angular velocity) or a planar joint (vx, vy, wz), all in the link's frame."""
+    return tuple(f"{link_name}_{s}" for s in LIE_JOINTS[joint][1])
 
 
 def default_two_angle_coordinates(link_name: str) -> tuple[str, str]:
@@ -97,6 +156,8 @@ class SpatialJoint:
     two angles) unless ``actuated=False``. ``limits``, ``effort`` and
     ``velocity`` are kept with the model (``limits`` give limit blocks as in
     the planar model; ``effort`` and ``velocity`` are recorded only).
+    ``friction`` is dry friction with stiction on a one-coordinate joint
+    (:class:`~rodgen.model.core.Friction`, or a mapping ``{static, kinetic}``).
     """
 
     type: str = "revolute"
@@ -115,6 +176,7 @@ class SpatialJoint:
     limits: Optional[tuple[Optional[Value], Optional[Value]]] = None
     effort: Optional[Value] = None
     velocity: Optional[Value] = None
+    friction: Any = None
 
 
 @dataclass
@@ -201,13 +263,19 @@ class SpatialGround:
 
 
 @dataclass
-class SpatialModel:
+class SpatialModel(ForceBuilder):
     """A spatial (3D) tree of links on a fixed base; see the module docstring.
 
     ``gravity`` is a 3-vector (default ``(0, 0, -9.81)``). ``couplings`` map a
     dependent coordinate to an expression of the others (e.g. a URDF mimic
     joint), as in the planar :class:`~rodgen.model.core.Model`. ``ground`` is
-    the ground plane (:class:`SpatialGround`, default ``z = 0``).
+    the ground plane (:class:`SpatialGround`, default ``z = 0``). ``forces``
+    are force elements (:class:`~rodgen.model.core.Force`, the planar
+    vocabulary with three components; the builder methods ``point_force``,
+    ``spring_damper``, ``ground_contact``, ``viscous_friction``,
+    ``coulomb_friction``; docs/forces-3d.md);
+    ``contacts`` are point contacts at named frames against the ground plane and ``loops`` closures
+    between two frames (docs/contacts-3d.md).
     """
 
     name: str
@@ -218,6 +286,9 @@ class SpatialModel:
     doc: str = ""
     source: Optional[str] = None
     ground: SpatialGround = field(default_factory=SpatialGround)
+    forces: list[Force] = field(default_factory=list)
+    contacts: list[Contact] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
 
     # -- builder API -----------------------------------------------------
     def parameter(self, name: str, value: float, unit: str = "", doc: str = "") -> str:
@@ -231,15 +302,16 @@ class SpatialModel:
              initial: Value = 0.0, offset: Value = 0.0, input: Optional[str] = None, actuated: bool = True,
              spring: Optional[Spring] = None, damping: Optional[Value] = None,
              limits: Optional[tuple[Optional[Value], Optional[Value]]] = None,
-             effort: Optional[Value] = None, velocity: Optional[Value] = None) -> SpatialLink:
-        """Add a link with a revolute, prismatic or fixed joint and return it.
+             effort: Optional[Value] = None, velocity: Optional[Value] = None,
+             friction: Optional[Friction] = None) -> SpatialLink:
+        """Add a link with a revolute, prismatic, fixed, free, spherical or planar joint and return it.
 
         ``xyz``/``rpy`` place the joint frame relative to the attachment point ``at`` of the parent
         (``parent=None``: the ground frame); ``axis`` is the joint axis in the link frame.
         """
         jt = SpatialJoint(joint, axis, xyz, rpy, coordinate=coordinate, offset=offset, initial=initial,
                           input=input, actuated=actuated, spring=spring, damping=damping, limits=limits,
-                          effort=effort, velocity=velocity)
+                          effort=effort, velocity=velocity, friction=friction)
         lk = SpatialLink(name=name, parent=parent, at=at, joint=jt, along=along)
         self.links.append(lk)
         return lk
@@ -268,6 +340,21 @@ class SpatialModel:
         """Make ``coordinate`` a function of the other coordinates (see ``Model.couple``); return its name."""
         self.couplings[coordinate] = expression
         return coordinate
+
+    def contact(self, name: str, frame: Optional[str] = None, friction: Value = 1.0) -> Contact:
+        """Declare a point contact at the origin of the named frame ``frame`` (default: the frame named
+        ``name``; a marker, a link (its joint frame), a body or a segment's end ``<segment>.end``) against
+        the ground plane, with Coulomb coefficient ``friction``; return it."""
+        c = Contact(name, frame, friction)
+        self.contacts.append(c)
+        return c
+
+    def loop(self, name: str, a: str, b: str, rows: int = 3) -> Loop:
+        """Declare a loop closure between the frames ``a`` and ``b``: their origins coincide (``rows=3``)
+        or their origins and orientations (``rows=6``); return it."""
+        lp = Loop(name, a, b, rows)
+        self.loops.append(lp)
+        return lp
 
     # -- queries -------------------------------------------------------------
     def link_named(self, name: str) -> SpatialLink:
@@ -332,6 +419,9 @@ class ValidSpatialJoint:
     limits: Bounds = None
     effort: Optional[Expression] = None
     velocity: Optional[Expression] = None
+    #: the velocity names when they are not the coordinates' rates (a free joint: six of them)
+    velocities: tuple[str, ...] = ()
+    friction: Optional[ValidFriction] = None
 
 
 @dataclass(frozen=True)
@@ -366,8 +456,9 @@ class ValidSpatialGround:
 
 @dataclass(frozen=True)
 class ValidSpatialModel:
-    """A checked spatial model; ``links`` in tree order (parents first). The planar-only fields
-    (``contacts``, ``loops``, ``forces``) are empty; ``base`` is ``"fixed"``."""
+    """A checked spatial model; ``links`` in tree order (parents first). ``contacts`` name frames
+    (:meth:`frame_names`), ``loops`` two frames and their rows (3 or 6); ``forces`` are its force elements
+    (:class:`~rodgen.model.valid.ValidForce`, vectors of three components)."""
 
     name: str
     links: tuple[ValidSpatialLink, ...]
@@ -378,9 +469,9 @@ class ValidSpatialModel:
     source: Optional[str] = None
     base: str = "fixed"
     ground: ValidSpatialGround = field(default_factory=ValidSpatialGround)
-    contacts: tuple[()] = ()
-    loops: tuple[()] = ()
-    forces: tuple[()] = ()
+    contacts: tuple[ValidContact, ...] = ()
+    loops: tuple[ValidLoop, ...] = ()
+    forces: tuple[ValidForce, ...] = ()
 
     spatial = True
 
@@ -407,7 +498,7 @@ class ValidSpatialModel:
         for lk in self.links:
             kind = "position" if lk.joint.type == "prismatic" else "angle"
             for nm, x0 in zip(lk.joint.coordinates, lk.joint.initial):
-                out.append(Coordinate(nm, kind, lk.name, None, x0))
+                out.append(Coordinate(nm, "base" if lk.joint.type in LIE_JOINTS else kind, lk.name, None, x0))
             for sg in lk.segments:
                 if sg.extension is not None:
                     out.append(Coordinate(sg.extension.coordinate, "length", lk.name, sg.name, sg.length))
@@ -415,6 +506,31 @@ class ValidSpatialModel:
 
     def independent_coordinates(self) -> list[Coordinate]:
         return [c for c in self.coordinates() if c.name not in self.couplings]
+
+    def velocities(self) -> list[tuple[str, Optional[str]]]:
+        """The nv velocities, in order: ``(name, coordinate)``, where ``coordinate`` is the coordinate
+        whose rate the velocity is, or None for a free joint's velocities (they are not the rates of
+        its quaternion coordinates: see the module docstring)."""
+        out: list[tuple[str, Optional[str]]] = []
+        for c in self.coordinates():
+            lk = self.link_named(c.link) if c.link is not None else None
+            if lk is not None and lk.joint.type in LIE_JOINTS:
+                if c.name == lk.joint.coordinates[0]:
+                    out.extend((v, None) for v in lk.joint.velocities)
+                continue
+            out.append((c.name + "'", c.name))
+        return out
+
+    @property
+    def floating(self) -> bool:
+        """True when a link has a free joint (then nq != nv)."""
+        return any(lk.joint.type == "free" for lk in self.links)
+
+    @property
+    def lie(self) -> bool:
+        """True when a link has a free, spherical or planar joint (velocities that are not the coordinates'
+        rates)."""
+        return any(lk.joint.type in LIE_JOINTS for lk in self.links)
 
     def inputs(self) -> list[Input]:
         """Per link: its joint's inputs, then the forces of its variable segments."""
@@ -444,8 +560,62 @@ class ValidSpatialModel:
                     add(sg.extension.limits, sg.extension.coordinate, lk.name, sg.name)
         return out
 
+    def frictions(self) -> list[FrictionBlock]:
+        """The dry-friction blocks in order: per link, its joint's, then those of its variable segments."""
+        out: list[FrictionBlock] = []
+        for lk in self.links:
+            if lk.joint.friction is not None:
+                f = lk.joint.friction
+                c = lk.joint.coordinates[0]
+                out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name))
+            for sg in lk.segments:
+                if sg.extension is not None and sg.extension.friction is not None:
+                    f, c = sg.extension.friction, sg.extension.coordinate
+                    out.append(FrictionBlock(f"{c}_friction", c, f.static, f.kinetic, lk.name, sg.name))
+        return out
+
+    def frame_names(self) -> dict[str, str]:
+        """Every named frame of the model (a contact's or loop's place) -> the link it moves with: per link
+        its name and ``<link>.joint`` (the joint frame), its named bodies, ``<segment>.end`` and the named
+        points of its segments, its markers."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            out[lk.name] = out[f"{lk.name}.joint"] = lk.name
+            for b in lk.bodies:
+                if b.name is not None:
+                    out[b.name] = lk.name
+            for sg in lk.segments:
+                out[f"{sg.name}.end"] = lk.name
+                for nm in [pm.name for pm in sg.masses] + [rd.name for rd in sg.rods]:
+                    if nm is not None:
+                        out[nm] = lk.name
+            for mk in lk.markers:
+                out[mk.name] = lk.name
+        return out
+
     def markers(self) -> dict[str, tuple[ValidSpatialLink, ValidSpatialMarker]]:
         return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
+
+    def point_links(self) -> dict[str, str]:
+        """Every named frame a force element may act at, with the name of its link: ``<link>.joint``, named
+        bodies, ``<segment>.end``, named point masses and rods, markers (the names of ``Equations.frames``)."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            out[f"{lk.name}.joint"] = lk.name
+            for b in lk.bodies:
+                if b.name is not None:
+                    out[b.name] = lk.name
+            for sg in lk.segments:
+                out[f"{sg.name}.end"] = lk.name
+                for it in sg.masses:
+                    if it.name is not None:
+                        out[it.name] = lk.name
+                for rd in sg.rods:
+                    if rd.name is not None:
+                        out[rd.name] = lk.name
+            for mk in lk.markers:
+                out[mk.name] = lk.name
+        return out
 
     def parameter_values(self) -> dict[str, float]:
         return {p.name: p.value for p in self.parameters}
@@ -466,4 +636,5 @@ def validate_spatial(model: SpatialModel) -> ValidSpatialModel:
 __all__ = ["SpatialModel", "SpatialLink", "SpatialJoint", "SpatialMarker", "Body", "JOINT_TYPES",
            "TWO_ANGLE_CONVENTIONS", "ValidSpatialModel", "ValidSpatialLink", "ValidSpatialJoint",
            "ValidSpatialMarker", "ValidBody", "default_joint_coordinate", "default_joint_input",
+           "FREE_COORDINATES", "FREE_VELOCITIES", "LIE_JOINTS", "free_coordinates", "free_velocities",
            "default_two_angle_coordinates"]

@@ -22,6 +22,10 @@ The schema (docs/spatial.md, "Spatial models in YAML"; every key in rodgen.model
         along: [0, 0, 1]
         segments: [{name: upper_rod, length: 0.4, rods: [{mass: 1.5}]}]
     couplings: {q_b: "-q_a"}
+    contacts: [{name: tip, frame: upper_rod.end, friction: 0.8}]   # point contacts at named frames
+    loops: [{name: close, a: base_frame, b: upper_rod.end, rows: 3}]  # frames coincide (rows 3 or 6)
+
+A joint takes ``friction: {static: ..., kinetic: ...}`` (dry friction with stiction).
 
 Errors are :class:`~rodgen.errors.ModelError` naming the file, the line, the link and the field, as for
 planar models. This module uses no SymPy.
@@ -31,9 +35,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import ModelError
-from .dump import _is, _limits, _parameters, _segment, _spring, _v
+from .core import Contact, Loop
+from .dump import _force, _friction, _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
+    LIE_JOINTS,
     Body,
     SpatialGround,
     SpatialJoint,
@@ -48,11 +54,14 @@ from .spatial import (
     default_two_angle_coordinates,
 )
 
-_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings"}
+_MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings", "forces",
+               "contacts", "loops"}
+_CONTACT_KEYS = {"name", "frame", "friction"}
+_LOOP_KEYS = {"name", "a", "b", "rows"}
 _GROUND_KEYS = {"normal", "height"}
 _LINK_KEYS = {"name", "parent", "at", "joint", "along", "bodies", "segments", "markers"}
 _JOINT_KEYS = {"type", "axis", "xyz", "rpy", "coordinate", "coordinates", "angles", "offset", "initial", "input",
-               "actuated", "spring", "damping", "limits", "effort", "velocity"}
+               "actuated", "spring", "damping", "limits", "effort", "velocity", "friction"}
 _BODY_KEYS = {"mass", "com", "inertia", "rpy", "name"}
 _MARKER_KEYS = {"name", "segment", "fraction", "offset", "xyz", "rpy"}
 
@@ -87,6 +96,21 @@ class _SpatialReader(_Reader):
         for i, ld in enumerate(self.seq(d["links"], "links")):
             model.links.append(self.spatial_link(ld, i))
         self.couplings(d.get("couplings"), model)
+        for i, fd in enumerate(self.seq(d.get("forces"), "forces")):
+            model.forces.append(self.force(fd, i, 3))
+        for i, cd in enumerate(self.seq(d.get("contacts"), "contacts")):
+            name = cd.get("name") if isinstance(cd, dict) else None
+            cw = f"contact {name!r}" if isinstance(name, str) else f"contacts[{i}]"
+            c = self.mapping(cd, cw, _CONTACT_KEYS, ("name",))
+            model.contacts.append(Contact(self.string(c["name"], f"{cw}.name"),
+                                          None if c.get("frame") is None else self.string(c["frame"], f"{cw}.frame"),
+                                          c.get("friction", 1.0)))
+        for i, ld in enumerate(self.seq(d.get("loops"), "loops")):
+            name = ld.get("name") if isinstance(ld, dict) else None
+            lw = f"loop {name!r}" if isinstance(name, str) else f"loops[{i}]"
+            lp = self.mapping(ld, lw, _LOOP_KEYS, ("name", "a", "b"))
+            model.loops.append(Loop(self.string(lp["name"], f"{lw}.name"), self.string(lp["a"], f"{lw}.a"),
+                                    self.string(lp["b"], f"{lw}.b"), lp.get("rows", 3)))
         return model
 
     def spatial_link(self, ld: Any, i: int) -> SpatialLink:
@@ -152,7 +176,11 @@ class _SpatialReader(_Reader):
                 setattr(jt, key, d[key])
         if "initial" in d:
             init = d["initial"]
-            jt.initial = tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list) else init
+            if jt.type in LIE_JOINTS:   # e.g. [x, y, z, qx, qy, qz, qw], checked by the validation
+                jt.initial = tuple(init) if isinstance(init, list) else init
+            else:
+                jt.initial = (tuple(self.pair(init, f"{where}.initial", "[phi, psi]")) if isinstance(init, list)
+                              else init)
         if "input" in d:
             inp = d["input"]
             jt.input = (tuple(self.string(x, f"{where}.input") for x in self.pair(inp, f"{where}.input",
@@ -163,6 +191,7 @@ class _SpatialReader(_Reader):
         jt.spring = self.spring(d.get("spring"), f"{where}.spring")
         if d.get("limits") is not None:
             jt.limits = self.pair(d["limits"], f"{where}.limits", "[lower, upper]")
+        jt.friction = self.friction(d.get("friction"), f"{where}.friction")
         return jt
 
 
@@ -198,6 +227,10 @@ def _joint(lk: ValidSpatialLink) -> dict[str, Any]:
         out["rpy"] = _triple(jt.rpy)
     if jt.type == "fixed":
         return out
+    if jt.type in LIE_JOINTS:
+        if [_v(x) for x in jt.initial] != list(LIE_JOINTS[jt.type][2]):
+            out["initial"] = [_v(x) for x in jt.initial]
+        return out
     if jt.type == "two_angle":
         out["angles"] = jt.angles
         if tuple(jt.coordinates) != default_two_angle_coordinates(lk.name):
@@ -224,6 +257,7 @@ def _joint(lk: ValidSpatialLink) -> dict[str, Any]:
     if jt.damping is not None:
         out["damping"] = _v(jt.damping)
     _limits(out, jt.limits)
+    _friction(out, jt.friction)
     for key in ("effort", "velocity"):
         if getattr(jt, key) is not None:
             out[key] = _v(getattr(jt, key))
@@ -288,6 +322,21 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
     out["links"] = [_link(lk) for lk in model.links]
     if model.couplings:
         out["couplings"] = {k: _v(v) for k, v in model.couplings.items()}
+    if model.forces:
+        out["forces"] = [_force(f) for f in model.forces]
+    if model.contacts:
+        contacts = []
+        for c in model.contacts:
+            cd: dict[str, Any] = {"name": c.name}
+            if c.marker != c.name:
+                cd["frame"] = c.marker
+            if not _is(c.friction, 1.0):
+                cd["friction"] = _v(c.friction)
+            contacts.append(cd)
+        out["contacts"] = contacts
+    if model.loops:
+        out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b, **({"rows": lp.rows} if lp.rows != 3 else {})}
+                        for lp in model.loops]
     return out
 
 

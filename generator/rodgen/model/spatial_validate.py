@@ -10,10 +10,11 @@ import math
 from types import MappingProxyType
 from typing import Any
 
-from .core import Parameter, check_name, is_finite_number
+from .core import Contact, Loop, Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
+    LIE_JOINTS,
     TWO_ANGLE_CONVENTIONS,
     Body,
     SpatialGround,
@@ -30,10 +31,23 @@ from .spatial import (
     default_joint_coordinate,
     default_joint_input,
     default_two_angle_coordinates,
+    free_coordinates,
+    free_velocities,
 )
 from .suggest import did_you_mean
-from .valid import ValidParameter, ValidSegment
-from .validate import _couplings, _Ctx, _limits, _order_links, _spring_damper, _text, _typed, validate_segment
+from .valid import ValidContact, ValidLoop, ValidParameter, ValidSegment
+from .validate import (
+    _couplings,
+    _Ctx,
+    _friction,
+    _limits,
+    _order_links,
+    _spring_damper,
+    _text,
+    _typed,
+    check_forces,
+    validate_segment,
+)
 
 
 def _vec3(ctx: _Ctx, value: object, where: str, *, nonzero: bool = False) -> tuple[Expression, Expression, Expression]:
@@ -95,10 +109,12 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
     zero = ctx.expr(0.0, jw)
     axis = (zero, zero, ctx.expr(1.0, jw))
     if jt.type == "fixed":
-        for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input"):
+        for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input", "friction"):
             if getattr(jt, fld) is not None:
                 raise ctx.err(f"a fixed joint has no coordinate: {fld} does not apply", f"{jw}.{fld}")
         return ValidSpatialJoint("fixed", axis, xyz, rpy, (), (), (), offset)
+    if jt.type in LIE_JOINTS:
+        return _free_joint(ctx, lk, jw, claim, xyz, rpy, offset)
     spring, damping = _spring_damper(ctx, jt, jw)  # type: ignore[arg-type]
     if jt.type == "two_angle":
         if jt.angles not in TWO_ANGLE_CONVENTIONS:
@@ -121,6 +137,8 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
             inputs = tuple(claim(nm, "input", f"{jw}.input") for nm in given)
         if jt.limits is not None:
             raise ctx.err("limits apply to one-coordinate joints only", f"{jw}.limits")
+        if jt.friction is not None:
+            raise ctx.err("dry friction applies to one-coordinate joints only", f"{jw}.friction")
         if spring is not None or damping is not None:
             raise ctx.err("springs and dampers apply to one-coordinate joints only", jw)
         if jt.angles == "absolute":
@@ -152,8 +170,46 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
     limits = _limits(ctx, jt.limits, f"{jw}.limits")
     effort = None if jt.effort is None else ctx.expr(jt.effort, f"{jw}.effort", nonneg=True)
     velocity = None if jt.velocity is None else ctx.expr(jt.velocity, f"{jw}.velocity", nonneg=True)
+    friction = _friction(ctx, jt.friction, f"{jw}.friction")
     return ValidSpatialJoint(jt.type, axis, xyz, rpy, (coord,), inputs, (initial1,), offset, spring=spring,
-                             damping=damping, limits=limits, effort=effort, velocity=velocity)
+                             damping=damping, limits=limits, effort=effort, velocity=velocity, friction=friction)
+
+
+def _free_joint(ctx: _Ctx, lk: SpatialLink, jw: str, claim: Any, xyz: Any, rpy: Any,
+                offset: Expression) -> ValidSpatialJoint:
+    """A free joint (floating base: the root link only, placed by its coordinates), a spherical or a planar
+    joint: no input, the coordinates and velocities of :data:`LIE_JOINTS`."""
+    jt = lk.joint
+    kind = jt.type
+    suffixes, _, default = LIE_JOINTS[kind]
+    if kind == "free" and lk.parent is not None:
+        raise ctx.err(f"a free joint (floating base) joins the root link to the ground; link {lk.name!r} has the "
+                      f"parent {lk.parent!r}", f"{jw}.type")
+    for fld in ("coordinate", "coordinates", "spring", "damping", "limits", "input", "effort", "velocity"):
+        if getattr(jt, fld) is not None:
+            raise ctx.err(f"a {kind} joint has no {fld}", f"{jw}.{fld}")
+    if offset.evaluate(ctx.params) != 0:
+        raise ctx.err(f"a {kind} joint has no offset", f"{jw}.offset")
+    if kind == "free" and any(v.evaluate(ctx.params) != 0 for v in (*xyz, *rpy)):
+        raise ctx.err("a free joint is placed by its coordinates: xyz and rpy must be 0", jw)
+    init: Any = jt.initial
+    if isinstance(init, (int, float)) and init == 0:
+        init = default
+    if not isinstance(init, (tuple, list)) or len(init) != len(suffixes):
+        raise ctx.err(f"the initial configuration of a {kind} joint is [{', '.join(suffixes)}], got {init!r}",
+                      f"{jw}.initial")
+    initial = tuple(ctx.expr(v, f"{jw}.initial[{i}]") for i, v in enumerate(init))
+    if kind != "planar":
+        quat = [v.evaluate(ctx.params) for v in initial[-4:]]
+        norm = math.sqrt(sum(x * x for x in quat))
+        if not norm > 1e-9 or not math.isfinite(norm):
+            raise ctx.err(f"the initial quaternion [qx, qy, qz, qw] = {quat} has no direction (norm {norm:g})",
+                          f"{jw}.initial")
+    coords = tuple(claim(nm, "coordinate", f"{jw}.coordinates") for nm in free_coordinates(lk.name, kind))
+    vels = tuple(claim(nm, "velocity", f"{jw}.velocities") for nm in free_velocities(lk.name, kind))
+    zero = ctx.expr(0.0, jw)
+    return ValidSpatialJoint(kind, (zero, zero, ctx.expr(1.0, jw)), xyz, rpy, coords, (), initial, offset,
+                             velocities=vels)
 
 
 def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
@@ -221,8 +277,6 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
         for j, sg in enumerate(lk.segments):
             vs = validate_segment(ctx, sg, j, lw, lk.name, seg_names, claim)
             sw = f"{lw}, segment {sg.name!r}"
-            if vs.extension is not None and vs.extension.friction is not None:
-                raise ctx.err("dry friction (stick and slip) is available in planar models only", f"{sw}.friction")
             points: tuple[tuple[str, tuple[Any, ...]], ...] = (("masses", vs.masses), ("rods", vs.rods))
             for what, items in points:
                 for k, it in enumerate(items):
@@ -265,9 +319,76 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
     out = ValidSpatialModel(name=model.name, links=tuple(links), parameters=tuple(parameters), gravity=gravity,
                             doc=doc, source=model.source, ground=ground)
     couplings = _couplings(ctx, model, out)  # type: ignore[arg-type]
+    for vl in links:
+        if vl.joint.type in LIE_JOINTS:
+            for c in vl.joint.coordinates:
+                if c in couplings:
+                    raise ctx.err(f"coordinate {c!r} of the {vl.joint.type} joint of link {vl.name!r} cannot be "
+                                  f"coupled",
+                                  f"couplings.{c}")
     _check_masses(ctx, out)
+    forces = check_forces(ctx, model.forces, out.point_links(), [c.name for c in out.coordinates()], claim, 3,
+                          model.source)
+    contacts, loops = _constraints(ctx, model, out)
     return ValidSpatialModel(name=out.name, links=out.links, parameters=out.parameters, gravity=out.gravity,
-                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground)
+                             couplings=MappingProxyType(couplings), doc=out.doc, source=out.source, ground=ground,
+                             forces=forces, contacts=contacts, loops=loops)
+
+
+def _constraints(ctx: _Ctx, model: SpatialModel,
+                 vm: ValidSpatialModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
+    """Contacts and loops at named frames (:meth:`ValidSpatialModel.frame_names`), and the names of every
+    constraint block (contacts, loops, limits, frictions share one namespace, as in a planar model)."""
+    frames = vm.frame_names()
+    blocks: dict[str, str] = {}
+
+    def block(name: object, what: str, where: str) -> str:
+        nm = check_name(name, f"{what} name", where, model.source)
+        if nm in blocks:
+            raise ctx.err(f"{what} name {nm!r} is already used by {blocks[nm]}", where)
+        blocks[nm] = f"{what} {nm!r}"
+        return nm
+
+    def frame(name: object, where: str) -> str:
+        if not isinstance(name, str) or name not in frames:
+            raise ctx.err(f"unknown frame {name!r}{did_you_mean(str(name), frames)} (a frame is a link, "
+                          f"'<link>.joint', a named body or point, '<segment>.end' or a marker)", where)
+        return name
+
+    if not isinstance(model.contacts, list):
+        raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
+    contacts: list[ValidContact] = []
+    for i, c in enumerate(model.contacts):
+        _typed(ctx, c, Contact, f"contacts[{i}]")
+        cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
+        name = block(c.name, "contact", cw)
+        fr = frame(c.marker if c.marker is not None else name, f"{cw}.frame")
+        contacts.append(ValidContact(name, fr, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
+    if not isinstance(model.loops, list):
+        raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
+    loops: list[ValidLoop] = []
+    for i, lp in enumerate(model.loops):
+        _typed(ctx, lp, Loop, f"loops[{i}]")
+        lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
+        name = block(lp.name, "loop", lw)
+        a, b = frame(lp.a, f"{lw}.a"), frame(lp.b, f"{lw}.b")
+        rows = 3 if lp.rows is None else lp.rows
+        if isinstance(rows, bool) or rows not in (3, 6):
+            raise ctx.err(f"a spatial loop has 3 rows (the frames' origins coincide) or 6 (their orientations "
+                          f"too), got rows = {lp.rows!r}", f"{lw}.rows")
+        if a == b:
+            raise ctx.err(f"a loop needs two different frames, got {a!r} twice", f"{lw}.b")
+        if frames[a] == frames[b] and not any(sg.variable for sg in vm.link_named(frames[a]).segments):
+            raise ctx.err(f"frames {a!r} and {b!r} are on the rigid link {frames[a]!r}: the loop is either always "
+                          f"closed or never; join frames of different links", lw)
+        loops.append(ValidLoop(name, a, b, rows))
+    for lim in vm.limits():
+        where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
+        block(lim.name, "limit", where)
+    for fb in vm.frictions():
+        where = f"link {fb.link!r}" + (f", segment {fb.segment!r}.friction" if fb.segment else ".joint.friction")
+        block(fb.name, "friction", where)
+    return tuple(contacts), tuple(loops)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:

@@ -9,9 +9,11 @@ or that is wrong:
 
 - XML that is not well formed, a root element other than ``<robot>``, DOCTYPE
   entity declarations;
-- a joint of type ``floating`` or ``planar`` (not representable yet), an unknown
-  joint type, a joint whose parent or child is not a link of the file, a link
-  that is the child of two joints (a kinematic loop), a cycle, several roots;
+- a ``planar`` joint whose axis is not ``0 0 1``, a ``floating`` joint other
+  than one joining a massless root link (a ``world``) to the robot's base (which
+  makes the base float, see :func:`from_urdf`), an unknown joint type, a joint
+  whose parent or child is not a link of the file, a link that is the child of
+  two joints (a kinematic loop), a cycle, several roots;
 - malformed numbers (``xyz="0 0"``, ``value="1x"``, NaN, infinities), a negative
   mass, an inertia tensor that is not positive semi-definite, an axis of zero
   length, a ``<limit>`` missing on a revolute or prismatic joint (as the URDF
@@ -63,9 +65,9 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: Joint types rodgen represents (``continuous``: a revolute joint without position limits).
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 #: Joint types of the URDF specification rodgen cannot represent yet.
-UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
+UNSUPPORTED_JOINT_TYPES: tuple[str, ...] = ()
 #: Joint types that move.
 MOVING = ("revolute", "continuous", "prismatic")
 
@@ -205,6 +207,8 @@ class UrdfRobot:
     links: tuple[UrdfLink, ...]
     joints: tuple[UrdfJoint, ...]
     source: Optional[str] = None
+    #: the file joined the world to ``root`` by a ``floating`` joint (see :func:`read_urdf`): the root floats
+    floating: bool = False
 
     def link(self, name: str) -> UrdfLink:
         for lk in self.links:
@@ -460,6 +464,10 @@ class _Reader:
             if norm < 1e-12:
                 raise self.err("the axis has zero length", anode, what)
             axis = tuple(float(v) for v in a / norm)  # type: ignore[assignment]
+        if jtype == "planar" and (anode is None or max(abs(axis[0]), abs(axis[1]), abs(axis[2] - 1.0)) > 1e-12):
+            raise self.err(f"a planar joint moves its child in the plane normal to its axis; rodgen's planar joint "
+                           f"(x, y, theta in the joint frame's xy plane, as Pinocchio's) needs <axis xyz=\"0 0 1\">"
+                           f" (rotate the joint's <origin> instead), got {axis}", anode or node, what)
         limit = None
         lnode = self.one(node, "limit", what)
         if lnode is not None and jtype in MOVING:
@@ -592,6 +600,37 @@ def _resolve_mimics(joints: Sequence[UrdfJoint], src: Optional[str]) -> dict[str
     return out
 
 
+def _floating_root(robot: UrdfRobot) -> UrdfRobot:
+    """A file whose root link (a massless ``world``) holds the robot by a ``floating`` joint: the robot
+    without that link and joint, its base the root, ``floating`` set (a free joint in the spatial model).
+    A floating joint anywhere else is refused, naming it."""
+    floating = [j for j in robot.joints if j.type == "floating"]
+    if not floating:
+        return robot
+    src = robot.source
+    j = floating[0]
+    where = f"line {j.line}, joint {j.name!r}"
+    if len(floating) > 1 or j.parent != robot.root:
+        bad = floating[1] if j.parent == robot.root else j
+        raise ModelError(f"a floating joint joins the world (the root link {robot.root!r}) to the robot's base; "
+                         f"joint {bad.name!r} joins {bad.parent!r} and {bad.child!r}", source=src,
+                         where=f"line {bad.line}, joint {bad.name!r}")
+    if any(abs(x) > 0 for x in (*j.xyz, *j.rpy)):
+        raise ModelError("the origin of a floating joint must be the identity (the free joint's coordinates place "
+                         "the base in the world)", source=src, where=where)
+    root = robot.link(robot.root)
+    if root.inertial is not None and root.inertial.mass > 0:
+        raise ModelError(f"the root link {robot.root!r} holds the robot by a floating joint and has mass "
+                         f"{root.inertial.mass:g}: it would be welded to the ground; move its <inertial> to the "
+                         f"base {j.child!r}", source=src, where=where)
+    others = [k.name for k in robot.joints if k.parent == robot.root and k is not j]
+    if others:
+        raise ModelError(f"the root link {robot.root!r} holds the robot by the floating joint {j.name!r} and also "
+                         f"the joints {', '.join(map(repr, others))}", source=src, where=where)
+    return UrdfRobot(robot.name, j.child, tuple(lk for lk in robot.links if lk.name != robot.root),
+                     tuple(k for k in robot.joints if k is not j), src, floating=True)
+
+
 def read_urdf(path: PathLike, *, check: bool = True) -> UrdfRobot:
     """Read and check a URDF file (see the module's documentation for what is refused).
 
@@ -613,6 +652,7 @@ def read_urdf_bytes(data: Union[bytes, str], *, source: Optional[str] = None, ch
     raw = data.encode("utf-8") if isinstance(data, str) else data
     reader = _Reader(src)
     robot = reader.robot(_parse_xml(raw, src))
+    robot = _floating_root(robot)
     if check:
         check_masses(robot)
     return robot
@@ -772,7 +812,7 @@ def _number(x: float) -> float:
 
 def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
                      lock: Optional[Mapping[str, float]] = None, mimic: bool = True,
-                     damping: bool = False) -> "SpatialModel":
+                     damping: bool = False, floating: bool = False) -> "SpatialModel":
     """The :class:`~rodgen.model.spatial.SpatialModel` of a URDF robot (see :func:`from_urdf`)."""
     from .spatial import SpatialModel
     src = robot.source
@@ -801,11 +841,19 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
     model = SpatialModel(identifier(name or robot.name or "robot", set(), "robot"), gravity=gravity, source=src)
     model.doc = (f"Read from the URDF file {os.path.basename(src)} (robot {robot.name!r})." if src else
                  f"Read from URDF (robot {robot.name!r}).")
-    model.fixed(link_id[robot.root])
+    if floating or robot.floating:
+        root = model.link(link_id[robot.root], joint="free")
+        inertial = robot.link(robot.root).inertial
+        if inertial is not None:
+            root.body(inertial.mass, inertial.com, inertial.moments, rpy=_rpy(inertial.rpy))  # type: ignore
+    else:
+        model.fixed(link_id[robot.root])
     for j in robot.joints:
         parent = link_id[j.parent]
         child = link_id[j.child]
-        if not j.moving or j.name in held:
+        if j.type == "planar":    # x, y, theta in the joint frame's xy plane (see rodgen.model.spatial)
+            lk = model.link(child, parent, joint="planar", xyz=j.xyz, rpy=_rpy(j.rpy))  # type: ignore[arg-type]
+        elif not j.moving or j.name in held:
             R = j.rotation
             p = np.asarray(j.xyz, dtype=float)
             if j.name in held:
@@ -847,7 +895,7 @@ def to_spatial_model(robot: UrdfRobot, *, name: Optional[str] = None, gravity: V
 
 def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.0, 0.0, -9.81),
               lock: Optional[Mapping[str, float]] = None, mimic: bool = True, damping: bool = False,
-              ) -> "SpatialModel":
+              floating: bool = False) -> "SpatialModel":
     """Read a URDF file into a :class:`~rodgen.model.spatial.SpatialModel` (fixed base at the root link).
 
     Every URDF link becomes a spatial link of the same name (characters other than letters, digits and
@@ -868,9 +916,15 @@ def from_urdf(path: PathLike, *, name: Optional[str] = None, gravity: Vec3 = (0.
         ``False``: it is an independent joint (as Pinocchio's ``buildModelFromUrdf(..., mimic=False)``).
     damping : take the joints' ``<dynamics damping>`` as viscous joint damping (default: ignored, as
         Pinocchio's dynamics algorithms do); ``friction`` is always ignored.
+    floating : the root link floats: a free joint between the ground and the root link (Pinocchio's
+        ``JointModelFreeFlyer``; coordinates ``<root>_x ... <root>_qw``, velocities ``<root>_vx ...
+        <root>_wz``, see docs/floating-base.md), carrying the root link's ``<inertial>``. A file whose
+        massless root link (a ``world``) holds the base by a ``floating`` joint floats the same way, without
+        the option (the world link and the floating joint are left out).
     """
     robot = read_urdf(path)
-    model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping)
+    model = to_spatial_model(robot, name=name, gravity=gravity, lock=lock, mimic=mimic, damping=damping,
+                             floating=floating)
     try:
         model.validate()
     except ModelError as exc:   # the spatial model's checks, told in the file's terms

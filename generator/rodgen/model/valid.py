@@ -198,7 +198,8 @@ class ValidGround:
 
 @dataclass(frozen=True)
 class ValidContact:
-    """A point foot at the marker ``marker`` with Coulomb coefficient ``friction``."""
+    """A point foot at the marker ``marker`` with Coulomb coefficient ``friction`` (in a spatial model
+    ``marker`` names any frame of the model: a marker, a link's joint frame, a body, a segment's end)."""
 
     name: str
     marker: str
@@ -207,11 +208,13 @@ class ValidContact:
 
 @dataclass(frozen=True)
 class ValidLoop:
-    """Markers ``a`` and ``b`` coincide."""
+    """Markers ``a`` and ``b`` coincide (frames in a spatial model); ``rows`` 2 in a plane, 3 (origins) or 6
+    (origins and orientations) in space."""
 
     name: str
     a: str
     b: str
+    rows: int = 2
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,10 @@ class ValidForce:
       ``<coordinate>_dot``, the time ``t`` and the parameters) or ``inputs`` (the names of its two inputs);
     - ``viscous``: ``along``, ``across`` (equal for an isotropic element, ``isotropic`` True);
     - ``coulomb``: ``along``, ``across``, ``isotropic``, ``normal``, ``velocity_scale``;
-    - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``.
+    - ``ground_contact``: ``stiffness``, ``exponent``, ``damping``, ``friction``, ``velocity_scale``;
+    - ``spring_damper``: ``b`` (the second point), ``stiffness``, ``damping``, ``rest_length``.
+
+    In a spatial model ``force`` has three expressions (and ``link`` is the link of the point's frame).
     """
 
     name: str
@@ -234,7 +240,7 @@ class ValidForce:
     point: str
     link: str
     frame: str = "world"
-    force: Optional[tuple[Expression, Expression]] = None
+    force: Optional[tuple[Expression, ...]] = None
     inputs: Optional[tuple[str, str]] = None
     along: Optional[Expression] = None
     across: Optional[Expression] = None
@@ -245,6 +251,8 @@ class ValidForce:
     exponent: Optional[Expression] = None
     damping: Optional[Expression] = None
     friction: Optional[Expression] = None
+    b: Optional[str] = None
+    rest_length: Optional[Expression] = None
 
 
 @dataclass(frozen=True)

@@ -367,30 +367,54 @@ VELOCITY_SCALE = 0.01
 CONTACT_EXPONENT = 1.5
 
 
+#: The point states a force expression may use, ``<state>_<point>``: the position and the velocity of a
+#: named point in the ground frame (a planar model has no z, vz).
+POINT_STATES = ("x", "y", "z", "vx", "vy", "vz")
+
+
+def point_states(points: Mapping[str, str], dim: int) -> dict[str, tuple[str, str]]:
+    """The point-state names of a model (``x_<point>`` ... ``vz_<point>`` -> (state, point)); points whose
+    names are not identifiers (``<link>.joint``, ``<segment>.end``) have none."""
+    kinds = POINT_STATES[:dim] + POINT_STATES[3:3 + dim]
+    return {f"{k}_{p}": (k, p) for p in points if p.isidentifier() for k in kinds}
+
+
 def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, str, str], str]
             ) -> tuple[ValidForce, ...]:
-    """The force elements: names unique among themselves, points known, coefficients finite and not negative."""
-    if not isinstance(model.forces, list):
-        raise ctx.err(f"expected a list of force elements, got {type(model.forces).__name__}", "forces")
-    points = vm.point_links()
-    coords = [c.name for c in vm.coordinates()]
+    """The force elements of a planar model (see :func:`check_forces`)."""
+    return check_forces(ctx, model.forces, vm.point_links(), [c.name for c in vm.coordinates()], claim, 2,
+                        model.source)
+
+
+def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list[str],
+                 claim: Callable[[object, str, str], str], dim: int, source: Optional[str]
+                 ) -> tuple[ValidForce, ...]:
+    """The force elements of a planar (``dim`` 2) or spatial (``dim`` 3) model: names unique among
+    themselves, points known (``points``: point name -> its link), vectors of ``dim`` components,
+    coefficients finite and not negative."""
+    if not isinstance(forces, list):
+        raise ctx.err(f"expected a list of force elements, got {type(forces).__name__}", "forces")
     rates = {f"{c}_dot": c for c in coords}
+    states = point_states(points, dim)
+    axes = "xyz"[:dim]
+    vec = "[" + ", ".join(f"f{a}" for a in axes) + "]"
     seen: set[str] = set()
     out: list[ValidForce] = []
-    for i, f in enumerate(model.forces):
+    for i, f in enumerate(forces):
         _typed(ctx, f, Force, f"forces[{i}]")
         fw = f"force {f.name!r}" if isinstance(f.name, str) else f"forces[{i}]"
-        name = check_name(f.name, "force name", fw, model.source)
+        name = check_name(f.name, "force name", fw, source)
         if name in seen:
             raise ctx.err(f"force name {name!r} is used twice", fw)
         seen.add(name)
         if f.type not in FORCE_TYPES:
             raise ctx.err(f"type must be one of {', '.join(FORCE_TYPES)}, got {f.type!r}", f"{fw}.type")
         if not isinstance(f.at, str) or f.at not in points:
-            raise ctx.err(f"unknown point {f.at!r} (a marker or a mass point: {', '.join(points)})", f"{fw}.at")
+            raise ctx.err(f"unknown point {f.at!r}{did_you_mean(str(f.at), points)} (a marker or a mass point: "
+                          f"{', '.join(points)})", f"{fw}.at")
         defaults = Force(name, f.type, f.at)
         for fld in ("frame", "force", "inputs", "coefficient", "along", "across", "normal", "velocity_scale",
-                    "stiffness", "exponent", "damping", "friction"):
+                    "stiffness", "exponent", "damping", "friction", "b", "rest_length"):
             if fld not in FORCE_FIELDS[f.type] and getattr(f, fld) != getattr(defaults, fld):
                 raise ctx.err(f"a {f.type} element takes no {fld!r} (fields: {', '.join(FORCE_FIELDS[f.type])})",
                               f"{fw}.{fld}")
@@ -408,11 +432,11 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                 raise ctx.err(f"frame must be one of {', '.join(FORCE_FRAMES)}, got {f.frame!r}", f"{fw}.frame")
             vf["frame"] = f.frame
             if (f.force is None) == (f.inputs is None or f.inputs is False):
-                raise ctx.err("give either force: [fx, fy] (expressions) or inputs (true, or two input names)",
+                raise ctx.err(f"give either force: {vec} (expressions) or inputs (true, or {dim} input names)",
                               fw)
             if f.force is not None:
-                if not isinstance(f.force, (tuple, list)) or len(f.force) != 2:
-                    raise ctx.err(f"force must be [fx, fy], got {f.force!r}", f"{fw}.force")
+                if not isinstance(f.force, (tuple, list)) or len(f.force) != dim:
+                    raise ctx.err(f"force must be {vec}, got {f.force!r}", f"{fw}.force")
                 comps = []
                 for k, v in enumerate(f.force):
                     where = f"{fw}.force[{k}]"
@@ -424,15 +448,22 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                                               f"{'parameter' if nm in ctx.params else 'coordinate'} of the "
                                               f"model; rename that one", where)
                             continue
-                        if nm in ctx.params and (nm in coords or nm in rates):
-                            raise ctx.err(f"{nm!r} is both a parameter and a coordinate or rate", where)
-                        if nm not in ctx.params and nm not in coords and nm not in rates:
+                        if nm in ctx.params and (nm in coords or nm in rates or nm in states):
+                            raise ctx.err(f"{nm!r} is both a parameter and a coordinate, rate or point state",
+                                          where)
+                        if nm not in ctx.params and nm not in coords and nm not in rates and nm not in states:
+                            known = [*ctx.params, *coords, *rates, *states]
                             raise ctx.err(f"{nm!r} is neither a parameter, a coordinate, a rate "
-                                          f"<coordinate>_dot nor the time t (coordinates: {', '.join(coords)})",
+                                          f"<coordinate>_dot, a point state "
+                                          f"({'/'.join(POINT_STATES[:dim] + POINT_STATES[3:3 + dim])}_<point>) nor "
+                                          f"the time t{did_you_mean(nm, known)} (coordinates: {', '.join(coords)})",
                                           where)
                     comps.append(ex)
-                vf["force"] = (comps[0], comps[1])
+                vf["force"] = tuple(comps)
             else:
+                if dim != 2:
+                    raise ctx.err("a point force given by inputs is available in planar models only; give force: "
+                                  f"{vec} (expressions of q, rates, t and parameters)", f"{fw}.inputs")
                 names = (f"{name}_x", f"{name}_y") if f.inputs is True else f.inputs
                 if not isinstance(names, (tuple, list)) or len(names) != 2:
                     raise ctx.err(f"inputs must be true or two input names, got {f.inputs!r}", f"{fw}.inputs")
@@ -454,6 +485,17 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                 if f.normal is None:
                     raise ctx.err("missing 'normal' (the normal load, N)", f"{fw}.normal")
                 vf.update(normal=coef(f.normal, "normal"), velocity_scale=scale(f.velocity_scale))
+        elif f.type == "spring_damper":
+            if not isinstance(f.b, str) or f.b not in points:
+                raise ctx.err(f"unknown point {f.b!r}{did_you_mean(str(f.b), points)} (a marker or a mass point: "
+                              f"{', '.join(points)})", f"{fw}.b")
+            if f.b == f.at:
+                raise ctx.err("a spring-damper needs two different points", f"{fw}.b")
+            if f.stiffness is None:
+                raise ctx.err("missing 'stiffness'", f"{fw}.stiffness")
+            vf.update(b=f.b, stiffness=coef(f.stiffness, "stiffness"),
+                      damping=coef(0.0 if f.damping is None else f.damping, "damping"),
+                      rest_length=coef(0.0 if f.rest_length is None else f.rest_length, "rest_length"))
         else:
             if f.stiffness is None:
                 raise ctx.err("missing 'stiffness'", f"{fw}.stiffness")
@@ -595,6 +637,9 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
             raise ctx.err(f"markers {lp.a!r} and {lp.b!r} are on one rigid part of link {la.name!r}: their "
                           f"distance never changes, so the loop is either always closed or never; join markers "
                           f"of different links", lw)
+        if getattr(lp, "rows", None) not in (None, 2):
+            raise ctx.err(f"a loop of a planar model has 2 rows (the markers coincide), got rows = {lp.rows!r}",
+                          f"{lw}.rows")
         loops.append(ValidLoop(name, ma.name, mb.name))
     for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"

@@ -121,7 +121,7 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
     own status; the others run to t_end. Other arguments as in :func:`rodgen.runtime.integrate.simulate`.
     """
     method = _method(method)
-    nq, nu, npar, ny = sys.nq, sys.nu, sys.np, 2 * sys.nq
+    nq, nu, npar, ny = sys.nq, sys.nu, sys.np, getattr(sys, "ny", 2 * sys.nq)
     t0, t_end = check_span(method, t0, t_end, dt, rtol, atol, "simulate_batch: ")
     if not isinstance(store_every, (int, np.integer)) or isinstance(store_every, bool) or store_every < 1:
         raise ValueError(f"simulate_batch: store_every must be a positive integer; got {store_every!r}")
@@ -141,6 +141,8 @@ def simulate_batch(sys: "CompiledModel", y0s: Any, t_end: float, dt: Optional[fl
         raise ValueError(f"simulate_batch: h_min must be non-negative; got {h_min!r}")
 
     y, ny_rows = _stack(sys, y0s, "y0s", ny, "initial states [q, qd]")
+    if getattr(sys, "lie_joints", None):
+        sys.check_quaternions(y.reshape(-1, ny)[:, :nq], "y0s")
     if p is None:
         pv, np_rows = np.ascontiguousarray(sys._p0.reshape(-1), dtype=float), -1
     elif isinstance(p, dict):

@@ -87,15 +87,20 @@ class CompiledModel:
     ----------
     name : model name.
     nq, nu, np, npoints : numbers of coordinates, inputs, parameters and marker points.
-    nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); equal
-        to nq for every model rodgen derives today (see ``rodgen.contract.NV``).
+    nv : number of velocities: the length of qd, qdd and of the generalized forces (M is nv x nv); nq
+        except for models with free joints (floating bases: nq = nv + 1 each) or spherical joints (ditto;
+        see docs/floating-base.md).
+    ny : the length of the state y = [q, qd], nq + nv.
+    lie_joints : per free, spherical or planar joint (codes 0, 1, 2), the index of its first coordinate in q
+        and of its first velocity in qd; their velocities are not their coordinates' rates.
+    velocities : the names of the velocities (qd), in order.
     coordinates, inputs : names, in the order of q and u.
     parameters : dict name -> default value, in the order of p.
     point_names : names of the marker points, in the order of ``points``.
     path : the model's shared library; ``folder`` the build folder with the C sources.
     forward : the forward-dynamics algorithm of the C (``"aba"`` or ``"cholesky"``).
 
-    The state vector is y = [q0..q(nq-1), qd0..qd(nq-1)].
+    The state vector is y = [q0..q(nq-1), qd0..qd(nv-1)].
     """
 
     def __init__(self, model: Any, path: Union[str, Path], runtime: ModuleType) -> None:
@@ -107,11 +112,15 @@ class CompiledModel:
         self.prefix: str = info["prefix"]
         self.nq: int = int(info["nq"])
         self.nv: int = int(info.get("nv", self.nq))
+        self.ny: int = int(info.get("ny", self.nq + self.nv))
+        self.lie_joints: list[tuple[int, int, int]] = [(int(a), int(b), int(c))
+                                                       for a, b, c in info.get("lie_joints", [])]
         self.nu: int = int(info["nu"])
         self.np: int = int(info["np"])
         self.npoints: int = int(info["npoints"])
         self.coordinates: list[str] = list(info["coordinates"])
         self.inputs: list[str] = list(info["inputs"])
+        self.velocities: list[str] = self._velocity_names()
         self.parameters: dict[str, float] = dict(zip(info["parameters"], info["parameter_values"]))
         self.point_names: list[str] = list(info["points"])
         self.content_hash: str = info["content_hash"]
@@ -186,7 +195,63 @@ class CompiledModel:
             self._regressor_fn.argtypes = [ctypes.c_double, dp, dp, dp, dp, dp]
         self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nv, "coordinate rates"),
                        "qdd": (self.nv, "coordinate accelerations"), "u": (self.nu, "inputs"),
-                       "p": (self.np, "parameters"), "y": (2 * self.nq, "state entries [q, qd]")}
+                       "p": (self.np, "parameters"), "y": (self.ny, "state entries [q, qd]")}
+
+    def _velocity_names(self) -> list[str]:
+        """qd's names: a free, spherical or planar joint's velocities (``<link>_vx ... <link>_wz``), every
+        other coordinate's rate ``<name>'``."""
+        from ..model.spatial import LIE_JOINTS
+        from .liegroups import KINDS
+        starts = {iq: kind for kind, iq, _ in self.lie_joints}
+        out: list[str] = []
+        i = 0
+        while i < self.nq:
+            if i in starts:
+                coords, vels, _ = LIE_JOINTS[KINDS[starts[i]]]
+                link = self.coordinates[i][:-len(coords[0]) - 1]
+                out += [f"{link}_{s}" for s in vels]
+                i += len(coords)
+                continue
+            out.append(self.coordinates[i] + "'")
+            i += 1
+        return out
+
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
+        """q ⊕ v dt: the configuration reached from q (nq,) moving with the velocity v (nv,) for dt.
+
+        A free joint moves by the exponential map of SE(3) (``M1 = M0 exp(v dt)``, Pinocchio's
+        ``integrate``), its quaternion staying a unit quaternion; a spherical joint by that of SO(3), a planar
+        joint by that of SE(2); every other coordinate by ``q + v dt``.
+        Rows of q and v (N, nq), (N, nv) give (N, nq)."""
+        q2, a = self._rows(q, "q")
+        v2, b = self._rows(v, "qd")
+        n, batched = self._batch(q=(q2, a), v=(v2, b))
+        q2 = np.ascontiguousarray(np.broadcast_to(q2, (n, self.nq)))
+        v2 = np.ascontiguousarray(np.broadcast_to(v2, (n, self.nv)))
+        out = np.empty((n, self.nq))
+        for i in range(n):      # rodgen_integrate (csrc/rodgen_lie.c)
+            self._runtime.lie_integrate(self._m, q2[i], v2[i], float(dt), out[i])
+        return out if batched else out[0]
+
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
+        """The velocity v (nv,) that takes q0 to q1 in unit time, ``integrate(q0, v) = q1`` (Pinocchio's
+        ``difference``: the logarithm of SE(3), SO(3), SE(2) for a free, spherical, planar joint, ``q1 - q0``
+        for the other coordinates)."""
+        a2, a = self._rows(q0, "q")
+        b2, b = self._rows(q1, "q")
+        n, batched = self._batch(q0=(a2, a), q1=(b2, b))
+        a2 = np.ascontiguousarray(np.broadcast_to(a2, (n, self.nq)))
+        b2 = np.ascontiguousarray(np.broadcast_to(b2, (n, self.nq)))
+        out = np.empty((n, self.nv))
+        for i in range(n):      # rodgen_difference (csrc/rodgen_lie.c)
+            self._runtime.lie_difference(self._m, a2[i], b2[i], out[i])
+        return out if batched else out[0]
+
+    def check_quaternions(self, q: ArrayLike, what: str = "q") -> None:
+        """ValueError naming the coordinates when a quaternion in q (nq,) or (N, nq) is zero."""
+        if self.lie_joints:
+            from .liegroups import check_quaternions
+            check_quaternions(np.asarray(q, dtype=float)[..., :self.nq], self.lie_joints, self.coordinates, what)
 
     def __repr__(self) -> str:
         return (f"<CompiledModel {self.name!r}: nq={self.nq}, nu={self.nu}, np={self.np}, "
@@ -229,7 +294,7 @@ class CompiledModel:
 
     def initial_state(self) -> np.ndarray:
         """y0 = [q0, 0]: the initial coordinates of the model file, at rest."""
-        return np.concatenate([self._q0, np.zeros(self.nq)])
+        return np.concatenate([self._q0, np.zeros(self.nv)])
 
     def _order(self, name: str) -> str:
         """Which names the entries of input ``name`` follow, for messages."""
@@ -415,7 +480,7 @@ class CompiledModel:
 
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
-        """dy/dt for y = [q, qd] at time t: (2 nq,) or (N, 2 nq). ``u`` defaults to zero."""
+        """dy/dt for y = [q, qd] at time t: (nq + nv,) or (N, nq + nv). ``u`` defaults to zero."""
         if out is None:
             r = self._one_rhs(t, y, u, p)
             if r is not None:
@@ -430,7 +495,7 @@ class CompiledModel:
         p2, d = self._params(p)
         t2, tn = self._times(t)
         n, batched = self._batch(y=(y2, a), u=(u2, c), p=(p2, d), t=(t2, tn))
-        res = self._out(out, (n, 2 * self.nq) if batched else (2 * self.nq,))
+        res = self._out(out, (n, self.ny) if batched else (self.ny,))
         status = np.zeros(n, dtype=np.intc)
         self._m.rhs(n, t2, y2, u2, p2, res, status)
         if check:
@@ -459,7 +524,7 @@ class CompiledModel:
             raise ValueError(f"ode() takes one parameter vector; got {d} rows")
         p2 = p2.copy()
         kernel = self._m.rhs
-        ny = 2 * self.nq
+        ny = self.ny
 
         def status_error(st: np.ndarray, t: float) -> None:
             code = int(st[0])
@@ -469,6 +534,10 @@ class CompiledModel:
         nq = self.nq
 
         def jacobian_at(t: float, y: np.ndarray, u1: np.ndarray) -> np.ndarray:
+            if self.lie_joints:
+                raise RodgenError(f"the model {self.name!r} has a free, spherical or planar joint: its RHS Jacobian "
+                                  f"is on the tangent space (rhs_jacobian), not d f/d y of the ODE in y = [q, qd]; "
+                                  f"use an explicit method (RK45, DOP853) or robot.simulate")
             jac_kernel = self._jacobian_kernel()
             y1 = np.ascontiguousarray(y, dtype=float).reshape(-1)
             if y1.shape != (ny,):
@@ -558,15 +627,18 @@ class CompiledModel:
                      t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
         """Exact Jacobian of the right-hand side at constant u and time t: d[qd, qdd]/d[q, qd].
 
-        Returns (2 nq, 2 nq), or (N, 2 nq, 2 nq) for stacked inputs; rows are
-        the entries of dy = [qd, qdd], columns those of y = [q, qd]. Computed in C
+        Returns (2 nv, 2 nv), or (N, 2 nv, 2 nv) for stacked inputs; rows are
+        the entries of dy = [qd, qdd], columns those of y = [q, qd]. With free, spherical or planar joints
+        (``lie_joints``) it is on the tangent space, d[v, qdd]/d[dq, v] with q moved by ``integrate(q,
+        dq)`` (as Pinocchio's ``computeABADerivatives``): its first nv columns are the tangent directions,
+        not the nq coordinates. Computed in C
         from generated derivatives of M, bias and B and the Cholesky factor of M:
         d qdd/dx = M^-1 (d(B u - bias)/dx - (dM/dx) qdd). Raises DynamicsError
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         kernel = self._jacobian_kernel()
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
-        ny = 2 * self.nq
+        ny = 2 * self.nv
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
         status = np.zeros(n, dtype=np.intc)
         kernel(n, t2, q2, qd2, u2, p2, res, status)
@@ -622,6 +694,12 @@ class CompiledModel:
                                  f"with a step dt")
             contacts = ()
         if contacts is not None:
+            spatial = [b.name for b in self.constraints if b.kind == "contact" and b.nrows != 2]
+            if spatial:
+                raise NotImplementedError(
+                    f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs planar 2-row "
+                    f"contacts only; contact {spatial[0]!r} of the model {self.name!r} has 3 rows (a spatial "
+                    f"model): use constrained_dynamics and impact, or a compliant contact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")
@@ -749,21 +827,22 @@ class CompiledModel:
     # -- force elements ----------------------------------------------------------
     def element_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
                        t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
-        """Force of every force element on its point, ground frame: (nforces, 2) or (N, nforces, 2)
-        (rows in the order of ``force_names``; ``u`` defaults to zero and matters for input forces only;
-        ``t``, one time or one per row, for point forces that are expressions of the time)."""
+        """Force of every force element on its point, ground frame: (nforces, d) or (N, nforces, d), d = 2
+        in a planar model, 3 in a spatial one (rows in the order of ``force_names``; ``u`` defaults to zero
+        and matters for input forces only; ``t``, one time or one per row, for point forces that are
+        expressions of the time). A spring-damper's row is the force on its first point."""
         if not self.force_names:
             raise ValueError(f"the model {self.name!r} has no force elements")
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
-        k = len(self.force_names)
-        res = np.empty((n, 2 * k))
+        k, d = len(self.force_names), int(self._m.fdim)
+        res = np.empty((n, d * k))
         self._m.element_forces(n, t2, q2, qd2, u2, p2, res)
-        return res.reshape(n, k, 2) if batched else res.reshape(k, 2)
+        return res.reshape(n, k, d) if batched else res.reshape(k, d)
 
     def contact_forces(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
                        t: Union[float, ArrayLike] = 0.0) -> dict[str, np.ndarray]:
-        """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy], or (N, 2) for a
-        batch (``t`` as in :meth:`element_forces`). For a ground contact that is the ground reaction; for
+        """Force of each force element on its point, ground frame: name -> (2,) [Fx, Fy] (spatial: (3,)), or
+        (N, 2) for a batch (``t`` as in :meth:`element_forces`). For a ground contact that is the ground reaction; for
         friction the drag on the point."""
         f = self.element_forces(q, qd, u, p, t=t)
         return {nm: f[..., i, :].copy() for i, nm in enumerate(self.force_names)}

@@ -139,13 +139,15 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     and why, and the arrays end at the last good state.
     """
     method = _method(method)
-    nq, nu, ny = sys.nq, sys.nu, 2 * sys.nq
+    nq, nu, ny = sys.nq, sys.nu, getattr(sys, "ny", 2 * sys.nq)
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
                          f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
+    if getattr(sys, "lie_joints", None):
+        sys.check_quaternions(y[:nq], "y0")
     t0, t_end = check_span(method, t0, t_end, dt, rtol, atol)
     if not isinstance(store_every, (int, np.integer)) or store_every < 1:
         raise ValueError(f"store_every must be a positive integer; got {store_every!r}")
@@ -208,7 +210,8 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
         T = V = np.empty(0)
     accepted, rejected, evaluations = sim.counts
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
-                           inputs=list(sys.inputs), status=status, message=message, model=sys.name)
+                           inputs=list(sys.inputs), status=status, message=message, model=sys.name,
+                           velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
     if getattr(sys, "force_names", None) and len(t):
         res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
@@ -289,6 +292,11 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray,
         if nu == 0:
             raise ValueError(f"the model {sys.name!r} has no inputs; a controller has nothing to drive")
         return _CALLBACK, none, none, none, none, none, c_law.bind(sys._m.address(), pv).input_function()
+    if controller is not None and getattr(sys, "lie_joints", None):
+        raise ValueError(f"the model {sys.name!r} has a free, spherical or planar joint (nq = {nq}, nv = "
+                         f"{sys.nv}): the tracking controllers PD and ComputedTorque compare q and qd entry by "
+                         f"entry and need qd = dq/dt; "
+                         f"give u as a function u(t, q, qd) or a CController")
     if controller is not None:
         if not isinstance(controller, (PD, ComputedTorque)):
             raise TypeError(f"controller must be a rodgen PD, ComputedTorque or CController; got "
@@ -360,6 +368,10 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     same time. A failure ends the run with ``status`` and a ``message`` naming the block.
     """
     rt = sys._runtime
+    if getattr(sys, "lie_joints", None):
+        raise ValueError(f"the model {sys.name!r} has a free, spherical or planar joint (nq = {sys.nq}, nv = "
+                         f"{sys.nv}): contacts, constrained dynamics and the hybrid simulator take models whose "
+                         f"velocities are their coordinates' rates only, for now")
     nq, nu, ny, nr, nc = sys.nq, sys.nu, 2 * sys.nq, sys.nrows, len(sys.constraints)
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):

@@ -39,22 +39,24 @@ Params = Any  # None, a parameter vector, or a mapping name -> value
 
 def linearize(sys: Any, q0: ArrayLike, qd0: Optional[ArrayLike] = None, u0: Optional[ArrayLike] = None,
               p: Params = None) -> tuple[np.ndarray, np.ndarray]:
-    """(A, B) of the first-order system about (q0, qd0, u0): A (2nq, 2nq), B (2nq, nu).
+    """(A, B) of the first-order system about (q0, qd0, u0): A (2nv, 2nv), B (2nv, nu) (nv = nq except with
+    free, spherical or planar joints, where y is [dq, v] on the tangent space: see ``rhs_jacobian``).
 
     ``sys`` is a compiled model with the Jacobian (``rodgen.build`` gives every model one, built on
     its first use, unless ``CodegenOptions(jacobian=False)``). ``qd0`` and ``u0`` default to zero.
     """
     q = np.asarray(q0, dtype=float)
     nq, nu = sys.nq, sys.nu
-    qd = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float)
+    nv = getattr(sys, "nv", nq)
+    qd = np.zeros(nv) if qd0 is None else np.asarray(qd0, dtype=float)
     u = np.zeros(nu) if u0 is None else np.asarray(u0, dtype=float)
-    for name, v, n in (("q0", q, nq), ("qd0", qd, nq), ("u0", u, nu)):
+    for name, v, n in (("q0", q, nq), ("qd0", qd, nv), ("u0", u, nu)):
         if v.shape != (n,):
             raise ValueError(f"{name} has shape {v.shape}; the model {sys.name!r} expects ({n},)")
     A = np.array(sys.rhs_jacobian(q, qd, u, p), dtype=float)
-    B = np.zeros((2 * nq, nu))
+    B = np.zeros((2 * nv, nu))
     if nu:
-        B[nq:] = np.linalg.solve(sys.mass_matrix(q, p), sys.input_map(q, p))
+        B[nv:] = np.linalg.solve(sys.mass_matrix(q, p), sys.input_map(q, p))
     return A, B
 
 

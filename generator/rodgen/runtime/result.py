@@ -37,7 +37,8 @@ class SimulationResult:
     Attributes
     ----------
     t : (N,) times.
-    q, qd : (N, nq) coordinates and their rates, in the order of ``coordinates``.
+    q, qd : (N, nq) coordinates and (N, nv) their rates, in the order of ``coordinates`` (and of
+        ``velocities`` where a model with free joints has nv != nq).
     u : (N, nu) inputs (joint torques, longitudinal forces) in the order of
         ``inputs``; zeros for an unforced run.
     kinetic, potential : (N,) kinetic and potential energy (NaN where unknown).
@@ -78,6 +79,8 @@ class SimulationResult:
     phases: Optional[list[tuple[float, list[str]]]] = None
     element_forces: Optional[dict[str, np.ndarray]] = None
     friction: Optional[dict[str, np.ndarray]] = None
+    #: the names of the columns of qd where they are not the coordinates' rates (free joints: nv != nq)
+    velocities: Optional[list[str]] = None
 
     def __post_init__(self) -> None:
         self.t = np.asarray(self.t, dtype=float)
@@ -88,9 +91,11 @@ class SimulationResult:
         self.kinetic = np.broadcast_to(np.asarray(self.kinetic, dtype=float), (n,)).copy()
         self.potential = np.broadcast_to(np.asarray(self.potential, dtype=float), (n,)).copy()
         self.status = Status(self.status)
-        if self.q.shape[1] != len(self.coordinates) or self.qd.shape != self.q.shape:
+        nv = len(self.coordinates) if self.velocities is None else len(self.velocities)
+        if self.q.shape[1] != len(self.coordinates) or self.qd.shape != (n, nv):
             raise ValueError(f"q has shape {self.q.shape} and qd {self.qd.shape}; expected ({n}, "
-                             f"{len(self.coordinates)}) for the coordinates {', '.join(self.coordinates)}")
+                             f"{len(self.coordinates)}) and ({n}, {nv}) for the coordinates "
+                             f"{', '.join(self.coordinates)}")
         if self.u.shape[1] != len(self.inputs):
             raise ValueError(f"u has shape {self.u.shape}; expected ({n}, {len(self.inputs)}) for the inputs "
                              f"{', '.join(self.inputs) or '(none)'}")
@@ -113,7 +118,8 @@ class SimulationResult:
 
     def csv_columns(self) -> list[str]:
         """Column names of :meth:`to_csv`."""
-        return (["t"] + list(self.coordinates) + [f"{c}_dot" for c in self.coordinates] + list(self.inputs)
+        rates = ([f"{c}_dot" for c in self.coordinates] if self.velocities is None else list(self.velocities))
+        return (["t"] + list(self.coordinates) + rates + list(self.inputs)
                 + ["kinetic", "potential"]
                 + [f"{nm}_{c}" for nm in (self.element_forces or {}) for c in ("fx", "fy")]
                 + list(self.friction or {}))

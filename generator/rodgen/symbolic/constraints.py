@@ -56,22 +56,25 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
         return inline(eqs.points[name])
 
     def block(name: str, kind: str, position: sp.Matrix, friction: sp.Expr | None = None,
-              kinetic: sp.Expr | None = None) -> ConstraintEquations:
-        J = position.jacobian(q) if q else sp.zeros(position.shape[0], 0)
+              kinetic: sp.Expr | None = None, jacobian: sp.Matrix | None = None) -> ConstraintEquations:
+        J = jacobian if jacobian is not None else position.jacobian(q) if q else sp.zeros(position.shape[0], 0)
         Jqd = J * sp.Matrix(qd)
         bias = Jqd.jacobian(q) * sp.Matrix(qd) if q else sp.zeros(position.shape[0], 1)
         return ConstraintEquations(name, kind, position, J, bias, friction, kinetic)
 
     out: list[ConstraintEquations] = []
-    s, height = X(model.ground.slope), X(model.ground.height)
-    t = sp.Matrix([sp.cos(s), sp.sin(s)])
-    n = sp.Matrix([-sp.sin(s), sp.cos(s)])
-    for c in model.contacts:
-        r = point(c.marker)
-        pos = sp.Matrix([(t.T * r)[0], (n.T * r)[0] - height * sp.cos(s)])
-        out.append(block(c.name, "contact", pos, X(c.friction)))
-    for lp in model.loops:
-        out.append(block(lp.name, "loop", point(lp.b) - point(lp.a)))
+    if getattr(model, "spatial", False):
+        out.extend(_spatial_blocks(eqs, X, inline, block))
+    else:
+        s, height = X(model.ground.slope), X(model.ground.height)
+        t = sp.Matrix([sp.cos(s), sp.sin(s)])
+        n = sp.Matrix([-sp.sin(s), sp.cos(s)])
+        for c in model.contacts:
+            r = point(c.marker)
+            pos = sp.Matrix([(t.T * r)[0], (n.T * r)[0] - height * sp.cos(s)])
+            out.append(block(c.name, "contact", pos, X(c.friction)))
+        for lp in model.loops:
+            out.append(block(lp.name, "loop", point(lp.b) - point(lp.a)))
     coord = {str(sym): sym for sym in q}
     coord.update({str(sym): inline(sp.Matrix([ex]))[0] for sym, ex in eqs.couplings.items()})
     for lim in model.limits():
@@ -81,6 +84,60 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     for fr in model.frictions():
         out.append(block(fr.name, "friction", sp.Matrix([coord[fr.coordinate]]), X(fr.static), X(fr.kinetic)))
     _check_loops(eqs, out)
+    return out
+
+
+def ground_axes(normal: sp.Matrix) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
+    """(t1, t2, n) of a spatial ground plane (:class:`~rodgen.model.spatial.SpatialGround`): n the unit
+    normal, t1 the world x axis projected onto the plane (the world y axis when n is along x), t2 = n × t1."""
+    n = normal / sp.sqrt(sum(c ** 2 for c in normal))
+    n = sp.Matrix([sp.nsimplify(c) if c.is_Number else c for c in n])
+    ex = sp.Matrix([1, 0, 0])
+    if all(c.is_Number for c in n) and n[1] == 0 and n[2] == 0:
+        ex = sp.Matrix([0, 1, 0])
+    t1 = ex - (ex.T * n)[0] * n
+    t1 = t1 / sp.sqrt(sum(c ** 2 for c in t1))
+    return t1, n.cross(t1), n
+
+
+def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquations]:  # type: ignore[no-untyped-def]
+    """The contact and loop blocks of a spatial model, from its named frames ``eqs.frames`` and their
+    Jacobians ``eqs.frame_jacobians`` (rows 0-2 the origin's velocity, 3-5 the angular velocity, world axes).
+
+    contact (3 rows): ``[t1·r, t2·r, n·r - h]`` of the frame's origin r, so that λ = [f_t1, f_t2, f_n]
+    in the ground's axes; its Jacobian ``[t1 t2 n]ᵀ J_v``.
+    loop (3 rows): ``r_b - r_a``; with ``rows = 6`` also ``½ vee(R_b R_aᵀ - R_a R_bᵀ)`` (zero when the
+    orientations agree), whose Jacobian is taken as the relative angular velocity ``J_ω,b - J_ω,a`` (the
+    derivative of that error where it is zero); the bias is ``J̇ q̇`` of these Jacobians.
+    """
+    model = eqs.model
+
+    def key(name: str) -> str:
+        return name if name in eqs.frames else f"{name}.joint"
+
+    def frame(name: str) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
+        k = key(name)
+        pos, rot = eqs.frames[k]
+        return inline(pos), inline(rot), inline(eqs.frame_jacobians[k])
+
+    out: list[ConstraintEquations] = []
+    ground = getattr(model, "ground")           # a ValidSpatialGround: the plane n·r = height
+    t1, t2, n = ground_axes(sp.Matrix([X(c) for c in ground.normal]))
+    height = X(ground.height)
+    T = sp.Matrix.vstack(t1.T, t2.T, n.T)
+    for c in model.contacts:
+        r, _, Jf = frame(c.marker)
+        pos = T * r - sp.Matrix([0, 0, height])
+        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=T * Jf[0:3, :]))
+    for lp in model.loops:
+        ra, Ra, Ja = frame(lp.a)
+        rb, Rb, Jb = frame(lp.b)
+        pos, J = rb - ra, Jb[0:3, :] - Ja[0:3, :]
+        if lp.rows == 6:
+            E = (Rb * Ra.T - Ra * Rb.T) / 2
+            pos = pos.col_join(sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
+            J = J.col_join(Jb[3:6, :] - Ja[3:6, :])
+        out.append(block(lp.name, "loop", pos, jacobian=J))
     return out
 
 
@@ -114,10 +171,21 @@ def _check_loops(eqs: Equations, blocks: list[ConstraintEquations]) -> None:
         if b.kind != "loop":
             continue
         vals = vals or initial_values(eqs)
+        lp = loops[b.name]
+        if len(b.position) != 2:
+            err = [float(e.xreplace(vals)) for e in b.position]
+            gap = math.sqrt(sum(x * x for x in err[:3]))
+            turn = math.sqrt(sum(x * x for x in err[3:]))
+            if not (gap <= LOOP_TOLERANCE and turn <= LOOP_TOLERANCE):
+                raise ModelError(
+                    f"the loop is not closed at the initial coordinates: frames {lp.a!r} and {lp.b!r} are "
+                    f"{gap:.6g} m apart" + (f" and their orientations differ ({turn:.6g})" if len(err) > 3 else "")
+                    + f" (tolerance {LOOP_TOLERANCE:g}); set the initial coordinates so that the frames meet",
+                    source=eqs.model.source, where=f"loop {b.name!r}")
+            continue
         dx, dy = (float(e.xreplace(vals)) for e in b.position)
         gap = math.hypot(dx, dy)
         if not gap <= LOOP_TOLERANCE:
-            lp = loops[b.name]
             raise ModelError(
                 f"the loop is not closed at the initial coordinates: markers {lp.a!r} and {lp.b!r} are "
                 f"{gap:.6g} m apart (dx = {dx:.6g} m, dy = {dy:.6g} m; tolerance {LOOP_TOLERANCE:g} m); "

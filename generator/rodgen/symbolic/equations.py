@@ -62,11 +62,12 @@ class ForceEquations:
     """One force element (see :mod:`rodgen.symbolic.forces` for the laws).
 
     name, type, point : as in the model (``type``: ``point_force``, ``viscous``, ``coulomb``,
-        ``ground_contact``; ``point``: the marker or mass point it acts at).
-    position : (2, 1) the point's position r(q).
-    jacobian : (2, n) dr/dq.
-    force : (2, 1) the force on the point in the ground frame, in q, qd, u and the parameters.
-    generalized : (n, 1) its generalized force, jacobianᵀ force.
+        ``ground_contact``, ``spring_damper``; ``point``: the marker or mass point it acts at, a spring-damper's
+        first point).
+    position : (d, 1) the point's position r(q); d = 2 in a planar model, 3 in a spatial one.
+    jacobian : (d, n) dr/dq.
+    force : (d, 1) the force on the point in the ground frame, in q, qd, u and the parameters.
+    generalized : (n, 1) its generalized force, jacobianᵀ force (a spring-damper's: (J_a - J_b)ᵀ force).
     input : True for a point force given by two inputs (its columns are in ``Equations.B``, not ``F``).
     """
 
@@ -189,6 +190,12 @@ class Equations:
     #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
     #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
     frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
+    #: dq/dt (nq, 1) in q and qd where the velocities are not the coordinates' rates (a free joint: the
+    #: position's rate R v, the quaternion's 1/2 q (0, w); a spherical or planar joint); None where dq/dt = qd
+    configuration_rate: Optional[sp.Matrix] = None
+    #: per free (code 0), spherical (1) or planar (2) joint: (code, index of its first coordinate in q, of its
+    #: first velocity in qd)
+    lie_joints: tuple[tuple[int, int, int], ...] = ()
     t: sp.Symbol = TIME
     #: The identification regressor (:class:`rodgen.symbolic.regressor.Regressor`) when one was attached
     #: (:func:`rodgen.symbolic.regressor.attach_regressor`, ``CodegenOptions(regressor=True)``); else None.
@@ -199,12 +206,17 @@ class Equations:
 
     def __post_init__(self) -> None:
         if self.F is None:
-            self.F = sp.zeros(len(self.q), 1)
+            self.F = sp.zeros(len(self.qd), 1)
 
     @property
     def n(self) -> int:
-        """Number of generalized coordinates."""
+        """Number of generalized coordinates (nq)."""
         return len(self.q)
+
+    @property
+    def nv(self) -> int:
+        """Number of velocities (the size of qd, qdd, M, h, ...); nq except with a free joint (nq = nv + 1)."""
+        return len(self.qd)
 
     @property
     def bias(self) -> sp.Matrix:
@@ -259,7 +271,7 @@ class Equations:
         """
         if self._jacobian is None:
             from .derivative import forward_derivatives
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             # the O(n) Newton-Euler form where the method gives one: its derivatives are O(n) per variable
             inverse, extra = self.inverse_dynamics()
@@ -281,7 +293,7 @@ class Equations:
         """
         if self._tangent is None:
             from .derivative import tangent_chain
-            n = len(self.q)
+            n = len(self.qd)
             bu = self.B * sp.Matrix(self.u) if self.u else sp.zeros(n, 1)
             inverse, extra = self.inverse_dynamics()
             self._tangent = tangent_chain(self.assignments + extra, list(inverse - bu),

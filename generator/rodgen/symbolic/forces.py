@@ -31,7 +31,7 @@ and the contact's ``Piecewise`` included).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import sympy as sp
 
@@ -43,7 +43,10 @@ from .equations import Equations, ForceEquations
 
 
 def force_equations(eqs: Equations) -> list[ForceEquations]:
-    """The force elements of ``eqs.model`` in declaration order (empty if it has none)."""
+    """The force elements of ``eqs.model`` in declaration order (empty if it has none), for a planar model
+    (points of ``eqs.points``, 2 components) and a spatial one (frames of ``eqs.frames``, 3 components)
+    alike: only the point's position, its link's axes and the ground differ (:class:`_Planar`,
+    :class:`_Spatial`)."""
     model = eqs.model
     if not model.forces:
         return []
@@ -54,51 +57,192 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     coord = _coordinates(eqs, inline)
     rate = {f"{name}_dot": sum((sp.diff(ex, qi) * qdi for qi, qdi in zip(q, qd)), sp.S.Zero)
             for name, ex in coord.items()}
-    theta = _angles(model, coord, pnames)
     usym = {str(s): s for s in eqs.u}
 
     def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pnames)
 
+    geo: _Geometry = (_Spatial(eqs, inline, X) if getattr(model, "spatial", False)
+                      else _Planar(model, inline, eqs, coord, pnames, X))  # type: ignore[arg-type]
     out: list[ForceEquations] = []
     for f in model.forces:
-        r = inline(eqs.points[f.point])
-        J = r.jacobian(q) if q else sp.zeros(2, 0)
+        r = geo.position(f.point)
+        J = r.jacobian(q) if q else sp.zeros(geo.dim, 0)
         v = J * qdv
-        th = theta[f.link]
-        ea = sp.Matrix([sp.cos(th), sp.sin(th)])
-        ec = sp.Matrix([-sp.sin(th), sp.cos(th)])
-        F = _law(f, r, v, ea, ec, X, {**pnames, **coord, **rate, "t": eqs.t}, usym, model, pnames)
+        names = {**pnames, **coord, **rate, "t": eqs.t}
+        if f.force is not None:
+            names.update(_point_states(f, geo, q, qdv, names))
+        if f.type == "spring_damper":
+            assert f.b is not None
+            rb = geo.position(f.b)
+            Jb = rb.jacobian(q) if q else sp.zeros(geo.dim, 0)
+            F = _spring_damper(f, rb - r, (Jb - J) * qdv, X)
+            out.append(ForceEquations(f.name, f.type, f.point, r, J, F, (J - Jb).T * F, False))
+            continue
+        F = _law(f, r, v, geo, X, names, usym)
         out.append(ForceEquations(f.name, f.type, f.point, r, J, F, J.T * F, f.inputs is not None))
     return out
 
 
-def _law(f: ValidForce, r: sp.Matrix, v: sp.Matrix, ea: sp.Matrix, ec: sp.Matrix, X: Callable[[Expression], sp.Expr],
-         names: dict[str, sp.Expr], usym: dict[str, sp.Symbol], model: ValidModel,
-         pnames: dict[str, sp.Symbol]) -> sp.Matrix:
-    """The force on the point in the ground frame (2 x 1)."""
+def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.Matrix,
+                  names: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+    """The point states (``x_<point>`` ... ``vz_<point>``, :data:`rodgen.model.validate.POINT_STATES`) a point
+    force's expressions use (names not already in ``names``): the point's position and velocity in the
+    ground frame."""
+    from ..model.validate import point_states
+    points = {p: "" for ex in f.force or () for nm in ex.names if "_" in nm and nm not in names
+              for p in [nm.split("_", 1)[1]] if geo.has_point(p)}
+    known = point_states(points, geo.dim)
+    out: dict[str, sp.Expr] = {}
+    cache: dict[str, tuple[sp.Matrix, sp.Matrix]] = {}
+    for ex in f.force or ():
+        for nm in ex.names:
+            if nm not in known:
+                continue
+            kind, p = known[nm]
+            if p not in cache:
+                r = geo.position(p)
+                cache[p] = (r, (r.jacobian(q) if q else sp.zeros(geo.dim, 0)) * qdv)
+            r, v = cache[p]
+            out[nm] = (v if kind.startswith("v") else r)["xyz".index(kind[-1])]
+    return out
+
+
+class _Geometry:
+    """What a force law needs of the model's world: its dimension, a point's position, the axes of a link
+    (along and across its axis, in the plane of the friction) and of a point's frame, and the ground."""
+
+    dim = 2
+
+    def position(self, point: str) -> sp.Matrix:
+        raise NotImplementedError
+
+    def has_point(self, point: str) -> bool:
+        raise NotImplementedError
+
+    def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
+        raise NotImplementedError
+
+    def frame_axes(self, f: ValidForce) -> sp.Matrix:
+        raise NotImplementedError
+
+    def ground(self, r: sp.Matrix, v: sp.Matrix) -> tuple[sp.Expr, sp.Expr, sp.Matrix, sp.Matrix, sp.Matrix]:
+        """Penetration depth, its rate, the unit normal, the tangential velocity and its basis (columns)."""
+        raise NotImplementedError
+
+
+class _Planar(_Geometry):
+    def __init__(self, model: ValidModel, inline: Callable[[sp.Matrix], sp.Matrix], eqs: Equations,
+                 coord: dict[str, sp.Expr], pnames: dict[str, sp.Symbol], X: Callable[[Expression], sp.Expr]):
+        self.model, self.inline, self.eqs, self.X = model, inline, eqs, X
+        self.theta = _angles(model, coord, pnames)
+
+    def position(self, point: str) -> sp.Matrix:
+        return self.inline(self.eqs.points[point])
+
+    def has_point(self, point: str) -> bool:
+        return point in self.eqs.points
+
+    def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
+        th = self.theta[link]
+        return sp.Matrix([sp.cos(th), sp.sin(th)]), sp.Matrix([-sp.sin(th), sp.cos(th)])
+
+    def frame_axes(self, f: ValidForce) -> sp.Matrix:
+        ea, ec = self.link_axes(f.link)
+        return ea.row_join(ec)
+
+    def ground(self, r: sp.Matrix, v: sp.Matrix) -> tuple[sp.Expr, sp.Expr, sp.Matrix, sp.Matrix, sp.Matrix]:
+        s, height = self.X(self.model.ground.slope), self.X(self.model.ground.height)
+        t = sp.Matrix([sp.cos(s), sp.sin(s)])
+        n = sp.Matrix([-sp.sin(s), sp.cos(s)])
+        return height * sp.cos(s) - (n.T * r)[0], -(n.T * v)[0], n, t, t
+
+
+class _Spatial(_Geometry):
+    dim = 3
+
+    def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr]):
+        self.eqs, self.inline, self.X = eqs, inline, X
+        g: Any = eqs.model.ground
+        nv = sp.Matrix([X(c) for c in g.normal])
+        self.n = _unit(nv)
+        ex = sp.Matrix([1, 0, 0])
+        t1 = ex - (self.n.T * ex)[0] * self.n
+        if all(sp.simplify(c) == 0 for c in t1):
+            t1 = sp.Matrix([0, 1, 0]) - self.n[1] * self.n
+        self.t1 = _unit(t1)
+        self.t2 = self.n.cross(self.t1)
+        self.height = X(g.height)
+
+    def position(self, point: str) -> sp.Matrix:
+        return self.inline(self.eqs.frames[point][0])
+
+    def has_point(self, point: str) -> bool:
+        return point in self.eqs.frames
+
+    def _rotation(self, frame: str) -> sp.Matrix:
+        return self.inline(self.eqs.frames[frame][1])
+
+    def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
+        lk: Any = self.eqs.model.link_named(link)
+        a = self._rotation(f"{link}.joint") * _unit(sp.Matrix([self.X(c) for c in lk.along]))
+        a = a - (self.n.T * a)[0] * self.n
+        ea = _unit(a)
+        return ea, self.n.cross(ea)
+
+    def frame_axes(self, f: ValidForce) -> sp.Matrix:
+        return self._rotation(f.point)
+
+    def ground(self, r: sp.Matrix, v: sp.Matrix) -> tuple[sp.Expr, sp.Expr, sp.Matrix, sp.Matrix, sp.Matrix]:
+        basis = self.t1.row_join(self.t2)
+        return self.height - (self.n.T * r)[0], -(self.n.T * v)[0], self.n, basis.T * v, basis
+
+
+def _unit(v: sp.Matrix) -> sp.Matrix:
+    """``v / |v|``, the norm simplified where that is cheap (a unit vector of sines and cosines)."""
+    nn = (v.T * v)[0]
+    if sp.count_ops(nn) < 60:
+        nn = sp.trigsimp(nn)
+    return v if nn == 1 else v / sp.sqrt(nn)
+
+
+def _spring_damper(f: ValidForce, d: sp.Matrix, dv: sp.Matrix, X: Callable[[Expression], sp.Expr]) -> sp.Matrix:
+    """The force on point a of a spring-damper, ``d = r_b - r_a`` and its rate ``dv``."""
+    assert f.stiffness is not None and f.damping is not None and f.rest_length is not None
+    L = sp.sqrt((d.T * d)[0])
+    Ldot = (d.T * dv)[0] / L
+    return (X(f.stiffness) * (L - X(f.rest_length)) + X(f.damping) * Ldot) * d / L
+
+
+def _law(f: ValidForce, r: sp.Matrix, v: sp.Matrix, geo: _Geometry, X: Callable[[Expression], sp.Expr],
+         names: dict[str, sp.Expr], usym: dict[str, sp.Symbol]) -> sp.Matrix:
+    """The force on the point in the ground frame (dim x 1)."""
     if f.type == "point_force":
         if f.inputs is not None:
-            fx, fy = usym[f.inputs[0]], usym[f.inputs[1]]
+            comps = [usym[nm] for nm in f.inputs]
         else:
             assert f.force is not None
-            fx, fy = (to_sympy(c, names) for c in f.force)  # type: ignore[arg-type]
-        return sp.Matrix([fx, fy]) if f.frame == "world" else fx * ea + fy * ec
+            comps = [to_sympy(c, names) for c in f.force]  # type: ignore[arg-type]
+        F = sp.Matrix(comps)
+        return F if f.frame == "world" else geo.frame_axes(f) * F
     if f.type in LINK_FRAME_LAWS:
+        ea, ec = geo.link_axes(f.link)
         fa, fc = link_frame_law(f, (ea.T * v)[0], (ec.T * v)[0], X)
         return fa * ea + fc * ec
     # ground_contact
     assert f.stiffness is not None and f.exponent is not None and f.damping is not None
     assert f.friction is not None and f.velocity_scale is not None
-    s, height = X(model.ground.slope), X(model.ground.height)
-    t = sp.Matrix([sp.cos(s), sp.sin(s)])
-    n = sp.Matrix([-sp.sin(s), sp.cos(s)])
-    depth = height * sp.cos(s) - (n.T * r)[0]
-    rate = -(n.T * v)[0]
+    depth, rate, n, vt, basis = geo.ground(r, v)
     fn = X(f.stiffness) * depth ** X(f.exponent) * (1 + X(f.damping) * rate)
     Fn = sp.Piecewise((fn, sp.And(depth > 0, fn > 0)), (0, True))
-    Ft = -X(f.friction) * Fn * sp.tanh((t.T * v)[0] / X(f.velocity_scale))
-    return Fn * n + Ft * t
+    vs = X(f.velocity_scale)
+    if geo.dim == 2:    # the planar ground line: vt is its tangent t
+        Ft = -X(f.friction) * Fn * sp.tanh((vt.T * v)[0] / vs)
+        return Fn * n + Ft * vt
+    # the ground plane: the regularised law along the sliding direction, tanh(|v_t|/v_s) v_t/|v_t|
+    s2 = (vt.T * vt)[0]
+    g = sp.Piecewise((1 / vs, sp.Eq(s2, 0)), (sp.tanh(sp.sqrt(s2) / vs) / sp.sqrt(s2), True))
+    return Fn * n - X(f.friction) * Fn * g * (basis * vt)
 
 
 #: The laws that are functions of the point's velocity in its link's frame (along, across) only.

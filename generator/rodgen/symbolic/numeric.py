@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import numpy as np
 import sympy as sp
 
+from ..errors import DerivationError
 from .equations import Equations
 
 ParamsLike = Union[None, Sequence[float], np.ndarray, Mapping[str, float]]
@@ -29,6 +30,10 @@ class NumericModel:
     """Batched numerical evaluation of equations of motion (see module docstring)."""
 
     def __init__(self, eqs: Equations) -> None:
+        if eqs.configuration_rate is not None:
+            raise DerivationError(f"model {eqs.model.name!r} has a free, spherical or planar joint: the NumPy "
+                                  f"evaluator takes models whose velocities are their coordinates' rates; use "
+                                  f"rodgen.build(model) for it")
         eqs = eqs.expanded()
         self.equations = eqs
         self.name = eqs.model.name
@@ -208,6 +213,7 @@ class ChainModel:
         self.equations = eqs
         self.name = eqs.model.name
         self.nq, self.nu = len(eqs.q), len(eqs.u)
+        self.nv = len(eqs.qd)      # velocities: nq except with free or spherical joints
         self.coordinates = [str(s) for s in eqs.q]
         self.inputs = [str(s) for s in eqs.u]
         self.parameters = {str(s): float(eqs.param_values[s]) for s in eqs.params}
@@ -259,16 +265,22 @@ class ChainModel:
                              f"({', '.join(self.coordinates)})")
         return a
 
+    def _v(self, qd: Any) -> np.ndarray:
+        a = np.asarray(qd, dtype=float)
+        if a.shape != (self.nv,):
+            raise ValueError(f"Input 'qd' has shape {a.shape}; expected ({self.nv},)")
+        return a
+
     def mass_matrix(self, q: Any, p: ParamsLike = None) -> np.ndarray:
-        return np.array(self._M(self._q(q), self.params(p)), dtype=float).reshape(self.nq, self.nq)
+        return np.array(self._M(self._q(q), self.params(p)), dtype=float).reshape(self.nv, self.nv)
 
     def bias(self, q: Any, qd: Any, p: ParamsLike = None) -> np.ndarray:
-        return np.array(self._bias(self._q(q), self._q(qd, "qd"), self.params(p)), dtype=float)
+        return np.array(self._bias(self._q(q), self._v(qd), self.params(p)), dtype=float)
 
     def input_map(self, q: Any, p: ParamsLike = None) -> np.ndarray:
         if self._B is None:
-            return np.zeros((self.nq, 0))
-        return np.array(self._B(self._q(q), self.params(p)), dtype=float).reshape(self.nq, self.nu)
+            return np.zeros((self.nv, 0))
+        return np.array(self._B(self._q(q), self.params(p)), dtype=float).reshape(self.nv, self.nu)
 
     def points(self, q: Any, p: ParamsLike = None) -> dict[str, np.ndarray]:
         flat = np.array(self._points(self._q(q), self.params(p)), dtype=float).reshape(-1, 2)
@@ -277,6 +289,10 @@ class ChainModel:
     def stiffness(self, q: Any, u: Any = None, p: ParamsLike = None) -> np.ndarray:
         """Exact ``d(bias - B u)/dq`` at ``qd = 0`` (the stiffness about a state at rest), (nq, nq)."""
         eqs = self.equations
+        if eqs.configuration_rate is not None:
+            raise DerivationError(f"model {self.name!r}: the stiffness d(bias - B u)/dq of a model with a free, "
+                                  f"spherical or planar joint (its velocities are not its coordinates' rates) is not "
+                                  f"available yet")
         if self._K is None:
             from .derivative import forward_derivatives
             n = self.nq

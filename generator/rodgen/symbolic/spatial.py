@@ -49,7 +49,7 @@ import sympy as sp
 
 from ..errors import DerivationError, ModelError
 from ..model.expr import Expression
-from ..model.spatial import ValidSpatialLink, ValidSpatialModel
+from ..model.spatial import LIE_JOINTS, ValidSpatialLink, ValidSpatialModel
 from .common import damper_forces, input_map, spring_energy, spring_forces
 from .convert import to_sympy
 from .equations import Equations, ForwardDynamics
@@ -186,6 +186,10 @@ class SNode:
     axis: V3                     # unit joint axis in the node frame
     coord: sp.Expr               # tree coordinate, linear in q (revolute: plus a constant offset)
     bodies: list[tuple[sp.Expr, V3, M3]] = field(default_factory=list)   # (m, centre of mass, inertia about it)
+    #: a free, spherical or planar joint: (its type, its coordinate symbols, the index of its first velocity in
+    #: v); the node then has six motion columns (free: linear, then angular), three (spherical: angular; planar:
+    #: linear x, linear y, angular z), all constant in the node frame
+    lie: Optional[tuple[str, list[sp.Symbol], int]] = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,16 @@ class SpatialKinematics:
     generalized: list[tuple[sp.Symbol, sp.Expr]] = field(default_factory=list)
     springs: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = field(default_factory=list)
     dampers: list[tuple[sp.Expr, sp.Expr]] = field(default_factory=list)
+    #: per velocity (nv of them): the coordinate whose rate it is, or a Dummy for a free joint's velocities
+    vq: list[sp.Symbol] = field(default_factory=list)
+    #: a coordinate -> the index of its rate among the velocities (free joints' coordinates have none)
+    vel_of: dict[sp.Symbol, int] = field(default_factory=dict)
+
+    def velocity_view(self) -> "SpatialKinematics":
+        """These kinematics with ``q`` replaced by :attr:`vq`, so that the generalized forces of springs,
+        dampers and inputs (:mod:`rodgen.symbolic.common`) come out in nv rows, one per velocity."""
+        from dataclasses import replace
+        return replace(self, q=self.vq)
 
 
 def spatial_kinematics(model: ValidSpatialModel) -> SpatialKinematics:
@@ -238,9 +252,12 @@ def spatial_kinematics(model: ValidSpatialModel) -> SpatialKinematics:
     pvals = {s: p.value for p, s in zip(model.parameters, params)}
     coords = model.coordinates()
     q = [sp.Symbol(c.name, real=True) for c in coords]
-    qd = [sp.Symbol(c.name + "'", real=True) for c in coords]
-    qdd = [sp.Symbol(c.name + "''", real=True) for c in coords]
+    vels = model.velocities()
+    qd = [sp.Symbol(nm, real=True) for nm, _ in vels]
+    qdd = [sp.Symbol(nm + "'" if c is None else c + "''", real=True) for nm, c in vels]
     qmap = {c.name: s for c, s in zip(coords, q)}
+    vq = [qmap[c] if c is not None else sp.Dummy(nm, real=True) for nm, c in vels]
+    vel_of = {qmap[c]: i for i, (_, c) in enumerate(vels) if c is not None}
     inputs = model.inputs()
     u = [sp.Symbol(i.name, real=True) for i in inputs]
     umap = {i.name: s for i, s in zip(inputs, u)}
@@ -248,7 +265,8 @@ def spatial_kinematics(model: ValidSpatialModel) -> SpatialKinematics:
     def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pmap)
 
-    k = SpatialKinematics(model, q, qd, qdd, u, params, pvals, [X(g) for g in model.gravity])
+    k = SpatialKinematics(model, q, qd, qdd, u, params, pvals, [X(g) for g in model.gravity], vq=vq,
+                          vel_of=vel_of)
     for lk in model.links:
         jt = lk.joint
         for cname, uname in zip(jt.coordinates, jt.inputs):
@@ -317,7 +335,13 @@ class SpatialTree:
             at = self._attachment(self.model.link_named(lk.parent), lk.at)
         frame = at.moved(rpy_matrix(*self.V(jt.rpy)), self.V(jt.xyz))
         offset = self.X(jt.offset)
-        if jt.type in ("revolute", "prismatic"):
+        if jt.type in LIE_JOINTS:
+            syms = [self.qmap[c] for c in jt.coordinates]
+            v0 = [str(s) for s in self.k.qd].index(jt.velocities[0])
+            i = self.add(SNode(lk.name, frame.node, False, frame.Rl, frame.pl, [_0, _0, _1], _0,
+                               lie=(jt.type, syms, v0)))
+            frame = SRef(i)
+        elif jt.type in ("revolute", "prismatic"):
             axis = self._unit(self.V(jt.axis), f"link {lk.name!r}.joint.axis")
             coord = self.qmap[jt.coordinates[0]]
             rev = jt.type == "revolute"
@@ -435,26 +459,72 @@ def _prefix(k: SpatialKinematics) -> str:
     return prefix
 
 
+def quaternion_matrix(x: sp.Expr, y: sp.Expr, z: sp.Expr, w: sp.Expr) -> M3:
+    """The rotation of the unit quaternion (x, y, z, w) (Eigen's ``toRotationMatrix``, as Pinocchio)."""
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+
+
+#: The motion columns of the joints with several: (angular, axis index) in the order of their velocities.
+LIE_COLUMNS = {"free": ((False, 0), (False, 1), (False, 2), (True, 0), (True, 1), (True, 2)),
+               "spherical": ((True, 0), (True, 1), (True, 2)),
+               "planar": ((False, 0), (False, 1), (True, 2))}
+
+
 class _Joints:
     """Per-node quantities shared by the recursions, each emitted once: the map T, the rotation R and origin
-    p of each node in its parent, the motion subspace, the tree coordinate rates, the body inertias."""
+    p of each node in its parent, the motion subspace, the tree coordinate rates, the body inertias.
+
+    A node has one motion *column* (a single-axis joint) or six (a free joint: linear, then angular, node
+    frame). ``S``, ``sd`` and ``Tmap`` are per column (``T`` maps the model's nv velocities onto the
+    columns' rates), ``cols[i]`` lists node i's columns and ``node_of`` gives a column's node; in a model
+    without free joints columns and nodes coincide."""
 
     def __init__(self, nodes: list[SNode], k: SpatialKinematics, e: _Emitter) -> None:
         self.e = e
         self.Tmap: list[list[tuple[int, sp.Expr]]] = []
-        for nd in nodes:
-            free = sp.sympify(nd.coord).free_symbols
-            row = [(j, sp.diff(nd.coord, qj)) for j, qj in enumerate(k.q) if qj in free]
-            row = [(j, cf) for j, cf in row if cf != 0]
-            if any(qj in cf.free_symbols for _, cf in row for qj in k.q):
-                raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
-            self.Tmap.append(row)
+        self.cols: list[list[int]] = []
+        self.node_of: list[int] = []
         self.R: list[M3] = []
         self.p: list[V3] = []
         self.S: list[tuple[V3, V3]] = []
         self.sd: list[sp.Expr] = []
+        self.lie = [nd.lie is not None for nd in nodes]
         for i, nd in enumerate(nodes):
-            self.sd.append(e(sp.Add(*[cf * k.qd[j] for j, cf in self.Tmap[i]]), f"{i}_sd"))
+            if nd.lie is not None:
+                kind, syms, v0 = nd.lie
+                ids = []
+                for c, (angular, axis) in enumerate(LIE_COLUMNS[kind]):
+                    unit = [_1 if r == axis else _0 for r in range(3)]
+                    self.S.append((unit, _zero3()) if angular else (_zero3(), unit))
+                    self.Tmap.append([(v0 + c, _1)])
+                    self.sd.append(k.qd[v0 + c])
+                    self.node_of.append(i)
+                    ids.append(len(self.S) - 1)
+                self.cols.append(ids)
+                if kind == "planar":
+                    c = e(sp.cos(syms[2]), f"{i}_c")
+                    s = e(sp.sin(syms[2]), f"{i}_s")
+                    Rj: M3 = [[c, -s, _0], [s, c, _0], [_0, _0, _1]]
+                    pj: V3 = [syms[0], syms[1], _0]
+                else:
+                    Rj = quaternion_matrix(*syms[-4:])
+                    pj = list(syms[:3]) if kind == "free" else _zero3()
+                R = Rj if _is_identity(nd.R0) else _mm(nd.R0, Rj)
+                p = _add(nd.p0, pj if _is_identity(nd.R0) else _mv(nd.R0, pj))
+                self.R.append([[e(sp.expand(R[r][c_]), f"{i}_R{r}{c_}") for c_ in range(3)] for r in range(3)])
+                self.p.append([e(sp.expand(p[r]), f"{i}_p{r}") for r in range(3)])
+                continue
+            free = sp.sympify(nd.coord).free_symbols
+            row = [(k.vel_of[qj], sp.diff(nd.coord, qj)) for qj in k.q if qj in free]
+            row = [(j, cf) for j, cf in row if cf != 0]
+            if any(qj in cf.free_symbols for _, cf in row for qj in k.q):
+                raise DerivationError(f"joint {nd.name!r}: coordinate {nd.coord} is not linear in q")
+            self.Tmap.append(row)
+            self.cols.append([len(self.S)])
+            self.node_of.append(i)
+            self.sd.append(e(sp.Add(*[cf * k.qd[j] for j, cf in row]), f"{i}_sd"))
             if nd.revolute:
                 c = e(sp.cos(nd.coord), f"{i}_c")
                 s = e(sp.sin(nd.coord), f"{i}_s")
@@ -467,6 +537,17 @@ class _Joints:
                 self.S.append((_zero3(), list(nd.axis)))
             self.R.append([[e(sp.expand(R[r][c_]), f"{i}_R{r}{c_}") for c_ in range(3)] for r in range(3)])
             self.p.append([e(sp.expand(p[r]), f"{i}_p{r}") for r in range(3)])
+        self.init_bodies(nodes, e)
+
+    def joint_motion(self, i: int, rates: Sequence[sp.Expr] | dict[int, sp.Expr]) -> tuple[V3, V3]:
+        """Σ S_c rate_c over node i's columns (``rates`` indexed by column)."""
+        w, v = _zero3(), _zero3()
+        for c in self.cols[i]:
+            w = _add(w, _scale(rates[c], self.S[c][0]))
+            v = _add(v, _scale(rates[c], self.S[c][1]))
+        return w, v
+
+    def init_bodies(self, nodes: list[SNode], e: _Emitter) -> None:
         # rigid-body inertia of each node's bodies about its origin: (m, h, Ibar)
         self.body: list[tuple[sp.Expr, V3, M3]] = []
         for i, nd in enumerate(nodes):
@@ -512,9 +593,10 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     tree = tree or SpatialTree(model, k)
     nodes = tree.nodes
     e = _Emitter(_prefix(k))
-    N, n = len(nodes), len(k.q)
+    N, n = len(nodes), len(k.qd)
     J = _Joints(nodes, k, e)
     Tmap, S, sd, body = J.Tmap, J.S, J.sd, J.body
+    NC = len(S)
 
     # --- composite-rigid-body algorithm ---------------------------------------------------------------
     acc: list[list[list]] = [[[body[i][0]], [[x] for x in body[i][1]], [[[x] for x in row] for row in body[i][2]]]
@@ -548,16 +630,20 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     Mt: dict[tuple[int, int], sp.Expr] = {}
     for i in range(N):
         m, h, Ib = comp[i]
-        Sw, Sv = S[i]
-        Fn, Ff = _inertia_times(m, h, Ib, Sw, Sv)
-        Fn = [e(x, f"{i}_Fn{r}") for r, x in enumerate(Fn)]
-        Ff = [e(x, f"{i}_Ff{r}") for r, x in enumerate(Ff)]
-        Mt[i, i] = e(_dot(Sw, Fn) + _dot(Sv, Ff), f"M{i}_{i}")
-        j = i
-        while nodes[j].parent >= 0:
-            Fn, Ff = J.force_out(j, Fn, Ff, f"{i}_F{j}")
-            j = nodes[j].parent
-            Mt[i, j] = e(_dot(S[j][0], Fn) + _dot(S[j][1], Ff), f"M{i}_{j}")
+        for a_ in J.cols[i]:
+            Sw, Sv = S[a_]
+            Fn, Ff = _inertia_times(m, h, Ib, Sw, Sv)
+            Fn = [e(x, f"{a_}_Fn{r}") for r, x in enumerate(Fn)]
+            Ff = [e(x, f"{a_}_Ff{r}") for r, x in enumerate(Ff)]
+            for b_ in J.cols[i]:
+                if b_ <= a_:
+                    Mt[a_, b_] = e(_dot(S[b_][0], Fn) + _dot(S[b_][1], Ff), f"M{a_}_{b_}")
+            j = i
+            while nodes[j].parent >= 0:
+                Fn, Ff = J.force_out(j, Fn, Ff, f"{a_}_F{j}")
+                j = nodes[j].parent
+                for b_ in J.cols[j]:
+                    Mt[a_, b_] = e(_dot(S[b_][0], Fn) + _dot(S[b_][1], Ff), f"M{a_}_{b_}")
 
     # --- recursive Newton-Euler: velocities, velocity-product accelerations, body forces --------------
     vel: list[tuple[V3, V3]] = []
@@ -574,11 +660,12 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
         return [[[fn[r] + xn[r]] for r in range(3)], [[ff[r] + xf[r]] for r in range(3)]]
 
     def backward(frc: list[list[list[list[sp.Expr]]]], tag: str) -> list[sp.Expr]:
-        out: list[sp.Expr] = [_0] * N
+        out: list[sp.Expr] = [_0] * NC
         for i in reversed(range(N)):
             fn = [e(sp.Add(*frc[i][0][r]), f"{i}_{tag}fn{r}") for r in range(3)]
             ff = [e(sp.Add(*frc[i][1][r]), f"{i}_{tag}ff{r}") for r in range(3)]
-            out[i] = e(_dot(S[i][0], fn) + _dot(S[i][1], ff), f"{i}_{tag}tau")
+            for c in J.cols[i]:
+                out[c] = e(_dot(S[c][0], fn) + _dot(S[c][1], ff), f"{c}_{tag}tau")
             par = nodes[i].parent
             if par >= 0:
                 pn, pf = J.force_out(i, fn, ff, f"{i}_{tag}fp")
@@ -595,8 +682,7 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
             win, vin = J.motion_in(i, vel[nd.parent][0], vel[nd.parent][1], "vp")
         else:
             win, vin = _zero3(), _zero3()
-        Sw = _scale(sd[i], S[i][0])
-        Sv = _scale(sd[i], S[i][1])
+        Sw, Sv = J.joint_motion(i, sd)
         w = [e(win[r] + Sw[r], f"{i}_w{r}") for r in range(3)]
         v = [e(vin[r] + Sv[r], f"{i}_v{r}") for r in range(3)]
         vel.append((w, v))
@@ -627,20 +713,22 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
         m, h, _ = comp[i]
         wn = _cross(h, g)
         wf = _scale(m, g)
-        Gt.append(e(-(_dot(S[i][0], wn) + _dot(S[i][1], wf)), f"{i}_G"))
+        for c in J.cols[i]:
+            Gt.append(e(-(_dot(S[c][0], wn) + _dot(S[c][1], wf)), f"{c}_G"))
 
     # --- inverse dynamics: Newton-Euler with the accelerations, the ground accelerating against gravity --
     mark = len(e.assignments)
     iacl: list[tuple[V3, V3]] = []
     ifrc: list = []
     for i, nd in enumerate(nodes):
-        sdd = sp.Add(*[cf * k.qdd[j] for j, cf in Tmap[i]])
+        sdd = {c: sp.Add(*[cf * k.qdd[j] for j, cf in Tmap[c]]) for c in J.cols[i]}
         if nd.parent >= 0:
             aw_in, av_in = J.motion_in(i, iacl[nd.parent][0], iacl[nd.parent][1], "iap")
         else:
             aw_in, av_in = J.motion_in(i, _zero3(), _scale(sp.S.NegativeOne, k.gravity), "iap")
-        aw = [e(aw_in[r] + cacc[i][0][r] + S[i][0][r] * sdd, f"{i}_iaw{r}") for r in range(3)]
-        av = [e(av_in[r] + cacc[i][1][r] + S[i][1][r] * sdd, f"{i}_iav{r}") for r in range(3)]
+        Aw, Av = J.joint_motion(i, sdd)
+        aw = [e(aw_in[r] + cacc[i][0][r] + Aw[r], f"{i}_iaw{r}") for r in range(3)]
+        av = [e(av_in[r] + cacc[i][1][r] + Av[r], f"{i}_iav{r}") for r in range(3)]
         iacl.append((aw, av))
         ifrc.append(body_force(i, aw, av))
     itau = backward(ifrc, "i")
@@ -668,11 +756,12 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     for name, ref in tree.frames.items():
         frames[name] = _frame_of(ref, world)
         jacobians[name] = _frame_jacobian(ref, frames[name][0], nodes, J, world, n)
-    K, D = spring_forces(k), damper_forces(k)  # type: ignore[arg-type]
+    kv = k.velocity_view()
+    K, D = spring_forces(kv), damper_forces(kv)  # type: ignore[arg-type]
     points = {nm: sp.Matrix(pos) for nm, (pos, _) in frames.items()}
     eqs = Equations(model=model, method="recursive", q=k.q, qd=k.qd, qdd=k.qdd, u=k.u,  # type: ignore[arg-type]
                     params=k.params, param_values=k.param_values, M=M, h=h, G=G, K=K, D=D,
-                    B=input_map(k), T=T, V=V, points=points,  # type: ignore[arg-type]
+                    B=input_map(kv), T=T, V=V, points=points,  # type: ignore[arg-type]
                     assignments=e.assignments, coordinates=model.coordinates(), inputs=model.inputs(),
                     inverse=inverse, inverse_assignments=inverse_assignments)
     eqs.frames = {nm: (sp.Matrix(pos), sp.Matrix(rot)) for nm, (pos, rot) in frames.items()}
@@ -688,12 +777,22 @@ def _frame_jacobian(ref: SRef, pos: V3, nodes: list[SNode], J: _Joints, world: l
     i = ref.node
     while i >= 0:
         Rw, pw = world[i]
+        if nodes[i].lie is not None:
+            # the node's velocity columns in its own frame: linear R e_k, angular R e_k x (p - o) and R e_k
+            for c in J.cols[i]:
+                zw, zv = _mv(Rw, J.S[c][0]), _mv(Rw, J.S[c][1])
+                col = _add(zv, _cross(zw, [pos[r] - pw[r] for r in range(3)])) + zw
+                for a_, cf in J.Tmap[c]:
+                    for r in range(6):
+                        out[r, a_] += cf * col[r]
+            i = nodes[i].parent
+            continue
         z = _mv(Rw, nodes[i].axis)
         if nodes[i].revolute:
             col = _cross(z, [pos[r] - pw[r] for r in range(3)]) + z
         else:
             col = z + _zero3()
-        for a_, cf in J.Tmap[i]:
+        for a_, cf in J.Tmap[J.cols[i][0]]:
             for r in range(6):
                 out[r, a_] += cf * col[r]
         i = nodes[i].parent
@@ -722,8 +821,11 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
 
 
 def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
-                             tree: Optional[SpatialTree] = None) -> ForwardDynamics:
+                             tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
+
+    ``F`` (n x 1, closed form in q, qd, the time and the parameters) are the force elements' generalized
+    forces Jᵀ F: they join the joint forces (not applied on the nodes).
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
@@ -734,12 +836,12 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
                               f"independent joints")
     tree = tree or SpatialTree(model, k)
     nodes = tree.nodes
-    N, n = len(nodes), len(k.q)
-    if N != n:
-        raise DerivationError(f"model {model.name!r}: the articulated-body algorithm needs one joint per "
-                              f"coordinate; the expanded tree has {N - n} dependent joints")
     e = _Emitter(_prefix(k))
     J = _Joints(nodes, k, e)
+    N, n, NC = len(nodes), len(k.qd), len(J.S)
+    if NC != n:
+        raise DerivationError(f"model {model.name!r}: the articulated-body algorithm needs one joint per "
+                              f"coordinate; the expanded tree has {NC - n} dependent joints")
     Tm = sp.zeros(n, n)
     for i, row in enumerate(J.Tmap):
         for j, cf in row:
@@ -750,10 +852,13 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         if Tm.det() == 0:
             raise DerivationError(f"model {model.name!r}: the joint coordinates are not independent")
         Tinv = Tm.inv()
-    Q = -spring_forces(k) - damper_forces(k)  # type: ignore[arg-type]
+    kv = k.velocity_view()
+    Q = -spring_forces(kv) - damper_forces(kv)  # type: ignore[arg-type]
     if k.u:
-        Q += input_map(k) * sp.Matrix(k.u)  # type: ignore[arg-type]
-    tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(N)]
+        Q += input_map(kv) * sp.Matrix(k.u)  # type: ignore[arg-type]
+    if F is not None:
+        Q += F
+    tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(NC)]
 
     def six(w: V3, v: V3) -> list[sp.Expr]:
         return list(w) + list(v)
@@ -768,8 +873,7 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
             win, vin = J.motion_in(i, vel[nd.parent][0], vel[nd.parent][1], "vp")
         else:
             win, vin = _zero3(), _zero3()
-        Sw = _scale(J.sd[i], J.S[i][0])
-        Sv = _scale(J.sd[i], J.S[i][1])
+        Sw, Sv = J.joint_motion(i, J.sd)
         w = [e(win[r] + Sw[r], f"{i}_w{r}") for r in range(3)]
         v = [e(vin[r] + Sv[r], f"{i}_v{r}") for r in range(3)]
         vel.append((w, v))
@@ -790,8 +894,9 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         pA.append([[x] for x in six(xn, xf)])
     # pass 2 (inward): articulated inertias and bias forces
     U: list[list[sp.Expr]] = [[]] * N
-    Dinv: list[sp.Expr] = [_0] * N
+    Dinv: list[sp.Expr] = [_0] * NC
     uu: list[sp.Expr] = [_0] * N
+    multi: dict[int, tuple] = {}     # node with several columns -> (S, U, L, 1/D, u) of its joint
     for i in reversed(range(N)):
         Ii = {}
         for r in range(6):
@@ -799,62 +904,139 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
                 Ii[r, c] = e(sp.Add(*IA[i][r][c]), f"{i}_IA{r}{c}")
         Im = [[Ii[min(r, c), max(r, c)] for c in range(6)] for r in range(6)]
         pi = [e(sp.Add(*pA[i][r]), f"{i}_pA{r}") for r in range(6)]
-        Si = six(*J.S[i])
+        par = nodes[i].parent
+        if J.lie[i]:
+            # k columns: U = IA S (6 x k), D = Sᵀ U (k x k, by L D Lᵀ), u = tau - Sᵀ pA; to the parent
+            # Ia = IA - U D⁻¹ Uᵀ, pa = pA + Ia c + U D⁻¹ u
+            cols = J.cols[i]
+            Sc = [six(*J.S[c]) for c in cols]
+            Uc = [[e(sp.Add(*[Im[r][c] * S_[c] for c in range(6) if S_[c] != 0]), f"{i}_U{a_}_{r}")
+                   for r in range(6)] for a_, S_ in enumerate(Sc)]
+            Dm = [[sp.Add(*[Sc[a_][r] * Uc[b_][r] for r in range(6) if Sc[a_][r] != 0]) for b_ in range(len(cols))]
+                  for a_ in range(len(cols))]
+            L, dinv = _ldl_factor(e, Dm, f"{i}_")
+            for a_, c in enumerate(cols):
+                Dinv[c] = dinv[a_]
+            uv = [e(tau[c] - sp.Add(*[Sc[a_][r] * pi[r] for r in range(6) if Sc[a_][r] != 0]), f"{i}_u{a_}")
+                  for a_, c in enumerate(cols)]
+            multi[i] = (Sc, Uc, L, dinv, uv)
+            if par < 0:
+                continue
+            W = [_ldl_apply(e, L, dinv, [Uc[a_][r] for a_ in range(len(cols))], f"{i}_W{r}_") for r in range(6)]
+            z = _ldl_apply(e, L, dinv, uv, f"{i}_z")
+            Ia = [[e(Im[r][c] - sp.Add(*[Uc[a_][r] * W[c][a_] for a_ in range(len(cols))]), f"{i}_Ia{r}{c}")
+                   if c >= r else None for c in range(6)] for r in range(6)]
+            Ia = [[Ia[min(r, c)][max(r, c)] for c in range(6)] for r in range(6)]
+            ci = [sp.Add(*[Ia[r][c] * cacc[i][c] for c in range(6) if cacc[i][c] != 0]) for r in range(6)]
+            pa = [e(pi[r] + ci[r] + sp.Add(*[Uc[a_][r] * z[a_] for a_ in range(len(cols))]), f"{i}_pa{r}")
+                  for r in range(6)]
+            _to_parent(e, J, i, par, Ia, pa, IA, pA)
+            continue
+        Si = six(*J.S[J.cols[i][0]])
         U[i] = [e(sp.Add(*[Im[r][c] * Si[c] for c in range(6) if Si[c] != 0]), f"{i}_U{r}") for r in range(6)]
         D = e(sp.Add(*[Si[r] * U[i][r] for r in range(6) if Si[r] != 0]), f"{i}_D")
-        Dinv[i] = e(1 / D, f"{i}_Dinv")
-        uu[i] = e(tau[i] - sp.Add(*[Si[r] * pi[r] for r in range(6) if Si[r] != 0]), f"{i}_u")
-        par = nodes[i].parent
+        ci_ = J.cols[i][0]
+        Dinv[ci_] = e(1 / D, f"{i}_Dinv")
+        uu[i] = e(tau[ci_] - sp.Add(*[Si[r] * pi[r] for r in range(6) if Si[r] != 0]), f"{i}_u")
         if par < 0:
             continue
-        Ia = [[e(Im[r][c] - U[i][r] * U[i][c] * Dinv[i], f"{i}_Ia{r}{c}") if c >= r else None for c in range(6)]
+        Ia = [[e(Im[r][c] - U[i][r] * U[i][c] * Dinv[ci_], f"{i}_Ia{r}{c}") if c >= r else None for c in range(6)]
               for r in range(6)]
         Ia = [[Ia[min(r, c)][max(r, c)] for c in range(6)] for r in range(6)]
         ci = [sp.Add(*[Ia[r][c] * cacc[i][c] for c in range(6) if cacc[i][c] != 0]) for r in range(6)]
-        uD = e(uu[i] * Dinv[i], f"{i}_uD")
+        uD = e(uu[i] * Dinv[ci_], f"{i}_uD")
         pa = [e(pi[r] + ci[r] + U[i][r] * uD, f"{i}_pa{r}") for r in range(6)]
-        # to the parent: rotate (blockdiag(R, R) Ia blockdiag(R, R)ᵀ), then shift by p
-        R, p = J.R[i], J.p[i]
-        A = [row[:3] for row in Ia[:3]]
-        B = [row[3:] for row in Ia[:3]]
-        C = [row[3:] for row in Ia[3:]]
-        Ar = _sym_emit(e, _mm(R, _mm(A, _mt(R))), f"{i}_IrA")
-        Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
-        Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
-        px = _skew(p)
-        BrT = _mt(Br)
-        # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
-        pC = _mm(px, Cr)
-        A2 = _mm(Br, px)
-        A3 = _mm(px, BrT)
-        A4 = _mm(pC, px)
-        for r in range(3):
-            for c in range(3):
-                if c >= r:
-                    IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
-                    IA[par][r + 3][c + 3].append(Cr[r][c])
-                IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
-        pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
-        for r in range(3):
-            pA[par][r].append(pn[r])
-            pA[par][r + 3].append(pf[r])
+        _to_parent(e, J, i, par, Ia, pa, IA, pA)
     # pass 3 (outward): accelerations; the ground accelerates against gravity
     acc: list[tuple[V3, V3]] = []
-    sdd: list[sp.Expr] = []
+    sdd: list[sp.Expr] = [_0] * NC
     for i, nd in enumerate(nodes):
         if nd.parent >= 0:
             aw_in, av_in = J.motion_in(i, acc[nd.parent][0], acc[nd.parent][1], "ap")
         else:
             aw_in, av_in = J.motion_in(i, _zero3(), _scale(sp.S.NegativeOne, k.gravity), "ap")
         a1 = [e(x + cacc[i][r], f"{i}_a1{r}") for r, x in enumerate(six(aw_in, av_in))]
-        qdd_i = e((uu[i] - sp.Add(*[U[i][r] * a1[r] for r in range(6)])) * Dinv[i], f"{i}_sdd")
-        sdd.append(qdd_i)
-        Si = six(*J.S[i])
+        if J.lie[i]:
+            # x = D⁻¹ (u - Uᵀ a1), a = a1 + S x
+            Sc, Uc, L, dinv, uv = multi[i]
+            cols = J.cols[i]
+            rhs = [e(uv[a_] - sp.Add(*[Uc[a_][r] * a1[r] for r in range(6)]), f"{i}_rb{a_}")
+                   for a_ in range(len(cols))]
+            x = _ldl_apply(e, L, dinv, rhs, f"{i}_x")
+            for a_, c in enumerate(cols):
+                sdd[c] = x[a_]
+            a = [e(a1[r] + sp.Add(*[Sc[a_][r] * x[a_] for a_ in range(len(cols)) if Sc[a_][r] != 0]), f"{i}_a{r}")
+                 for r in range(6)]
+            acc.append((a[:3], a[3:]))
+            continue
+        ci_ = J.cols[i][0]
+        qdd_i = e((uu[i] - sp.Add(*[U[i][r] * a1[r] for r in range(6)])) * Dinv[ci_], f"{i}_sdd")
+        sdd[ci_] = qdd_i
+        Si = six(*J.S[ci_])
         a = [e(a1[r] + Si[r] * qdd_i, f"{i}_a{r}") for r in range(6)]
         acc.append((a[:3], a[3:]))
-    qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(N) if Tinv[j, i] != 0]) for j in range(n)])
+    qdd = sp.Matrix([sp.Add(*[Tinv[j, i] * sdd[i] for i in range(NC) if Tinv[j, i] != 0]) for j in range(n)])
     return ForwardDynamics(model, k.q, k.qd, k.u, k.params, k.param_values, e.assignments, qdd,  # type: ignore[arg-type]
                            Dinv)
+
+
+def _to_parent(e: _Emitter, J: _Joints, i: int, par: int, Ia: list[list[sp.Expr]], pa: list[sp.Expr],
+               IA: list, pA: list) -> None:
+    """Add node i's articulated inertia Ia and bias pa, moved to its parent's frame, to the parent's."""
+    # to the parent: rotate (blockdiag(R, R) Ia blockdiag(R, R)ᵀ), then shift by p
+    R, p = J.R[i], J.p[i]
+    A = [row[:3] for row in Ia[:3]]
+    B = [row[3:] for row in Ia[:3]]
+    C = [row[3:] for row in Ia[3:]]
+    Ar = _sym_emit(e, _mm(R, _mm(A, _mt(R))), f"{i}_IrA")
+    Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
+    Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
+    px = _skew(p)
+    BrT = _mt(Br)
+    # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
+    pC = _mm(px, Cr)
+    A2 = _mm(Br, px)
+    A3 = _mm(px, BrT)
+    A4 = _mm(pC, px)
+    for r in range(3):
+        for c in range(3):
+            if c >= r:
+                IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
+                IA[par][r + 3][c + 3].append(Cr[r][c])
+            IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
+    pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
+    for r in range(3):
+        pA[par][r].append(pn[r])
+        pA[par][r + 3].append(pf[r])
+
+
+def _ldl_factor(e: _Emitter, A: list[list[sp.Expr]], tag: str) -> tuple[list[list[sp.Expr]], list[sp.Expr]]:
+    """L D Lᵀ of a symmetric positive definite k x k matrix (a joint's Sᵀ IA S) in straight-line code: the unit
+    lower triangle L and the inverse pivots 1/D (positive exactly where A is positive definite)."""
+    n = len(A)
+    L: list[list[sp.Expr]] = [[_0] * n for _ in range(n)]
+    LD: list[list[sp.Expr]] = [[_0] * n for _ in range(n)]
+    dinv: list[sp.Expr] = []
+    for j in range(n):
+        D = e(A[j][j] - sp.Add(*[L[j][k] * LD[j][k] for k in range(j)]), f"{tag}LD{j}")
+        dinv.append(e(1 / D, f"{tag}LDi{j}"))
+        for r in range(j + 1, n):
+            LD[r][j] = e(A[r][j] - sp.Add(*[L[r][k] * LD[j][k] for k in range(j)]), f"{tag}LDL{r}{j}")
+            L[r][j] = e(LD[r][j] * dinv[j], f"{tag}LL{r}{j}")
+    return L, dinv
+
+
+def _ldl_apply(e: _Emitter, L: list[list[sp.Expr]], dinv: list[sp.Expr], b: list[sp.Expr], tag: str
+               ) -> list[sp.Expr]:
+    """x with L D Lᵀ x = b (a factorisation of :func:`_ldl_factor`)."""
+    n = len(b)
+    y: list[sp.Expr] = []
+    for r in range(n):
+        y.append(e(b[r] - sp.Add(*[L[r][k] * y[k] for k in range(r)]), f"{tag}y{r}"))
+    x: list[sp.Expr] = [_0] * n
+    for r in reversed(range(n)):
+        x[r] = e(y[r] * dinv[r] - sp.Add(*[L[k][r] * x[k] for k in range(r + 1, n)]), f"{tag}x{r}")
+    return x
 
 
 def _sym_emit(e: _Emitter, A: M3, tag: str) -> M3:
@@ -872,7 +1054,7 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     if eqs.couplings or getattr(model, "couplings", None):
         return None, "the model couples coordinates"
     try:
-        fd = spatial_forward_dynamics(model, k, tree)  # type: ignore[arg-type]
+        fd = spatial_forward_dynamics(model, k, tree, eqs.F if eqs.forces else None)  # type: ignore[arg-type]
     except DerivationError as exc:
         return None, str(exc)
     pivots = [sp.sympify(d) for d in fd.inverse_pivots]
@@ -881,11 +1063,65 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     return fd, ""
 
 
+#: Codes of the joints with a configuration of their own in ``Equations.lie_joints`` and the table's
+#: ``lie_joints`` (``RODGEN_JOINT_FREE`` ...).
+LIE_CODES = {"free": 0, "spherical": 1, "planar": 2}
+
+
+def configuration_rate(k: SpatialKinematics, tree: SpatialTree
+                       ) -> tuple[sp.Matrix, tuple[tuple[int, int, int], ...]]:
+    """dq/dt (nq, 1) of a model with free, spherical or planar joints, and their layout (code of
+    :data:`LIE_CODES`, index of the first coordinate in q, of the first velocity in qd).
+
+    A free joint's position turns with its rotation, d[x y z]/dt = R(quat) v_linear; a quaternion (free or
+    spherical joint) by d quat/dt = 1/2 quat ⊗ (w, 0) with w the angular velocity in the link's own frame
+    (vector part 1/2 (qw w + qv × w), scalar part -1/2 qv·w); a planar joint's position by Rz(theta) (vx, vy)
+    and theta by wz; every other coordinate's rate is its velocity."""
+    rate: list[sp.Expr] = [_0] * len(k.q)
+    index = {s: i for i, s in enumerate(k.q)}
+    for qj, vj in k.vel_of.items():
+        rate[index[qj]] = k.qd[vj]
+    layout: list[tuple[int, int, int]] = []
+    for nd in tree.nodes:
+        if nd.lie is None:
+            continue
+        kind, syms, v0 = nd.lie
+        i0 = index[syms[0]]
+        layout.append((LIE_CODES[kind], i0, v0))
+        if kind == "planar":
+            c, s = sp.cos(syms[2]), sp.sin(syms[2])
+            vx, vy, wz = k.qd[v0:v0 + 3]
+            rate[i0], rate[i0 + 1], rate[i0 + 2] = c * vx - s * vy, s * vx + c * vy, wz
+            continue
+        quat = syms[-4:]
+        ang = k.qd[v0 + 3:v0 + 6] if kind == "free" else k.qd[v0:v0 + 3]
+        j0 = i0
+        if kind == "free":
+            R = quaternion_matrix(*quat)
+            lin = k.qd[v0:v0 + 3]
+            for r in range(3):
+                rate[i0 + r] = sp.expand(_dot(R[r], lin))
+            j0 = i0 + 3
+        qv, qw = quat[:3], quat[3]
+        vec = _add(_scale(qw, ang), _cross(qv, ang))
+        for r in range(3):
+            rate[j0 + r] = vec[r] / 2
+        rate[j0 + 3] = -_dot(qv, ang) / 2
+    return sp.Matrix(rate), tuple(layout)
+
+
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     """``rodgen.derive`` for a spatial model: ``"recursive"`` (also for ``"matrix"``, which has no spatial
     form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
     k = spatial_kinematics(model)
     tree = SpatialTree(model, k)
+    if model.lie and model.couplings:
+        raise DerivationError(f"model {model.name!r}: coupled coordinates with a free, spherical or planar joint "
+                              f"are not supported yet")
+    if method == "lagrange" and model.lie:
+        raise DerivationError(f"model {model.name!r} has a free, spherical or planar joint: the Lagrange "
+                              f"reference takes joints whose velocities are the coordinates' rates only; use "
+                              f"method='recursive'")
     if method == "lagrange":
         from .spatial_lagrange import derive_spatial_lagrange
         eqs = derive_spatial_lagrange(model)
@@ -903,12 +1139,25 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
     else:
         eqs.frames, eqs.frame_jacobians = frames, jacobians
-    for i, c in enumerate(eqs.coordinates):
+    velocity_names = [c.name for c in eqs.coordinates] if not model.lie else [
+        c or v for v, c in model.velocities()]
+    for i, name in enumerate(velocity_names):
         if eqs.M[i, i] == 0:
-            raise ModelError(f"coordinate {c.name!r} moves no mass: the mass matrix is singular",
-                             source=model.source, where=f"link {c.link!r}")
+            link = next((x.link for x in model.coordinates() if x.name == name), None)
+            raise ModelError(f"coordinate {name!r} moves no mass: the mass matrix is singular",
+                             source=model.source, where=f"link {link!r}")
+    from .forces import apply_forces
+    apply_forces(eqs)
     eqs.articulated, eqs.articulated_reason = spatial_articulated(eqs, k, tree)
-    eqs.constraints = []
+    if model.lie:
+        eqs.configuration_rate, eqs.lie_joints = configuration_rate(k, tree)
+    # a model with contacts, loops or dry friction gets its constraint blocks (its limits among them); a
+    # model with joint limits alone keeps them as data (URDF limits are not constraints of the dynamics)
+    if model.contacts or model.loops or model.frictions():
+        from .constraints import constraint_equations
+        eqs.constraints = constraint_equations(eqs)
+    else:
+        eqs.constraints = []
     return eqs
 
 

@@ -1,0 +1,446 @@
+"""FMU export: a compiled model as an FMI 2.0 Functional Mock-up Unit (Model Exchange, Co-Simulation).
+
+    rodgen.export_fmu("examples/exo5.yaml", "exo5.fmu")              # Co-Simulation (RK4 in DoStep)
+    rodgen.export_fmu(model, "exo5.fmu", kind="both")                # and Model Exchange
+
+The FMU is a consumer of what the toolchain builds: the model's generated C and rodgen's C runtime
+(the integrators of ``rodgen_simulate.c``) go into ``sources/`` with the model-independent FMI
+wrapper ``rodgen_fmi2.c`` and a ``rodgen_fmu.h`` naming the model's table; ``modelDescription.xml``
+comes from the model's table (sizes, names, default parameters, initial coordinates) and its
+parameters' units; ``binaries/linux64/<id>.so`` is compiled with the toolchain's compiler. The FMI
+headers are the importer's (FMI 2.0 sources compile against the headers of the tool that imports
+them); rodgen takes them from the installed ``fmpy`` package to compile the binary.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
+from xml.sax.saxutils import quoteattr
+
+from ..errors import BuildError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runtime import CompiledModel
+
+KINDS = ("cs", "me", "both")
+VERSIONS = ("2.0",)
+#: The FMI wrapper shipped beside this module (model independent).
+WRAPPER = "rodgen_fmi2.c"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One scalar variable of the FMU: its value reference and attributes in modelDescription.xml."""
+
+    name: str
+    vr: int
+    causality: str          # parameter, input, output, local
+    variability: str        # continuous, tunable, fixed
+    start: Optional[float] = None
+    initial: Optional[str] = None
+    unit: str = ""
+    description: str = ""
+    derivative: Optional[int] = None   # 1-based index of the state this is the derivative of
+
+
+def fmi_headers() -> Path:
+    """The folder of the FMI 2.0 headers (``fmi2Functions.h``): the installed fmpy's ``c-code``."""
+    env = os.environ.get("RODGEN_FMI_HEADERS")
+    candidates = [Path(env)] if env else []
+    try:
+        import fmpy
+        candidates.append(Path(fmpy.__file__).parent / "c-code")
+    except ImportError:
+        pass
+    for c in candidates:
+        if (c / "fmi2Functions.h").is_file():
+            return c
+    raise BuildError("compiling an FMU needs the FMI 2.0 headers (fmi2Functions.h): install fmpy "
+                     "(pip install fmpy), or set RODGEN_FMI_HEADERS to a folder holding them")
+
+
+@dataclass(frozen=True)
+class Control:
+    """A controller compiled into the FMU: its kind (0 none, 1 PD, 2 C), parameters and memory."""
+
+    kind: int = 0
+    names: tuple[str, ...] = ()
+    start: tuple[float, ...] = ()
+    state: tuple[float, ...] = ()
+    source: Optional[Path] = None
+    symbol: str = ""
+
+
+def control_of(robot: "CompiledModel", controller: Any) -> Control:
+    """The FMU's view of ``controller``: None, a :class:`rodgen.PD` toward one posture, or a
+    :class:`rodgen.CController` compiled from a C source."""
+    import numpy as np
+
+    from ..runtime import PD, CController
+    if controller is None:
+        return Control()
+    if isinstance(controller, PD):
+        ref = controller.reference
+        if len(ref.t) != 1:
+            raise ValueError(f"the FMU's PD law holds one set point (tunable parameters pd.q_ref.*); its reference "
+                             f"has {len(ref.t)} samples: give Reference.hold(q) or Reference([0], q, qd, qdd)")
+        if ref.q.shape[1] != robot.nq:
+            raise ValueError(f"the PD's reference has {ref.q.shape[1]} coordinates; the model {robot.name!r} "
+                             f"has {robot.nq}")
+        gains = []
+        for name, g in (("kp", controller.kp), ("kd", controller.kd)):
+            a = np.broadcast_to(np.asarray(g, dtype=float), (robot.nu,)) if np.ndim(g) == 0 else \
+                np.asarray(g, dtype=float)
+            if a.shape != (robot.nu,):
+                raise ValueError(f"the PD's {name} has {a.size} gains; the model {robot.name!r} has {robot.nu} inputs")
+            gains.append(a)
+        names = tuple(f"pd.{k}.{u}" for k in ("kp", "kd") for u in robot.inputs) + tuple(
+            f"pd.{k}.{c}" for k in ("q_ref", "qd_ref", "qdd_ref") for c in robot.coordinates)
+        start = np.concatenate(gains + [ref.q[0], ref.qd[0], ref.qdd[0]])
+        return Control(1, names, tuple(float(x) for x in start))
+    if isinstance(controller, CController):
+        if controller.source is None or not Path(controller.source).is_file():
+            raise ValueError(f"an FMU compiles its controller from C source; the CController {controller.symbol!r} "
+                             f"was loaded from the library {controller.library}")
+        params = tuple(float(x) for x in controller.params)
+        return Control(2, tuple(f"controller.params[{i}]" for i in range(len(params))), params,
+                       tuple(float(x) for x in controller.state), Path(controller.source), controller.symbol)
+    raise TypeError(f"controller must be None, a rodgen.PD or a rodgen.CController; got {type(controller).__name__}")
+
+
+def variables(robot: "CompiledModel", control: Control = Control()) -> list[Variable]:
+    """The FMU's variables in value-reference order (as ``rodgen_fmi2.c`` numbers them)."""
+    nq = robot.nq
+    q0 = list(robot.initial_state()[:nq]) if nq else []
+    units = {p.name: p.unit for p in getattr(robot.model, "parameters", ())}
+    docs = {p.name: p.doc for p in getattr(robot.model, "parameters", ())}
+    p0 = list(robot.parameter_vector())
+    out: list[Variable] = []
+    vr = 0
+    for i, c in enumerate(robot.coordinates):
+        out.append(Variable(f"q.{c}", vr, "local", "continuous", float(q0[i]), "exact",
+                            description=f"coordinate {c}"))
+        vr += 1
+    for c in robot.coordinates:
+        out.append(Variable(f"qd.{c}", vr, "local", "continuous", 0.0, "exact", description=f"velocity of {c}"))
+        vr += 1
+    for i, c in enumerate(robot.coordinates):
+        out.append(Variable(f"der(q.{c})", vr, "local", "continuous", initial="calculated", derivative=i + 1))
+        vr += 1
+    for i, c in enumerate(robot.coordinates):
+        out.append(Variable(f"der(qd.{c})", vr, "local", "continuous", initial="calculated",
+                            derivative=nq + i + 1))
+        vr += 1
+    for c in robot.inputs:
+        out.append(Variable(f"u.{c}", vr, "input", "continuous", 0.0, description=f"input {c}"))
+        vr += 1
+    for name, value in zip(robot.parameters, p0):
+        out.append(Variable(name, vr, "parameter", "tunable", float(value), "exact", unit=units.get(name, ""),
+                            description=docs.get(name, "")))
+        vr += 1
+    for name, value in zip(control.names, control.start):
+        out.append(Variable(name, vr, "parameter", "tunable", value, "exact",
+                            description="a parameter of the controller compiled into the FMU"))
+        vr += 1
+    for pt in robot.point_names if not robot.spatial else ():
+        for a in "xy":
+            out.append(Variable(f"point.{pt}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
+                                description=f"position of the point {pt} ({a}, ground frame)"))
+            vr += 1
+    for fr in robot.frame_names if robot.spatial else ():
+        for a in "xyz":
+            out.append(Variable(f"frame.{fr}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
+                                description=f"position of the frame {fr} ({a}, ground frame)"))
+            vr += 1
+    for what in ("kinetic", "potential", "total"):
+        out.append(Variable(f"energy.{what}", vr, "output", "continuous", initial="calculated", unit="J",
+                            description=f"{what} energy"))
+        vr += 1
+    out.append(Variable("fmu.max_step", vr, "parameter", "fixed", 0.0, "exact", unit="s",
+                        description="Co-Simulation: largest RK4 step inside a communication step "
+                                    "(0: one RK4 step of the communication step)"))
+    return out
+
+
+def _xml_number(x: float) -> str:
+    return repr(float(x))
+
+
+def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
+                      sources: list[str]) -> str:
+    """The text of modelDescription.xml (FMI 2.0)."""
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<fmiModelDescription fmiVersion="2.0"',
+             f'  modelName={quoteattr(robot.name)}',
+             f'  guid={quoteattr(guid)}',
+             f'  description={quoteattr(f"{robot.name}: equations of motion generated by rodgen")}',
+             f'  generationTool={quoteattr(f"rodgen {robot.version}")}',
+             f'  generationDateAndTime="{when}"',
+             '  variableNamingConvention="flat"',
+             '  numberOfEventIndicators="0">']
+    files = "".join(f'\n      <File name={quoteattr(s)}/>' for s in sources)
+    common = ('needsExecutionTool="false" canBeInstantiatedOnlyOncePerProcess="false" '
+              'canNotUseMemoryManagementFunctions="false" canGetAndSetFMUstate="false" '
+              'canSerializeFMUstate="false" providesDirectionalDerivative="false"')
+    if kind in ("me", "both"):
+        lines.append(f'  <ModelExchange modelIdentifier="{identifier}" completedIntegratorStepNotNeeded="true" '
+                     f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </ModelExchange>')
+    if kind in ("cs", "both"):
+        lines.append(f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
+                     f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </CoSimulation>')
+    units = sorted({v.unit for v in vars_ if v.unit})
+    if units:
+        lines.append("  <UnitDefinitions>")
+        lines += [f"    <Unit name={quoteattr(u)}/>" for u in units]
+        lines.append("  </UnitDefinitions>")
+    lines.append('  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="0.001"/>')
+    lines.append("  <ModelVariables>")
+    for k, v in enumerate(vars_):
+        attrs = [f"name={quoteattr(v.name)}", f'valueReference="{v.vr}"']
+        if v.description:
+            attrs.append(f"description={quoteattr(v.description)}")
+        attrs += [f'causality="{v.causality}"', f'variability="{v.variability}"']
+        if v.initial:
+            attrs.append(f'initial="{v.initial}"')
+        real = []
+        if v.unit:
+            real.append(f"unit={quoteattr(v.unit)}")
+        if v.start is not None:
+            real.append(f'start="{_xml_number(v.start)}"')
+        if v.derivative is not None:
+            real.append(f'derivative="{v.derivative}"')
+        lines.append(f"    <!-- index {k + 1} -->")
+        lines.append(f"    <ScalarVariable {' '.join(attrs)}>")
+        lines.append(f"      <Real{''.join(' ' + r for r in real)}/>")
+        lines.append("    </ScalarVariable>")
+    lines.append("  </ModelVariables>")
+    index = {v.vr: k + 1 for k, v in enumerate(vars_)}
+    outputs = [index[v.vr] for v in vars_ if v.causality == "output"]
+    ders = [index[v.vr] for v in vars_ if v.derivative is not None]
+    lines.append("  <ModelStructure>")
+    if outputs:
+        lines.append("    <Outputs>")
+        lines += [f'      <Unknown index="{i}"/>' for i in outputs]
+        lines.append("    </Outputs>")
+    lines.append("    <Derivatives>")
+    lines += [f'      <Unknown index="{i}"/>' for i in ders]
+    lines.append("    </Derivatives>")
+    lines.append("    <InitialUnknowns>")
+    lines += [f'      <Unknown index="{i}"/>' for i in sorted(outputs + ders)]
+    lines.append("    </InitialUnknowns>")
+    lines.append("  </ModelStructure>")
+    lines.append("</fmiModelDescription>")
+    return "\n".join(lines) + "\n"
+
+
+def build_description(identifier: str, sources: list[str]) -> str:
+    """The text of sources/buildDescription.xml (FMI 3.0 style, understood by FMPy for 2.0 FMUs too)."""
+    files = "\n".join(f'      <SourceFile name={quoteattr(s)}/>' for s in sources)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<fmiBuildDescription fmiVersion="3.0">\n'
+            f'  <BuildConfiguration modelIdentifier="{identifier}">\n'
+            f'    <SourceFileSet language="C99">\n{files}\n    </SourceFileSet>\n'
+            '  </BuildConfiguration>\n</fmiBuildDescription>\n')
+
+
+def _c_array(values: tuple[float, ...]) -> str:
+    return "{ " + ", ".join(repr(v) for v in (values or (0.0,))) + " }"
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    """The hybrid simulation of a Co-Simulation FMU of a model with constraint blocks: its initial phase
+    (``active``, ``disarmed``: one flag per block) and options (0: the C defaults)."""
+
+    active: tuple[int, ...] = ()
+    disarmed: tuple[int, ...] = ()
+    arm_gap: float = 0.0
+    event_tol: float = 0.0
+    on_slip: int = 0
+    max_events: int = 0
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return "{ " + ", ".join(str(int(v)) for v in (values or (0,))) + " }"
+
+
+def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control = Control(),
+                hybrid: Optional[Hybrid] = None) -> str:
+    nframes = len(robot.frame_names) if robot.spatial else 0
+    h = hybrid or Hybrid()
+    return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmi2.c (written by rodgen.export_fmu). */\n"
+            f"#ifndef RODGEN_FMU_H\n#define RODGEN_FMU_H\n"
+            f'#include "rodgen_runtime.h"\n#include "{robot.prefix}.h"\n'
+            f"#define RODGEN_FMU_TABLE {robot.prefix}_model\n"
+            f'#define RODGEN_FMU_GUID "{guid}"\n'
+            f"#define RODGEN_FMU_NFRAMES {nframes}\n"
+            + (f"#define RODGEN_FMU_FRAMES {robot.prefix}_frames\n" if nframes else "") +
+            f"#define RODGEN_FMU_CS {int(kind in ('cs', 'both'))}\n"
+            f"#define RODGEN_FMU_ME {int(kind in ('me', 'both'))}\n"
+            f"#define RODGEN_FMU_CONTROL {control.kind}\n"
+            + (f"#define RODGEN_FMU_CONTROLLER {control.symbol}\n" if control.kind == 2 else "")
+            + f"#define RODGEN_FMU_NCTRL {len(control.start)}\n"
+            f"#define RODGEN_FMU_CTRL_START {_c_array(control.start)}\n"
+            f"#define RODGEN_FMU_NSTATE {len(control.state)}\n"
+            f"#define RODGEN_FMU_STATE_START {_c_array(control.state)}\n"
+            f"#define RODGEN_FMU_HYBRID {int(hybrid is not None)}\n"
+            f"#define RODGEN_FMU_NBLOCKS {max(1, len(h.active))}\n"
+            f"#define RODGEN_FMU_ACTIVE0 {_ints(h.active)}\n"
+            f"#define RODGEN_FMU_DISARMED0 {_ints(h.disarmed)}\n"
+            f"#define RODGEN_FMU_ARM_GAP {float(h.arm_gap)!r}\n"
+            f"#define RODGEN_FMU_EVENT_TOL {float(h.event_tol)!r}\n"
+            f"#define RODGEN_FMU_ON_SLIP {int(h.on_slip)}\n"
+            f"#define RODGEN_FMU_MAX_EVENTS {int(h.max_events)}L\n"
+            f"#endif\n")
+
+
+def _on_slip(on_slip: str) -> int:
+    codes = {"stop": 0, "continue": 1, "slide": 2}
+    if on_slip not in codes:
+        raise ValueError(f"on_slip={on_slip!r} is not one of {', '.join(map(repr, codes))}")
+    return codes[on_slip]
+
+
+def _platform_folder() -> str:
+    if sys.platform.startswith("linux"):
+        return "linux64" if sys.maxsize > 2**32 else "linux32"
+    if sys.platform == "darwin":
+        return "darwin64"
+    return "win64" if sys.maxsize > 2**32 else "win32"
+
+
+def _robot(model: Any, build_dir: Union[str, Path, None]) -> "CompiledModel":
+    from ..runtime import CompiledModel
+    if isinstance(model, CompiledModel):
+        return model
+    from .. import load
+    from ..toolchain import build
+    if isinstance(model, (str, Path)):
+        model = load(model)
+    return build(model, build_dir=build_dir, progress=False)
+
+
+def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = "2.0", *,
+               controller: Any = None, contacts: Any = (), disarmed: Any = (), arm_gap: Optional[float] = None,
+               event_tol: Optional[float] = None, on_slip: str = "stop", max_events: int = 0,
+               build_dir: Union[str, Path, None] = None,
+               binary: bool = True) -> Path:
+    """Write the FMU of ``model`` to ``path`` (a ``.fmu`` file); return its path.
+
+    Parameters
+    ----------
+    model : a model file's path, a Model / ValidModel (built with ``rodgen.build``), or a CompiledModel.
+    path : the FMU file to write (its folder must exist).
+    kind : ``"cs"`` (Co-Simulation: RK4 inside ``fmi2DoStep``), ``"me"`` (Model Exchange) or ``"both"``.
+    fmi : the FMI version; ``"2.0"``.
+    controller : None (the plant alone: its inputs are the FMU's inputs), a :class:`rodgen.PD` toward one
+        set point (gains and set point as tunable parameters ``pd.*``, the FMU's inputs its feedforward), or a
+        :class:`rodgen.CController` built from a C file (compiled into the FMU; its parameters tunable as
+        ``controller.params[i]``, the FMU's inputs added to its output).
+    contacts, disarmed, arm_gap, event_tol : a model with constraint blocks (contacts, loops, limits, dry
+        friction): its Co-Simulation runs the hybrid simulation of ``robot.simulate(contacts=...)`` with these
+        (the initial active set, the blocks allowed below the ground at the start, the arming gap, the
+        event tolerance; None: the defaults); ``on_slip`` ("stop", "continue", "slide") and ``max_events``
+        (0: no limit) as for ``simulate``.
+    build_dir : the build cache of ``rodgen.build``.
+    binary : compile ``binaries/<platform>/<id>.so`` (else a source-only FMU).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is not an FMU kind; use one of {', '.join(map(repr, KINDS))}")
+    if str(fmi) not in VERSIONS:
+        raise ValueError(f"fmi={fmi!r}: rodgen exports FMI {', '.join(VERSIONS)}")
+    path = Path(path)
+    if path.is_dir():
+        raise BuildError(f"cannot write the FMU to {path}: it is a folder (give a file name such as model.fmu)")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise BuildError(f"cannot write the FMU to {path}: {path.parent} is not a folder")
+    if not path.parent.is_dir():
+        raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
+    robot = _robot(model, build_dir)
+    hybrid = None
+    if robot.nrows:
+        if kind != "cs":
+            raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction): "
+                             f"its FMU runs the hybrid simulation inside Co-Simulation (kind='cs'); Model Exchange "
+                             f"would need event indicators, which rodgen's FMU does not provide")
+        hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
+                        tuple(int(a != 0) for a in robot.active_mask(disarmed)),
+                        float(arm_gap or 0.0), float(event_tol or 0.0), _on_slip(on_slip), int(max_events))
+    elif contacts or disarmed:
+        raise ValueError(f"contacts= and disarmed= apply to a model with constraint blocks; {robot.name!r} has none")
+    control = control_of(robot, controller)
+    identifier = robot.prefix
+    what = f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}:{hybrid}"
+    guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, what)) + "}"
+    folder = Path(robot.folder)
+    model_sources = [Path(robot.source).name]
+    runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c"]
+    headers = [f"{robot.prefix}.h", "rodgen_model.h", "rodgen_runtime.h"]
+    if control.kind == 2 or hybrid is not None:   # the hybrid simulator, and any routine a C controller may call
+        runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]
+        headers.append("rodgen_contact.h")
+    vars_ = variables(robot, control)
+    extra = [f"controller_{control.source.name}"] if control.source is not None else []
+    sources = [WRAPPER] + model_sources + runtime_c + extra
+    with tempfile.TemporaryDirectory(prefix="rodgen-fmu-") as tmp_:
+        tmp = Path(tmp_)
+        src = tmp / "sources"
+        src.mkdir()
+        for name in model_sources + runtime_c + headers:
+            shutil.copy2(folder / name, src / name)
+        shutil.copy2(Path(__file__).parent / WRAPPER, src / WRAPPER)
+        if control.source is not None:
+            shutil.copy2(control.source, src / extra[0])
+        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control, hybrid))
+        (src / "buildDescription.xml").write_text(build_description(identifier, sources))
+        (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
+                                                                    identifier=identifier, sources=sources))
+        from .extras import documentation, model_image
+        model_image(robot, tmp / "model.png")
+        (tmp / "documentation").mkdir()
+        (tmp / "documentation" / "_main.html").write_text(documentation(robot, vars_, kind), encoding="utf-8")
+        if binary:
+            _compile(src, tmp / "binaries" / _platform_folder(), identifier, sources)
+        part = path.with_name(path.name + ".part")
+        try:
+            with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(tmp.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f.relative_to(tmp).as_posix())
+            os.replace(part, path)
+        except OSError as exc:
+            part.unlink(missing_ok=True)
+            raise BuildError(f"cannot write the FMU to {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _compile(src: Path, out: Path, identifier: str, sources: list[str]) -> None:
+    from ..toolchain.compiler import BuildOptions, compile_model, library_suffix
+    headers = fmi_headers()
+    with tempfile.TemporaryDirectory(prefix="rodgen-fmu-build-") as work_:
+        work = Path(work_)
+        for f in src.iterdir():
+            shutil.copy2(f, work / f.name)
+        lib = identifier + library_suffix()
+        options = BuildOptions(optimization="O2", extra_cflags=(f"-I{headers}",))
+        try:
+            compile_model(work, sources=sources, library=lib, options=options)
+        except BuildError as exc:
+            raise BuildError(f"compiling the FMU's binary failed: {str(exc).splitlines()[0]}", command=exc.command,
+                             returncode=exc.returncode, log=exc.log) from None
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(work / lib, out / lib)
+
+
+__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "fmi_headers", "Variable",
+           "KINDS", "VERSIONS"]

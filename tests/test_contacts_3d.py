@@ -1,0 +1,353 @@
+"""Contacts, loops, limits and dry joint friction of spatial models: the vocabulary (builder, YAML, dump)
+and its checks, the constraint rows against Pinocchio's frame Jacobians and accelerations, and compiled
+loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. Compiling a spatial
+model's contacts is refused by the code stage (the runtime handles 2-row contacts only)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import rodgen
+from rodgen.errors import ModelError
+from rodgen.model import load_dict, to_dict
+from rodgen.model.core import Friction
+from rodgen.model.spatial import Body, SpatialModel
+
+
+def leg_model() -> SpatialModel:
+    """A two-link leg on a hip with a foot marker; the knee has limits and dry friction."""
+    m = SpatialModel("leg")
+    m.parameter("mu", 0.7)
+    hip = m.link("hip", joint="revolute", axis=(0, 1, 0), xyz=(0, 0, 1.0), along=(0, 0, -1),
+                 limits=(-1.0, 1.0))
+    hip.bodies.append(Body(2.0, (0, 0, -0.25), (0.02, 0, 0, 0.02, 0, 0.01)))
+    hip.rigid("thigh", 0.5)
+    shank = m.link("shank", "hip", joint="revolute", axis=(0, 1, 0), along=(0, 0, -1), at="thigh",
+                   limits=(-2.0, 0.0), friction=Friction(0.5, 0.3))
+    shank.bodies.append(Body(1.0, (0, 0, -0.25), (0.01, 0, 0, 0.01, 0, 0.005), name="shank_com"))
+    shank.rigid("shin", 0.5)
+    shank.marker("foot", "shin", 1.0)
+    return m
+
+
+def test_builder_contacts_loops_limits_and_friction_validate() -> None:
+    m = leg_model()
+    m.contact("heel", "foot", friction="mu")
+    m.contact("foot")                               # the frame named like the contact
+    m.contact("knee_touch", "shank")                # a link's frame
+    m.loop("close", "hip", "shin.end", rows=6)
+    vm = m.validate()
+    assert [(c.name, c.marker, vm.value(c.friction)) for c in vm.contacts] == [
+        ("heel", "foot", 0.7), ("foot", "foot", 1.0), ("knee_touch", "shank", 1.0)]
+    assert [(lp.name, lp.a, lp.b, lp.rows) for lp in vm.loops] == [("close", "hip", "shin.end", 6)]
+    assert [(lim.name, lim.side, vm.value(lim.bound)) for lim in vm.limits()] == [
+        ("q_hip_lower", "lower", -1.0), ("q_hip_upper", "upper", 1.0),
+        ("q_shank_lower", "lower", -2.0), ("q_shank_upper", "upper", 0.0)]
+    [fr] = vm.frictions()
+    assert (fr.name, fr.coordinate, vm.value(fr.static), vm.value(fr.kinetic)) == ("q_shank_friction", "q_shank",
+                                                                                   0.5, 0.3)
+    frames = vm.frame_names()
+    assert {"hip", "hip.joint", "shank", "shank.joint", "thigh.end", "shin.end", "foot", "shank_com"} <= set(frames)
+    assert frames["foot"] == "shank" and frames["thigh.end"] == "hip"
+
+
+def test_loop_rows_default_to_three() -> None:
+    m = leg_model()
+    m.loop("pin", "hip", "foot")
+    assert m.validate().loops[0].rows == 3
+
+
+YAML = """
+name: leg
+spatial: true
+parameters: {mu: 0.7}
+links:
+  - name: hip
+    joint: {type: revolute, axis: [0, 1, 0], xyz: [0, 0, 1.0], limits: [-1, 1]}
+    along: [0, 0, -1]
+    bodies: [{mass: 2.0, com: [0, 0, -0.25], inertia: [0.02, 0, 0, 0.02, 0, 0.01]}]
+    segments: [{name: thigh, length: 0.5}]
+  - name: shank
+    parent: hip
+    at: thigh
+    joint: {type: revolute, axis: [0, 1, 0], friction: {static: 0.5, kinetic: 0.3}}
+    along: [0, 0, -1]
+    bodies: [{mass: 1.0, com: [0, 0, -0.25], inertia: [0.01, 0, 0, 0.01, 0, 0.005]}]
+    segments: [{name: shin, length: 0.5}]
+    markers: [{name: foot, segment: shin, fraction: 1.0}]
+contacts:
+  - {name: foot}
+  - {name: toe, frame: shin.end, friction: mu}
+loops:
+  - {name: pin, a: hip, b: foot}
+  - {name: weld, a: hip, b: shin.end, rows: 6}
+"""
+
+
+def test_yaml_reads_and_dump_round_trips(tmp_path: Path) -> None:
+    model = load_dict(yaml.safe_load(YAML))
+    vm = model.validate()
+    assert [(c.name, c.marker) for c in vm.contacts] == [("foot", "foot"), ("toe", "shin.end")]
+    assert vm.value(vm.contacts[1].friction) == 0.7
+    assert [(lp.a, lp.b, lp.rows) for lp in vm.loops] == [("hip", "foot", 3), ("hip", "shin.end", 6)]
+    assert [f.coordinate for f in vm.frictions()] == ["q_shank"]
+    d = to_dict(model)
+    assert d["contacts"] == [{"name": "foot"}, {"name": "toe", "frame": "shin.end", "friction": "mu"}]
+    assert d["loops"] == [{"name": "pin", "a": "hip", "b": "foot"},
+                          {"name": "weld", "a": "hip", "b": "shin.end", "rows": 6}]
+    assert d["links"][1]["joint"]["friction"] == {"static": 0.5, "kinetic": 0.3}
+    path = tmp_path / "leg.yaml"
+    rodgen.dump(model, path)
+    again = rodgen.load(path)
+    assert to_dict(again) == d
+
+
+@pytest.mark.parametrize("edit, where, message", [
+    (lambda m: m.contact("c", "nowhere"), "contact 'c'.frame", "unknown frame 'nowhere'"),
+    (lambda m: m.contact("c", "foot", friction=-0.1), "contact 'c'.friction", "must not be negative"),
+    (lambda m: (m.contact("c", "foot"), m.contact("c", "shank")), "contact 'c'", "already used"),
+    (lambda m: (m.contact("q_hip_lower", "foot")), "link 'hip'.limits", "already used"),
+    (lambda m: m.loop("l", "hip", "hip"), "loop 'l'.b", "two different frames"),
+    (lambda m: m.loop("l", "hip", "thigh.end"), "loop 'l'", "rigid link 'hip'"),
+    (lambda m: m.loop("l", "hip", "foot", rows=2), "loop 'l'.rows", "3 rows"),
+    (lambda m: m.loop("l", "hip", "fot"), "loop 'l'.b", "did you mean"),
+    (lambda m: setattr(m.links[0].joint, "friction", Friction(-1.0)), "joint.friction.static", "must not be negative"),
+    (lambda m: setattr(m.links[0].joint, "friction", Friction(0.2, 0.5)), "joint.friction", "exceeds"),
+])
+def test_bad_input_names_the_place(edit, where, message) -> None:  # type: ignore[no-untyped-def]
+    m = leg_model()
+    edit(m)
+    with pytest.raises(ModelError) as info:
+        m.validate()
+    text = str(info.value)
+    assert where in text and message.lower() in text.lower(), text
+
+
+def test_yaml_errors_name_the_line() -> None:
+    bad = YAML.replace("frame: shin.end", "frame: shin.tip")
+    with pytest.raises(ModelError) as info:
+        load_dict(yaml.safe_load(bad), source="leg.yaml")
+    assert "unknown frame 'shin.tip'" in str(info.value) and "toe" in str(info.value)
+    with pytest.raises(ModelError, match="unknown field|rows_"):
+        load_dict(yaml.safe_load(YAML.replace("rows: 6", "rows_: 6")))
+
+
+def test_planar_loop_refuses_other_rows() -> None:
+    m = rodgen.Model("two")
+    a = m.link("a")
+    a.rigid("sa", 1.0, masses=[rodgen.PointMass(1.0, fraction=1)])
+    a.marker("pa", "sa", fraction=1)
+    b = m.link("b", parent="a")
+    b.rigid("sb", 1.0, masses=[rodgen.PointMass(1.0, fraction=1)])
+    b.marker("pb", "sb", fraction=1)
+    m.loops.append(rodgen.model.core.Loop("l", "pa", "pb", rows=3))
+    with pytest.raises(ModelError, match="2 rows"):
+        m.validate()
+
+
+def test_limits_alone_stay_data_and_friction_makes_blocks() -> None:
+    plain = leg_model()                     # joint limits alone are kept with the model, not constrained
+    plain.links[1].joint.friction = None
+    assert rodgen.derive(plain).constraints == []
+    eqs = rodgen.derive(leg_model())        # dry friction: the limit and friction blocks, rows on coordinates
+    assert [(c.name, c.kind, c.nrows) for c in eqs.constraints] == [
+        ("q_hip_lower", "limit", 1), ("q_hip_upper", "limit", 1), ("q_shank_lower", "limit", 1),
+        ("q_shank_upper", "limit", 1), ("q_shank_friction", "friction", 1)]
+
+
+# -- the constraint rows against Pinocchio ---------------------------------------------------------------
+
+def _pin_frame(pm, name: str, joint: str, placement=None) -> int:  # type: ignore[no-untyped-def]
+    import pinocchio as pin
+    jid = pm.getJointId(joint)
+    return pm.addFrame(pin.Frame(name, jid, placement if placement is not None else pin.SE3.Identity(),
+                                 pin.FrameType.OP_FRAME))
+
+
+def _pin_rows(pm, q, qd, fid: int):  # type: ignore[no-untyped-def]
+    """(6, n) LOCAL_WORLD_ALIGNED Jacobian and the classical acceleration at zero q̈ (J̇ q̇) of a frame."""
+    import numpy as np
+    import pinocchio as pin
+    data = pm.createData()
+    pin.forwardKinematics(pm, data, q, qd, np.zeros(pm.nv))
+    pin.computeJointJacobians(pm, data, q)
+    pin.updateFramePlacements(pm, data)
+    J = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    a = pin.getFrameClassicalAcceleration(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    return J, np.concatenate([a.linear, a.angular]), data.oMf[fid]
+
+
+def _moving_links(pm) -> list[str]:  # type: ignore[no-untyped-def]
+    return [nm for nm in list(pm.names)[1:] if nm.startswith("L")]
+
+
+def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_axes() -> None:
+    import numpy as np
+    import sympy as sp
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(4, 5)
+    a, b = _moving_links(pm)[-2:]
+    model.ground.normal = (0.3, -0.2, 1.0)      # a tilted plane: λ and the rows in its axes
+    model.ground.height = 0.1
+    model.contact("ca", a)
+    model.contact("cb", f"{b}.joint", friction=0.4)
+    eqs = rodgen.derive(model)
+    assert [(c.name, c.kind, c.nrows) for c in eqs.constraints] == [("ca", "contact", 3), ("cb", "contact", 3)]
+    fa, fb = _pin_frame(pm, "ca", a), _pin_frame(pm, "cb", b)
+    n = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T = np.vstack([t1, np.cross(n, t1), n])
+    subs = list(eqs.q) + list(eqs.qd) + list(eqs.params)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, qd = rng.uniform(-np.pi, np.pi, pm.nq), rng.normal(size=pm.nv)
+        vals = list(q) + list(qd) + [float(eqs.param_values[s]) for s in eqs.params]
+        for blk, fid in zip(eqs.constraints, (fa, fb)):
+            J_pin, acc, oMf = _pin_rows(pm, q, qd, fid)
+            pos = np.array(sp.lambdify(subs, blk.position, "numpy")(*vals), float).ravel()
+            J = np.array(sp.lambdify(subs, blk.jacobian, "numpy")(*vals), float)
+            bias = np.array(sp.lambdify(subs, blk.bias, "numpy")(*vals), float).ravel()
+            assert np.allclose(pos, T @ oMf.translation - [0, 0, 0.1], atol=1e-12, rtol=0)
+            assert np.allclose(J, T @ J_pin[:3], atol=1e-12, rtol=0)
+            assert np.allclose(bias, T @ acc[:3], atol=1e-10, rtol=0)
+    assert float(eqs.constraints[1].friction) == 0.4
+
+
+def _kkt(M, J, rhs_top, rhs_bottom):  # type: ignore[no-untyped-def]
+    import numpy as np
+    k = J.shape[0]
+    K = np.block([[M, -J.T], [J, np.zeros((k, k))]])
+    sol = np.linalg.solve(K, np.concatenate([rhs_top, rhs_bottom]))
+    return sol[:M.shape[0]], sol[M.shape[0]:]
+
+
+def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_dir: Path) -> None:
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(20, 6)       # two feet on chains of enough joints: J of full row rank 6
+    model.ground.normal = (0.3, -0.2, 1.0)
+    model.contact("ca", "L2")
+    model.contact("cb", "L5", friction=0.4)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert robot.nrows == 6
+    fa, fb = _pin_frame(pm, "ca", "L2"), _pin_frame(pm, "cb", "L5")
+    n = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T = np.vstack([t1, np.cross(n, t1), n])
+    data = pm.createData()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jb, ab, _ = _pin_rows(pm, q, qd, fb)
+        J = np.vstack([T @ Ja[:3], T @ Jb[:3]])
+        gamma = np.concatenate([T @ aa[:3], T @ ab[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        qdd_ref, lam_ref = _kkt(M, J, u - h, -gamma)
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active=["ca", "cb"])
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
+        qdd1, lam1 = robot.constrained_dynamics(q, qd, u, active=["cb"])          # one contact held
+        qdd_ref1, lam_ref1 = _kkt(M, J[3:], u - h, -gamma[3:])
+        assert np.abs(qdd1 - qdd_ref1).max() <= 1e-8 * max(1.0, np.abs(qdd_ref1).max())
+        assert np.allclose(lam1[:3], 0.0)
+        assert np.abs(lam1[3:] - lam_ref1).max() <= 1e-8 * max(1.0, np.abs(lam_ref1).max())
+    # the plastic impact: M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0, at a state where both normal impulses push
+    for _ in range(50):
+        q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+        Ja, _, _ = _pin_rows(pm, q, qd, fa)
+        Jb, _, _ = _pin_rows(pm, q, qd, fb)
+        J = np.vstack([T @ Ja[:3], T @ Jb[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        qd_ref, imp_ref = _kkt(M, J, M @ qd, np.zeros(6))
+        if imp_ref[2] > 0 and imp_ref[5] > 0:
+            break
+    else:
+        pytest.fail("no state with two pushing impulses")
+    qd_plus, impulse, after, loss = robot.impact(q, qd, ["ca", "cb"])
+    assert sorted(after) == ["ca", "cb"]
+    assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
+    assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
+    assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
+    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):
+        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"])
+    with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # sliding along one tangent: planar only
+        robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"ca": "slide_plus"})
+
+
+def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]
+    """A random tree with a loop between the frame of one link and a marker on another placed where (and, for
+    6 rows, as) that frame is at the initial coordinates; the same tree in Pinocchio with both frames."""
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(4, 6)
+    a, k = "L2", "L5"           # a cycle of 7 coordinates through the root: J of full row rank for 6 rows
+    data = pm.createData()
+    vm = model.validate()
+    q0 = np.array([vm.value(c.initial) for c in vm.coordinates()])   # a variable length starts at its length
+    pin.forwardKinematics(pm, data, q0)
+    oMa, oMk = data.oMi[pm.getJointId(a)], data.oMi[pm.getJointId(k)]
+    kMm = oMk.inverse() * (oMa if rows == 6 else pin.SE3(oMk.rotation, oMa.translation))
+    rpy = pin.rpy.matrixToRpy(kMm.rotation)
+    model.link_named(k).marker("m", xyz=tuple(kMm.translation), rpy=tuple(rpy))
+    model.loop("close", a, "m", rows=rows)
+    fa = _pin_frame(pm, "a", a)
+    fm = _pin_frame(pm, "m", k, pin.SE3(pin.rpy.rpyToMatrix(rpy), kMm.translation))
+    return model, pm, fa, fm
+
+
+@pytest.mark.parametrize("rows", [3, 6])
+def test_compiled_loop_dynamics_is_the_kkt_solution_from_pinocchio(rows: int, build_dir: Path) -> None:
+    import numpy as np
+    import pinocchio as pin
+    model, pm, fa, fm = _closed_loop_model(rows)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert robot.nrows == rows
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jm, am, _ = _pin_rows(pm, q, qd, fm)
+        J, gamma = (Jm - Ja)[:rows], (am - aa)[:rows]
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        K = np.block([[M, -J.T], [J, np.zeros((rows, rows))]])
+        sol = np.linalg.solve(K, np.concatenate([u - h, -gamma]))
+        qdd, lam = robot.constrained_dynamics(q, qd, u)
+        assert np.abs(qdd - sol[:pm.nv]).max() <= 1e-8 * max(1.0, np.abs(sol[:pm.nv]).max())
+        assert np.abs(lam - sol[pm.nv:]).max() <= 1e-8 * max(1.0, np.abs(sol[pm.nv:]).max())
+        assert np.allclose(robot.constraint_jacobian(q), J, atol=1e-12)
+        assert np.allclose(robot.constraint_bias(q, qd), gamma, atol=1e-10)
+    # the plastic impact onto the loop: M Δq̇ = Jᵀ Λ, J q̇⁺ = 0
+    q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+    Ja, _, _ = _pin_rows(pm, q, qd, fa)
+    Jm, _, _ = _pin_rows(pm, q, qd, fm)
+    J = (Jm - Ja)[:rows]
+    M = pin.crba(pm, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    K = np.block([[M, -J.T], [J, np.zeros((rows, rows))]])
+    sol = np.linalg.solve(K, np.concatenate([M @ qd, np.zeros(rows)]))
+    qd_plus, impulse, _, loss = robot.impact(q, qd)
+    assert np.abs(qd_plus - sol[:pm.nv]).max() <= 1e-9 * max(1.0, np.abs(sol[:pm.nv]).max())
+    assert np.abs(impulse - sol[pm.nv:]).max() <= 1e-9 * max(1.0, np.abs(sol[pm.nv:]).max())
+    assert loss >= 0
+
+
+def test_open_spatial_loop_is_refused() -> None:
+    import numpy as np
+    model, _, _, _ = _closed_loop_model(3)
+    mk = model.link_named("L5").markers[-1]
+    mk.xyz = tuple(np.asarray(mk.xyz) + [0.05, 0, 0])
+    with pytest.raises(ModelError, match="loop 'close'.*not closed"):
+        rodgen.derive(model)
