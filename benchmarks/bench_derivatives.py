@@ -11,6 +11,8 @@ from Python) and times, on the same random states, interleaved:
     partials + 2 nv tangents (d tau/d q, d tau/d v)  vs  pinocchio::computeRNEADerivatives
     <prefix>_forward_dynamics                    vs  pinocchio::aba
     <prefix>_mass_matrix                         vs  pinocchio::crba
+    the RHS Jacobian with one Cholesky solve per column (as generated before the block solve), in the glue
+                                                 vs  pinocchio::computeABADerivatives
 
 Both sides are compiled with ``-O3 -march=native`` (C: gcc -std=c99, C++: g++ -std=c++17); Pinocchio's
 algorithms are instantiated in the harness (its precompiled instantiations are not used). Before timing, the
@@ -141,6 +143,34 @@ void bench_id_derivatives(const double *q, const double *v, const double *a, con
             if (k < {nv}) dq[i * {nv} + k] = dg[i]; else dv[i * {nv} + k - {nv}] = dg[i];
         }}
     }}
+}}
+
+/* the RHS Jacobian as rhs_jacobian computed it before the block solve: per column one tangent and one
+   Cholesky solve (rodgen_cholesky_solve); the lower half of J only */
+int bench_jacobian_per_column(const double *q, const double *v, const double *u, const double *p, double *J)
+{{
+    double M[{nv} * {nv}], qdd[{nv}], pd[{npd}], dx[{nq} + {nv}], x[{nv}], e[{nv}];
+    const int n = {nv};
+    int i, k, status = {prefix}_forward_dynamics(0.0, q, v, u, p, qdd);
+    if (status != RODGEN_OK) return status;
+    {prefix}_mass_matrix(q, p, M);
+    status = rodgen_cholesky(M, n);
+    if (status != RODGEN_OK) return status;
+    {prefix}_inverse_dynamics_partials(0.0, q, v, qdd, u, p, pd);
+    for (i = 0; i < n; ++i) e[i] = 0.0;
+    for (k = 0; k < 2 * n; ++k) {{
+        for (i = 0; i < {nq} + n; ++i) dx[i] = 0.0;
+        if (k < n) {{
+{seed_q}
+        }} else {{
+            dx[{nq} + k - n] = 1.0;
+        }}
+        {prefix}_inverse_dynamics_tangent(0.0, q, v, qdd, u, p, pd, dx, x);
+        for (i = 0; i < n; ++i) x[i] = -x[i];
+        rodgen_cholesky_solve(M, x, n);
+        for (i = 0; i < n; ++i) J[(n + i) * 2 * n + k] = x[i];
+    }}
+    return RODGEN_OK;
 }}
 """
 
@@ -323,12 +353,12 @@ def main() -> None:
         t = row["times"]
         print(f"{name:11s} nv={row['nv']:2d} | " + " | ".join(
             f"{k} {t[k]['rodgen_ns'] / 1e3:.2f}/{t[k]['pinocchio_ns'] / 1e3:.2f} us = {t[k]['ratio']:.2f}x"
-            for k in ("jacobian", "id_derivatives", "forward", "mass")) +
+            for k in ("jacobian", "jacobian_per_column", "id_derivatives", "forward", "mass")) +
             " | max diff " + " ".join(f"{k} {v:.1e}" for k, v in row["max_abs_difference"].items()), flush=True)
     chains = [r for r in rows if r["model"].startswith("chain")]
     slopes = {}
     if len(chains) >= 2:
-        for k in ("jacobian", "id_derivatives", "forward", "mass"):
+        for k in ("jacobian", "jacobian_per_column", "id_derivatives", "forward", "mass"):
             slopes[k] = {"rodgen": slope(chains, k, "rodgen_ns"), "pinocchio": slope(chains, k, "pinocchio_ns")}
         print("log-log slope with n over the chains: " + ", ".join(
             f"{k} rodgen {v['rodgen']:.2f} pinocchio {v['pinocchio']:.2f}" for k, v in slopes.items()))

@@ -31,6 +31,7 @@ extern "C" {
 int bench_forward(const double *q, const double *v, const double *u, const double *p, double *qdd);
 void bench_mass(const double *q, const double *p, double *M);
 int bench_jacobian(const double *q, const double *v, const double *u, const double *p, double *J);
+int bench_jacobian_per_column(const double *q, const double *v, const double *u, const double *p, double *J);
 void bench_id_derivatives(const double *q, const double *v, const double *a, const double *p, double *dq,
                           double *dv);
 }
@@ -98,7 +99,8 @@ int main(int argc, char **argv) {
     std::vector<double> qdd(n), M(n * n), J(4 * n * n), dq(n * n), dv(n * n);
 
     // agreement on every state before any timing
-    double d_fd = 0, d_m = 0, d_jq = 0, d_jv = 0, d_tq = 0, d_tv = 0;
+    double d_fd = 0, d_m = 0, d_jq = 0, d_jv = 0, d_tq = 0, d_tv = 0, d_pc = 0;
+    std::vector<double> J2(4 * n * n);
     int bad = 0;
     for (auto &s : st) {
         bad |= bench_forward(s.q.data(), s.v.data(), s.u.data(), p.data(), qdd.data());
@@ -116,6 +118,8 @@ int main(int argc, char **argv) {
                 d_jq = std::max(d_jq, std::fabs(J[(n + i) * 2 * n + k] - data.ddq_dq(vi[i], vi[k])));
                 d_jv = std::max(d_jv, std::fabs(J[(n + i) * 2 * n + n + k] - data.ddq_dv(vi[i], vi[k])));
             }
+        bad |= bench_jacobian_per_column(s.q.data(), s.v.data(), s.u.data(), p.data(), J2.data());
+        for (int i = 2 * n * n; i < 4 * n * n; ++i) d_pc = std::max(d_pc, std::fabs(J2[i] - J[i]));
         bench_id_derivatives(s.q.data(), s.v.data(), s.a.data(), p.data(), dq.data(), dv.data());
         pinocchio::computeRNEADerivatives(model, data, s.pq, s.pv, s.pa);
         for (int i = 0; i < n; ++i)
@@ -126,17 +130,19 @@ int main(int argc, char **argv) {
     }
     std::printf("status %d\n", bad);
     std::printf("diff forward %.3e\ndiff mass %.3e\ndiff aba_dq %.3e\ndiff aba_dv %.3e\n"
-                "diff rnea_dq %.3e\ndiff rnea_dv %.3e\n", d_fd, d_m, d_jq, d_jv, d_tq, d_tv);
+                "diff rnea_dq %.3e\ndiff rnea_dv %.3e\ndiff jacobian_per_column %.3e\n", d_fd, d_m, d_jq, d_jv, d_tq, d_tv,
+                d_pc);
 
     // timing: each pair interleaved within every round; the minimum over rounds of the mean per call
-    const char *names[4] = {"forward", "mass", "jacobian", "id_derivatives"};
-    double best[4][2];
+    const int NW = 5;
+    const char *names[NW] = {"forward", "mass", "jacobian", "id_derivatives", "jacobian_per_column"};
+    double best[NW][2];
     for (auto &b : best) b[0] = b[1] = 1e300;
     // repetitions per round: about 2 ms of the slower side
-    int reps[4];
-    for (int w = 0; w < 4; ++w) reps[w] = 1;
+    int reps[NW];
+    for (int w = 0; w < NW; ++w) reps[w] = 1;
     for (int r = 0; r < rounds; ++r) {
-        for (int w = 0; w < 4; ++w) {
+        for (int w = 0; w < NW; ++w) {
             double tr = 0, tp = 0;
             switch (w) {
             case 0:
@@ -159,6 +165,14 @@ int main(int argc, char **argv) {
                     pinocchio::computeABADerivatives(model, data, st[i].pq, st[i].pv, st[i].ptau);
                     sink += data.ddq_dq(0, 0); }, ns, reps[w]);
                 break;
+            case 4:   // the Jacobian as generated before the block solve (one solve per column), same Pinocchio side
+                tr = per_call_ns([&](int i) { bench_jacobian_per_column(st[i].q.data(), st[i].v.data(),
+                                                                        st[i].u.data(), p.data(), J.data());
+                                              sink += J[2 * n * n]; }, ns, reps[w]);
+                tp = per_call_ns([&](int i) {
+                    pinocchio::computeABADerivatives(model, data, st[i].pq, st[i].pv, st[i].ptau);
+                    sink += data.ddq_dq(0, 0); }, ns, reps[w]);
+                break;
             default:
                 tr = per_call_ns([&](int i) { bench_id_derivatives(st[i].q.data(), st[i].v.data(), st[i].a.data(),
                                                                    p.data(), dq.data(), dv.data());
@@ -175,6 +189,6 @@ int main(int argc, char **argv) {
             best[w][1] = std::min(best[w][1], tp);
         }
     }
-    for (int w = 0; w < 4; ++w) std::printf("time %s %.2f %.2f\n", names[w], best[w][0], best[w][1]);
+    for (int w = 0; w < NW; ++w) std::printf("time %s %.2f %.2f\n", names[w], best[w][0], best[w][1]);
     return 0;
 }
