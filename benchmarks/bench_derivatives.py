@@ -22,7 +22,10 @@ Needs: the ``pin`` wheel (headers and libraries under site-packages/cmeel.prefix
 Eigen 3 headers (``apt-get install -y libeigen3-dev``, or a cmeel eigen package), g++ and gcc.
 The harness object is compiled once (about 5 minutes: Pinocchio's templates) and kept in a cache folder.
 
-    python benchmarks/bench_derivatives.py [--robots ur5 panda ...] [--rounds 15] [--states 32]
+    python benchmarks/bench_derivatives.py [--robots ur5 panda ...] [--rounds 15] [--states 32] [--python]
+
+``--python`` also times ``robot.rhs_jacobian`` from Python (the library as ``rodgen.build`` compiles it)
+against ``pinocchio.computeABADerivatives`` through Pinocchio's bindings, one state per call.
 
 Writes ``results/derivatives.json``.
 """
@@ -318,6 +321,42 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def python_row(name: str, model: rodgen.SpatialModel, pm: Any, *, repeat: int) -> dict[str, Any]:
+    """One state per call from Python: ``robot.rhs_jacobian`` (as ``rodgen.build`` compiles it) against
+    ``pinocchio.computeABADerivatives`` through Pinocchio's bindings; medians of interleaved runs."""
+    import statistics
+
+    import pinocchio as pin
+
+    from common import median_time
+    robot = rodgen.build(model, codegen=CodegenOptions(jacobian=True), defer_jacobian=False)
+    nq, nv = robot.nq, robot.nv
+    qi, vi = coordinate_maps(list(robot.coordinates), nq, nv, pm)
+    data = pm.createData()
+    pin.seed(1)
+    rng = np.random.default_rng(1)
+    pq = pin.randomConfiguration(pm, np.maximum(np.where(np.isfinite(pm.lowerPositionLimit),
+                                                          pm.lowerPositionLimit, -1.0), -3.0),
+                                 np.minimum(np.where(np.isfinite(pm.upperPositionLimit),
+                                                     pm.upperPositionLimit, 1.0), 3.0))
+    pv = rng.normal(size=nv)
+    q, v = pq[qi], pv[vi]
+    u = np.zeros(robot.nu) if robot.nu else None
+    tau = np.zeros(nv)
+    J = np.asarray(robot.rhs_jacobian(q, v, u))
+    pin.computeABADerivatives(pm, data, pq, pv, tau)
+    diff = max(float(np.abs(J[nv:, :nv] - data.ddq_dq[np.ix_(vi, vi)]).max()),
+               float(np.abs(J[nv:, nv:] - data.ddq_dv[np.ix_(vi, vi)]).max()))
+    t_rod, t_pin = [], []
+    for _ in range(repeat):
+        t_rod.append(median_time(lambda: robot.rhs_jacobian(q, v, u), number=2000, repeat=1))
+        t_pin.append(median_time(lambda: pin.computeABADerivatives(pm, data, pq, pv, tau), number=2000, repeat=1))
+    one_rod, one_pin = statistics.median(t_rod), statistics.median(t_pin)
+    return {"model": name, "nv": nv, "python_rhs_jacobian_us": one_rod * 1e6,
+            "pinocchio_computeABADerivatives_us": one_pin * 1e6, "ratio": one_rod / one_pin,
+            "max_abs_difference": diff}
+
+
 def model_coordinates(eqs: Any) -> list[str]:
     return [str(s) for s in eqs.q]
 
@@ -335,6 +374,9 @@ def main() -> None:
     ap.add_argument("--states", type=int, default=32)
     ap.add_argument("--label", default="", help="a note stored with the results (e.g. before/after a change)")
     ap.add_argument("--out", default="derivatives")
+    ap.add_argument("--python", action="store_true",
+                    help="also time robot.rhs_jacobian from Python (rodgen.build's flags) against "
+                         "pinocchio.computeABADerivatives, one state per call")
     args = ap.parse_args()
     try:
         import pinocchio  # noqa: F401
@@ -355,6 +397,15 @@ def main() -> None:
             f"{k} {t[k]['rodgen_ns'] / 1e3:.2f}/{t[k]['pinocchio_ns'] / 1e3:.2f} us = {t[k]['ratio']:.2f}x"
             for k in ("jacobian", "jacobian_per_column", "id_derivatives", "forward", "mass")) +
             " | max diff " + " ".join(f"{k} {v:.1e}" for k, v in row["max_abs_difference"].items()), flush=True)
+    python_rows = []
+    if args.python:
+        for name in args.robots or list(table):
+            model, pm = table[name]()
+            prow = python_row(name, model, pm, repeat=7)
+            python_rows.append(prow)
+            print(f"{name:11s} from Python, one state: rhs_jacobian {prow['python_rhs_jacobian_us']:.2f} us, "
+                  f"pinocchio.computeABADerivatives {prow['pinocchio_computeABADerivatives_us']:.2f} us, "
+                  f"ratio {prow['ratio']:.2f} | max diff {prow['max_abs_difference']:.1e}", flush=True)
     chains = [r for r in rows if r["model"].startswith("chain")]
     slopes = {}
     if len(chains) >= 2:
@@ -365,7 +416,7 @@ def main() -> None:
     write_json(args.out, {"machine": machine(), "cflags": CFLAGS, "c_compiler": compiler_version(cc),
                           "cxx_compiler": compiler_version(cxx), "pinocchio": importlib.metadata.version("pin"),
                           "label": args.label, "states": args.states, "rounds": args.rounds, "rows": rows,
-                          "chain_slopes": slopes, "targets": TARGETS})
+                          "chain_slopes": slopes, "targets": TARGETS, "python": python_rows})
     if not math.isfinite(sum(r["times"]["jacobian"]["ratio"] for r in rows)):
         raise SystemExit("a timing is not finite")
 
