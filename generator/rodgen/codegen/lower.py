@@ -335,8 +335,8 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     d qdd / d x = -M^-1 dg/dx. The symbolic stage gives the tangent of g along a direction
     (``Equations.inverse_dynamics_tangent``): the partials routine evaluates its local partials once
     per point into ``pd``, the tangent routine gives dg for one direction ``dx`` = [dq, dqd] from
-    them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
-    dynamics (O(nq) for a chain), not nq times it.
+    them; the C of rhs_jacobian calls it once per unit direction and solves the 2n columns together with
+    M's Cholesky factor. Both are as long as the inverse dynamics (O(nq) for a chain), not nq times it.
     """
     n = len(eqs.qd)
     NQ = g.NV

@@ -637,6 +637,16 @@ class CompiledModel:
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         kernel = self._jacobian_kernel()
+        if out is None:     # one state: the table's one-state path (None for anything else or a failed state)
+            one = self._jacobian_table.one_rhs_jacobian
+            r = one(t, q, qd, u, p)
+            if r is not None:
+                return r
+            q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
+            if listed:
+                r = one(t, q, qd, u, p)
+                if r is not None:
+                    return r
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         ny = 2 * self.nv
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
