@@ -126,3 +126,20 @@ def test_build_defers_the_jacobian_to_its_first_use(build_dir: Any) -> None:
     assert not alone.has_jacobian
     with pytest.raises(RodgenError, match="built without the Jacobian of its right-hand side"):
         alone.rhs_jacobian(y[:n], y[n:], u)
+
+
+def test_one_state_path_takes_lists_and_reports_failed_states(build_dir: Any) -> None:
+    """One state per call goes through the table's one-state path: lists give the central differences too,
+    a non-finite state still raises DynamicsError (NaN with check=False) as the batch path does."""
+    sys_ = rodgen.build(rodgen.load(EXAMPLES / "exo5.yaml"), build_dir=build_dir, method="recursive")
+    rng = np.random.default_rng(11)
+    y, u = random_state(sys_, rng)
+    n = sys_.nq
+    J = sys_.rhs_jacobian(list(y[:n]), tuple(y[n:]), list(u))
+    J_fd = central_differences(sys_, y, u)
+    np.testing.assert_allclose(J, J_fd, rtol=0, atol=RTOL_FD * np.abs(J).max())
+    bad = y[:n].copy()
+    bad[1] = np.nan
+    with pytest.raises(rodgen.DynamicsError, match="rhs_jacobian"):
+        sys_.rhs_jacobian(bad, y[n:], u)
+    assert np.isnan(sys_.rhs_jacobian(bad, y[n:], u, check=False)).all()

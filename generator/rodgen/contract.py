@@ -137,7 +137,7 @@ ROUTINES: tuple[Routine, ...] = (
                              _out("J", "4*nv*nv", "d[qd, qdd]/d[q, qd], row-major", "2*nv,2*nv")),
             "Exact Jacobian of the right-hand side at constant u (with free, spherical or planar joints: on the "
             "tangent space, d[v, qdd]/d[dq, v] with q moved by q + dq along the joints' exponential map).",
-            status=True, optional=True),
+            status=True, optional=True, single=True),
     Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
             "Positions of the constraint rows c(q).", optional=True),
     Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq")),

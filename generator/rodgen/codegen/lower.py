@@ -78,6 +78,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     r += force_routines(eqs, prefix, g, options)
     if spatial:
         r += frame_routines(full, prefix, g, options)
+    if options.regressor:
+        r += regressor_routines(eqs, prefix, g, options)
     if lie:
         r += configuration_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
@@ -98,6 +100,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     )
     if spatial:
         meta += (("FRAMES", repr(tuple(full.frames))),)
+    if options.regressor and eqs.regressor is not None:
+        meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:
         meta += (("NFORCES", repr(len(eqs.forces))), ("FORCES", repr(tuple(f.name for f in eqs.forces))),
                  ("FORCE_TYPES", repr(tuple(f.type for f in eqs.forces))))
@@ -230,6 +234,36 @@ def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOpti
     ]
 
 
+def regressor_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """``regressor``: Y (nq x ntheta, row-major) with ``M qdd + h + G = Y theta`` (``Equations.regressor``),
+    exported beside the table: ``<prefix>_ntheta()`` and ``<prefix>_theta_list()`` give theta's count and
+    names. Y does not depend on theta; theta's symbols that its code still names take their defaults."""
+    reg = eqs.regressor
+    if reg is None:
+        raise CodegenError(f"model {eqs.model.name!r}: CodegenOptions(regressor=True) needs the equations' "
+                           "regressor (rodgen.build attaches it; for generate: "
+                           "rodgen.symbolic.regressor.attach_regressor(equations, model))")
+    n, k = len(eqs.q), len(reg.names)
+    known = set(eqs.q) | set(eqs.qd) | set(eqs.qdd) | set(eqs.params)
+    fixed = {s: sp.Float(v) for s, v in zip(reg.theta, reg.values)}
+    assignments = [(s, e.xreplace(fixed)) for s, e in reg.assignments]
+    rows = [[sp.sympify(e).xreplace(fixed) for e in row] for row in reg.Y]
+    defined = {s for s, _ in assignments}
+    free = ({f for row in rows for e in row for f in e.free_symbols}
+            | {f for _, e in assignments for f in e.free_symbols})
+    stray = sorted(str(f) for f in free - known - defined)
+    if stray:
+        raise CodegenError(f"model {eqs.model.name!r}: the regressor names symbols the model does not have: "
+                           f"{', '.join(stray[:5])}")
+    return [build_routine(
+        "regressor", f"{prefix}_regressor",
+        "Identification regressor: M(q) qdd + h(q, qd) + G(q) = Y(q, qd, qdd) theta.",
+        (f"Y: {n} x {k}, row-major; theta's names from {prefix}_theta_list().",),
+        [g.t, g.q, g.qd, g.qdd, g.p, output("Y", str(n * k), "regressor, row-major")],
+        [("Y", "regressor", [(f"Y[{i * k + j}]", rows[i][j]) for i in range(n) for j in range(k)])],
+        [], assignments, options)]
+
+
 def configuration_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """``configuration_rate`` (dq/dt from q and qd: ``Equations.configuration_rate``), for the RHS of a model
     whose velocities are not its coordinates' rates (free, spherical and planar joints)."""
@@ -301,8 +335,8 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     d qdd / d x = -M^-1 dg/dx. The symbolic stage gives the tangent of g along a direction
     (``Equations.inverse_dynamics_tangent``): the partials routine evaluates its local partials once
     per point into ``pd``, the tangent routine gives dg for one direction ``dx`` = [dq, dqd] from
-    them; the C of rhs_jacobian calls it once per unit direction. Both are as long as the inverse
-    dynamics (O(nq) for a chain), not nq times it.
+    them; the C of rhs_jacobian calls it once per unit direction and solves the 2n columns together with
+    M's Cholesky factor. Both are as long as the inverse dynamics (O(nq) for a chain), not nq times it.
     """
     n = len(eqs.qd)
     NQ = g.NV

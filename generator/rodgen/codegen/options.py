@@ -67,6 +67,10 @@ class CodegenOptions:
         ``None`` (the default) generates it for models of at most
         :data:`CONSTRAINED_TERMS_AUTO_MAX_NQ` coordinates. Without it the runtime factorises
         M by a dense Cholesky (about 2.5x slower). Never for ``real="float"`` (no table).
+    regressor : generate ``<prefix>_regressor(t, q, qd, qdd, p, Y)``, the identification regressor
+        ``M qdd + h + G = Y theta`` (``Equations.regressor``, see :mod:`rodgen.symbolic.regressor`),
+        exported beside the table with ``<prefix>_ntheta()`` and ``<prefix>_theta_list()``; off by
+        default, so existing builds do not grow.
     """
 
     cse: bool = True
@@ -75,6 +79,7 @@ class CodegenOptions:
     forward: Union[ForwardAlgorithm, str] = ForwardAlgorithm.AUTO
     constrained_terms: Optional[bool] = None
     real: str = "double"
+    regressor: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -89,6 +94,8 @@ class CodegenOptions:
         if self.constrained_terms not in (None, True, False):
             raise CodegenError(f"constrained_terms must be True, False or None (automatic), "
                                f"got {self.constrained_terms!r}")
+        if self.regressor not in (True, False):
+            raise CodegenError(f"regressor must be True or False, got {self.regressor!r}")
         if self.real not in REAL_TYPES:
             raise CodegenError(f"real must be one of {', '.join(REAL_TYPES)}, got {self.real!r}")
         if self.real == "float" and self.jacobian:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Union
 #: Functions allowed in expressions, with their number of arguments.
 FUNCTIONS: dict[str, int] = {
     "sqrt": 1, "sin": 1, "cos": 1, "tan": 1, "exp": 1, "log": 1,
-    "asin": 1, "acos": 1, "atan": 1, "atan2": 2, "abs": 1, "tanh": 1,
+    "asin": 1, "acos": 1, "atan": 1, "atan2": 2, "abs": 1, "sign": 1, "max": 2, "min": 2, "tanh": 1,
 }
 #: Names with a fixed meaning that need no definition.
 CONSTANTS: dict[str, float] = {"pi": math.pi}
@@ -196,8 +196,16 @@ def fold(node: ast.AST, number: Callable[[Union[int, float]], Any], name: Callab
     raise AssertionError(f"unchecked expression node {type(node).__name__}")
 
 
+def _sign(x: float) -> float:
+    """-1, 0 or 1 (sign(0) = 0, as SymPy and the generated C take it)."""
+    return float((x > 0) - (x < 0))
+
+
+_BUILTIN: dict[str, Callable[..., float]] = {"abs": abs, "sign": _sign, "max": max, "min": min}
+
+
 def _math_call(fn: str, args: list[float]) -> float:
-    impl: Callable[..., float] = abs if fn == "abs" else getattr(math, fn)
+    impl: Callable[..., float] = _BUILTIN[fn] if fn in _BUILTIN else getattr(math, fn)
     return float(impl(*args))
 
 

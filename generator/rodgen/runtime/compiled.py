@@ -177,6 +177,22 @@ class CompiledModel:
             self._frame_jac_fn = getattr(library, f"{self.prefix}_frame_jacobians")
             for fn in (self._frames_fn, self._frame_jac_fn):
                 fn.restype, fn.argtypes = None, [dp, dp, dp]
+        #: The identification regressor's parameters (columns of :meth:`regressor`); empty unless built with
+        #: ``CodegenOptions(regressor=True)``.
+        self.theta_names: list[str] = []
+        self._regressor_fn: Any = None
+        ntheta = getattr(library, f"{self.prefix}_ntheta", None) if library is not None else None
+        if ntheta is not None:
+            import ctypes
+            ntheta.restype, ntheta.argtypes = ctypes.c_int, []
+            tl = getattr(library, f"{self.prefix}_theta_list")
+            tl.restype, tl.argtypes = ctypes.POINTER(ctypes.c_char_p), []
+            table = tl()
+            self.theta_names = [table[i].decode() for i in range(ntheta())]
+            dp = ctypes.POINTER(ctypes.c_double)
+            self._regressor_fn = getattr(library, f"{self.prefix}_regressor")
+            self._regressor_fn.restype = None
+            self._regressor_fn.argtypes = [ctypes.c_double, dp, dp, dp, dp, dp]
         self._sizes = {"q": (self.nq, "coordinates"), "qd": (self.nv, "coordinate rates"),
                        "qdd": (self.nv, "coordinate accelerations"), "u": (self.nu, "inputs"),
                        "p": (self.np, "parameters"), "y": (self.ny, "state entries [q, qd]")}
@@ -621,6 +637,16 @@ class CompiledModel:
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         kernel = self._jacobian_kernel()
+        if out is None:     # one state: the table's one-state path (None for anything else or a failed state)
+            one = self._jacobian_table.one_rhs_jacobian
+            r = one(t, q, qd, u, p)
+            if r is not None:
+                return r
+            q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
+            if listed:
+                r = one(t, q, qd, u, p)
+                if r is not None:
+                    return r
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         ny = 2 * self.nv
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
@@ -746,6 +772,30 @@ class CompiledModel:
             pi = p2[i if p2.shape[0] > 1 else 0]
             fn(qi.ctypes.data_as(dp), pi.ctypes.data_as(dp), out[i].ctypes.data_as(dp))
         return out, batched
+
+    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, p: Params = None) -> np.ndarray:
+        """The identification regressor Y (nq, ntheta) with ``M qdd + h + G = Y theta`` (theta: the
+        :attr:`theta_names`; docs/identification.md), or (N, nq, ntheta) for a batch; needs a build with
+        ``CodegenOptions(regressor=True)``."""
+        import ctypes
+        if self._regressor_fn is None:
+            raise TypeError(f"{self.name!r} was built without the regressor: "
+                            "rodgen.build(model, codegen=CodegenOptions(regressor=True))")
+        rows = [self._rows(x, nm) for x, nm in ((q, "q"), (qd, "qd"), (qdd, "qdd"))]
+        p2, np_ = self._params(p)
+        n, batched = self._batch(q=rows[0], qd=rows[1], qdd=rows[2], p=(p2, np_))
+        arrs = [np.ascontiguousarray(a, dtype=float).reshape(-1, w) for (a, _), w in
+                zip(rows, (self.nq, self.nv, self.nv))]
+        p2 = np.ascontiguousarray(p2, dtype=float).reshape(-1, self.np) if self.np else np.zeros((1, 1))
+        k = len(self.theta_names)
+        out = np.empty((n, self.nv, k))
+        dp = ctypes.POINTER(ctypes.c_double)
+        for i in range(n):
+            a = [x[i if x.shape[0] > 1 else 0] for x in arrs]
+            pi = p2[i if p2.shape[0] > 1 else 0]
+            self._regressor_fn(0.0, *(x.ctypes.data_as(dp) for x in a), pi.ctypes.data_as(dp),
+                               out[i].ctypes.data_as(dp))
+        return out if batched else out[0]
 
     def _need_spatial(self, what: str) -> None:
         if not self.spatial:

@@ -18,7 +18,7 @@ def _atan2(y: sp.Expr, x: sp.Expr) -> sp.Expr:
 
 _FUNCS = {"sqrt": sp.sqrt, "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
           "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": _atan2, "abs": sp.Abs,
-          "tanh": sp.tanh}
+          "sign": sp.sign, "max": sp.Max, "min": sp.Min, "tanh": sp.tanh}
 
 
 def to_sympy(expr: Expression, symbols: Mapping[str, sp.Symbol]) -> sp.Expr:

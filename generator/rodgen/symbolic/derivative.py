@@ -20,6 +20,13 @@ carried along the chain instead: for every assignment and every variable
 where the partials treat the earlier symbols as independent. Each nonzero
 derivative becomes an assignment of its own, so the result is again
 straight-line code that the code stage's CSE and printer take as they are.
+
+Functions with kinks (``Abs``, ``sign``, ``Max``, ``Min``, ``Piecewise``) are differentiated where
+they are differentiable, and at a kink a fixed value is taken (:func:`partial`): ``Abs'(x) = sign(x)``
+with ``sign(0) = 0``; ``sign' = 0`` (its jump carries no derivative); ``Max(a, b)`` and ``Min(a, b)``
+take ``(1 + sign(a - b)) / 2`` of ``a``'s derivative (1/2 of each where ``a = b``); a ``Piecewise``
+takes the derivative of the branch whose condition holds. Every symbol this module introduces is
+real, as the coordinates and the chain's own symbols are, so no complex parts (``re``, ``im``) appear.
 """
 from __future__ import annotations
 
@@ -27,6 +34,23 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import sympy as sp
+
+
+def _step(x: sp.Expr) -> sp.Expr:
+    """The Heaviside step as the derivative of Max/Min takes it: 1/2 at 0."""
+    return (1 + sp.sign(x)) / 2
+
+
+def partial(expr: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
+    """d expr / d symbol where it exists, and the documented value at the kinks of ``Abs``, ``sign``,
+    ``Max``, ``Min`` (see the module's docstring): SymPy's ``DiracDelta`` (of ``sign``) is dropped and
+    its ``Heaviside`` (of ``Max``/``Min``) written with ``sign``, which the printers know."""
+    d = sp.diff(expr, symbol)
+    if d.has(sp.DiracDelta):
+        d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
+    if d.has(sp.Heaviside):
+        d = d.replace(sp.Heaviside, lambda x, *a: _step(x))
+    return d
 
 
 def needed_assignments(assignments: Sequence[tuple[sp.Symbol, sp.Expr]],
@@ -78,11 +102,11 @@ def forward_derivatives(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], output
                 chain = deriv.get(f, {})
             if not chain:
                 continue
-            partial = sp.diff(expr, f)
-            if partial == 0:
+            pd = partial(expr, f)
+            if pd == 0:
                 continue
             for k, dfk in chain.items():
-                term = partial * dfk
+                term = pd * dfk
                 acc[k] = acc[k] + term if k in acc else term
         return {k: v for k, v in acc.items() if v != 0}
 
@@ -95,7 +119,7 @@ def forward_derivatives(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], output
             if ex.is_Symbol or ex.is_Number:
                 entries[k] = ex
                 continue
-            sym = sp.Symbol(f"{prefix}{counter}")
+            sym = sp.Symbol(f"{prefix}{counter}", real=True)
             counter += 1
             out_assign.append((sym, ex))
             entries[k] = sym
@@ -154,7 +178,7 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
         ``<prefix>s<k>`` seeds).
     """
     outputs = [sp.sympify(o) for o in outputs]
-    seeds = [sp.Symbol(f"{prefix}s{k}") for k in range(len(variables))]
+    seeds = [sp.Symbol(f"{prefix}s{k}", real=True) for k in range(len(variables))]
     seed_of = dict(zip(variables, seeds))
     kept = needed_assignments(assignments, outputs)
     kept, outputs = _split_large(kept, outputs, prefix)
@@ -179,7 +203,7 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
         else:
             sym = partial_of.get(key)
             if sym is None:
-                sym = sp.Symbol(f"{prefix}p{counter['p']}")
+                sym = sp.Symbol(f"{prefix}p{counter['p']}", real=True)
                 counter["p"] += 1
                 partial_of[key] = sym
                 partials.add(sym)
@@ -196,10 +220,10 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
                 d = tan.get(f)
             if d is None:
                 continue
-            partial = sp.diff(expr, f)
-            if partial == 0:
+            pd = partial(expr, f)
+            if pd == 0:
                 continue
-            terms.append(coefficient(partial, after) * d)
+            terms.append(coefficient(pd, after) * d)
         return sp.Add(*terms)
 
     for s, e in kept:
@@ -212,7 +236,7 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
         if d.is_Symbol:
             tan[s] = d
             continue
-        sym = sp.Symbol(f"{prefix}d{counter['d']}")
+        sym = sp.Symbol(f"{prefix}d{counter['d']}", real=True)
         counter["d"] += 1
         tangent.append((sym, d))
         tan[s] = sym
@@ -239,7 +263,7 @@ def _larger_than(expr: sp.Expr, size: int) -> bool:
 #: Functions defined for every real argument: inside a Piecewise branch they may be evaluated
 #: unconditionally (an operation that may be undefined there, a fractional power of a penetration or
 #: a division, stays inside its branch).
-TOTAL_FUNCTIONS = (sp.sin, sp.cos, sp.tanh, sp.atan, sp.Abs, sp.sign)
+TOTAL_FUNCTIONS = (sp.sin, sp.cos, sp.tanh, sp.atan, sp.Abs, sp.sign, sp.Max, sp.Min)
 
 
 def _total(node: sp.Expr) -> bool:
@@ -278,7 +302,7 @@ def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
                     c = c.func(split(c.lhs, guarded)[0], split(c.rhs, guarded)[0])
                 pairs.append((split(e, True)[0], c))
             return sp.Piecewise(*pairs), False
-        if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Function)):
+        if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Function, sp.Max, sp.Min)):
             parts = [split(a, guarded) for a in expr.args]
             node = expr.func(*[a for a, _ in parts])
             return node, all(ok for _, ok in parts) and _total(node)
@@ -294,7 +318,7 @@ def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
         if not node.is_Atom and (ok or not guarded):
             sym = node_of.get(node)
             if sym is None:
-                sym = sp.Symbol(f"{prefix}e{counter[0]}")
+                sym = sp.Symbol(f"{prefix}e{counter[0]}", real=True)
                 counter[0] += 1
                 node_of[node] = sym
                 out.append((sym, node))
@@ -317,4 +341,4 @@ def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
     return chain + out, result
 
 
-__all__ = ["forward_derivatives", "tangent_chain", "TangentChain"]
+__all__ = ["forward_derivatives", "tangent_chain", "TangentChain", "partial"]

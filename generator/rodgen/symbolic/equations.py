@@ -9,7 +9,7 @@ torques, longitudinal forces) onto the generalized coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import sympy as sp
 
@@ -197,6 +197,9 @@ class Equations:
     #: first velocity in qd)
     lie_joints: tuple[tuple[int, int, int], ...] = ()
     t: sp.Symbol = TIME
+    #: The identification regressor (:class:`rodgen.symbolic.regressor.Regressor`) when one was attached
+    #: (:func:`rodgen.symbolic.regressor.attach_regressor`, ``CodegenOptions(regressor=True)``); else None.
+    regressor: Optional[Any] = None
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
     _tangent: Optional[TangentChain] = field(default=None, init=False, repr=False, compare=False)

@@ -145,6 +145,10 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
     key = None
     now, deferred = codegen, False
+    builder = source if hasattr(source, "links") and hasattr(source, "parameter") else None
+    if codegen.regressor and builder is None:
+        raise BuildError("CodegenOptions(regressor=True) needs the model itself (rodgen.Model, rodgen.SpatialModel "
+                         f"or rodgen.load(...)), not {type(source).__name__}")
     if isinstance(source, MODEL_TYPES):
         from .key import model_key
         source = valid_model(source)
@@ -168,6 +172,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     name = source.name if isinstance(source, VALID_TYPES) else source.model.name
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
         eqs = equations_of(source, method=method)
+        if codegen.regressor:
+            from ..symbolic.regressor import attach_regressor
+            eqs = attach_regressor(eqs, builder)
         bar.update(1)
         if key is None:
             now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)

@@ -410,11 +410,48 @@ int pendulum_vl_rhs(double t, const double *y, const double *u, const double *p,
 #endif
 
 #if !defined(PENDULUM_VL_UNIT) || defined(PENDULUM_VL_UNIT_RHS_JACOBIAN)
+/* Solves L L^T X = B in place for the n x m block B (row-major, row stride ld) with the Cholesky factor L
+ * of rodgen_cholesky (row-major n x n, lower triangle): all m right-hand sides at once, the inner loops
+ * over the m contiguous columns of a row (they vectorise), one division per row. */
+static void pendulum_vl_cholesky_solve_block(const double *L, double *B, int n, int m, int ld)
+{
+    double r;
+    int i, j, k;
+    for (i = 0; i < n; ++i) {
+        double *bi = B + i * ld;
+        for (k = 0; k < i; ++k) {
+            const double l = L[i * n + k];
+            const double *bk = B + k * ld;
+            for (j = 0; j < m; ++j) {
+                bi[j] -= l * bk[j];
+            }
+        }
+        r = 1.0 / L[i * n + i];
+        for (j = 0; j < m; ++j) {
+            bi[j] *= r;
+        }
+    }
+    for (i = n - 1; i >= 0; --i) {
+        double *bi = B + i * ld;
+        for (k = i + 1; k < n; ++k) {
+            const double l = L[k * n + i];
+            const double *bk = B + k * ld;
+            for (j = 0; j < m; ++j) {
+                bi[j] -= l * bk[j];
+            }
+        }
+        r = 1.0 / L[i * n + i];
+        for (j = 0; j < m; ++j) {
+            bi[j] *= r;
+        }
+    }
+}
+
 /* Jacobian of the right-hand side at constant u: J = d[qd, qdd]/d[q, qd], row-major 2NQ x 2NQ.
  * With g(x) = M(q) a + bias(q, qd) - B(q) u at fixed a and u, M qdd = B u - bias gives
  * d qdd/dx = -M^-1 dg/dx at a = qdd. The local partials of g are evaluated once; each column
- * is the tangent of g along a unit direction and one solve with the Cholesky factor of M:
- * 2NQ tangents and solves, no differences. */
+ * is the tangent of g along a unit direction; the 2NQ columns are then solved together with the
+ * Cholesky factor of M (one block solve): 2NQ tangents, no differences. */
 int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const double *u, const double *p, double *J)
 {
     double M[PENDULUM_VL_NQ * PENDULUM_VL_NQ];
@@ -452,13 +489,10 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
         pendulum_vl_inverse_dynamics_tangent(t, q, qd, qdd, u, p, pd, dx, x);
         dx[k] = 0.0;
         for (i = 0; i < n; ++i) {
-            x[i] = -x[i];
-        }
-        rodgen_cholesky_solve(M, x, n);
-        for (i = 0; i < n; ++i) {
-            J[(n + i) * 2 * n + k] = x[i];
+            J[(n + i) * 2 * n + k] = -x[i];
         }
     }
+    pendulum_vl_cholesky_solve_block(M, J + 2 * n * n, n, 2 * n, 2 * n);
     if (!pendulum_vl_all_finite(J + 2 * n * n, 2 * n * n)) {
         pendulum_vl_fill_nan(J, 4 * n * n);
         return RODGEN_ERR_NONFINITE_RESULT;
