@@ -597,25 +597,11 @@ class ValidSpatialModel:
         return {mk.name: (lk, mk) for lk in self.links for mk in lk.markers}
 
     def point_links(self) -> dict[str, str]:
-        """Every named frame a force element may act at, with the name of its link: ``<link>.joint``, named
-        bodies, ``<segment>.end``, named point masses and rods, markers (the names of ``Equations.frames``)."""
-        out: dict[str, str] = {}
-        for lk in self.links:
-            out[f"{lk.name}.joint"] = lk.name
-            for b in lk.bodies:
-                if b.name is not None:
-                    out[b.name] = lk.name
-            for sg in lk.segments:
-                out[f"{sg.name}.end"] = lk.name
-                for it in sg.masses:
-                    if it.name is not None:
-                        out[it.name] = lk.name
-                for rd in sg.rods:
-                    if rd.name is not None:
-                        out[rd.name] = lk.name
-            for mk in lk.markers:
-                out[mk.name] = lk.name
-        return out
+        """Every named frame a force element may act at, with the name of its link: the frames of
+        :meth:`frame_names` but a link's bare name (a force names ``<link>.joint``); the names of
+        ``Equations.frames``."""
+        links = {lk.name for lk in self.links}
+        return {nm: lk for nm, lk in self.frame_names().items() if nm not in links or nm.endswith(".joint")}
 
     def parameter_values(self) -> dict[str, float]:
         return {p.name: p.value for p in self.parameters}
