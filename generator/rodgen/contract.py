@@ -207,11 +207,10 @@ class DerivedSize:
 #: numbers than degrees of freedom: a free joint (floating base) has 7 coordinates [x y z qx qy qz qw] and 6
 #: velocities. The table holds both (``rodgen_model.nv``); the state y = [q, qd] holds ``ny`` = nq + nv
 #: numbers. Code that means a velocity size writes nv (C: ``RODGEN_NV(m)``, Python: ``CompiledModel.nv``).
-NV = DerivedSize("nv", "((m)->nv > 0 ? (m)->nv : (m)->nq)",
-                 "number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a "
-                 "table that leaves nv 0, written before the field, counts nq)")
+NV = DerivedSize("nv", "((m)->nv)",
+                 "number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints")
 #: The size of the state y = [q, qd]: nq + nv.
-NY = DerivedSize("ny", "((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))", "size of the state y = [q, qd], nq + nv")
+NY = DerivedSize("ny", "((m)->nq + (m)->nv)", "size of the state y = [q, qd], nq + nv")
 
 #: The number of components of a force element's force (the model's dimension): 2 in a planar model, 3 in a
 #: spatial one. The table tells them apart by its 2D points: a planar model's force elements act at its points

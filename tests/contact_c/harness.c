@@ -145,7 +145,7 @@ static const double cg_p[7] = {5.0, 10.0, 0.5, 0.5, 9.81, -0.05235987755982988, 
 static const double cg_q0[4] = {0.0, 1.0, 0.0, 0.0};
 
 static const rodgen_model cg_model = {
-    .name = "compass", .nq = 4, .nu = 1, .np = 7, .npoints = 3, .nconstraints = 2, .nrows = 4,
+    .name = "compass", .nq = 4, .nv = 4, .nu = 1, .np = 7, .npoints = 3, .nconstraints = 2, .nrows = 4,
     .constraints = cg_blocks, .default_p = cg_p, .initial_q = cg_q0,
     .mass_matrix = cg_mass, .bias = cg_bias, .gravity = cg_gravity, .input_map = cg_input_map, .energy = cg_energy,
     .points = cg_points, .constraint_position = cg_cpos, .constraint_jacobian = cg_cjac,
@@ -290,14 +290,14 @@ static const double fb_p[10] = {1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.2, 0.0, -0
 static const double fb_q0[3] = {0.5, 1.5, -0.5};
 
 static const rodgen_model fb_model = {
-    .name = "fourbar", .nq = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 2, .nrows = 3,
+    .name = "fourbar", .nq = 3, .nv = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 2, .nrows = 3,
     .constraints = fb_blocks, .default_p = fb_p, .initial_q = fb_q0,
     .mass_matrix = fb_mass, .bias = fb_bias, .gravity = fb_gravity, .input_map = fb_input_map, .energy = fb_energy,
     .points = fb_points, .constraint_position = fb_cpos, .constraint_jacobian = fb_cjac,
     .constraint_bias = fb_cbias, .constraint_friction = 0,
 };
 static const rodgen_model fb2_model = {
-    .name = "fourbar_twice", .nq = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 3, .nrows = 5,
+    .name = "fourbar_twice", .nq = 3, .nv = 3, .nu = 1, .np = 10, .npoints = 3, .nconstraints = 3, .nrows = 5,
     .constraints = fb2_blocks, .default_p = fb_p, .initial_q = fb_q0,
     .mass_matrix = fb_mass, .bias = fb_bias, .gravity = fb_gravity, .input_map = fb_input_map, .energy = fb_energy,
     .points = fb_points, .constraint_position = fb2_cpos, .constraint_jacobian = fb2_cjac,
@@ -384,7 +384,7 @@ static const rodgen_constraint pm_blocks[1] = {{"point", RODGEN_CONTACT, 0, 2}};
 static const double pm_p[4] = {2.0, 9.81, -0.3490658503988659, 0.2};
 static const double pm_q0[2] = {0.0, 0.0};
 static const rodgen_model pm_model = {
-    .name = "point", .nq = 2, .nu = 1, .np = 4, .npoints = 1, .nconstraints = 1, .nrows = 2,
+    .name = "point", .nq = 2, .nv = 2, .nu = 1, .np = 4, .npoints = 1, .nconstraints = 1, .nrows = 2,
     .constraints = pm_blocks, .default_p = pm_p, .initial_q = pm_q0,
     .mass_matrix = pm_mass, .bias = pm_bias, .gravity = pm_gravity, .input_map = pm_input_map,
     .energy = pm_energy, .points = pm_points, .constraint_position = pm_cpos, .constraint_jacobian = pm_cjac,

@@ -68,11 +68,11 @@ extern "C" {
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
 #define RODGEN_SIM_STORAGE(nq) (4 * (nq))
 
-/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints (a table that leaves nv 0, written before the field, counts nq). */
-#define RODGEN_NV(m) ((m)->nv > 0 ? (m)->nv : (m)->nq)
+/* Velocity size of a model (m: const rodgen_model *): number of velocities (qd, qdd, generalized forces); nq except with free, spherical joints. */
+#define RODGEN_NV(m) ((m)->nv)
 
 /* State size of a model: size of the state y = [q, qd], nq + nv (at most 2 nq: RODGEN_SIM_STORAGE(nq) holds y and f). */
-#define RODGEN_NY(m) ((m)->nq + ((m)->nv > 0 ? (m)->nv : (m)->nq))
+#define RODGEN_NY(m) ((m)->nq + (m)->nv)
 /* Force components of a model (m: const rodgen_model *): components of a force element's force: 2 (planar model), 3 (spatial model). */
 #define RODGEN_FDIM(m) ((m)->npoints > 0 ? 2 : 3)
 

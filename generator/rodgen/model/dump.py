@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import yaml
 
@@ -18,9 +18,11 @@ from .expr import Expression
 from .valid import (
     AnyModel,
     Extension,
+    ValidContact,
     ValidForce,
     ValidJoint,
     ValidLink,
+    ValidLoop,
     ValidMarker,
     ValidParameter,
     ValidPointMass,
@@ -205,21 +207,28 @@ def to_dict(source: AnyModel) -> dict[str, Any]:
         if not _is(model.ground.height, 0.0):
             ground["height"] = _v(model.ground.height)
         out["ground"] = ground
-    if model.contacts:
-        contacts = []
-        for c in model.contacts:
-            d: dict[str, Any] = {"name": c.name}
-            if c.marker != c.name:
-                d["marker"] = c.marker
-            if not _is(c.friction, 1.0):
-                d["friction"] = _v(c.friction)
-            contacts.append(d)
-        out["contacts"] = contacts
-    if model.loops:
-        out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b} for lp in model.loops]
+    _constraints(out, model.contacts, model.loops, "marker", 2)
     if model.forces:
         out["forces"] = [_force(f) for f in model.forces]
     return out
+
+
+def _constraints(out: dict[str, Any], contacts: Sequence[ValidContact], loops: Sequence[ValidLoop], field: str,
+                 rows: int) -> None:
+    """Contacts and loops into ``out`` (either kind of model): a contact's place under ``field`` (``marker``,
+    ``frame``) when it is not its name, friction when not 1, a loop's rows when not ``rows``."""
+    if contacts:
+        out["contacts"] = []
+        for c in contacts:
+            d: dict[str, Any] = {"name": c.name}
+            if c.marker != c.name:
+                d[field] = c.marker
+            if not _is(c.friction, 1.0):
+                d["friction"] = _v(c.friction)
+            out["contacts"].append(d)
+    if loops:
+        out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b, **({"rows": lp.rows} if lp.rows != rows else {})}
+                        for lp in loops]
 
 
 def _force(f: ValidForce) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 from ..errors import ModelError
 from .core import Contact, Loop
-from .dump import _force, _friction, _is, _limits, _parameters, _segment, _spring, _v
+from .dump import _constraints, _force, _friction, _is, _limits, _parameters, _segment, _spring, _v
 from .loader import _Reader
 from .spatial import (
     LIE_JOINTS,
@@ -324,19 +324,7 @@ def spatial_to_dict(model: ValidSpatialModel) -> dict[str, Any]:
         out["couplings"] = {k: _v(v) for k, v in model.couplings.items()}
     if model.forces:
         out["forces"] = [_force(f) for f in model.forces]
-    if model.contacts:
-        contacts = []
-        for c in model.contacts:
-            cd: dict[str, Any] = {"name": c.name}
-            if c.marker != c.name:
-                cd["frame"] = c.marker
-            if not _is(c.friction, 1.0):
-                cd["friction"] = _v(c.friction)
-            contacts.append(cd)
-        out["contacts"] = contacts
-    if model.loops:
-        out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b, **({"rows": lp.rows} if lp.rows != 3 else {})}
-                        for lp in model.loops]
+    _constraints(out, model.contacts, model.loops, "frame", 3)
     return out
 
 

@@ -10,7 +10,7 @@ import math
 from types import MappingProxyType
 from typing import Any
 
-from .core import Contact, Loop, Parameter, check_name, is_finite_number
+from .core import Loop, Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
@@ -45,6 +45,7 @@ from .validate import (
     _spring_damper,
     _text,
     _typed,
+    check_constraints,
     check_forces,
     validate_segment,
 )
@@ -337,17 +338,9 @@ def validate_spatial_model(model: SpatialModel) -> ValidSpatialModel:
 
 def _constraints(ctx: _Ctx, model: SpatialModel,
                  vm: ValidSpatialModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
-    """Contacts and loops at named frames (:meth:`ValidSpatialModel.frame_names`), and the names of every
-    constraint block (contacts, loops, limits, frictions share one namespace, as in a planar model)."""
+    """Contacts and loops of a spatial model, at named frames (:meth:`ValidSpatialModel.frame_names`;
+    :func:`~rodgen.model.validate.check_constraints`)."""
     frames = vm.frame_names()
-    blocks: dict[str, str] = {}
-
-    def block(name: object, what: str, where: str) -> str:
-        nm = check_name(name, f"{what} name", where, model.source)
-        if nm in blocks:
-            raise ctx.err(f"{what} name {nm!r} is already used by {blocks[nm]}", where)
-        blocks[nm] = f"{what} {nm!r}"
-        return nm
 
     def frame(name: object, where: str) -> str:
         if not isinstance(name, str) or name not in frames:
@@ -355,40 +348,17 @@ def _constraints(ctx: _Ctx, model: SpatialModel,
                           f"'<link>.joint', a named body or point, '<segment>.end' or a marker)", where)
         return name
 
-    if not isinstance(model.contacts, list):
-        raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
-    contacts: list[ValidContact] = []
-    for i, c in enumerate(model.contacts):
-        _typed(ctx, c, Contact, f"contacts[{i}]")
-        cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
-        name = block(c.name, "contact", cw)
-        fr = frame(c.marker if c.marker is not None else name, f"{cw}.frame")
-        contacts.append(ValidContact(name, fr, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
-    if not isinstance(model.loops, list):
-        raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
-    loops: list[ValidLoop] = []
-    for i, lp in enumerate(model.loops):
-        _typed(ctx, lp, Loop, f"loops[{i}]")
-        lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
-        name = block(lp.name, "loop", lw)
-        a, b = frame(lp.a, f"{lw}.a"), frame(lp.b, f"{lw}.b")
+    def loop_rows(lp: Loop, a: str, b: str, lw: str) -> int:
         rows = 3 if lp.rows is None else lp.rows
         if isinstance(rows, bool) or rows not in (3, 6):
             raise ctx.err(f"a spatial loop has 3 rows (the frames' origins coincide) or 6 (their orientations "
                           f"too), got rows = {lp.rows!r}", f"{lw}.rows")
-        if a == b:
-            raise ctx.err(f"a loop needs two different frames, got {a!r} twice", f"{lw}.b")
         if frames[a] == frames[b] and not any(sg.variable for sg in vm.link_named(frames[a]).segments):
             raise ctx.err(f"frames {a!r} and {b!r} are on the rigid link {frames[a]!r}: the loop is either always "
                           f"closed or never; join frames of different links", lw)
-        loops.append(ValidLoop(name, a, b, rows))
-    for lim in vm.limits():
-        where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
-        block(lim.name, "limit", where)
-    for fb in vm.frictions():
-        where = f"link {fb.link!r}" + (f", segment {fb.segment!r}.friction" if fb.segment else ".joint.friction")
-        block(fb.name, "friction", where)
-    return tuple(contacts), tuple(loops)
+        return int(rows)
+
+    return check_constraints(ctx, model, vm, "frame", frame, loop_rows)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:

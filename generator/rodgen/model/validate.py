@@ -594,10 +594,26 @@ def _ground(ctx: _Ctx, model: Model) -> tuple[Expression, Expression]:
     return ctx.expr(model.ground.slope, "ground.slope"), ctx.expr(model.ground.height, "ground.height")
 
 
-def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
-    """Contacts, loops and the names of every constraint block (their own namespace)."""
-    markers = vm.markers()
-    known = f"markers: {', '.join(markers)}" if markers else "the model has no markers; add one to a link"
+class _ConstraintOwner(Protocol):
+    contacts: Any
+    loops: Any
+    source: Optional[str]
+
+
+class _BlockTree(Protocol):
+    def limits(self) -> list[Any]: ...
+
+    def frictions(self) -> list[Any]: ...
+
+
+def check_constraints(ctx: _Ctx, model: _ConstraintOwner, vm: _BlockTree, field: str,
+                      place: Callable[[object, str], str], loop_rows: Callable[[Loop, str, str, str], int]
+                      ) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
+    """Contacts and loops of either kind of model, and the names of every constraint block (contacts, loops,
+    limits and frictions share one namespace). ``field`` names a contact's place (``marker`` in a planar
+    model, ``frame`` in a spatial one), ``place(name, where)`` checks one and returns its name;
+    ``loop_rows(loop, a, b, where)`` checks what a loop between two different places needs in its kind of
+    model and returns its rows."""
     blocks: dict[str, str] = {}
 
     def block(name: object, what: str, where: str) -> str:
@@ -607,11 +623,6 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
         blocks[nm] = f"{what} {nm!r}"
         return nm
 
-    def marker(name: object, where: str) -> tuple[ValidLink, ValidMarker]:
-        if not isinstance(name, str) or name not in markers:
-            raise ctx.err(f"unknown marker {name!r}{did_you_mean(name, markers)} ({known})", where)
-        return markers[name]
-
     if not isinstance(model.contacts, list):
         raise ctx.err(f"expected a list of contacts, got {type(model.contacts).__name__}", "contacts")
     contacts: list[ValidContact] = []
@@ -619,9 +630,8 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
         _typed(ctx, c, Contact, f"contacts[{i}]")
         cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
         name = block(c.name, "contact", cw)
-        mk_name = c.marker if c.marker is not None else name
-        marker(mk_name, f"{cw}.marker")
-        contacts.append(ValidContact(name, mk_name, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
+        at = place(c.marker if c.marker is not None else name, f"{cw}.{field}")
+        contacts.append(ValidContact(name, at, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
     if not isinstance(model.loops, list):
         raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
     loops: list[ValidLoop] = []
@@ -629,18 +639,10 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
         _typed(ctx, lp, Loop, f"loops[{i}]")
         lw = f"loop {lp.name!r}" if isinstance(lp.name, str) else f"loops[{i}]"
         name = block(lp.name, "loop", lw)
-        la, ma = marker(lp.a, f"{lw}.a")
-        lb, mb = marker(lp.b, f"{lw}.b")
-        if lp.a == lp.b:
-            raise ctx.err(f"a loop needs two different markers, got {lp.a!r} twice", f"{lw}.b")
-        if la is lb and _stretch(ctx, la, ma) == _stretch(ctx, lb, mb):
-            raise ctx.err(f"markers {lp.a!r} and {lp.b!r} are on one rigid part of link {la.name!r}: their "
-                          f"distance never changes, so the loop is either always closed or never; join markers "
-                          f"of different links", lw)
-        if getattr(lp, "rows", None) not in (None, 2):
-            raise ctx.err(f"a loop of a planar model has 2 rows (the markers coincide), got rows = {lp.rows!r}",
-                          f"{lw}.rows")
-        loops.append(ValidLoop(name, ma.name, mb.name))
+        a, b = place(lp.a, f"{lw}.a"), place(lp.b, f"{lw}.b")
+        if a == b:
+            raise ctx.err(f"a loop needs two different {field}s, got {a!r} twice", f"{lw}.b")
+        loops.append(ValidLoop(name, a, b, loop_rows(lp, a, b, lw)))
     for lim in vm.limits():
         where = f"link {lim.link!r}" + (f", segment {lim.segment!r}" if lim.segment else "") + ".limits"
         block(lim.name, "limit", where)
@@ -648,6 +650,30 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
         where = f"link {fr.link!r}" + (f", segment {fr.segment!r}.friction" if fr.segment else ".joint.friction")
         block(fr.name, "friction", where)
     return tuple(contacts), tuple(loops)
+
+
+def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
+    """Contacts and loops of a planar model, at markers (:func:`check_constraints`)."""
+    markers = vm.markers()
+    known = f"markers: {', '.join(markers)}" if markers else "the model has no markers; add one to a link"
+
+    def marker(name: object, where: str) -> str:
+        if not isinstance(name, str) or name not in markers:
+            raise ctx.err(f"unknown marker {name!r}{did_you_mean(name, markers)} ({known})", where)
+        return name
+
+    def loop_rows(lp: Loop, a: str, b: str, lw: str) -> int:
+        (la, ma), (lb, mb) = markers[a], markers[b]
+        if la is lb and _stretch(ctx, la, ma) == _stretch(ctx, lb, mb):
+            raise ctx.err(f"markers {a!r} and {b!r} are on one rigid part of link {la.name!r}: their "
+                          f"distance never changes, so the loop is either always closed or never; join markers "
+                          f"of different links", lw)
+        if getattr(lp, "rows", None) not in (None, 2):
+            raise ctx.err(f"a loop of a planar model has 2 rows (the markers coincide), got rows = {lp.rows!r}",
+                          f"{lw}.rows")
+        return 2
+
+    return check_constraints(ctx, model, vm, "marker", marker, loop_rows)
 
 
 def _stretch(ctx: _Ctx, lk: ValidLink, mk: ValidMarker) -> tuple[float, ...]:

@@ -80,6 +80,20 @@ def _lists_to_arrays(*xs: Any) -> tuple:
     return (*out, listed)
 
 
+
+def _exported_names(library: Any, count: str, names: str) -> Optional[list[str]]:
+    """The names a model's library exports beside its table (``int <count>(void)`` and ``const char
+    **<names>(void)``: the spatial frames, the regressor's parameters), or None when it has no ``count``."""
+    count_fn = getattr(library, count, None) if library is not None else None
+    if count_fn is None:
+        return None
+    import ctypes
+    count_fn.restype, count_fn.argtypes = ctypes.c_int, []
+    names_fn = getattr(library, names)
+    names_fn.restype, names_fn.argtypes = ctypes.POINTER(ctypes.c_char_p), []
+    table = names_fn()
+    return [table[i].decode() for i in range(count_fn())]
+
 class CompiledModel:
     """A compiled model (returned by :func:`rodgen.build`).
 
@@ -164,14 +178,10 @@ class CompiledModel:
         self._frames_fn: Any = None
         self._frame_jac_fn: Any = None
         library = getattr(model, "library", None)
-        count = getattr(library, f"{self.prefix}_nframes", None) if library is not None else None
-        if count is not None:
+        frame_names = _exported_names(library, f"{self.prefix}_nframes", f"{self.prefix}_frame_list")
+        if frame_names is not None:
             import ctypes
-            count.restype, count.argtypes = ctypes.c_int, []
-            names = getattr(library, f"{self.prefix}_frame_list")
-            names.restype, names.argtypes = ctypes.POINTER(ctypes.c_char_p), []
-            table = names()
-            self.frame_names = [table[i].decode() for i in range(count())]
+            self.frame_names = frame_names
             dp = ctypes.POINTER(ctypes.c_double)
             self._frames_fn = getattr(library, f"{self.prefix}_frames")
             self._frame_jac_fn = getattr(library, f"{self.prefix}_frame_jacobians")
@@ -181,14 +191,10 @@ class CompiledModel:
         #: ``CodegenOptions(regressor=True)``.
         self.theta_names: list[str] = []
         self._regressor_fn: Any = None
-        ntheta = getattr(library, f"{self.prefix}_ntheta", None) if library is not None else None
-        if ntheta is not None:
+        theta_names = _exported_names(library, f"{self.prefix}_ntheta", f"{self.prefix}_theta_list")
+        if theta_names is not None:
             import ctypes
-            ntheta.restype, ntheta.argtypes = ctypes.c_int, []
-            tl = getattr(library, f"{self.prefix}_theta_list")
-            tl.restype, tl.argtypes = ctypes.POINTER(ctypes.c_char_p), []
-            table = tl()
-            self.theta_names = [table[i].decode() for i in range(ntheta())]
+            self.theta_names = theta_names
             dp = ctypes.POINTER(ctypes.c_double)
             self._regressor_fn = getattr(library, f"{self.prefix}_regressor")
             self._regressor_fn.restype = None
