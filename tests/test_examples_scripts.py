@@ -287,3 +287,14 @@ def test_stiction_example_events_at_the_hand_computed_times(tmp_path: "os.PathLi
     sticks = [e["t"] for e in out["pendulum"].events if e["kind"] == "stick"]
     angles = [float(np.interp(t, out["pendulum"].t, out["pendulum"].q[:, 0])) for t in sticks]
     np.testing.assert_allclose(angles, out["stops"][1:], atol=1e-6)
+
+
+def test_borisov_spatial_exo_runs(tmp_path: "os.PathLike[str]", capsys: pytest.CaptureFixture[str]) -> None:
+    """The script's figures and its printed standing reactions: the weight, 51 kg x 9.81 m/s^2, carried by the
+    feet (its physics is checked in tests/test_borisov_spatial.py)."""
+    mod = script("borisov_spatial_exo")
+    mod.main([str(tmp_path)])
+    for name in ("borisov_spatial_exo.png", "borisov_spatial_exo_flight.png"):
+        image_ok(os.path.join(str(tmp_path), name))
+    out = capsys.readouterr().out
+    assert "foot_a [-0.0 +0.0 +500.3] N" in out and "(weight 500.3 N)" in out

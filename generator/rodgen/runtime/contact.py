@@ -31,7 +31,8 @@ with it). ``tangential_share`` resolves it instead of the least norm:
 ``{"foot_a": 0.3}`` gives foot ``a`` 30 % of the summed tangential force of
 the active contacts, and ``"friction"`` splits it in proportion to the
 normal forces, i.e. the same ratio |tangential| / normal at every foot (the
-smallest friction coefficient that keeps both feet stuck).
+smallest friction coefficient that keeps both feet stuck). A spatial
+contact has two tangential rows; the share holds along each tangent axis.
 
 If no (u, λ) produces ``qdd`` (an underactuated model asked for a motion its
 inputs cannot make, e.g. a flight phase with the wrong base acceleration),
@@ -190,14 +191,15 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     return ContactInverseDynamics(u, lam, forces, rows, res)
 
 
-def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, int], dict[str, int]]:
-    """Positions in λ of each active contact's tangential and normal row."""
-    tangential: dict[str, int] = {}
+def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Positions in λ of each active contact's tangential rows (one in the plane, two in space) and of its
+    normal row (the last)."""
+    tangential: dict[str, list[int]] = {}
     normal: dict[str, int] = {}
     at = 0
     for name, kind, _row, n in blocks:
         if kind == "contact":
-            tangential[name], normal[name] = at, at + 1
+            tangential[name], normal[name] = list(range(at, at + n - 1)), at + n - 1
         at += n
     return tangential, normal
 
@@ -212,15 +214,17 @@ def _shares(share: Mapping[str, float], contacts: list[str]) -> dict[str, float]
     return {k: float(v) for k, v in share.items()}
 
 
-def _share_rows(share: Mapping[str, float], tangential: dict[str, int], k: int) -> np.ndarray:
-    """Rows S with S λ = 0: tangential(c) = share_c * Σ tangential of the active contacts."""
+def _share_rows(share: Mapping[str, float], tangential: dict[str, list[int]], k: int) -> np.ndarray:
+    """Rows S with S λ = 0: along each tangent axis, tangential(c) = share_c * Σ tangential of the active
+    contacts."""
     S = []
     for name, value in share.items():
-        row = np.zeros(k)
-        for j in tangential.values():
-            row[j] -= value
-        row[tangential[name]] += 1.0
-        S.append(row)
+        for axis, own in enumerate(tangential[name]):
+            row = np.zeros(k)
+            for rows in tangential.values():
+                row[rows[axis]] -= value
+            row[own] += 1.0
+            S.append(row)
     return np.array(S).reshape(len(S), k)
 
 
