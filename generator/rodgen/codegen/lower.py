@@ -61,8 +61,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
     lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
-    if lie and (eqs.constraints or eqs.forces):
-        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
+    if lie and eqs.constraints:
+        raise CodegenError(f"model {model.name!r}: constraints with a free, spherical or "
                            f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
