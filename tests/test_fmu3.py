@@ -19,7 +19,6 @@ from rodgen.cli import main
 fmpy = pytest.importorskip("fmpy")
 from fmpy import extract, instantiate_fmu, read_model_description, simulate_fmu  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
-
 from test_fmu import compile_alone  # noqa: E402
 
 VERSIONS = ["2.0", "3.0"]
