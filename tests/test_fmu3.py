@@ -163,12 +163,15 @@ def test_the_command_line_writes_fmi3(tmp_path: Path, build_dir: Path) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_model_exchange_with_contacts_has_the_hybrid_events(compass: rodgen.runtime.CompiledModel,
-                                                            compass_fmus: dict[str, Path], version: str) -> None:
+                                                            compass_fmus: dict[str, Path], version: str,
+                                                            tmp_path: Path) -> None:
     """The compass gait through FMPy's CVode: the event indicators (the swing foot's height, the stance foot's
     normal force) stop the solver at the heel strikes, the event update applies the impact and the change of
     stance; the strikes come at the hybrid simulator's located event times (RK4 at 1 ms, events to 1e-13)."""
     fmu = compass_fmus[version]
     assert validate_fmu(str(fmu)) == []
+    if version == "3.0":
+        compile_alone(fmu, tmp_path)
     md = read_model_description(str(fmu))
     assert (md.numberOfEventIndicators if version == "2.0" else len(md.eventIndicators)) == 4
     y0, t_end = compass_start(compass), 3.0
@@ -185,6 +188,29 @@ def test_model_exchange_with_contacts_has_the_hybrid_events(compass: rodgen.runt
     # between the events, the same motion to the integrators' tolerance
     i, j = np.flatnonzero(np.abs(ref.t - 2.5) < 1e-12)[-1], np.flatnonzero(np.abs(t - 2.5) < 1e-9)[-1]
     assert np.abs(_cols(res, compass)[j] - ref.q[i]).max() < 1e-7
+
+
+def test_model_exchange_with_stiction_stops_where_the_energy_balance_says(build_dir: Path, tmp_path: Path) -> None:
+    """A pendulum with joint stiction released at rest (tests/test_stiction.py): through FMPy's CVode, the
+    friction block's indicators (the sliding speed, then the static margin) stop the solver where it sticks and
+    slips again; the stops are the closed-form energy balance's, the last one where gravity stays within the
+    static limit."""
+    from test_stiction import G, L, M, _pendulum, _pendulum_stops
+    robot = rodgen.build(_pendulum(), build_dir=build_dir)
+    fmu = rodgen.export_fmu(robot, tmp_path / "stiction.fmu", kind="me", fmi_version="3.0")
+    assert validate_fmu(str(fmu)) == []
+    compile_alone(fmu, tmp_path / "alone")
+    stops = _pendulum_stops(0.0)
+    c = robot.coordinates[0]
+    force = f"force.{robot.constraints[0].name}"
+    res = simulate_fmu(str(fmu), fmi_type="ModelExchange", stop_time=12.0, relative_tolerance=1e-10,
+                       output_interval=1e-2, record_events=True, output=[f"q.{c}", f"qd.{c}", force])
+    t, q = res["time"], res[f"q.{c}"]
+    at_events = q[np.flatnonzero(np.diff(t) == 0)]
+    np.testing.assert_allclose(at_events, stops[1:], atol=1e-6)
+    assert abs(q[-1] - stops[-1]) < 1e-6 and abs(res[f"qd.{c}"][-1]) < 1e-9
+    # held at the last stop by the friction torque that balances gravity (the force output)
+    assert res[force][-1] == pytest.approx(M * G * L * np.cos(stops[-1]), rel=1e-6)
 
 
 def test_contact_forces_are_outputs(compass: rodgen.runtime.CompiledModel, compass_fmus: dict[str, Path]) -> None:
@@ -255,6 +281,7 @@ def test_directional_derivatives_against_central_differences(exo5: rodgen.runtim
     (and M^-1 B), against central differences of the FMU's own derivatives; the outputs along the states
     against central differences of the compiled model's points."""
     fmu = rodgen.export_fmu(exo5, tmp_path / "jac.fmu", kind="me", fmi_version=version, directional_derivatives=True)
+    assert validate_fmu(str(fmu)) == []
     xml = zipfile.ZipFile(fmu).read("modelDescription.xml").decode()
     assert ('providesDirectionalDerivative="true"' if version == "2.0" else
             'providesDirectionalDerivatives="true"') in xml
