@@ -327,6 +327,18 @@ def test_directional_derivatives_against_central_differences(exo5: rodgen.runtim
         rodgen.export_fmu(compass, tmp_path / "x.fmu", directional_derivatives=True)
 
 
-def test_bad_versions(exo5: rodgen.runtime.CompiledModel, tmp_path: Path) -> None:
+def test_bad_input(exo5: rodgen.runtime.CompiledModel, build_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fmi_version='4.0': rodgen exports FMI 2.0, 3.0"):
         rodgen.export_fmu(exo5, tmp_path / "x.fmu", fmi_version="4.0")
+    with pytest.raises(ValueError, match="directional_derivatives=True.*a controller is compiled in"):
+        rodgen.export_fmu(exo5, tmp_path / "x.fmu", directional_derivatives=True,
+                          controller=rodgen.PD(rodgen.Reference.hold(exo5.initial_state()[:exo5.nq]), kp=1.0, kd=1.0))
+    # a spatial model's 3-row contact: the hybrid simulation inside the FMU is planar
+    import yaml
+    d = yaml.safe_load((EXAMPLES / "spatial" / "arm3.yaml").read_text())
+    d["name"] = "arm3_touch"
+    d["contacts"] = [{"name": "tip", "frame": "wrist"}]
+    arm = rodgen.build(rodgen.model.load_dict(d), build_dir=build_dir)
+    with pytest.raises(rodgen.BuildError, match="contact 'tip' of the model 'arm3_touch' has 3 rows"):
+        rodgen.export_fmu(arm, tmp_path / "x.fmu")
+    assert not (tmp_path / "x.fmu").exists()

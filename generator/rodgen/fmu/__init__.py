@@ -476,6 +476,11 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
                          f"{robot.nv}): rodgen's FMU takes the states [q, qd] with qd the rates of q, which "
                          f"such a model does not have")
     hybrid = None
+    spatial = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows != 2]
+    if spatial:
+        raise BuildError(f"contact {spatial[0]!r} of the model {robot.name!r} has 3 rows (a spatial "
+                         f"model): the hybrid simulation that an FMU runs (touchdown, lift-off, stick and slide "
+                         f"events) handles planar 2-row contacts only")
     if robot.nrows:
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),
