@@ -231,6 +231,20 @@ def test_contact_forces_are_outputs(compass: rodgen.runtime.CompiledModel, compa
     assert got[:, 1].max() > 100.0 and got[:, 3].max() > 100.0     # each foot carries the walker in turn
 
 
+def test_hybrid_co_simulation_with_substeps(compass: rodgen.runtime.CompiledModel,
+                                            compass_fmus: dict[str, Path]) -> None:
+    """fmu.max_step is the hybrid run's RK4 step inside a longer communication step (the contact forces read at
+    the start, before the first step, start the run): the walk of robot.simulate at that step."""
+    y0, dt, t_end = compass_start(compass), 1e-3, 1.6
+    res = simulate_fmu(str(compass_fmus["2.0"]), stop_time=t_end, step_size=5 * dt, output_interval=5 * dt,
+                       start_values=_start(compass, y0) | {"fmu.max_step": dt},
+                       output=["force.foot_a.n"] + [f"q.{c}" for c in compass.coordinates])
+    ref = compass.simulate(y0, t_end, dt, **HYBRID)
+    rows = [np.flatnonzero(np.abs(ref.t - t) < 1e-12)[-1] for t in res["time"]]
+    assert len([e for e in ref.events if e["kind"] == "touchdown"]) >= 2
+    assert np.abs(_cols(res, compass) - ref.q[rows]).max() < 1e-12
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_fmu_state_get_set_serialize(exo5: rodgen.runtime.CompiledModel, fmus: dict[str, Path],
                                      version: str) -> None:

@@ -72,7 +72,7 @@ static int rodgen_fmu_hybrid_input(void *context, double t, const double *y, dou
 }
 
 /* The hybrid run from (t, y) in the FMU's initial phase, unless it runs already. Its RK4 step (Co-Simulation)
- * is fmu.max_step, else the first communication step's size (set by the first DoStep). */
+ * is set by the first DoStep: fmu.max_step, else that communication step's size. */
 static int rodgen_fmu_hybrid_begin(rodgen_fmu *f)
 {
     static const int active0[RODGEN_FMU_NBLOCKS] = RODGEN_FMU_ACTIVE0;
@@ -83,7 +83,7 @@ static int rodgen_fmu_hybrid_begin(rodgen_fmu *f)
     }
     rodgen_hybrid_defaults(&f->ho);
     f->ho.t_end = f->t;
-    f->ho.dt = f->max_step > 0.0 ? f->max_step : 0.0;
+    f->ho.dt = 0.0;
     f->ho.store_every = 1;
     if (RODGEN_FMU_EVENT_TOL > 0.0) {
         f->ho.event_tol = RODGEN_FMU_EVENT_TOL;
@@ -489,7 +489,7 @@ static int rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
         return RODGEN_FMU_ERROR;
     }
     if (!(f->ho.dt > 0.0)) {
-        f->ho.dt = h;
+        f->ho.dt = f->max_step > 0.0 ? f->max_step : h;
     }
     f->ho.t_end = t + h;
     do {
@@ -779,6 +779,10 @@ int rodgen_fmu_directional(rodgen_fmu *f, const unsigned int unknowns[], size_t 
                                                     "derivative or an output");
             return RODGEN_FMU_ERROR;
         }
+    }
+    if (f->m->rhs_jacobian == NULL) {
+        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "directional derivative: the model has no RHS Jacobian");
+        return RODGEN_FMU_ERROR;
     }
     if (rodgen_fmu_derivatives(f) != RODGEN_OK) {
         return RODGEN_FMU_ERROR;
