@@ -297,6 +297,7 @@ def test_directional_derivatives_against_central_differences(exo5: rodgen.runtim
     against central differences of the compiled model's points."""
     fmu = rodgen.export_fmu(exo5, tmp_path / "jac.fmu", kind="me", fmi_version=version, directional_derivatives=True)
     assert validate_fmu(str(fmu)) == []
+    compile_alone(fmu, tmp_path / "alone")
     xml = zipfile.ZipFile(fmu).read("modelDescription.xml").decode()
     assert ('providesDirectionalDerivative="true"' if version == "2.0" else
             'providesDirectionalDerivatives="true"') in xml
