@@ -152,6 +152,22 @@ def test_fmi3_model_exchange_with_cvode(exo5: rodgen.runtime.CompiledModel, fmus
     assert np.abs(e - e[0]).max() < 1e-6 * abs(e[0])
 
 
+def test_fmi3_with_a_pd_law_inside(exo5: rodgen.runtime.CompiledModel, tmp_path: Path) -> None:
+    """The runtime's PD law compiled into an FMI 3.0 FMU, a gain tuned through it: robot.simulate's run."""
+    q0 = exo5.initial_state()[:exo5.nq]
+    kp = np.linspace(100.0, 300.0, exo5.nu)
+    pd = rodgen.PD(rodgen.Reference.hold(q0 + 0.1), kp=kp, kd=20.0)
+    fmu = rodgen.export_fmu(exo5, tmp_path / "pd3.fmu", controller=pd, fmi_version="3.0")
+    assert validate_fmu(str(fmu)) == []
+    dt, t_end = 2e-3, 0.5
+    res = simulate_fmu(str(fmu), stop_time=t_end, step_size=dt, output_interval=dt,
+                       start_values={"pd.kp." + exo5.inputs[1]: 50.0}, output=[f"q.{c}" for c in exo5.coordinates])
+    kp[1] = 50.0
+    ref = exo5.simulate(exo5.initial_state(), t_end, dt, controller=rodgen.PD(pd.reference, kp=kp, kd=20.0))
+    assert np.abs(_cols(res, exo5) - ref.q).max() < 1e-12
+    assert np.abs(ref.q[-1] - ref.q[0]).max() > 0.1
+
+
 def test_the_command_line_writes_fmi3(tmp_path: Path, build_dir: Path) -> None:
     out = tmp_path / "p3.fmu"
     assert main(["fmu", str(EXAMPLES / "pendulum_vl.yaml"), "-o", str(out), "--fmi-version", "3", "--kind", "me",
