@@ -206,6 +206,21 @@ def test_model_exchange_with_contacts_has_the_hybrid_events(compass: rodgen.runt
     assert np.abs(_cols(res, compass)[j] - ref.q[i]).max() < 1e-7
 
 
+def test_model_exchange_ends_where_the_hybrid_simulator_stops(compass: rodgen.runtime.CompiledModel,
+                                                              compass_fmus: dict[str, Path]) -> None:
+    """on_slip="stop": with too little friction (mu 0.26) the stance foot's force starts outside its cone, rodgen's
+    run stops at t = 0 with the slip, and the FMU asks the importer to terminate at its first event update."""
+    y0 = compass_start(compass)
+    ref = compass.simulate(y0, 1.0, 1e-3, p=compass.parameter_vector(mu=0.26), **HYBRID)
+    assert [e["kind"] for e in ref.events] == ["slip"] and ref.t[-1] == 0.0 and "friction cone" in ref.message
+    with pytest.raises(Exception, match="requested termination"):
+        simulate_fmu(str(compass_fmus["3.0"]), fmi_type="ModelExchange", stop_time=1.0,
+                     start_values=_start(compass, y0) | {"mu": 0.26})
+    res = simulate_fmu(str(compass_fmus["3.0"]), fmi_type="ModelExchange", stop_time=1.0,
+                       start_values=_start(compass, y0) | {"mu": 0.3}, output=["q.x"])
+    assert res["time"][-1] == pytest.approx(1.0)
+
+
 def test_model_exchange_with_stiction_stops_where_the_energy_balance_says(build_dir: Path, tmp_path: Path) -> None:
     """A pendulum with joint stiction released at rest (tests/test_stiction.py): through FMPy's CVode, the
     friction block's indicators (the sliding speed, then the static margin) stop the solver where it sticks and
