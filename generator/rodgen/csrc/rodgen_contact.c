@@ -1420,6 +1420,10 @@ static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
     const long n = out->n;
     int i, status;
+    if (out->t_out == 0) {   /* rodgen_hybrid_event: the jump alone, no rows */
+        s->stored = 1;
+        return;
+    }
     status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
     out->t_out[n] = s->t;
     for (i = 0; i < ny; ++i) {
@@ -1587,8 +1591,10 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     return RODGEN_OK;
 }
 
-/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. */
-static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
+/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
+ * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
+static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
+    int touch_zero)
 {
     const rodgen_model *m = s->model;
     const int nq = m->nq, nc = m->nconstraints;
@@ -1609,7 +1615,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     for (i = 0; i < nc; ++i) {
         w->act2[i] = is_active(m, s->active, i);
-        if (is_unilateral(m, i) && !s->active[i] && s->armed[i] && w->c[normal_row(m, i)] < 0.0) {
+        if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
+            && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
             w->act2[i] = 2;   /* touching now */
             touched = 1;
         }
@@ -1831,7 +1838,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     s->t = tau;
     s->have_g = 0;
     *jumped = 1;
-    return hy_jump(s, o, w, out);
+    return hy_jump(s, o, w, out, 0);
 }
 
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
@@ -2059,4 +2066,173 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
         *n_events = out.ne;
     }
     return status;
+}
+
+/* ---- Model Exchange: the importer integrates ------------------------------ */
+
+void rodgen_hybrid_forget(rodgen_hybrid_state *s)
+{
+    hscratch w;
+    if (s == 0 || s->model == 0) {
+        return;
+    }
+    hcarve(s->model, s, &w);
+    w.memo[0] = NAN;
+    s->have_g = 0;
+}
+
+int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *dy, double *lambda)
+{
+    hscratch w;
+    int i, status;
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    hcarve(s->model, s, &w);
+    status = hy_dyn(s, o, &w, t, y, dy, w.lam);
+    for (i = 0; lambda != 0 && i < s->model->nrows; ++i) {
+        lambda[i] = status == RODGEN_OK ? w.lam[i] : NAN;
+    }
+    return status;
+}
+
+int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *z)
+{
+    const rodgen_model *m;
+    hscratch w;
+    int i, status;
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m = s->model;
+    hcarve(m, s, &w);
+    status = hy_events(s, o, &w, t, y, z);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (is_unilateral(m, i) && !s->active[i] && !s->armed[i]) {
+            z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
+        } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
+            z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
+        }
+    }
+    return RODGEN_OK;
+}
+
+int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, double *y, int *changed)
+{
+    const rodgen_model *m;
+    houtput out;
+    hscratch w;
+    int i, status, ny;
+    if (changed != 0) {
+        *changed = 0;
+    }
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold || y == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m = s->model;
+    ny = 2 * m->nq;
+    hcarve(m, s, &w);
+    out.capacity = out.n = out.event_capacity = out.ne = 0;
+    out.t_out = out.y_out = out.lambda_out = out.u_out = 0;
+    out.active_out = 0;
+    out.events_out = 0;
+    s->t = t;
+    for (i = 0; i < ny; ++i) {
+        s->y[i] = y[i];
+    }
+    s->have_g = 0;
+    status = hy_dyn(s, o, &w, t, s->y, w.dy, w.lam);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    m->constraint_position(s->y, s->p, w.c);
+    for (i = 0; i < m->nconstraints; ++i) {   /* arm the blocks that have risen, un-latch slips back inside */
+        if (!is_unilateral(m, i)) {
+            continue;
+        }
+        if (!s->active[i] && !s->armed[i] && w.c[normal_row(m, i)] >= o->arm_gap) {
+            s->armed[i] = 1;
+        }
+        if (s->active[i] && s->slipping[i] && slip_margin(s, i, w.lam) >= 0.0) {
+            s->slipping[i] = 0;
+        }
+    }
+    status = hy_jump(s, o, &w, &out, 1);
+    for (i = 0; i < ny; ++i) {
+        if (changed != 0 && y[i] != s->y[i]) {
+            *changed = 1;
+        }
+        y[i] = s->y[i];
+    }
+    s->have_g = 0;
+    return status;
+}
+
+static void copy_bytes(void *to, const void *from, long n)
+{
+    long i;
+    for (i = 0; i < n; ++i) {
+        ((unsigned char *)to)[i] = ((const unsigned char *)from)[i];
+    }
+}
+
+/* The saved run: its scalars, then its own buffer (state arrays, phase, memo) as it is. */
+typedef struct {
+    double t0, t, last_jump;
+    long steps, events, evaluations;
+    int block, stored, settled, quiet_jumps, have_g, held;
+} hsaved;
+
+long rodgen_hybrid_save_bytes(const rodgen_model *m)
+{
+    return round_up((long)sizeof(hsaved)) + hybrid_own_bytes(m);
+}
+
+void rodgen_hybrid_save(const rodgen_hybrid_state *s, void *buf)
+{
+    hsaved h;
+    h.t0 = s->t0;
+    h.t = s->t;
+    h.last_jump = s->last_jump;
+    h.steps = s->steps;
+    h.events = s->events;
+    h.evaluations = s->evaluations;
+    h.block = s->block;
+    h.stored = s->stored;
+    h.settled = s->settled;
+    h.quiet_jumps = s->quiet_jumps;
+    h.have_g = s->have_g;
+    h.held = s->held;
+    copy_bytes(buf, &h, (long)sizeof(h));
+    copy_bytes((char *)buf + round_up((long)sizeof(hsaved)), s->scratch, hybrid_own_bytes(s->model));
+}
+
+void rodgen_hybrid_restore(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const void *buf, void *work)
+{
+    hsaved h;
+    copy_bytes(&h, buf, (long)sizeof(h));
+    copy_bytes(work, (const char *)buf + round_up((long)sizeof(hsaved)), hybrid_own_bytes(m));
+    s->model = m;
+    s->p = p != 0 ? p : m->default_p;
+    s->input = input;
+    s->context = context;
+    s->t0 = h.t0;
+    s->t = h.t;
+    s->last_jump = h.last_jump;
+    s->steps = h.steps;
+    s->events = h.events;
+    s->evaluations = h.evaluations;
+    s->block = h.block;
+    s->stored = h.stored;
+    s->settled = h.settled;
+    s->quiet_jumps = h.quiet_jumps;
+    s->have_g = h.have_g;
+    s->held = h.held;
+    hlayout_state(m, s, work);
 }

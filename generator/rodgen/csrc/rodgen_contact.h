@@ -252,6 +252,42 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
     double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out, long *n_out,
     long event_capacity, rodgen_event *events_out, long *n_events);
 
+/* ---- Model Exchange: the importer integrates the phase's dynamics -------- */
+
+/* A run started with rodgen_hybrid_start (o->hold 0) can be driven by another solver (an FMU's importer):
+ * it integrates y' = rodgen_hybrid_derivatives in the current phase, watches the sign of the event
+ * indicators and calls rodgen_hybrid_event where one changes sign. s->y and s->t follow only the events;
+ * the caller holds the state it integrates. */
+
+/* Drop the memo of the last evaluation (after the inputs or parameters changed under the run). */
+void rodgen_hybrid_forget(rodgen_hybrid_state *s);
+
+/* dy [2 nq] = [qd, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */
+int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *dy, double *lambda);
+
+/* The event indicators z [2 nconstraints] at (t, y), continuous within a phase, an event where one changes
+ * sign: the event functions of rodgen_hybrid_simulate (an armed inactive block's gap, an active block's
+ * normal force, a sticking contact's friction margin, a sliding one's speed; 1 where none applies), and for
+ * an inactive unilateral block not armed its gap minus o->arm_gap (it is armed when that turns >= 0), for
+ * a contact whose slip was logged its friction margin (its latch is released when that turns >= 0). */
+int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *z);
+
+/* The event at (t, y) [2 nq]: arms the blocks risen to o->arm_gap, releases slip latches, then the jump of
+ * rodgen_hybrid_simulate (an armed block at or below its bound touches: impact; pulling blocks released;
+ * slips, sticks). y receives the state after the jump (*changed: 1 if an impact changed it; may be NULL).
+ * Returns as rodgen_hybrid_simulate (RODGEN_ERR_FRICTION_CONE with on_slip stop, RODGEN_ERR_TOO_MANY_EVENTS). */
+int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, double *y, int *changed);
+
+/* The run's state as bytes (rodgen_hybrid_save_bytes(m) of them, any alignment of a double): saved, and
+ * restored into a run of the same model (its buffer `work` of rodgen_hybrid_work_bytes, p, input and
+ * context those of the run that goes on). */
+long rodgen_hybrid_save_bytes(const rodgen_model *m);
+void rodgen_hybrid_save(const rodgen_hybrid_state *s, void *buf);
+void rodgen_hybrid_restore(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const void *buf, void *work);
+
 #ifdef __cplusplus
 }
 #endif

@@ -622,6 +622,13 @@ class CompiledModel:
                 self._jacobian_build = None
             return self._jacobian_table.rhs_jacobian
 
+    def jacobian_model(self) -> "CompiledModel":
+        """The compiled model whose library holds ``rhs_jacobian``: this one, or the deferred build of the same
+        equations (built now if it is not yet); RodgenError without one. Its files are those an FMU with
+        directional derivatives compiles."""
+        self._jacobian_kernel()
+        return getattr(self, "_jacobian_model", self)
+
     def _no_jacobian(self) -> str:
         return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (CodegenOptions("
                 f"jacobian=False), or rodgen.build's deferred Jacobian, which it compiles on first use into a second "
