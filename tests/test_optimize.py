@@ -1,0 +1,209 @@
+"""Trajectory optimisation (rodgen.optimize): the NLP's derivatives against central differences, closed-form
+optima, a swing-up resimulated with the compiled integrator, and errors for bad problem statements."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rodgen
+from rodgen.model.loader import load_dict
+
+pytest.importorskip("casadi")
+from rodgen import optimize  # noqa: E402
+from rodgen.optimize import OptimizeError, Problem  # noqa: E402
+
+#: a uniform rod on a hinge without gravity: I = m L^2 / 3 = 1, so phi'' = tau (a double integrator)
+BAR = {"name": "bar", "gravity": [0, 0], "parameters": {"m": 3.0, "L": 1.0},
+       "links": [{"name": "bar", "coordinate": "phi",
+                  "segments": [{"name": "rod", "length": "L", "rod": {"mass": "m"}}]}]}
+PENDULUM = {"name": "pend", "gravity": [0, "-g"], "parameters": {"m": 1.0, "L": 1.0, "g": 9.81},
+            "links": [{"name": "arm", "coordinate": "phi", "initial": -1.5,
+                       "segments": [{"name": "rod", "length": "L", "rod": {"mass": "m"}}]}]}
+
+
+@pytest.fixture(scope="module")
+def bar(build_dir: Path) -> object:
+    return rodgen.build(load_dict(BAR), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def pendulum(build_dir: Path) -> object:
+    return rodgen.build(load_dict(PENDULUM), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def double_pendulum(build_dir: Path) -> object:
+    return rodgen.build(rodgen.load(Path(__file__).resolve().parents[1] / "examples" / "double_pendulum.yaml"),
+                        build_dir=build_dir)
+
+
+def _central(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps * max(1.0, abs(x[i]))
+        cols.append((fun(x + e) - fun(x - e)) / (2 * e[i]))
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("free", [False, True])
+def test_nlp_derivatives_match_central_differences(double_pendulum: object, build_dir: Path, method: str,
+                                                   free: bool) -> None:
+    """The sparse constraint Jacobian (collocation blocks from the model's RHS Jacobian and M^-1 B, the
+    duration's column, path constraints, periodicity) and the objective's gradient, at random points."""
+    pr = Problem(double_pendulum, nodes=4, method=method, duration=(0.5, 2.0) if free else 1.3,
+                 objective="tau_upper**2 + 0.5*tau_lower**2 + m2*sin(th_lower)*th_upper_dot**2",
+                 terminal="duration + cos(th_upper)*th_lower_dot" if free else "th_upper**2",
+                 path=[("sin(th_upper) + L1*th_lower_dot*tau_lower", -1, 1), ("th_lower**2", -math.inf, 4)],
+                 periodic=["th_lower", "th_upper_dot"], shift={"th_lower": 0.3})
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    rng = np.random.default_rng(7 + free)
+    for _ in range(3):
+        x = rng.uniform(-1.5, 1.5, nlp.n)
+        if free:
+            x[-1] = rng.uniform(0.6, 1.8)
+        J = nlp.jacobian(x).toarray()
+        Jfd = _central(nlp.constraints, x)
+        assert np.max(np.abs(J - Jfd)) < 1e-6 * max(1.0, np.max(np.abs(Jfd)))
+        # every nonzero of the differences is in the pattern
+        rows, cols = nlp.jacobian_structure()
+        pattern = np.zeros_like(J, dtype=bool)
+        pattern[rows, cols] = True
+        assert not np.any(np.abs(Jfd[~pattern]) > 1e-8)
+        g = nlp.gradient(x)
+        gfd = _central(lambda y: np.array([nlp.objective(y)]), x)[0]
+        assert np.max(np.abs(g - gfd)) < 1e-6 * max(1.0, np.max(np.abs(gfd)))
+
+
+def test_defects_are_the_trapezoidal_rule(pendulum: object, build_dir: Path) -> None:
+    """The constraint function itself, against the trapezoidal defect written out with the model's rhs."""
+    nlp = optimize.compile_problem(Problem(pendulum, nodes=3, method="trapezoidal", duration=0.8), build_dir=build_dir)
+    x = np.random.default_rng(3).normal(size=nlp.n)
+    Z = x.reshape(3, 3)
+    f = [pendulum.rhs(0.0, z[:2], z[2:]) for z in Z]
+    h = 0.4
+    expected = np.concatenate([Z[k + 1, :2] - Z[k, :2] - h / 2 * (f[k] + f[k + 1]) for k in range(2)])
+    assert np.allclose(nlp.constraints(x), expected, rtol=1e-13, atol=1e-13)
+
+
+def test_minimum_energy_double_integrator_hermite_simpson(bar: object, build_dir: Path) -> None:
+    """min int tau^2 with phi: 0 -> 1, rest to rest in 1 s: tau = 6 - 12 t, cost 12 (cubic states: exact for
+    Hermite-Simpson up to the solver's tolerance)."""
+    r = Problem(bar, nodes=11, duration=1.0, objective="tau_bar**2", initial={"phi": 0, "phi_dot": 0},
+                final={"phi": 1, "phi_dot": 0}).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    assert r.success, r.message
+    assert r.objective == pytest.approx(12.0, rel=1e-8)
+    assert np.max(np.abs(r.u[:, 0] - (6 - 12 * r.t))) < 1e-6
+    assert np.max(np.abs(r.q[:, 0] - (3 * r.t**2 - 2 * r.t**3))) < 1e-8
+    assert r.constraint_violation < 1e-9 and r.iterations > 0 and r.solve_seconds > 0
+
+
+def test_minimum_energy_double_integrator_trapezoidal_converges(bar: object, build_dir: Path) -> None:
+    """The trapezoidal optimum approaches the closed form at second order in the spacing."""
+    errors = []
+    for nodes in (11, 21, 41):
+        r = Problem(bar, nodes=nodes, duration=1.0, method="trapezoidal", objective="tau_bar**2",
+                    initial={"phi": 0, "phi_dot": 0}, final={"phi": 1, "phi_dot": 0}).solve(
+                        options={"tol": 1e-12}, build_dir=build_dir)
+        assert r.success
+        errors.append(r.objective - 12.0)
+        inner = slice(1, -1)
+        assert np.max(np.abs(r.u[inner, 0] - (6 - 12 * r.t[inner]))) < 25.0 / (nodes - 1)**2
+    assert all(e > 0 for e in errors)
+    assert 3.5 < errors[0] / errors[1] < 4.5 and 3.5 < errors[1] / errors[2] < 4.5
+
+
+def test_free_duration_minimum_time_double_integrator(bar: object, build_dir: Path) -> None:
+    """Minimum time with |tau| <= 1 from rest to rest over a distance 1: bang-bang, T = 2."""
+    r = Problem(bar, nodes=41, duration=(0.5, 5.0), method="trapezoidal", terminal="duration",
+                bounds={"tau_bar": (-1, 1)}, initial={"phi": 0, "phi_dot": 0},
+                final={"phi": 1, "phi_dot": 0}).solve(build_dir=build_dir)
+    assert r.success, r.message
+    assert r.duration == pytest.approx(2.0, rel=1e-3)
+    assert r.duration_multipliers is not None
+
+
+def test_pendulum_swing_up_ends_upright_and_resimulates(pendulum: object, build_dir: Path) -> None:
+    """A torque-limited swing-up (hanging at phi = -pi/2 to upright at pi/2): the solution ends upright, and the
+    compiled integrator driven by the solution's inputs follows it to the collocation's accuracy."""
+    pr = Problem(pendulum, nodes=41, duration=2.0, objective="tau_arm**2", bounds={"tau_arm": (-8, 8)},
+                 initial={"phi": -math.pi / 2, "phi_dot": 0}, final={"phi": math.pi / 2, "phi_dot": 0})
+    r = pr.solve(build_dir=build_dir)
+    assert r.success, r.message
+    assert r.q[-1, 0] == pytest.approx(math.pi / 2, abs=1e-9) and abs(r.qd[-1, 0]) < 1e-9
+    assert np.all(np.abs(r.u) <= 8 + 1e-6)
+    # the dynamics hold along the solution: the simulation from its first state under its inputs
+    assert r.simulate_check() < 1e-3
+    sim = r.simulate()
+    assert sim.q[-1, 0] == pytest.approx(math.pi / 2, abs=1e-3)
+    # energy: the work of the torque is the gain in potential energy (m g L/2 (1 - (-1)) = 9.81)
+    power = r.u[:, 0] * r.qd[:, 0]
+    w = float(np.sum((power[1:] + power[:-1]) * np.diff(r.t)) / 2)
+    assert w == pytest.approx(9.81, rel=1e-3)
+    # a warm start from the solution converges in fewer iterations, to the same optimum
+    r2 = pr.solve(guess=r, build_dir=build_dir)
+    assert r2.success and r2.iterations < r.iterations
+    assert r2.objective == pytest.approx(r.objective, rel=1e-6)
+
+
+def test_guess_from_a_simulation(pendulum: object, build_dir: Path) -> None:
+    sim = pendulum.simulate([-1.5, 0.0], 2.0, 0.01)
+    pr = Problem(pendulum, nodes=21, duration=2.0, method="trapezoidal", objective="tau_arm**2",
+                 initial={"phi": -1.5, "phi_dot": 0}, final={"phi": -1.2, "phi_dot": 0})
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    x = nlp.guess(sim)
+    Z = x.reshape(nlp.points, -1)
+    # the simulation's motion on the mesh; the last node moved onto its fixed final value
+    assert np.allclose(Z[:-1, 0], np.interp(np.linspace(0, 2, nlp.points), sim.t, sim.q[:, 0])[:-1])
+    assert Z[-1, 0] == -1.2
+    assert pr.solve(guess=sim, build_dir=build_dir).success
+
+
+@pytest.mark.parametrize("change, where, text", [
+    ({"objective": "tau_arm**2 + velocity"}, "objective", "unknown name 'velocity'"),
+    ({"objective": "tau_arm.real"}, "objective", "not plain arithmetic"),
+    ({"terminal": "tau_arm"}, "terminal", "unknown name 'tau_arm'"),
+    ({"path": [("phi_dott", 0, 1)]}, "path[0]", "did you mean 'phi_dot'"),
+    ({"path": [("phi", 2, 1)]}, "path[0]", "above the upper bound"),
+    ({"path": [("phi", -math.inf, math.inf)]}, "path[0]", "no bound"),
+    ({"bounds": {"phi": (1, -1)}}, "bounds['phi']", "above the upper bound"),
+    ({"bounds": {"theta": (1, 2)}}, "bounds['theta']", "unknown name 'theta'"),
+    ({"bounds": {"tau_arm": (-1, 1)}, "initial": {"tau_arm": 2}}, "initial['tau_arm']", "outside the bounds"),
+    ({"final": {"phi": float("nan")}}, "final['phi']", "NaN"),
+    ({"duration": (2.0, 1.0)}, "duration", "above the upper bound"),
+    ({"duration": -1.0}, "duration", "positive"),
+    ({"duration": (0.0, 1.0)}, "duration", "positive lower"),
+    ({"nodes": 1}, "nodes", "at least 2"),
+    ({"method": "euler"}, "method", "unknown method"),
+    ({"periodic": ["tau_arm"]}, "periodic[0]", "unknown name"),
+    ({"shift": {"phi": 1.0}}, "shift['phi']", "not periodic"),
+    ({"periodic": True, "initial": {"phi": 0}, "final": {"phi": 1}}, "periodic['phi']", "fixed to"),
+    ({"parameters": {"mass": 2}}, "parameters['mass']", "unknown parameter"),
+])
+def test_bad_statements_name_the_place(pendulum: object, change: dict, where: str, text: str) -> None:
+    kwargs = dict(nodes=5, duration=1.0, objective="tau_arm**2")
+    kwargs.update(change)
+    with pytest.raises(OptimizeError) as info:
+        Problem(pendulum, **kwargs).check()
+    assert info.value.where == where and text in str(info.value), str(info.value)
+
+
+def test_refuses_what_it_cannot_do(pendulum: object) -> None:
+    with pytest.raises(OptimizeError, match="compiled model"):
+        Problem(load_dict(PENDULUM)).check()
+    with pytest.raises(OptimizeError, match="options\\['max_iter'\\].*number"):
+        Problem(pendulum, nodes=3).solve(options={"max_iter": [1]})
+    with pytest.raises(OptimizeError, match="IPOPT refused the option 'no_such_option'"):
+        Problem(pendulum, nodes=3).solve(options={"no_such_option": 1.0})
+
+
+def test_missing_solver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    monkeypatch.setitem(sys.modules, "casadi", None)
+    from rodgen.optimize.build import ipopt_paths
+    with pytest.raises(OptimizeError, match=r"rodgen\[optimize\]"):
+        ipopt_paths()
