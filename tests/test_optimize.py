@@ -207,3 +207,25 @@ def test_missing_solver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     from rodgen.optimize.build import ipopt_paths
     with pytest.raises(OptimizeError, match=r"rodgen\[optimize\]"):
         ipopt_paths()
+
+
+def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> None:
+    """A steady rotation: one turn per period (shift 2 pi), rates periodic, least torque squared. At the
+    solution the periodicity holds, and the resimulated motion repeats."""
+    pr = Problem(pendulum, nodes=31, duration=1.5, objective="tau_arm**2", initial={"phi": -math.pi / 2},
+                 periodic=True, shift={"phi": 2 * math.pi}, bounds={"tau_arm": (-30, 30)})
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    x0 = nlp.guess()
+    Z = x0.reshape(nlp.points, 3)
+    Z[:, 0] = -math.pi / 2 + 2 * math.pi * np.linspace(0, 1, nlp.points)   # a guess that turns once
+    Z[:, 1] = 2 * math.pi / 1.5
+    r = nlp.solve(Z.ravel())
+    assert r.success, r.message
+    assert r.q[-1, 0] - r.q[0, 0] == pytest.approx(2 * math.pi, abs=1e-9)
+    assert r.qd[-1, 0] == pytest.approx(r.qd[0, 0], abs=1e-9)
+    assert r.periodic_multipliers.shape == (2,)
+    sim = r.simulate()
+    assert sim.q[-1, 0] - sim.q[0, 0] == pytest.approx(2 * math.pi, abs=1e-3)
+    # the optimum is no worse than the uniform rotation's cost, whose torque only holds gravity:
+    # tau = m g L/2 cos(phi), int tau^2 = (g/2)^2 * T/2
+    assert r.objective < (9.81 / 2) ** 2 * 1.5 / 2
