@@ -179,6 +179,7 @@ def test_guess_from_a_simulation(pendulum: object, build_dir: Path) -> None:
     ({"duration": (0.0, 1.0)}, "duration", "positive lower"),
     ({"nodes": 1}, "nodes", "at least 2"),
     ({"method": "euler"}, "method", "unknown method"),
+    ({"hessian": "bfgs"}, "hessian", "unknown Hessian"),
     ({"periodic": ["tau_arm"]}, "periodic[0]", "unknown name"),
     ({"shift": {"phi": 1.0}}, "shift['phi']", "not periodic"),
     ({"periodic": True, "initial": {"phi": 0}, "final": {"phi": 1}}, "periodic['phi']", "fixed to"),
@@ -199,6 +200,18 @@ def test_refuses_what_it_cannot_do(pendulum: object) -> None:
         Problem(pendulum, nodes=3).solve(options={"max_iter": [1]})
     with pytest.raises(OptimizeError, match="IPOPT refused the option 'no_such_option'"):
         Problem(pendulum, nodes=3).solve(options={"no_such_option": 1.0})
+
+
+def test_exact_hessian_needs_a_small_model_built_from_its_model(pendulum: object, build_dir: Path) -> None:
+    from rodgen.toolchain import load_module
+    bare = load_module(pendulum.path)       # a library loaded by its path does not know its model
+    with pytest.raises(OptimizeError, match="hessian: the exact Hessian derives"):
+        optimize.compile_problem(Problem(bare, nodes=3, hessian="exact"), build_dir=build_dir)
+    with pytest.raises(rodgen.RodgenError, match="without the Jacobian of its right-hand side"):
+        optimize.compile_problem(Problem(bare, nodes=3), build_dir=build_dir)
+    with pytest.raises(OptimizeError, match="Hessian"):
+        optimize.compile_problem(Problem(pendulum, nodes=3), build_dir=build_dir).hessian(
+            np.zeros(9), 1.0, np.zeros(4))
 
 
 def test_missing_solver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,3 +242,39 @@ def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> No
     # the optimum is no worse than the uniform rotation's cost, whose torque only holds gravity:
     # tau = m g L/2 cos(phi), int tau^2 = (g/2)^2 * T/2
     assert r.objective < (9.81 / 2) ** 2 * 1.5 / 2
+
+
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("free", [False, True])
+def test_exact_hessian_matches_central_differences(double_pendulum: object, build_dir: Path, method: str,
+                                                   free: bool) -> None:
+    """The exact Hessian of the Lagrangian against central differences of its gradient sigma grad f + J^T lam
+    (both exact first derivatives of the compiled NLP), at random points and multipliers."""
+    pr = Problem(double_pendulum, nodes=3, method=method, duration=(0.5, 2.0) if free else 1.3,
+                 objective="tau_upper**2 + 0.5*tau_lower**2 + m2*sin(th_lower)*th_upper_dot**2",
+                 terminal="duration**2*cos(th_upper) + th_lower_dot**2" if free else "th_upper**2*th_lower",
+                 path=[("sin(th_upper) + L1*th_lower_dot*tau_lower", -1, 1)],
+                 periodic=["th_lower"], hessian="exact")
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    assert nlp.nnz_hessian > 0
+    rng = np.random.default_rng(11 + free)
+    for _ in range(2):
+        x = rng.uniform(-1.2, 1.2, nlp.n)
+        if free:
+            x[-1] = rng.uniform(0.6, 1.8)
+        lam = rng.normal(size=nlp.m)
+        sigma = 0.7
+        H = nlp.hessian(x, sigma, lam).toarray()
+        Hfd = _central(lambda y: sigma * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
+        assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd))), np.max(np.abs(H - Hfd))
+
+
+def test_exact_hessian_solves_the_swing_up(pendulum: object, build_dir: Path) -> None:
+    """The same optimum with the exact Hessian as with the limited-memory one, in fewer iterations."""
+    kwargs = dict(nodes=41, duration=2.0, objective="tau_arm**2", bounds={"tau_arm": (-8, 8)},
+                  initial={"phi": -math.pi / 2, "phi_dot": 0}, final={"phi": math.pi / 2, "phi_dot": 0})
+    lbfgs = Problem(pendulum, **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    exact = Problem(pendulum, hessian="exact", **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    assert lbfgs.success and exact.success
+    assert exact.objective == pytest.approx(lbfgs.objective, rel=1e-7)
+    assert exact.iterations < lbfgs.iterations

@@ -9,11 +9,15 @@ derivatives (the RHS Jacobian) are not derived here: the collocation's C calls t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Optional
 
 import sympy as sp
 
 from ..symbolic.convert import to_sympy
-from .problem import DURATION, ValidProblem
+from .problem import DURATION, OptimizeError, ValidProblem
+
+#: The exact Hessian derives q'' = M^-1 (B u - bias) in closed form: models of at most this many coordinates.
+EXACT_HESSIAN_MAX_NQ = 4
 
 
 @dataclass(frozen=True)
@@ -29,10 +33,53 @@ class ProblemEquations:
     terminal_gradient: tuple[sp.Expr, ...]           # [nz + 1]: z, then T
     path: tuple[sp.Expr, ...]
     path_jacobian: tuple[tuple[int, int, sp.Expr], ...]   # (constraint, variable of z, derivative) nonzeros
+    #: the exact Hessian (None: IPOPT's limited-memory approximation): the lower triangle, row by row, of
+    #: sL d2L/dz2 + sum_i mu_i d2qdd_i/dz2 + sum_k lam_k d2g_k/dz2 (in the symbols sL, mu, lam, the time t)
+    #: and of d2Phi/d[z, T]2
+    point_hessian: Optional[tuple[sp.Expr, ...]] = None
+    terminal_hessian: Optional[tuple[sp.Expr, ...]] = None
+    sL: Optional[sp.Symbol] = None
+    mu: tuple[sp.Symbol, ...] = ()
+    lam: tuple[sp.Symbol, ...] = ()
+    t: Optional[sp.Symbol] = None
+
+
+def _lower(expr: sp.Expr, xs: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, ...]:
+    """The lower triangle of the Hessian of ``expr`` by ``xs``, row by row."""
+    grad = [sp.diff(expr, x) for x in xs]
+    return tuple(sp.diff(grad[r], xs[c]) for r in range(len(xs)) for c in range(r + 1))
+
+
+def dynamics_accelerations(problem: ValidProblem, z: tuple[sp.Symbol, ...], p: tuple[sp.Symbol, ...],
+                           t: sp.Symbol) -> list[Any]:
+    """q'' = M^-1 (B u - bias) of the problem's model in closed form, in the symbols of a point."""
+    cm = problem.model
+    model = getattr(cm, "model", None)
+    if model is None:
+        raise OptimizeError("the exact Hessian derives the model's accelerations: build the model with "
+                            "rodgen.build (a library loaded by its path does not know its model)", where="hessian")
+    if cm.nq > EXACT_HESSIAN_MAX_NQ:
+        raise OptimizeError(f"the exact Hessian is derived for models of at most {EXACT_HESSIAN_MAX_NQ} "
+                            f"coordinates (the model {cm.name!r} has {cm.nq}); use hessian='limited-memory'",
+                            where="hessian")
+    from ..symbolic import derive
+    eqs = derive(model, method=cm.method).expanded()
+    n = cm.nq
+    subs: dict[Any, Any] = {q: z[i] for i, q in enumerate(eqs.q)}
+    subs.update({qd: z[n + i] for i, qd in enumerate(eqs.qd)})
+    subs.update({u: z[2 * n + j] for j, u in enumerate(eqs.u)})
+    index = {name: k for k, name in enumerate(problem.parameters)}
+    subs.update({s: p[index[s.name]] for s in eqs.params if s.name in index})
+    subs[eqs.t] = t
+    rhs = (eqs.B * sp.Matrix(eqs.u) - eqs.bias).xreplace(subs)
+    M = eqs.M.xreplace(subs)
+    return list(M.LUsolve(rhs))
 
 
 def derive_problem(problem: ValidProblem) -> ProblemEquations:
-    """The expressions of ``problem`` and their derivatives (see the module's docstring)."""
+    """The expressions of ``problem`` and their derivatives (see the module's docstring); with
+    ``problem.hessian == "exact"`` also the second derivatives, those of the dynamics from the model's
+    accelerations derived in closed form (:func:`dynamics_accelerations`)."""
     z = tuple(sp.Symbol(f"z{i}", real=True) for i in range(len(problem.variables)))
     p = tuple(sp.Symbol(f"p{i}", real=True) for i in range(len(problem.parameters)))
     T = sp.Symbol("T", positive=True)
@@ -44,9 +91,20 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     path = tuple(to_sympy(expr, names) for expr, _, _ in problem.path)
     jac = tuple((k, i, d) for k, g in enumerate(path) for i, zi in enumerate(z)
                 if (d := sp.diff(g, zi)) != 0)
+    extra: dict[str, Any] = {}
+    if problem.hessian == "exact":
+        t = sp.Symbol("t", real=True)
+        sL = sp.Symbol("sL", real=True)
+        mu = tuple(sp.Symbol(f"mu{i}", real=True) for i in range(problem.nq))
+        lam = tuple(sp.Symbol(f"lam{k}", real=True) for k in range(len(path)))
+        qdd = dynamics_accelerations(problem, z, p, t)
+        lagrangian = sL * L + sum((m * a for m, a in zip(mu, qdd)), sp.Integer(0)) + sum(
+            (lk * g for lk, g in zip(lam, path)), sp.Integer(0))
+        extra = dict(point_hessian=_lower(lagrangian, z), terminal_hessian=_lower(phi, (*z, T)), sL=sL, mu=mu,
+                     lam=lam, t=t)
     return ProblemEquations(z=z, p=p, T=T, integrand=L, integrand_gradient=tuple(sp.diff(L, zi) for zi in z),
                             terminal=phi, terminal_gradient=tuple(sp.diff(phi, v) for v in (*z, T)),
-                            path=path, path_jacobian=jac)
+                            path=path, path_jacobian=jac, **extra)
 
 
 __all__ = ["ProblemEquations", "derive_problem"]

@@ -49,8 +49,11 @@ def _load(path: Path) -> ctypes.CDLL:
     for fn in ("rodopt_eval_f", "rodopt_eval_grad_f", "rodopt_eval_g", "rodopt_eval_jac"):
         getattr(lib, fn).restype = ctypes.c_int
         getattr(lib, fn).argtypes = [ctypes.c_void_p, _dp, _dp]
-    lib.rodopt_jac_structure.restype = None
-    lib.rodopt_jac_structure.argtypes = [ctypes.c_void_p, _ip, _ip]
+    for fn in ("rodopt_jac_structure", "rodopt_hess_structure"):
+        getattr(lib, fn).restype = None
+        getattr(lib, fn).argtypes = [ctypes.c_void_p, _ip, _ip]
+    lib.rodopt_eval_h.restype = ctypes.c_int
+    lib.rodopt_eval_h.argtypes = [ctypes.c_void_p, _dp, ctypes.c_double, _dp, _dp]
     lib.rodopt_solve.restype = ctypes.c_int
     lib.rodopt_solve.argtypes = [ctypes.c_void_p, _dp, _dp, _dp, _dp, _dp, ctypes.c_int,
                                  ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), _ip,
@@ -83,9 +86,11 @@ class CollocationNLP:
         if not ctx:
             raise MemoryError("the collocation's workspace could not be allocated")
         self._ctx: Optional[ctypes.c_void_p] = ctypes.c_void_p(ctx)
-        sizes = np.zeros(6, dtype=np.intc)
+        sizes = np.zeros(7, dtype=np.intc)
         self._lib.rodopt_sizes(self._ctx, sizes.ctypes.data_as(_ip))
         self.n, self.m, self.nnz, self.points = (int(v) for v in sizes[:4])
+        #: nonzeros of the Hessian's lower triangle (0: IPOPT's limited-memory approximation)
+        self.nnz_hessian = int(sizes[6])
         self.nz = 2 * cm.nq + cm.nu
         self.nset = 2 if problem.method == "hermite-simpson" else 1
         self.npath = len(problem.path)
@@ -104,7 +109,7 @@ class CollocationNLP:
         return a
 
     def _fail(self, what: str) -> OptimizeError:
-        sizes = np.zeros(6, dtype=np.intc)
+        sizes = np.zeros(7, dtype=np.intc)
         self._lib.rodopt_sizes(self._ctx, sizes.ctypes.data_as(_ip))
         return OptimizeError(f"{what} failed at this point (a value is not finite, or the model's status "
                              f"{int(sizes[4])}: its mass matrix is not positive definite)")
@@ -144,6 +149,25 @@ class CollocationNLP:
         from scipy.sparse import coo_matrix
         rows, cols = self.jacobian_structure()
         return coo_matrix((self.jacobian_values(x), (rows, cols)), shape=(self.m, self.n)).tocsr()
+
+    def hessian(self, x: Any, sigma: float, lam: Any) -> Any:
+        """The exact Hessian of the Lagrangian ``sigma f(x) + lam^T g(x)`` as a symmetric SciPy sparse matrix
+        (n, n); OptimizeError for a problem stated with ``hessian="limited-memory"``."""
+        from scipy.sparse import coo_matrix
+        if not self.nnz_hessian:
+            raise OptimizeError("the problem has no exact Hessian (state it with hessian='exact')",
+                                where="hessian")
+        a, out = self._x(x), np.zeros(self.nnz_hessian)
+        lm = np.ascontiguousarray(lam, dtype=float)
+        if lm.shape != (self.m,):
+            raise ValueError(f"lam has shape {lm.shape}; expected ({self.m},)")
+        if not self._lib.rodopt_eval_h(self._ctx, _ptr(a), float(sigma), _ptr(lm), _ptr(out)):
+            raise self._fail("the Hessian")
+        rows, cols = np.zeros(self.nnz_hessian, dtype=np.intc), np.zeros(self.nnz_hessian, dtype=np.intc)
+        self._lib.rodopt_hess_structure(self._ctx, rows.ctypes.data_as(_ip), cols.ctypes.data_as(_ip))
+        lower = coo_matrix((out, (rows, cols)), shape=(self.n, self.n)).tocsr()
+        return lower + lower.T - coo_matrix((out[rows == cols], (rows[rows == cols], cols[rows == cols])),
+                                            shape=(self.n, self.n)).tocsr()
 
     # -- bounds and guesses -------------------------------------------------------------------------------
     def times(self, duration: float) -> np.ndarray:
@@ -208,7 +232,8 @@ class CollocationNLP:
 
     # -- solving ----------------------------------------------------------------------------------------
     def solve(self, x0: Optional[np.ndarray] = None, options: Optional[Mapping[str, Any]] = None) -> Any:
-        """Solve with IPOPT (limited-memory Hessian approximation) from ``x0``; an OptimizationResult."""
+        """Solve with IPOPT from ``x0`` (the exact Hessian where the problem has one, else IPOPT's limited-memory
+        approximation); an OptimizationResult."""
         from .result import OptimizationResult
         x = np.array(self.guess() if x0 is None else x0, dtype=float)
         if x.shape != (self.n,):
@@ -240,7 +265,7 @@ class CollocationNLP:
             what = f"the option {keys[bad].decode()!r} = {vals[bad].decode()!r}" if 0 <= bad < len(keys) else \
                 "the problem"
             raise OptimizeError(f"IPOPT refused {what} (unknown option or wrong type)", where="options")
-        sizes = np.zeros(6, dtype=np.intc)
+        sizes = np.zeros(7, dtype=np.intc)
         self._lib.rodopt_sizes(self._ctx, sizes.ctypes.data_as(_ip))
         return OptimizationResult.from_solution(self, x, g, lam, zl, zu, float(obj[0]), int(status),
                                                 STATUS.get(int(status), f"status {status}"), int(sizes[5]),

@@ -20,6 +20,8 @@ from ..model.expr import Expression, ExpressionError, parse
 
 #: Collocation methods: name -> the C driver's code.
 METHODS = {"trapezoidal": 0, "hermite-simpson": 1}
+#: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, or derived (models of a few coordinates).
+HESSIANS = ("limited-memory", "exact")
 #: The name of the phase's duration in a terminal expression.
 DURATION = "duration"
 
@@ -63,6 +65,9 @@ class Problem:
     shift : name -> the forward shift of a periodic state over the phase.
     path : ``(expression, lower, upper)`` constraints held at every point.
     parameters : overrides of the model's parameter values (fixed during the optimisation).
+    hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian) or ``"exact"``
+        (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
+        in closed form: for models of a few coordinates).
     """
 
     model: Any
@@ -78,6 +83,7 @@ class Problem:
     shift: Mapping[str, float] = field(default_factory=dict)
     path: Sequence[tuple[str, float, float]] = ()
     parameters: Mapping[str, float] = field(default_factory=dict)
+    hessian: str = "limited-memory"
 
     def check(self) -> "ValidProblem":
         """The checked problem; OptimizeError naming the field that is wrong."""
@@ -118,6 +124,7 @@ class ValidProblem:
     final: tuple[tuple[int, float], ...]
     periodic: tuple[tuple[int, float], ...]          # (state index, shift)
     path: tuple[tuple[Expression, float, float], ...]
+    hessian: str = "limited-memory"
 
     @property
     def nq(self) -> int:
@@ -203,6 +210,9 @@ def check_problem(problem: Problem) -> ValidProblem:
     if problem.method not in METHODS:
         raise OptimizeError(f"unknown method {problem.method!r}; choose one of {', '.join(METHODS)}",
                             where="method")
+    if problem.hessian not in HESSIANS:
+        raise OptimizeError(f"unknown Hessian {problem.hessian!r}; choose one of {', '.join(HESSIANS)}",
+                            where="hessian")
     if isinstance(problem.duration, (int, float)) and not isinstance(problem.duration, bool):
         T = _finite(problem.duration, "duration")
         if T <= 0:
@@ -313,7 +323,9 @@ def check_problem(problem: Problem) -> ValidProblem:
     return ValidProblem(model=cm, nodes=problem.nodes, method=problem.method, free_duration=free, duration=dur,
                         variables=tuple(variables), parameters=tuple(params), p=p, objective=objective,
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),
-                        final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path))
+                        final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
+                        hessian=problem.hessian)
 
 
-__all__ = ["Problem", "ValidProblem", "OptimizeError", "check_problem", "rate_name", "METHODS", "DURATION"]
+__all__ = ["Problem", "ValidProblem", "OptimizeError", "check_problem", "rate_name", "METHODS", "HESSIANS",
+           "DURATION"]

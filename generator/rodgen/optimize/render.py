@@ -34,6 +34,12 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
     slots: dict[Any, str] = {z: f"z[{i}]" for i, z in enumerate(eqs.z)}
     slots.update({p: f"p[{i}]" for i, p in enumerate(eqs.p)})
     slots[eqs.T] = "T"
+    slots.update({m: f"mu[{i}]" for i, m in enumerate(eqs.mu)})
+    slots.update({lk: f"lam[{k}]" for k, lk in enumerate(eqs.lam)})
+    if eqs.sL is not None:
+        slots[eqs.sL] = "sL"
+    if eqs.t is not None:
+        slots[eqs.t] = "t"
     exprs = [e for _, e in outputs]
     temps: list[tuple[str, str]] = []
     texts: list[str] = []
@@ -45,7 +51,8 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
             slots[sym] = f"t{k}"
         texts = [printer.doprint(e) for e in reduced]
     used: set[Any] = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
-    groups = {"t": set(), "z": set(eqs.z), "p": set(eqs.p), "T": {eqs.T}}
+    groups = {"t": {eqs.t} - {None}, "z": set(eqs.z), "p": set(eqs.p), "T": {eqs.T}, "sL": {eqs.sL} - {None},
+              "mu": set(eqs.mu), "lam": set(eqs.lam)}
     unused = tuple(a for a in params if (not (used & groups[a]) if a in groups else not outputs))
     return _Routine(name, args, unused, tuple(temps), tuple((t, x) for (t, _), x in zip(outputs, texts)),
                     guard, check)
@@ -66,9 +73,15 @@ def render_problem(eqs: ProblemEquations, *, name: str, model: str, version: str
                     check=" && ".join(f"isfinite(c[{k}])" for k in range(len(eqs.path))) or "1")
     jac = _routine(eqs, "rodopt_path_jacobian", "double t, const double *z, const double *p, double *v",
                    ("t", "z", "p", "v"), [(f"v[{n}]", d) for n, (_, _, d) in enumerate(eqs.path_jacobian)])
+    exact = eqs.point_hessian is not None and eqs.terminal_hessian is not None
+    hp = _routine(eqs, "rodopt_hessian_point", "double t, const double *z, const double *p, double sL, "
+                  "const double *mu, const double *lam, double *H", ("t", "z", "p", "sL", "mu", "lam", "H"),
+                  [(f"H[{k}]", e) for k, e in enumerate(eqs.point_hessian or ())])
+    ht = _routine(eqs, "rodopt_hessian_terminal", "const double *z, double T, const double *p, double *H",
+                  ("z", "T", "p", "H"), [(f"H[{k}]", e) for k, e in enumerate(eqs.terminal_hessian or ())])
     return environment().get_template("c/optimize_problem.c.jinja").render(
-        name=name, model=model, version=version, npath=len(eqs.path),
-        structure=[(k, i) for k, i, _ in eqs.path_jacobian], routines=[integrand, terminal, path, jac])
+        name=name, model=model, version=version, npath=len(eqs.path), exact=int(exact),
+        structure=[(k, i) for k, i, _ in eqs.path_jacobian], routines=[integrand, terminal, path, jac, hp, ht])
 
 
 __all__ = ["render_problem"]

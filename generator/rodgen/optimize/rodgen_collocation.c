@@ -15,6 +15,9 @@
  *   path         per point, the problem's npath expressions;
  *   periodicity  y_last[i] - y_0[i] for the listed state entries i (the bounds hold the shift).
  * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j).
+ * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
+ * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
+ * IPOPT's limited-memory approximation.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +34,10 @@ int rodopt_integrand(double t, const double *z, const double *p, double *L, doub
 int rodopt_terminal(const double *z, double T, const double *p, double *phi, double *grad);
 int rodopt_path(double t, const double *z, const double *p, double *c);
 int rodopt_path_jacobian(double t, const double *z, const double *p, double *v);
+int rodopt_hessian_available(void);
+int rodopt_hessian_point(double t, const double *z, const double *p, double sL, const double *mu, const double *lam,
+                         double *H);
+int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
 
 #define MAXTERM 3
 typedef struct {
@@ -57,7 +64,7 @@ typedef struct rodopt_ctx {
     int *path_row, *path_col;
     int nper;
     int *per;
-    int nvar, ncon, nnz;
+    int nvar, ncon, nnz, nnz_h, exact;
     double *w;                 /* quadrature weights [npts] */
     double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
     double *Mw, *Bw;           /* [n*n], [n*nu] */
@@ -157,6 +164,8 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
     c->nnz += c->npts * c->path_nnz + 2 * nper;
+    c->exact = rodopt_hessian_available();
+    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
     return c;
 }
 
@@ -168,6 +177,7 @@ void rodopt_sizes(const rodopt_ctx *c, int *out)
     out[3] = c->npts;
     out[4] = c->status;
     out[5] = c->iterations;
+    out[6] = c->nnz_h;
 }
 
 /* f at every point (cached for x) */
@@ -415,6 +425,99 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
     return 1;
 }
 
+/* The Hessian of the Lagrangian sigma f + lambda^T g, lower triangle: per point its z block (row by row),
+ * then with a free duration the row of T (every z, then T itself). Only with rodopt_hessian_available(). */
+void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
+{
+    int j, r, a, e = 0, nz = c->nz;
+    for (j = 0; j < c->npts; ++j) {
+        for (r = 0; r < nz; ++r) {
+            for (a = 0; a <= r; ++a) {
+                iRow[e] = j * nz + r; jCol[e++] = j * nz + a;
+            }
+        }
+    }
+    if (c->free_T) {
+        for (a = 0; a <= c->npts * nz; ++a) {
+            iRow[e] = c->npts * nz; jCol[e++] = a;
+        }
+    }
+}
+
+int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
+{
+    int k, s, t, r, a, j, i, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, tri = nz * (nz + 1) / 2;
+    int nd = c->nint * c->nset * ny, last = c->npts - 1;
+    double T = duration(c, x), h = T / c->nint, L;
+    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + 1];
+    if (!c->exact || (c->free_T && !eval_jac_all(c, x))) {
+        return 0;
+    }
+    for (i = 0; i < c->npts * n; ++i) {
+        mu[i] = 0.0;
+    }
+    for (i = 0; i < c->npts * ny; ++i) {
+        muT[i] = 0.0;
+    }
+    /* the defects' multipliers gathered per point: rows of q'' (second derivatives), all rows (by T) */
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            const double *lr = lam + (k * c->nset + s) * ny;
+            for (t = 0; t < d->nterm; ++t) {
+                int pt = k * c->step + d->off[t];
+                for (i = 0; i < n; ++i) {
+                    mu[pt * n + i] += lr[n + i] * d->beta[t] * h;
+                }
+                for (r = 0; r < ny; ++r) {
+                    muT[pt * ny + r] += lr[r] * d->beta[t] / c->nint;
+                }
+            }
+        }
+    }
+    for (j = 0; j < c->npts; ++j) {
+        if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
+                                  lam + nd + j * c->npath, v + j * tri)) {
+            return 0;
+        }
+    }
+    if (!rodopt_hessian_terminal(x + last * nz, T, c->p, Ht)) {
+        return 0;
+    }
+    for (i = 0; i < tri; ++i) {
+        v[last * tri + i] += sigma * Ht[i];
+    }
+    if (c->free_T) {
+        double *vT = v + c->npts * tri;
+        for (j = 0; j < c->npts; ++j) {
+            const double *Jp = c->J + j * ny * ny, *Bp = c->Bu + j * n * nu, *m = muT + j * ny;
+            if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+                return 0;
+            }
+            for (a = 0; a < nz; ++a) {
+                double sum = sigma * c->w[j] * gl[a] / c->nint;
+                if (a >= n && a < ny) {
+                    sum += m[a - n];                       /* d qd_r / d qd_r = 1 */
+                }
+                for (i = 0; i < n; ++i) {
+                    sum += m[n + i] * (a < ny ? Jp[(n + i) * ny + a] : Bp[i * nu + (a - ny)]);
+                }
+                vT[j * nz + a] = sum;
+            }
+        }
+        for (a = 0; a < nz; ++a) {
+            vT[last * nz + a] += sigma * Ht[tri + a];
+        }
+        vT[c->npts * nz] = sigma * Ht[tri + nz];
+    }
+    for (i = 0; i < c->nnz_h; ++i) {
+        if (!isfinite(v[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* IPOPT callbacks */
 static bool cb_f(ipindex n, ipnumber *x, bool new_x, ipnumber *obj, UserDataPtr ud)
 {
@@ -445,14 +548,21 @@ static bool cb_jac(ipindex n, ipnumber *x, bool new_x, ipindex m, ipindex nele, 
     return rodopt_eval_jac((rodopt_ctx *)ud, x, values) != 0;
 }
 
-/* IPOPT's C interface needs a Hessian callback even under hessian_approximation=limited-memory, which never
- * calls it: this one reports that there is no exact Hessian. */
+/* IPOPT's C interface needs a Hessian callback even under hessian_approximation=limited-memory (which never
+ * calls it): without the exact Hessian this one reports that there is none. */
 static bool cb_h(ipindex n, ipnumber *x, bool new_x, ipnumber obj_factor, ipindex m, ipnumber *lambda,
                  bool new_lambda, ipindex nele, ipindex *iRow, ipindex *jCol, ipnumber *values, UserDataPtr ud)
 {
-    (void)n; (void)x; (void)new_x; (void)obj_factor; (void)m; (void)lambda; (void)new_lambda; (void)nele;
-    (void)iRow; (void)jCol; (void)values; (void)ud;
-    return false;
+    rodopt_ctx *c = (rodopt_ctx *)ud;
+    (void)n; (void)new_x; (void)m; (void)new_lambda; (void)nele;
+    if (!c->exact) {
+        return false;
+    }
+    if (values == NULL) {
+        rodopt_hess_structure(c, iRow, jCol);
+        return true;
+    }
+    return rodopt_eval_h(c, x, obj_factor, lambda, values) != 0;
 }
 
 static bool cb_iter(ipindex alg_mod, ipindex iter, ipnumber obj, ipnumber inf_pr, ipnumber inf_du, ipnumber mu,
@@ -472,12 +582,12 @@ int rodopt_solve(rodopt_ctx *c, double *x, double *xl, double *xu, double *gl, d
 {
     int i, status;
     bool ok = true;
-    IpoptProblem nlp = CreateIpoptProblem(c->nvar, xl, xu, c->ncon, gl, gu, c->nnz, 0, 0, cb_f, cb_g, cb_grad_f,
+    IpoptProblem nlp = CreateIpoptProblem(c->nvar, xl, xu, c->ncon, gl, gu, c->nnz, c->nnz_h, 0, cb_f, cb_g, cb_grad_f,
                                           cb_jac, cb_h);
     if (nlp == NULL) {
         return -1000;
     }
-    ok = ok && AddIpoptStrOption(nlp, "hessian_approximation", "limited-memory");
+    ok = ok && AddIpoptStrOption(nlp, "hessian_approximation", c->exact ? "exact" : "limited-memory");
     ok = ok && AddIpoptStrOption(nlp, "sb", "yes");
     ok = ok && AddIpoptIntOption(nlp, "print_level", 0);
     for (i = 0; i < nopt && ok; ++i) {

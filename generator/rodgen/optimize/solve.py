@@ -18,9 +18,9 @@ def compile_problem(problem: Problem | ValidProblem, *, build_dir: Any = None,
     start = time.perf_counter()
     valid = problem.check() if isinstance(problem, Problem) else problem
     ipopt_paths()  # the solver's absence is told before any derivation
+    eqs = derive_problem(valid)
     valid.model.jacobian_table()   # a deferred RHS Jacobian is built now, so its time counts as the build's
-    source = render_problem(derive_problem(valid), name="rodopt_problem.c", model=valid.model.name,
-                            version=__version__)
+    source = render_problem(eqs, name="rodopt_problem.c", model=valid.model.name, version=__version__)
     library = build_driver(source, build_dir=build_dir, compiler=compiler)
     return CollocationNLP(valid, library, build_seconds=time.perf_counter() - start)
 
