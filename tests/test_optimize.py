@@ -144,6 +144,12 @@ def test_pendulum_swing_up_ends_upright_and_resimulates(pendulum: object, build_
     power = r.u[:, 0] * r.qd[:, 0]
     w = float(np.sum((power[1:] + power[:-1]) * np.diff(r.t)) / 2)
     assert w == pytest.approx(9.81, rel=1e-3)
+    # plotted and animated through its SimulationResult, whose energies are the model's
+    res = r.to_result()
+    assert res.potential[-1] - res.potential[0] == pytest.approx(9.81, rel=1e-9)
+    rodgen.plot(r, build_dir / "swing.png")
+    assert rodgen.animate(pendulum, r, build_dir / "swing.gif", max_frames=10) > 0
+    assert (build_dir / "swing.png").stat().st_size > 0 and (build_dir / "swing.gif").stat().st_size > 0
     # a warm start from the solution converges in fewer iterations, to the same optimum
     r2 = pr.solve(guess=r, build_dir=build_dir)
     assert r2.success and r2.iterations < r.iterations
@@ -278,3 +284,34 @@ def test_exact_hessian_solves_the_swing_up(pendulum: object, build_dir: Path) ->
     assert lbfgs.success and exact.success
     assert exact.objective == pytest.approx(lbfgs.objective, rel=1e-7)
     assert exact.iterations < lbfgs.iterations
+
+
+def test_same_optimum_as_casadi_on_the_same_transcription(pendulum: object, build_dir: Path) -> None:
+    """An independent anchor: the trapezoidal swing-up written in CasADi (the pendulum's closed form
+    phi'' = (tau - m g L/2 cos phi) / (m L^2 / 3), CasADi's own derivatives) and solved by the same IPOPT from
+    the same start reaches the same optimum."""
+    ca = pytest.importorskip("casadi")
+    N, T, g = 21, 2.0, 9.81
+    res = Problem(pendulum, nodes=N, duration=T, method="trapezoidal", objective="tau_arm**2", hessian="exact",
+                  bounds={"tau_arm": (-8, 8)}, initial={"phi": -math.pi / 2, "phi_dot": 0},
+                  final={"phi": math.pi / 2, "phi_dot": 0}).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    h = T / (N - 1)
+    X = ca.SX.sym("X", 3, N)
+
+    def f(z: object) -> object:
+        return ca.vertcat(z[1], (z[2] - g / 2 * ca.cos(z[0])) * 3)
+
+    defects = [X[:2, k + 1] - X[:2, k] - h / 2 * (f(X[:, k]) + f(X[:, k + 1])) for k in range(N - 1)]
+    J = h / 2 * sum(X[2, k]**2 + X[2, k + 1]**2 for k in range(N - 1))
+    solver = ca.nlpsol("s", "ipopt", {"x": ca.vec(X), "f": J, "g": ca.vertcat(*defects)},
+                       {"ipopt": {"tol": 1e-10, "print_level": 0, "sb": "yes"}, "print_time": False})
+    lo, hi = np.full((3, N), -np.inf), np.full((3, N), np.inf)
+    lo[2], hi[2] = -8, 8
+    lo[:2, 0] = hi[:2, 0] = [-math.pi / 2, 0]
+    lo[:2, -1] = hi[:2, -1] = [math.pi / 2, 0]
+    guess = np.zeros((3, N))
+    guess[0] = np.linspace(-math.pi / 2, math.pi / 2, N)
+    sol = solver(x0=guess.T.ravel(), lbx=lo.T.ravel(), ubx=hi.T.ravel(), lbg=0, ubg=0)
+    Z = np.array(sol["x"]).reshape(N, 3)
+    assert res.objective == pytest.approx(float(sol["f"]), rel=1e-8)
+    assert np.allclose(res.u[:, 0], Z[:, 2], atol=1e-6) and np.allclose(res.q[:, 0], Z[:, 0], atol=1e-7)

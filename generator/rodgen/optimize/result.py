@@ -87,6 +87,17 @@ class OptimizationResult:
                    constraint_violation=viol, x=x.copy(), coordinates=list(pr.model.coordinates),
                    inputs=list(pr.model.inputs), method=pr.method, build_seconds=nlp.build_seconds, nlp=nlp)
 
+    def to_result(self) -> Any:
+        """The solution as a :class:`~rodgen.SimulationResult` (its points, energies from the compiled model),
+        so ``rodgen.plot(result)`` and ``rodgen.animate(model, result, "motion.gif")`` draw it."""
+        from ..runtime.result import SimulationResult
+        pr = self.nlp.problem
+        kinetic, potential = pr.model.energy(self.q, self.qd, np.asarray(pr.p, dtype=float))
+        return SimulationResult(t=self.t, q=self.q, qd=self.qd, u=self.u, kinetic=kinetic, potential=potential,
+                                coordinates=list(self.coordinates), inputs=list(self.inputs),
+                                message=f"optimal ({self.message})" if self.success else self.message,
+                                model=pr.model.name)
+
     def inputs_table(self) -> Any:
         """The inputs as a :class:`~rodgen.InputTable` (linear between the points), for a simulation."""
         from ..runtime import InputTable
