@@ -59,7 +59,9 @@ def test_nlp_derivatives_match_central_differences(double_pendulum: object, buil
                  objective="tau_upper**2 + 0.5*tau_lower**2 + m2*sin(th_lower)*th_upper_dot**2",
                  terminal="duration + cos(th_upper)*th_lower_dot" if free else "th_upper**2",
                  path=[("sin(th_upper) + L1*th_lower_dot*tau_lower", -1, 1), ("th_lower**2", -math.inf, 4)],
-                 periodic=["th_lower", "th_upper_dot"], shift={"th_lower": 0.3})
+                 periodic=["th_lower", "th_upper_dot"], shift={"th_lower": 0.3},
+                 boundary=[("(th_upper_end - th_upper_start)/duration + tau_lower_end*th_lower_start", 0, 1),
+                           ("th_lower_dot_end**2", -1, 1)])
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     rng = np.random.default_rng(7 + free)
     for _ in range(3):
@@ -127,6 +129,19 @@ def test_free_duration_minimum_time_double_integrator(bar: object, build_dir: Pa
     assert r.duration_multipliers is not None
 
 
+def test_average_speed_boundary_constraint(bar: object, build_dir: Path) -> None:
+    """Rest to rest over a unit distance at an average speed of 0.5 with a free duration: T = 2, and the
+    minimum energy 12 d^2 / T^3 = 1.5 (exact for Hermite-Simpson)."""
+    r = Problem(bar, nodes=11, duration=(0.5, 5.0), objective="tau_bar**2",
+                initial={"phi": 0, "phi_dot": 0}, final={"phi_dot": 0},
+                boundary=[("(phi_end - phi_start)/duration", 0.5, 0.5), ("phi_end", 1, 1)]).solve(
+                    options={"tol": 1e-10}, build_dir=build_dir)
+    assert r.success, r.message
+    assert r.duration == pytest.approx(2.0, rel=1e-8) and r.q[-1, 0] == pytest.approx(1.0, abs=1e-9)
+    assert r.objective == pytest.approx(1.5, rel=1e-7)
+    assert r.boundary_multipliers.shape == (2,)
+
+
 def test_pendulum_swing_up_ends_upright_and_resimulates(pendulum: object, build_dir: Path) -> None:
     """A torque-limited swing-up (hanging at phi = -pi/2 to upright at pi/2): the solution ends upright, and the
     compiled integrator driven by the solution's inputs follows it to the collocation's accuracy."""
@@ -190,6 +205,8 @@ def test_guess_from_a_simulation(pendulum: object, build_dir: Path) -> None:
     ({"shift": {"phi": 1.0}}, "shift['phi']", "not periodic"),
     ({"periodic": True, "initial": {"phi": 0}, "final": {"phi": 1}}, "periodic['phi']", "fixed to"),
     ({"parameters": {"mass": 2}}, "parameters['mass']", "unknown parameter"),
+    ({"boundary": [("phi_end - phi", 0, 1)]}, "boundary[0]", "unknown name 'phi'"),
+    ({"boundary": [("phi_end - phi_start", 0, 1)], "hessian": "exact"}, "boundary", "exact Hessian"),
 ])
 def test_bad_statements_name_the_place(pendulum: object, change: dict, where: str, text: str) -> None:
     kwargs = dict(nodes=5, duration=1.0, objective="tau_arm**2")

@@ -33,6 +33,11 @@ class ProblemEquations:
     terminal_gradient: tuple[sp.Expr, ...]           # [nz + 1]: z, then T
     path: tuple[sp.Expr, ...]
     path_jacobian: tuple[tuple[int, int, sp.Expr], ...]   # (constraint, variable of z, derivative) nonzeros
+    #: boundary constraints in the symbols z (first node), ze (last node), T; their nonzero derivatives by
+    #: [z, ze, T] (index 2 nz: T, present only for a free duration)
+    ze: tuple[sp.Symbol, ...] = ()
+    boundary: tuple[sp.Expr, ...] = ()
+    boundary_jacobian: tuple[tuple[int, int, sp.Expr], ...] = ()
     #: the exact Hessian (None: IPOPT's limited-memory approximation): the lower triangle, row by row, of
     #: sL d2L/dz2 + sum_i mu_i d2qdd_i/dz2 + sum_k lam_k d2g_k/dz2 (in the symbols sL, mu, lam, the time t)
     #: and of d2Phi/d[z, T]2
@@ -91,7 +96,15 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     path = tuple(to_sympy(expr, names) for expr, _, _ in problem.path)
     jac = tuple((k, i, d) for k, g in enumerate(path) for i, zi in enumerate(z)
                 if (d := sp.diff(g, zi)) != 0)
-    extra: dict[str, Any] = {}
+    ze = tuple(sp.Symbol(f"ze{i}", real=True) for i in range(len(problem.variables)))
+    ends = {f"{v}_start": zi for v, zi in zip(problem.variables, z)}
+    ends.update({f"{v}_end": zi for v, zi in zip(problem.variables, ze)})
+    ends.update(zip(problem.parameters, p))
+    ends[DURATION] = T
+    boundary = tuple(to_sympy(expr, ends) for expr, _, _ in problem.boundary)
+    wrt = (*z, *ze, T) if problem.free_duration else (*z, *ze)
+    bjac = tuple((k, i, d) for k, b in enumerate(boundary) for i, v in enumerate(wrt) if (d := sp.diff(b, v)) != 0)
+    extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac}
     if problem.hessian == "exact":
         t = sp.Symbol("t", real=True)
         sL = sp.Symbol("sL", real=True)
@@ -100,7 +113,7 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
         qdd = dynamics_accelerations(problem, z, p, t)
         lagrangian = sL * L + sum((m * a for m, a in zip(mu, qdd)), sp.Integer(0)) + sum(
             (lk * g for lk, g in zip(lam, path)), sp.Integer(0))
-        extra = dict(point_hessian=_lower(lagrangian, z), terminal_hessian=_lower(phi, (*z, T)), sL=sL, mu=mu,
+        extra.update(point_hessian=_lower(lagrangian, z), terminal_hessian=_lower(phi, (*z, T)), sL=sL, mu=mu,
                      lam=lam, t=t)
     return ProblemEquations(z=z, p=p, T=T, integrand=L, integrand_gradient=tuple(sp.diff(L, zi) for zi in z),
                             terminal=phi, terminal_gradient=tuple(sp.diff(phi, v) for v in (*z, T)),

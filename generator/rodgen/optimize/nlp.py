@@ -67,7 +67,7 @@ class CollocationNLP:
     Variables ``x``: per point (the nodes, and with Hermite–Simpson the interval midpoints between them)
     ``[q, qd, u]``, then the duration if it is free. Constraints: the collocation defects (per interval,
     2 nq rows each, one set for trapezoidal and two for Hermite–Simpson), the path constraints per point,
-    the periodicity rows.
+    the periodicity rows, the boundary constraints.
     """
 
     def __init__(self, problem: ValidProblem, library: Path, *, build_seconds: float = 0.0) -> None:
@@ -198,6 +198,9 @@ class CollocationNLP:
         start = nd + self.points * self.npath
         for k, (_, s) in enumerate(pr.periodic):
             gl[start + k] = gu[start + k] = s
+        start += len(pr.periodic)
+        for k, (_, lo_b, hi_b) in enumerate(pr.boundary):
+            gl[start + k], gu[start + k] = lo_b, hi_b
         return (np.clip(xl, -INF, INF), np.clip(xu, -INF, INF), np.clip(gl, -INF, INF), np.clip(gu, -INF, INF))
 
     def guess(self, previous: Any = None) -> np.ndarray:

@@ -7,7 +7,8 @@ returns a frozen :class:`ValidProblem` with every name resolved to its place in 
 ``z = [q, qd, u]``, or raises :class:`OptimizeError` naming the field.
 
 Names in expressions: the coordinates (``phi``), their rates ``<coordinate>_dot`` (``phi_dot``), the inputs
-and the model's parameters; the terminal term may also use ``duration``.
+and the model's parameters; the terminal term may also use ``duration``; the boundary constraints use the
+values at the first and the last node, ``<name>_start`` and ``<name>_end``, and ``duration``.
 """
 from __future__ import annotations
 
@@ -64,6 +65,9 @@ class Problem:
         plus ``shift[name]`` (0 unless given).
     shift : name -> the forward shift of a periodic state over the phase.
     path : ``(expression, lower, upper)`` constraints held at every point.
+    boundary : ``(expression, lower, upper)`` constraints between the first and the last node, in the names
+        ``<name>_start``, ``<name>_end`` (states and inputs), the parameters and ``duration``: an average speed
+        ``("(x_end - x_start)/duration", 1.2, 1.2)``.
     parameters : overrides of the model's parameter values (fixed during the optimisation).
     hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian) or ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
@@ -82,6 +86,7 @@ class Problem:
     periodic: Union[bool, Sequence[str]] = False
     shift: Mapping[str, float] = field(default_factory=dict)
     path: Sequence[tuple[str, float, float]] = ()
+    boundary: Sequence[tuple[str, float, float]] = ()
     parameters: Mapping[str, float] = field(default_factory=dict)
     hessian: str = "limited-memory"
 
@@ -124,6 +129,7 @@ class ValidProblem:
     final: tuple[tuple[int, float], ...]
     periodic: tuple[tuple[int, float], ...]          # (state index, shift)
     path: tuple[tuple[Expression, float, float], ...]
+    boundary: tuple[tuple[Expression, float, float], ...] = ()
     hessian: str = "limited-memory"
 
     @property
@@ -309,22 +315,42 @@ def check_problem(problem: Problem) -> ValidProblem:
     if problem.terminal is not None:
         terminal = _expression(problem.terminal, "terminal", states + params + [DURATION],
                                "the terminal term may use the final states, parameters and 'duration'")
-    path = []
-    for k, item in enumerate(problem.path):
-        where = f"path[{k}]"
-        if isinstance(item, str) or not hasattr(item, "__len__") or len(item) != 3:
-            raise OptimizeError(f"expected (expression, lower, upper), got {item!r}", where=where)
-        expr = _expression(item[0], where, point_names,
-                           "path constraints may use the states, their rates (<name>_dot), inputs and parameters")
-        lo, hi = _interval((item[1], item[2]), where)
-        if lo == -math.inf and hi == math.inf:
-            raise OptimizeError("the constraint has no bound", where=where)
-        path.append((expr, lo, hi))
+    path = _constraints(problem.path, "path", point_names,
+                        "path constraints may use the states, their rates (<name>_dot), inputs and parameters")
+    ends = [f"{v}_{e}" for e in ("start", "end") for v in variables]
+    clash = sorted(set(ends) & set(point_names))
+    if clash and problem.boundary:
+        raise OptimizeError(f"the model's name {clash[0]!r} is also the name of a boundary value; rename it "
+                            f"in the model", where="boundary")
+    boundary = _constraints(problem.boundary, "boundary", ends + params + [DURATION],
+                            "boundary constraints may use <name>_start and <name>_end of the states and inputs, "
+                            "the parameters and 'duration'")
+    if boundary and problem.hessian == "exact":
+        raise OptimizeError("the exact Hessian does not cover boundary constraints yet; use "
+                            "hessian='limited-memory'", where="boundary")
     return ValidProblem(model=cm, nodes=problem.nodes, method=problem.method, free_duration=free, duration=dur,
                         variables=tuple(variables), parameters=tuple(params), p=p, objective=objective,
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),
                         final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
-                        hessian=problem.hessian)
+                        boundary=tuple(boundary), hessian=problem.hessian)
+
+
+def _constraints(items: Sequence[Any], field_name: str, names: Sequence[str],
+                 what: str) -> list[tuple[Expression, float, float]]:
+    """``(expression, lower, upper)`` items, checked."""
+    if isinstance(items, (str, bytes)):
+        raise OptimizeError("expected a list of (expression, lower, upper)", where=field_name)
+    out = []
+    for k, item in enumerate(items):
+        where = f"{field_name}[{k}]"
+        if isinstance(item, str) or not hasattr(item, "__len__") or len(item) != 3:
+            raise OptimizeError(f"expected (expression, lower, upper), got {item!r}", where=where)
+        expr = _expression(item[0], where, names, what)
+        lo, hi = _interval((item[1], item[2]), where)
+        if lo == -math.inf and hi == math.inf:
+            raise OptimizeError("the constraint has no bound", where=where)
+        out.append((expr, lo, hi))
+    return out
 
 
 __all__ = ["Problem", "ValidProblem", "OptimizeError", "check_problem", "rate_name", "METHODS", "HESSIANS",

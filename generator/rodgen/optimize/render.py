@@ -34,6 +34,7 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
     slots: dict[Any, str] = {z: f"z[{i}]" for i, z in enumerate(eqs.z)}
     slots.update({p: f"p[{i}]" for i, p in enumerate(eqs.p)})
     slots[eqs.T] = "T"
+    slots.update({z: f"ze[{i}]" for i, z in enumerate(eqs.ze)})
     slots.update({m: f"mu[{i}]" for i, m in enumerate(eqs.mu)})
     slots.update({lk: f"lam[{k}]" for k, lk in enumerate(eqs.lam)})
     if eqs.sL is not None:
@@ -52,7 +53,7 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
         texts = [printer.doprint(e) for e in reduced]
     used: set[Any] = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
     groups = {"t": {eqs.t} - {None}, "z": set(eqs.z), "p": set(eqs.p), "T": {eqs.T}, "sL": {eqs.sL} - {None},
-              "mu": set(eqs.mu), "lam": set(eqs.lam)}
+              "mu": set(eqs.mu), "lam": set(eqs.lam), "ze": set(eqs.ze)}
     unused = tuple(a for a in params if (not (used & groups[a]) if a in groups else not outputs))
     return _Routine(name, args, unused, tuple(temps), tuple((t, x) for (t, _), x in zip(outputs, texts)),
                     guard, check)
@@ -79,9 +80,17 @@ def render_problem(eqs: ProblemEquations, *, name: str, model: str, version: str
                   [(f"H[{k}]", e) for k, e in enumerate(eqs.point_hessian or ())])
     ht = _routine(eqs, "rodopt_hessian_terminal", "const double *z, double T, const double *p, double *H",
                   ("z", "T", "p", "H"), [(f"H[{k}]", e) for k, e in enumerate(eqs.terminal_hessian or ())])
+    bd = _routine(eqs, "rodopt_boundary", "const double *z, const double *ze, double T, const double *p, double *c",
+                  ("z", "ze", "T", "p", "c"), [(f"c[{k}]", b) for k, b in enumerate(eqs.boundary)],
+                  check=" && ".join(f"isfinite(c[{k}])" for k in range(len(eqs.boundary))) or "1")
+    bj = _routine(eqs, "rodopt_boundary_jacobian",
+                  "const double *z, const double *ze, double T, const double *p, double *v",
+                  ("z", "ze", "T", "p", "v"), [(f"v[{n}]", d) for n, (_, _, d) in enumerate(eqs.boundary_jacobian)])
     return environment().get_template("c/optimize_problem.c.jinja").render(
         name=name, model=model, version=version, npath=len(eqs.path), exact=int(exact),
-        structure=[(k, i) for k, i, _ in eqs.path_jacobian], routines=[integrand, terminal, path, jac, hp, ht])
+        structure=[(k, i) for k, i, _ in eqs.path_jacobian], nboundary=len(eqs.boundary),
+        boundary_structure=[(k, i) for k, i, _ in eqs.boundary_jacobian],
+        routines=[integrand, terminal, path, jac, hp, ht, bd, bj])
 
 
 __all__ = ["render_problem"]

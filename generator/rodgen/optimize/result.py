@@ -22,7 +22,8 @@ class OptimizationResult:
     iterations : IPOPT's iterations; solve_seconds : the time in IPOPT (all evaluations included);
         build_seconds : deriving, generating and compiling (0 when the build was cached).
     defect_multipliers : (intervals, sets, 2 nq) the multipliers of the collocation defects (the costates,
-        scaled by IPOPT's convention); path_multipliers : (P, npath); periodic_multipliers : (nperiodic,).
+        scaled by IPOPT's convention); path_multipliers : (P, npath); periodic_multipliers : (nperiodic,);
+        boundary_multipliers : (nboundary,).
     bound_multipliers : (lower, upper) of the variables, each (P, nz) (and the duration's last in
         ``duration_multipliers``).
     constraint_violation : the largest violation of a constraint or bound at the solution.
@@ -42,6 +43,7 @@ class OptimizationResult:
     defect_multipliers: np.ndarray
     path_multipliers: np.ndarray
     periodic_multipliers: np.ndarray
+    boundary_multipliers: np.ndarray
     bound_multipliers: tuple[np.ndarray, np.ndarray]
     duration_multipliers: Optional[tuple[float, float]]
     constraint_violation: float
@@ -81,7 +83,8 @@ class OptimizationResult:
                    solve_seconds=seconds,
                    defect_multipliers=lam[:nd].reshape(pr.nodes - 1, nlp.nset, 2 * nq).copy(),
                    path_multipliers=lam[nd:nd + P * npath].reshape(P, npath).copy(),
-                   periodic_multipliers=lam[nd + P * npath:].copy(),
+                   periodic_multipliers=lam[nd + P * npath:nd + P * npath + len(pr.periodic)].copy(),
+                   boundary_multipliers=lam[nd + P * npath + len(pr.periodic):].copy(),
                    bound_multipliers=(zl[:P * nz].reshape(P, nz).copy(), zu[:P * nz].reshape(P, nz).copy()),
                    duration_multipliers=(float(zl[-1]), float(zu[-1])) if pr.free_duration else None,
                    constraint_violation=viol, x=x.copy(), coordinates=list(pr.model.coordinates),

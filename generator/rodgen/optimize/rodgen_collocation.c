@@ -13,7 +13,8 @@
  *                trapezoidal: y_b - y_a - h/2 (f_a + f_b);
  *                Hermite-Simpson: y_b - y_a - h/6 (f_a + 4 f_m + f_b) and y_m - (y_a + y_b)/2 - h/8 (f_a - f_b);
  *   path         per point, the problem's npath expressions;
- *   periodicity  y_last[i] - y_0[i] for the listed state entries i (the bounds hold the shift).
+ *   periodicity  y_last[i] - y_0[i] for the listed state entries i (the bounds hold the shift);
+ *   boundary     the problem's expressions of the first and the last point and T.
  * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j).
  * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
  * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
@@ -35,6 +36,10 @@ int rodopt_terminal(const double *z, double T, const double *p, double *phi, dou
 int rodopt_path(double t, const double *z, const double *p, double *c);
 int rodopt_path_jacobian(double t, const double *z, const double *p, double *v);
 int rodopt_hessian_available(void);
+int rodopt_nboundary(void);
+int rodopt_boundary_structure(int *row, int *col);
+int rodopt_boundary(const double *z, const double *ze, double T, const double *p, double *c);
+int rodopt_boundary_jacobian(const double *z, const double *ze, double T, const double *p, double *v);
 int rodopt_hessian_point(double t, const double *z, const double *p, double sL, const double *mu, const double *lam,
                          double *H);
 int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
@@ -62,6 +67,8 @@ typedef struct rodopt_ctx {
     double T;
     int npath, path_nnz;
     int *path_row, *path_col;
+    int nbnd, bnd_nnz;
+    int *bnd_row, *bnd_col;
     int nper;
     int *per;
     int nvar, ncon, nnz, nnz_h, exact;
@@ -89,7 +96,7 @@ void rodopt_free(rodopt_ctx *c)
     if (!c) {
         return;
     }
-    free(c->p); free(c->path_row); free(c->path_col); free(c->per); free(c->w);
+    free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
     free(c);
 }
@@ -118,6 +125,10 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->T = T;
     c->npath = rodopt_npath();
     c->path_nnz = rodopt_path_structure(NULL, NULL);
+    c->nbnd = rodopt_nboundary();
+    c->bnd_nnz = rodopt_boundary_structure(NULL, NULL);
+    c->bnd_row = (int *)malloc(sizeof(int) * (size_t)(c->bnd_nnz + 1));
+    c->bnd_col = (int *)malloc(sizeof(int) * (size_t)(c->bnd_nnz + 1));
     c->nper = nper;
     c->p = (double *)malloc(sizeof(double) * (size_t)(m->np > 0 ? m->np : 1));
     c->path_row = (int *)malloc(sizeof(int) * (size_t)(c->path_nnz + 1));
@@ -132,7 +143,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->nvar = c->npts * c->nz + (free_T ? 1 : 0);
     c->xf = (double *)malloc(sizeof(double) * (size_t)c->nvar);
     c->xj = (double *)malloc(sizeof(double) * (size_t)c->nvar);
-    if (!c->p || !c->path_row || !c->path_col || !c->per || !c->w || !c->f || !c->J || !c->Bu || !c->Mw
+    if (!c->p || !c->bnd_row || !c->bnd_col || !c->path_row || !c->path_col || !c->per || !c->w || !c->f || !c->J || !c->Bu || !c->Mw
         || !c->Bw || !c->xf || !c->xj) {
         rodopt_free(c);
         return NULL;
@@ -141,6 +152,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         memcpy(c->p, p, sizeof(double) * (size_t)m->np);
     }
     rodopt_path_structure(c->path_row, c->path_col);
+    rodopt_boundary_structure(c->bnd_row, c->bnd_col);
     for (j = 0; j < nper; ++j) {
         c->per[j] = per[j];
     }
@@ -158,12 +170,12 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
             c->w[k + 1] += 0.5;
         }
     }
-    c->ncon = c->nint * c->nset * c->ny + c->npts * c->npath + nper;
+    c->ncon = c->nint * c->nset * c->ny + c->npts * c->npath + nper + c->nbnd;
     c->nnz = 0;
     for (s = 0; s < c->nset; ++s) {
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
-    c->nnz += c->npts * c->path_nnz + 2 * nper;
+    c->nnz += c->npts * c->path_nnz + 2 * nper + c->bnd_nnz;
     c->exact = rodopt_hessian_available();
     c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
     return c;
@@ -317,6 +329,10 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
     for (i = 0; i < c->nper; ++i) {
         g[row++] = x[(c->npts - 1) * nz + c->per[i]] - x[c->per[i]];
     }
+    if (c->nbnd > 0 && !rodopt_boundary(x, x + (c->npts - 1) * nz, duration(c, x), c->p, g + row)) {
+        return 0;
+    }
+    row += c->nbnd;
     for (i = 0; i < row; ++i) {
         if (!isfinite(g[i])) {
             return 0;
@@ -362,6 +378,11 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         iRow[e] = row0; jCol[e++] = (c->npts - 1) * nz + c->per[i];
         iRow[e] = row0; jCol[e++] = c->per[i];
         row0 += 1;
+    }
+    for (i = 0; i < c->bnd_nnz; ++i) {   /* [z of the first node, z of the last, T] */
+        int v = c->bnd_col[i];
+        iRow[e] = row0 + c->bnd_row[i];
+        jCol[e++] = v < nz ? v : v < 2 * nz ? (c->npts - 1) * nz + v - nz : c->npts * nz;
     }
 }
 
@@ -417,6 +438,10 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
         v[e++] = 1.0;
         v[e++] = -1.0;
     }
+    if (c->bnd_nnz > 0 && !rodopt_boundary_jacobian(x, x + (c->npts - 1) * nz, duration(c, x), c->p, v + e)) {
+        return 0;
+    }
+    e += c->bnd_nnz;
     for (i = 0; i < e; ++i) {
         if (!isfinite(v[i])) {
             return 0;
