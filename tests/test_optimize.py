@@ -332,3 +332,24 @@ def test_same_optimum_as_casadi_on_the_same_transcription(pendulum: object, buil
     Z = np.array(sol["x"]).reshape(N, 3)
     assert res.objective == pytest.approx(float(sol["f"]), rel=1e-8)
     assert np.allclose(res.u[:, 0], Z[:, 2], atol=1e-6) and np.allclose(res.q[:, 0], Z[:, 0], atol=1e-7)
+
+
+def test_passive_model_energy_closed_form(build_dir: Path) -> None:
+    """A model without inputs: the rate at the bottom that brings a passive rod pendulum to rest at the
+    horizontal is sqrt(3 g / L) (energy: I w^2 / 2 = m g L / 2 with I = m L^2 / 3)."""
+    data = {**PENDULUM, "name": "passive",
+            "links": [{**PENDULUM["links"][0], "joint": {"actuated": False}}]}
+    cm = rodgen.build(load_dict(data), build_dir=build_dir)
+    assert cm.nu == 0
+    r = Problem(cm, nodes=31, duration=(0.1, 3.0), terminal="duration", initial={"phi": -math.pi / 2},
+                final={"phi": 0, "phi_dot": 0}, bounds={"phi_dot": (0, math.inf)}).solve(build_dir=build_dir)
+    assert r.success, r.message
+    assert r.qd[0, 0] == pytest.approx(math.sqrt(3 * 9.81), rel=1e-6)
+    assert r.u.shape == (len(r.t), 0) and r.simulate_check() < 1e-5
+
+
+def test_models_with_constraint_blocks_are_refused(build_dir: Path) -> None:
+    fourbar = rodgen.build(rodgen.load(Path(__file__).resolve().parents[1] / "examples" / "fourbar.yaml"),
+                           build_dir=build_dir)
+    with pytest.raises(OptimizeError, match="model: .*constraint blocks \\(close\\)"):
+        Problem(fourbar).check()
