@@ -353,3 +353,16 @@ def test_models_with_constraint_blocks_are_refused(build_dir: Path) -> None:
                            build_dir=build_dir)
     with pytest.raises(OptimizeError, match="model: .*constraint blocks \\(close\\)"):
         Problem(fourbar).check()
+
+
+def test_a_compiled_problem_is_found_without_deriving(pendulum: object, build_dir: Path) -> None:
+    """The second compile of the same problem reuses the library through the cache's index, without SymPy."""
+    from unittest import mock
+    pr = Problem(pendulum, nodes=7, objective="tau_arm**2 + phi_dot**4", hessian="exact")
+    first = optimize.compile_problem(pr, build_dir=build_dir)
+    with mock.patch("rodgen.optimize.derive.derive_problem", side_effect=AssertionError("derived again")):
+        second = optimize.compile_problem(pr, build_dir=build_dir)
+    assert second.library == first.library
+    changed = optimize.compile_problem(Problem(pendulum, nodes=7, objective="tau_arm**2 + phi_dot**2",
+                                               hessian="exact"), build_dir=build_dir)
+    assert changed.library != first.library

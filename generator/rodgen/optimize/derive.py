@@ -55,20 +55,26 @@ def _lower(expr: sp.Expr, xs: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, ...]:
     return tuple(sp.diff(grad[r], xs[c]) for r in range(len(xs)) for c in range(r + 1))
 
 
-def dynamics_accelerations(problem: ValidProblem, z: tuple[sp.Symbol, ...], p: tuple[sp.Symbol, ...],
-                           t: sp.Symbol) -> list[Any]:
-    """q'' = M^-1 (B u - bias) of the problem's model in closed form, in the symbols of a point."""
+def check_exact_hessian(problem: ValidProblem) -> None:
+    """OptimizeError unless the exact Hessian can be derived: a model built with its model (not loaded by its
+    path) of at most :data:`EXACT_HESSIAN_MAX_NQ` coordinates."""
     cm = problem.model
-    model = getattr(cm, "model", None)
-    if model is None:
+    if getattr(cm, "model", None) is None:
         raise OptimizeError("the exact Hessian derives the model's accelerations: build the model with "
                             "rodgen.build (a library loaded by its path does not know its model)", where="hessian")
     if cm.nq > EXACT_HESSIAN_MAX_NQ:
         raise OptimizeError(f"the exact Hessian is derived for models of at most {EXACT_HESSIAN_MAX_NQ} "
                             f"coordinates (the model {cm.name!r} has {cm.nq}); use hessian='limited-memory'",
                             where="hessian")
+
+
+def dynamics_accelerations(problem: ValidProblem, z: tuple[sp.Symbol, ...], p: tuple[sp.Symbol, ...],
+                           t: sp.Symbol) -> list[Any]:
+    """q'' = M^-1 (B u - bias) of the problem's model in closed form, in the symbols of a point."""
+    check_exact_hessian(problem)
+    cm = problem.model
     from ..symbolic import derive
-    eqs = derive(model, method=cm.method).expanded()
+    eqs = derive(cm.model, method=cm.method).expanded()
     n = cm.nq
     subs: dict[Any, Any] = {q: z[i] for i, q in enumerate(eqs.q)}
     subs.update({qd: z[n + i] for i, qd in enumerate(eqs.qd)})
