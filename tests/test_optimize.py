@@ -366,3 +366,36 @@ def test_a_compiled_problem_is_found_without_deriving(pendulum: object, build_di
     changed = optimize.compile_problem(Problem(pendulum, nodes=7, objective="tau_arm**2 + phi_dot**2",
                                                hessian="exact"), build_dir=build_dir)
     assert changed.library != first.library
+
+
+@pytest.mark.parametrize("method, tol", [("hermite-simpson", 5e-4), ("trapezoidal", 3e-2)])
+def test_prescribed_motion_gives_the_inverse_dynamics(pendulum: object, build_dir: Path, method: str,
+                                                      tol: float) -> None:
+    """The prescribed-kinematics problem solved as an optimisation: the motion held by a path constraint in
+    the time t, phi = -pi/2 + 0.5 sin(2 t). The collocation determines each interval's quadrature of the
+    input (trapezoidal: the mean of its ends; Hermite-Simpson: Simpson's weights), not the points' inputs
+    one by one (they ring about it); those means are the inverse dynamics' tau = I phi'' + m g L/2 cos(phi),
+    I = m L^2 / 3 (closed form), to the collocation's accuracy, and so are the model's own inverse dynamics."""
+    r = Problem(pendulum, nodes=41, duration=2.0, method=method, objective="tau_arm**2",
+                path=[("phi - (-pi/2 + 0.5*sin(2*t))", 0, 0)], initial={"phi_dot": 1.0}).solve(
+                    options={"tol": 1e-10}, build_dir=build_dir)
+    assert r.success, r.message
+    t = r.t
+    phi, phidd = -math.pi / 2 + 0.5 * np.sin(2 * t), -2.0 * np.sin(2 * t)
+    assert np.allclose(r.q[:, 0], phi, atol=1e-9)
+    assert np.max(np.abs(r.qd[:, 0] - np.cos(2 * t))) < tol
+    tau = phidd / 3 + 9.81 / 2 * np.cos(phi)
+
+    def means(x: np.ndarray) -> np.ndarray:
+        if method == "trapezoidal":
+            return (x[1:] + x[:-1]) / 2
+        return (x[0:-1:2] + 4 * x[1::2] + x[2::2]) / 6
+
+    assert np.max(np.abs(means(r.u[:, 0]) - means(tau))) < tol
+    Q = pendulum.inverse_dynamics(r.q, r.qd, phidd[:, None])
+    assert np.max(np.abs(Q[:, 0] - tau)) < 1e-12
+
+
+def test_time_needs_a_fixed_duration(pendulum: object) -> None:
+    with pytest.raises(OptimizeError, match="objective: .*time t, which needs a fixed duration"):
+        Problem(pendulum, duration=(1, 2), objective="(phi - t)**2").check()

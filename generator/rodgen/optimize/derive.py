@@ -14,7 +14,7 @@ from typing import Any, Optional
 import sympy as sp
 
 from ..symbolic.convert import to_sympy
-from .problem import DURATION, OptimizeError, ValidProblem
+from .problem import DURATION, TIME, OptimizeError, ValidProblem
 
 #: The exact Hessian derives q'' = M^-1 (B u - bias) in closed form: models of at most this many coordinates.
 EXACT_HESSIAN_MAX_NQ = 4
@@ -94,7 +94,9 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     z = tuple(sp.Symbol(f"z{i}", real=True) for i in range(len(problem.variables)))
     p = tuple(sp.Symbol(f"p{i}", real=True) for i in range(len(problem.parameters)))
     T = sp.Symbol("T", positive=True)
+    t = sp.Symbol("t", real=True)
     names = dict(zip(problem.variables, z))
+    names[TIME] = t
     names.update(zip(problem.parameters, p))
     names[DURATION] = T
     L = to_sympy(problem.objective, names) if problem.objective is not None else sp.Integer(0)
@@ -110,9 +112,8 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     boundary = tuple(to_sympy(expr, ends) for expr, _, _ in problem.boundary)
     wrt = (*z, *ze, T) if problem.free_duration else (*z, *ze)
     bjac = tuple((k, i, d) for k, b in enumerate(boundary) for i, v in enumerate(wrt) if (d := sp.diff(b, v)) != 0)
-    extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac}
+    extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac, "t": t}
     if problem.hessian == "exact":
-        t = sp.Symbol("t", real=True)
         sL = sp.Symbol("sL", real=True)
         mu = tuple(sp.Symbol(f"mu{i}", real=True) for i in range(problem.nq))
         lam = tuple(sp.Symbol(f"lam{k}", real=True) for k in range(len(path)))
@@ -120,7 +121,7 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
         lagrangian = sL * L + sum((m * a for m, a in zip(mu, qdd)), sp.Integer(0)) + sum(
             (lk * g for lk, g in zip(lam, path)), sp.Integer(0))
         extra.update(point_hessian=_lower(lagrangian, z), terminal_hessian=_lower(phi, (*z, T)), sL=sL, mu=mu,
-                     lam=lam, t=t)
+                     lam=lam)
     return ProblemEquations(z=z, p=p, T=T, integrand=L, integrand_gradient=tuple(sp.diff(L, zi) for zi in z),
                             terminal=phi, terminal_gradient=tuple(sp.diff(phi, v) for v in (*z, T)),
                             path=path, path_jacobian=jac, **extra)

@@ -7,7 +7,8 @@ returns a frozen :class:`ValidProblem` with every name resolved to its place in 
 ``z = [q, qd, u]``, or raises :class:`OptimizeError` naming the field.
 
 Names in expressions: the coordinates (``phi``), their rates ``<coordinate>_dot`` (``phi_dot``), the inputs
-and the model's parameters; the terminal term may also use ``duration``; the boundary constraints use the
+and the model's parameters, and in the integrand and the path constraints the time ``t`` (with a fixed
+duration: a tracking objective, a prescribed motion); the terminal term may also use ``duration``; the boundary constraints use the
 values at the first and the last node, ``<name>_start`` and ``<name>_end``, and ``duration``.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ METHODS = {"trapezoidal": 0, "hermite-simpson": 1}
 HESSIANS = ("limited-memory", "exact")
 #: The name of the phase's duration in a terminal expression.
 DURATION = "duration"
+#: The name of the time (from the phase's start) in the integrand and the path constraints.
+TIME = "t"
 
 
 class OptimizeError(RodgenError, ValueError):
@@ -235,11 +238,11 @@ def check_problem(problem: Problem) -> ValidProblem:
     inputs = list(cm.inputs)
     variables = states + inputs
     params = list(cm.parameters)
-    clash = sorted(set(variables) & (set(params) | {DURATION})) or sorted(
+    clash = sorted(set(variables) & (set(params) | {DURATION, TIME})) or sorted(
         n for n in set(variables) if variables.count(n) > 1)
     if clash:
         raise OptimizeError(f"the name {clash[0]!r} is both a variable of the problem and a parameter, "
-                            f"'duration' or a coordinate's rate; rename it in the model", where="model")
+                            f"'duration', 't' or a coordinate's rate; rename it in the model", where="model")
     index = {n: i for i, n in enumerate(variables)}
     # the model's own velocity names ("phi'") are accepted in the mappings too
     index.update({f"{c}'": coords.index(c) + len(coords) for c in coords})
@@ -307,16 +310,20 @@ def check_problem(problem: Problem) -> ValidProblem:
             if abs(x1 - x0 - s) > 1e-12 * max(1.0, abs(x0), abs(x1)):
                 raise OptimizeError(f"{variables[i]!r} is periodic with shift {s:g} but fixed to {x0:g} at the "
                                     f"start and {x1:g} at the end", where=f"periodic[{variables[i]!r}]")
-    point_names = variables + params
+    point_names = variables + params + ([TIME] if TIME not in params else [])
     objective = terminal = None
     if problem.objective is not None:
         objective = _expression(problem.objective, "objective", point_names,
-                                "the integrand may use the states, their rates (<name>_dot), inputs and parameters")
+                                "the integrand may use the states, their rates (<name>_dot), inputs, parameters and t")
     if problem.terminal is not None:
         terminal = _expression(problem.terminal, "terminal", states + params + [DURATION],
                                "the terminal term may use the final states, parameters and 'duration'")
     path = _constraints(problem.path, "path", point_names,
-                        "path constraints may use the states, their rates (<name>_dot), inputs and parameters")
+                        "path constraints may use the states, their rates (<name>_dot), inputs, parameters and t")
+    timed = [("objective", objective)] + [(f"path[{k}]", e) for k, (e, _, _) in enumerate(path)]
+    for where, e in timed:
+        if free and e is not None and TIME in e.names and TIME not in params:
+            raise OptimizeError(f"{e.text!r} depends on the time t, which needs a fixed duration", where=where)
     ends = [f"{v}_{e}" for e in ("start", "end") for v in variables]
     clash = sorted(set(ends) & set(point_names))
     if clash and problem.boundary:
@@ -354,4 +361,4 @@ def _constraints(items: Sequence[Any], field_name: str, names: Sequence[str],
 
 
 __all__ = ["Problem", "ValidProblem", "OptimizeError", "check_problem", "rate_name", "METHODS", "HESSIANS",
-           "DURATION"]
+           "DURATION", "TIME"]
