@@ -8,8 +8,9 @@ returns a frozen :class:`ValidProblem` with every name resolved to its place in 
 
 Names in expressions: the coordinates (``phi``), their rates ``<coordinate>_dot`` (``phi_dot``), the inputs
 and the model's parameters, and in the integrand and the path constraints the time ``t`` (with a fixed
-duration: a tracking objective, a prescribed motion); the terminal term may also use ``duration``; the boundary constraints use the
-values at the first and the last node, ``<name>_start`` and ``<name>_end``, and ``duration``.
+duration: a tracking objective, a prescribed motion); the terminal term may also use ``duration``; the
+boundary constraints use the values at the first and the last node, ``<name>_start`` and ``<name>_end``,
+and ``duration``.
 """
 from __future__ import annotations
 
