@@ -602,7 +602,7 @@ static bool cb_iter(ipindex alg_mod, ipindex iter, ipnumber obj, ipnumber inf_pr
 /* Solve from x (overwritten by the solution). Options: keys, values as text, kinds 0 text, 1 number, 2 integer.
  * Returns IPOPT's ApplicationReturnStatus, or -1000 when the problem or an option could not be set. */
 int rodopt_solve(rodopt_ctx *c, double *x, double *xl, double *xu, double *gl, double *gu, int nopt,
-                 const char **keys, const char **values, const int *kinds, double *g, double *mult_g,
+                 char **keys, char **values, const int *kinds, double *g, double *mult_g,
                  double *zl, double *zu, double *obj)
 {
     int i, status;
