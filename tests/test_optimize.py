@@ -399,3 +399,75 @@ def test_prescribed_motion_gives_the_inverse_dynamics(pendulum: object, build_di
 def test_time_needs_a_fixed_duration(pendulum: object) -> None:
     with pytest.raises(OptimizeError, match="objective: .*time t, which needs a fixed duration"):
         Problem(pendulum, duration=(1, 2), objective="(phi - t)**2").check()
+
+
+COMPASS = {"name": "compass_pinned", "gravity": ["g*sin(gamma)", "-g*cos(gamma)"],
+           "parameters": {"g": 9.81, "m": 5.0, "m_H": 10.0, "a": 0.5, "b": 0.5, "gamma": math.radians(3.0)},
+           "links": [
+               {"name": "stance", "coordinate": "s", "angle": "absolute", "offset": "pi/2",
+                "joint": {"actuated": False},
+                "segments": [{"name": "stance_s", "length": "a + b",
+                              "masses": [{"mass": "m", "offset": "a", "name": "mass_s"},
+                                         {"mass": "m_H", "fraction": 1, "name": "hip"}]}]},
+               {"name": "swing", "parent": "stance", "coordinate": "w", "angle": "absolute", "offset": "-pi/2",
+                "joint": {"actuated": False},
+                "segments": [{"name": "swing_s", "length": "a + b",
+                              "masses": [{"mass": "m", "offset": "b", "name": "mass_w"}]}]}]}
+
+
+def _heel_strike(m: float, m_hip: float, a: float, b: float) -> list[str]:
+    """The compass gait's heel strike as two equations in the names of the problem: the angular momentum of
+    the walker about the new stance foot, and that of the trailing leg about the hip, are the same before
+    (the last node, ``*_end``) and after (the first node, ``*_start``, legs relabelled)."""
+    import sympy as sp
+    n = {k: sp.Symbol(k) for k in (f"{v}_{e}" for e in ("start", "end") for v in ("s", "w", "s_dot", "w_dot"))}
+    l = a + b
+
+    def points(end: str, origin: object) -> dict:
+        s, w, sd, wd = (n[f"{v}_{end}"] for v in ("s", "w", "s_dot", "w_dot"))
+        f1, f2 = s + sp.pi / 2, w - sp.pi / 2      # the legs' directions (stance: foot to hip, swing: hip to foot)
+        e, de = (lambda q: sp.Matrix([sp.cos(q), sp.sin(q)])), (lambda q: sp.Matrix([-sp.sin(q), sp.cos(q)]))
+        hip, vhip = origin + l * e(f1), l * de(f1) * sd
+        return {"p1": (origin + a * e(f1), a * de(f1) * sd), "hip": (hip, vhip),
+                "p2": (hip + b * e(f2), vhip + b * de(f2) * wd), "foot2": hip + l * e(f2)}
+
+    def cross(r: object, v: object) -> object:
+        return r[0] * v[1] - r[1] * v[0]
+
+    pre = points("end", sp.zeros(2, 1))
+    c, hip = pre["foot2"], pre["hip"][0]
+    post = points("start", c)
+
+    def total(P: dict) -> object:
+        return sum(mass * cross(P[k][0] - c, P[k][1]) for k, mass in (("hip", m_hip), ("p1", m), ("p2", m)))
+
+    trailing = m * cross(pre["p1"][0] - hip, pre["p1"][1]) - m * cross(post["p2"][0] - hip, post["p2"][1])
+    return [str(sp.trigsimp(sp.expand(total(pre) - total(post)))), str(sp.trigsimp(sp.expand(trailing)))]
+
+
+def test_passive_compass_gait_period_one_gait_with_the_heel_strike(build_dir: Path) -> None:
+    """A periodic gait with an impact: the passive compass gait (Goswami's walker, 3 degrees) pinned at its
+    stance foot, one step by collocation, the heel strike and the legs' relabelling as boundary constraints
+    between the last and the first node. The gait is the period-one fixed point of the independent SciPy
+    walker of tests/_compass_reference.py (its own Lagrangian and impact law, Newton on its step map)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _compass_reference import Walker, fixed_point, step
+    x_ref, _ = fixed_point(Walker(), np.array([-0.26, 1.1, 0.35]))
+    T_ref = step(Walker(), x_ref)[1]
+    cm = rodgen.build(load_dict(COMPASS), build_dir=build_dir)
+    strike = _heel_strike(5.0, 10.0, 0.5, 0.5)
+    boundary = [("s_start - w_end", 0, 0), ("w_start - s_end", 0, 0),   # the legs swap
+                ("w_end + s_end", 0, 0),                                # both feet on the slope
+                (strike[0], 0, 0), (strike[1], 0, 0)]
+    pr = Problem(cm, nodes=41, duration=(0.3, 1.5), boundary=boundary, bounds={"s": (-1, 1), "w": (-1, 1)})
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    Z = np.zeros((nlp.points, 4))        # a guess: the legs swing past each other at constant rates
+    Z[:, 0] = np.linspace(-0.2, 0.2, nlp.points)
+    Z[:, 1], Z[:, 2], Z[:, 3] = -Z[:, 0], 0.5, -0.5
+    r = nlp.solve(np.append(Z.ravel(), 0.7), options={"tol": 1e-10})
+    assert r.success, r.message
+    # the reference's angles from the slope normal are -s, -w (and its rates -s', -w')
+    np.testing.assert_allclose([r.q[0, 0], r.q[0, 1], r.qd[0, 0], r.qd[0, 1]], -x_ref, atol=1e-6)
+    assert r.duration == pytest.approx(T_ref, abs=1e-6)
+    assert r.simulate_check() < 1e-4
