@@ -2,8 +2,10 @@
 
 Takes the :class:`~rodgen.optimize.derive.ProblemEquations` and prints the routines the collocation's C
 (``rodgen_collocation.c``) calls (``rodopt_integrand``, ``rodopt_terminal``, ``rodopt_path``,
-``rodopt_path_jacobian``, the pattern ``rodopt_path_structure``) through the code stage's printer, with
-common subexpressions shared within each routine. Derives nothing.
+``rodopt_path_jacobian``, ``rodopt_boundary``, ``rodopt_boundary_jacobian``, the patterns
+``rodopt_path_structure`` and ``rodopt_boundary_structure``, and for the exact Hessian
+``rodopt_hessian_point`` and ``rodopt_hessian_terminal``) through the code stage's printer, with common
+subexpressions shared within each routine. Derives nothing.
 """
 from __future__ import annotations
 
