@@ -132,7 +132,8 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
                              tol: float = 1e-8, t: Any = 0.0) -> ContactInverseDynamics:
     """Inputs ``u`` and constraint forces ``λ`` that produce ``qdd`` with the ``active`` blocks held.
 
-    ``q, qd, qdd``: (nq,) or a batch (N, nq) (the same active set for every row).
+    ``q``: (nq,) or a batch (N, nq); ``qd, qdd``: (nv,) or (N, nv) (nv = nq but with free, spherical or planar
+    joints); the same active set for every row.
     ``active``: names of the active constraint blocks (contacts, loops, limits).
     ``t``: the time of each row (one for all, or (N,)), for force elements that are expressions of the time
     (a model whose ``bias`` takes no ``t`` is called without it).
@@ -141,12 +142,15 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     Q = np.asarray(q, dtype=float)
     single = Q.ndim == 1
     Q = np.atleast_2d(Q)
-    nq = Q.shape[1]
-    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), Q.shape)
-    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), Q.shape)
+    nq = int(getattr(model, "nv", Q.shape[1]))     # velocity-sized: M, h, B, J's columns
+    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), (Q.shape[0], nq))
+    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), (Q.shape[0], nq))
     rows, blocks = active_rows(model, active)
     k = len(rows)
     tangential, normal = _contact_rows(blocks)
+    if tangential_share is not None and any(kind == "contact" and n != 2 for _nm, kind, _r, n in blocks):
+        raise ValueError("tangential_share splits the one tangential row of planar contacts; the active "
+                         "contacts have 3 rows (two tangential)")
     fixed = None
     if tangential_share is not None and not isinstance(tangential_share, str):
         fixed = _shares(tangential_share, list(tangential))
@@ -197,7 +201,7 @@ def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, in
     at = 0
     for name, kind, _row, n in blocks:
         if kind == "contact":
-            tangential[name], normal[name] = at, at + 1
+            tangential[name], normal[name] = at, at + n - 1
         at += n
     return tangential, normal
 

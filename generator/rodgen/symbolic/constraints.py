@@ -8,6 +8,10 @@ For every block the symbolic stage returns (docs/ARCHITECTURE.md, "Constraints")
     jacobian J(q)     = dc/dq
     bias              = J̇ q̇ = d/dt (J(q)) q̇ = sum_k d(J q̇)/dq_k q̇_k,
 
+(with free, spherical or planar joints the velocities v are not the coordinates' rates: J maps the nv
+velocities, J = dc/dq · d(dq/dt)/dv, and the bias is sum_k d(J v)/dq_k (dq_k/dt) with dq/dt the
+configuration rate ``Equations.configuration_rate``),
+
 so that along a motion that keeps a block's rows constant ``J qdd + J̇ q̇ = 0``
 and its force ``λ`` enters the equations as ``M qdd + bias = B u + Jᵀ λ``.
 Everything is built from the Cartesian marker positions ``Equations.points``,
@@ -55,11 +59,21 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     def point(name: str) -> sp.Matrix:
         return inline(eqs.points[name])
 
+    # dq/dt: qd, or with free, spherical or planar joints the configuration rate (nq) of the nv velocities,
+    # whose Jacobian by the velocities maps a row's dc/dq onto the velocities
+    rate = eqs.configuration_rate if eqs.configuration_rate is not None else sp.Matrix(qd)
+    tangent = rate.jacobian(qd) if eqs.configuration_rate is not None and q else None
+
     def block(name: str, kind: str, position: sp.Matrix, friction: sp.Expr | None = None,
               kinetic: sp.Expr | None = None, jacobian: sp.Matrix | None = None) -> ConstraintEquations:
-        J = jacobian if jacobian is not None else position.jacobian(q) if q else sp.zeros(position.shape[0], 0)
+        if jacobian is not None:
+            J = jacobian
+        elif not q:
+            J = sp.zeros(position.shape[0], 0)
+        else:
+            J = position.jacobian(q) if tangent is None else position.jacobian(q) * tangent
         Jqd = J * sp.Matrix(qd)
-        bias = Jqd.jacobian(q) * sp.Matrix(qd) if q else sp.zeros(position.shape[0], 1)
+        bias = Jqd.jacobian(q) * rate if q else sp.zeros(position.shape[0], 1)
         return ConstraintEquations(name, kind, position, J, bias, friction, kinetic)
 
     out: list[ConstraintEquations] = []
@@ -259,7 +273,7 @@ class _Factored:
     :func:`constrained_solve`)."""
 
     def __init__(self, eqs: Equations) -> None:
-        n = len(eqs.q)
+        n = len(eqs.qd)     # M is nv x nv
         self.n = n
         self.zero = zero = sp.Integer(0)
         rows = [c.jacobian[i, :] for c in eqs.constraints for i in range(c.nrows)]
