@@ -217,3 +217,71 @@ def test_loop_on_a_floating_base_is_pinocchios_frame_constraint(build_dir: Path)
     v_plus, impulse, _, loss = robot.impact(q, v)
     v_ref, imp_ref = _kkt(M, Jm - Jf, M @ pv, np.zeros(3))
     assert _close(v_plus, v_ref[vi], 1e-9) and _close(impulse, imp_ref, 1e-9) and loss >= 0
+
+
+def _example() -> Any:
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "examples" / "spatial" / "solo12_stand.py"
+    spec = importlib.util.spec_from_file_location("example_solo12_stand", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_solo12_dropped_lands_and_stands(tmp_path: Path) -> None:
+    """examples/spatial/solo12_stand.py: dropped from 0.1 m, the four feet touch down (a plastic impact:
+    the kinetic energy drops, by the energy the event reports), stick, and the robot stands under the joint
+    PD law: after 2 s the base height is steady, every foot pushes, and the normal forces carry the total
+    mass of Pinocchio's model of the URDF times g to 1e-6; the quaternion stays a unit quaternion."""
+    mod = _example()
+    res, info = mod.run(str(tmp_path), t_end=2.0)
+    assert res.ok, res.message
+    assert (tmp_path / "solo12_stand.png").is_file()
+    assert res.q.shape[1] == 19 and res.qd.shape[1] == 18 and res.velocities is not None
+    touch = [e for e in res.events if e["kind"] == "touchdown"]
+    assert sorted(e["block"] for e in touch) == list(FEET) and len(res.events) == 4
+    assert abs(touch[0]["t"] - np.sqrt(2 * 0.1 / 9.81)) < 1e-6          # free fall of 0.1 m
+    # across the impact: the states before and after are stored at the same time
+    k = np.flatnonzero(res.t == touch[0]["t"])
+    assert len(k) == 2
+    E = res.kinetic + res.potential
+    assert E[k[1]] < E[k[0]]
+    assert abs((res.kinetic[k[0]] - res.kinetic[k[1]]) - touch[0]["energy_loss"]) <= 1e-9
+    np.testing.assert_allclose(res.potential[k[0]], res.potential[k[1]], rtol=0, atol=1e-12)
+    robot = rodgen.build(mod.solo12_model())
+    np.testing.assert_allclose(robot.constraint_jacobian(res.q[k[1]]) @ res.qd[k[1]], 0.0, atol=1e-10)
+    # standing: steady base height, every foot pushing, the weight carried
+    late = res.t >= res.t[-1] - 0.5
+    assert np.ptp(res.q[late, 2]) < 1e-6 and 0.15 < res.q[-1, 2] < 0.3
+    normal = res.lam[:, 2::3]
+    assert np.all(normal[late] > 0.5)
+    pm = pin.buildModelFromUrdf(str(robot_file(SOLO)), pin.JointModelFreeFlyer())
+    weight = pin.computeTotalMass(pm) * 9.81
+    assert abs(normal[-1].sum() - weight) <= 1e-6 * weight
+    np.testing.assert_allclose(res.lam[-1, 0::3].sum(), 0.0, atol=1e-6 * weight)   # no net horizontal force
+    np.testing.assert_allclose(res.lam[-1, 1::3].sum(), 0.0, atol=1e-6 * weight)
+    np.testing.assert_allclose(np.linalg.norm(res.q[:, 3:7], axis=1), 1.0, atol=1e-12)
+    # friction: every foot inside its cone (mu = 1)
+    assert np.all(np.hypot(res.lam[late, 0::3], res.lam[late, 1::3]) < normal[late])
+
+
+def test_hybrid_refusals_on_a_floating_base_name_the_place(build_dir: Path) -> None:
+    robot, _ = _robot("contacts", build_dir)
+    y0 = robot.initial_state()
+    y0[2] = 1.0
+    with pytest.raises(NotImplementedError, match="contact 'FL'.*3 rows"):
+        robot.simulate(y0, 0.01, 1e-3, contacts=(), on_slip="slide")
+    with pytest.raises(ValueError, match=r"y0: the quaternion"):
+        bad = y0.copy()
+        bad[3:7] = 0.0
+        robot.simulate(bad, 0.01, 1e-3, contacts=())
+    with pytest.raises(ValueError, match="velocities"):
+        ref = rodgen.Reference([0.0], y0[None, :19], np.ones((1, 19)), np.zeros((1, 19)))
+        robot.simulate(y0, 0.01, 1e-3, contacts=(), controller=rodgen.PD(ref, 1.0, 0.1))
+    # in flight the hybrid run is the free dynamics: the same as the plain RK4 of simulate()
+    a = robot.simulate(y0, 0.05, 1e-3, contacts=())
+    b = robot.simulate(y0, 0.05, 1e-3)
+    assert a.ok and b.ok and not a.events
+    np.testing.assert_allclose(a.q[-1], b.q[-1], atol=1e-12)
+    np.testing.assert_allclose(a.qd[-1], b.qd[-1], atol=1e-12)

@@ -323,8 +323,8 @@ METHODS: tuple[Constant, ...] = (
 INPUT_KINDS: tuple[Constant, ...] = (
     Constant("INPUT_CONSTANT", 0, "u (NULL: zero)"),
     Constant("INPUT_TABLE", 1, "values [n*nu] at times [n], linear interpolation"),
-    Constant("INPUT_PD", 2, "times, values [n*3*nq], kp, kd [nu], u: feedforward or NULL"),
-    Constant("INPUT_COMPUTED_TORQUE", 3, "times, values [n*3*nq], kp, kd [nq]"),
+    Constant("INPUT_PD", 2, "times, values [n*(nq+2*nv)], kp, kd [nu], u: feedforward or NULL"),
+    Constant("INPUT_COMPUTED_TORQUE", 3, "times, values [n*(nq+2*nv)], kp, kd [nv]"),
     Constant("INPUT_CALLBACK", 4, "fn(context, t, y, u) fills u[nu], returns 0 (else: failed)"),
 )
 
@@ -362,9 +362,10 @@ STRUCTS: tuple[Struct, ...] = (
         Field("const double *", "u", "CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none"),
         Field("long", "n", "number of samples (TABLE, PD, COMPUTED_TORQUE), at least 1"),
         Field("const double *", "times", "[n] sample times, strictly increasing"),
-        Field("const double *", "values", "TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*3*nq] rows q_ref, qd_ref, qdd_ref"),
-        Field("const double *", "kp", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
-        Field("const double *", "kd", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
+        Field("const double *", "values", "TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*(nq+2*nv)] rows q_ref [nq], "
+              "qd_ref, qdd_ref [nv] (the position error q_ref (-) q of rodgen_difference)"),
+        Field("const double *", "kp", "PD: [nu]; COMPUTED_TORQUE: [nv]"),
+        Field("const double *", "kd", "PD: [nu]; COMPUTED_TORQUE: [nv]"),
         Field("rodgen_input_fn", "fn", "CALLBACK"),
         Field("void *", "context", "CALLBACK: passed to fn"),
     )),

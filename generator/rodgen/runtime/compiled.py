@@ -711,11 +711,13 @@ class CompiledModel:
             contacts = ()
         if contacts is not None:
             spatial = [b.name for b in self.constraints if b.kind == "contact" and b.nrows != 2]
-            if spatial:
+            sliding = hybrid.get("on_slip") == "slide" or (isinstance(contacts, Mapping) and any(
+                contacts.get(nm) in ("slide_plus", "slide_minus") for nm in spatial))
+            if spatial and sliding:
                 raise NotImplementedError(
-                    f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs planar 2-row "
-                    f"contacts only; contact {spatial[0]!r} of the model {self.name!r} has 3 rows (a spatial "
-                    f"model): use constrained_dynamics and impact, or a compliant contact (docs/contacts-3d.md)")
+                    f"the hybrid simulation slides planar 2-row contacts only; contact {spatial[0]!r} of the "
+                    f"model {self.name!r} has 3 rows (a spatial model): its contacts stick, lift off and touch "
+                    f"down (on_slip='stop' or 'continue'), or use a compliant contact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")
