@@ -19,6 +19,7 @@ import pytest
 import rodgen
 from _robots import robot_file
 from rodgen.codegen import CodegenOptions
+from rodgen.model.core import Friction
 
 pin = pytest.importorskip("pinocchio")
 
@@ -29,7 +30,8 @@ _built: dict[str, Any] = {}
 
 def solo(contacts: bool = True, loop: bool = False) -> rodgen.SpatialModel:
     """solo12 with a free-flyer root, its joint limits dropped; four foot contacts (friction 1) and/or a
-    3-row loop between the FL foot and a marker on the base placed where the foot is at q0."""
+    3-row loop between the FL foot and a marker on the base placed where the foot is at q0 with dry friction
+    (static 0.3, kinetic 0.2 N m) on the HR knee."""
     m = rodgen.from_urdf(robot_file(SOLO), floating=True)
     for lk in m.links:
         lk.joint.limits = None
@@ -44,6 +46,7 @@ def solo(contacts: bool = True, loop: bool = False) -> rodgen.SpatialModel:
         foot = pd.oMf[pm.getFrameId("FL_FOOT")].translation
         m.link_named("base_link").marker("anchor", xyz=tuple(float(x) for x in foot))
         m.loop("fl_anchor", "FL_FOOT", "anchor")
+        m.link_named("HR_LOWER_LEG").joint.friction = Friction(0.3, 0.2)
     return m
 
 
@@ -190,7 +193,8 @@ def test_contact_inverse_dynamics_balances_pinocchios_equations(build_dir: Path)
 def test_loop_on_a_floating_base_is_pinocchios_frame_constraint(build_dir: Path) -> None:
     robot, pm = _robot("loop", build_dir)
     pd = pm.createData()
-    assert [(b.name, b.kind, b.nrows) for b in robot.constraints] == [("fl_anchor", "loop", 3)]
+    assert [(b.name, b.kind, b.nrows) for b in robot.constraints] == [("fl_anchor", "loop", 3),
+                                                                       ("HR_KFE_friction", "friction", 1)]
     pin.framesForwardKinematics(pm, pd, pin.neutral(pm))
     anchor = pd.oMf[pm.getFrameId("base_link")].actInv(pd.oMf[pm.getFrameId("FL_FOOT")])
     fa = pm.getFrameId("FL_FOOT")
@@ -213,10 +217,20 @@ def test_loop_on_a_floating_base_is_pinocchios_frame_constraint(build_dir: Path)
         Jm, am = _rows(pm, pd, pq, pv, [fm])
         a_ref, lam_ref = _kkt(M, Jm - Jf, tau - h, -(am - af))
         qdd, lam = robot.constrained_dynamics(q, v, u)          # a loop is always held
-        assert _close(qdd, a_ref[vi], 1e-8) and _close(lam, lam_ref, 1e-8)
+        assert _close(qdd, a_ref[vi], 1e-8) and _close(lam[:3], lam_ref, 1e-8) and lam[3] == 0.0
+        # the HR knee's dry friction: sticking, a row on its velocity; slipping, its kinetic torque +0.2
+        knee = np.zeros((1, pm.nv))
+        knee[0, pm.idx_vs[pm.getJointId("HR_KFE")]] = 1.0
+        a_s, lam_s = _kkt(M, np.vstack([Jm - Jf, knee]), tau - h, np.concatenate([-(am - af), [0.0]]))
+        qdd, lam = robot.constrained_dynamics(q, v, u, active={"HR_KFE_friction": "stick"})
+        assert _close(qdd, a_s[vi], 1e-8) and _close(lam, lam_s, 1e-8)
+        a_k, lam_k = _kkt(M, Jm - Jf, tau - h + 0.2 * knee[0], -(am - af))
+        qdd, lam = robot.constrained_dynamics(q, v, u, active={"HR_KFE_friction": "slide_plus"})
+        assert _close(qdd, a_k[vi], 1e-8) and _close(lam, np.append(lam_k, 0.2), 1e-8)
     v_plus, impulse, _, loss = robot.impact(q, v)
     v_ref, imp_ref = _kkt(M, Jm - Jf, M @ pv, np.zeros(3))
-    assert _close(v_plus, v_ref[vi], 1e-9) and _close(impulse, imp_ref, 1e-9) and loss >= 0
+    assert _close(v_plus, v_ref[vi], 1e-9) and _close(impulse[:3], imp_ref, 1e-9) and loss >= 0
+    assert impulse[3] == 0.0                 # a bounded friction torque has no impulse
 
 
 def _example() -> Any:
