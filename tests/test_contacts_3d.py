@@ -205,7 +205,7 @@ def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_a
     for _ in range(3):
         q, qd = rng.uniform(-np.pi, np.pi, pm.nq), rng.normal(size=pm.nv)
         vals = list(q) + list(qd) + [float(eqs.param_values[s]) for s in eqs.params]
-        for blk, fid in zip(eqs.constraints, (fa, fb)):
+        for blk, fid in zip(eqs.expanded().constraints, (fa, fb)):   # J̇ q̇ refers to the intermediates
             J_pin, acc, oMf = _pin_rows(pm, q, qd, fid)
             pos = np.array(sp.lambdify(subs, blk.position, "numpy")(*vals), float).ravel()
             J = np.array(sp.lambdify(subs, blk.jacobian, "numpy")(*vals), float)
