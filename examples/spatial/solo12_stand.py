@@ -128,8 +128,11 @@ def main(argv: Optional[Sequence[str]] = None) -> tuple[SimulationResult, dict[s
                     help="initial roll and pitch of the base [rad]")
     a = ap.parse_args(argv)
     res, info = run(a.out_dir, t_end=a.t_end, drop=a.drop, tilt=tuple(a.tilt))
-    for t, block, loss in info["touchdowns"]:
-        print(f"t = {t:.4f} s: touch-down of {block}, {loss:.4f} J of kinetic energy lost")
+    impacts: dict[float, tuple[list[str], float]] = {}
+    for t, block, loss in info["touchdowns"]:      # the feet touching at one time share one impact
+        impacts.setdefault(t, ([], loss))[0].append(block)
+    for t, (blocks, loss) in impacts.items():
+        print(f"t = {t:.4f} s: touch-down of {', '.join(blocks)} (one impact), {loss:.4f} J of kinetic energy lost")
     for t, block in info["liftoffs"]:
         print(f"t = {t:.4f} s: lift-off of {block}")
     print(f"at t = {res.t[-1]:g} s: base height {info['height_end']:.4f} m, normal forces "
