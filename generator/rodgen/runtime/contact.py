@@ -142,7 +142,8 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     Q = np.asarray(q, dtype=float)
     single = Q.ndim == 1
     Q = np.atleast_2d(Q)
-    nq = int(getattr(model, "nv", Q.shape[1]))     # velocity-sized: M, h, B, J's columns
+    nv = getattr(model, "nv", None)
+    nq = int(nv) if nv is not None else Q.shape[1]     # velocity-sized: M, h, B, J's columns
     QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), (Q.shape[0], nq))
     QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), (Q.shape[0], nq))
     rows, blocks = active_rows(model, active)
