@@ -327,3 +327,12 @@ def test_tracking_laws_on_a_floating_base_take_the_error_on_the_manifold(build_d
     np.testing.assert_allclose(res.u[0], np.linalg.lstsq(B, Q, rcond=None)[0], atol=1e-9)
     with pytest.raises(ValueError, match="ComputedTorque kp has 12 entries; expected one gain or 18"):
         robot.simulate(y0, 1e-3, 1e-3, controller=rodgen.ComputedTorque(ref, kp, kd))
+
+
+def test_force_elements_on_a_floating_base_are_refused_by_name() -> None:
+    m = rodgen.SpatialModel("flyer_push")
+    m.link("body", joint="free").body(1.0, (0, 0, 0), (1.0, 0, 0, 1.0, 0, 1.0))
+    m.point_force("push", "body.joint", (1.0, 0.0, 0.0))
+    with pytest.raises(rodgen.ModelError, match=r"force 'push'.*force elements on a model with a free, "
+                                                r"spherical or planar joint are not supported yet"):
+        rodgen.derive(m)

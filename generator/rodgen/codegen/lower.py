@@ -62,8 +62,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     _check_shapes(eqs)
     lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
     if lie and eqs.forces:
-        raise CodegenError(f"model {model.name!r}: force elements with a free, spherical or "
-                           f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
+        raise CodegenError(f"model {model.name!r}, force {eqs.forces[0].name!r}: force elements with a free, "
+                           f"spherical or planar joint (nq = {n}, nv = {nv}) are not supported yet")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)

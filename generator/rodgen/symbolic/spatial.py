@@ -1118,6 +1118,10 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
     if model.lie and model.couplings:
         raise DerivationError(f"model {model.name!r}: coupled coordinates with a free, spherical or planar joint "
                               f"are not supported yet")
+    if model.lie and model.forces:
+        raise ModelError("force elements on a model with a free, spherical or planar joint are not supported "
+                         "yet (their generalized forces Jᵀ F take qd for dq/dt); use contacts, or a fixed base",
+                         source=model.source, where=f"force {model.forces[0].name!r}")
     if method == "lagrange" and model.lie:
         raise DerivationError(f"model {model.name!r} has a free, spherical or planar joint: the Lagrange "
                               f"reference takes joints whose velocities are the coordinates' rates only; use "
