@@ -1,7 +1,7 @@
 """Contacts, loops, limits and dry joint friction of spatial models: the vocabulary (builder, YAML, dump)
 and its checks, the constraint rows against Pinocchio's frame Jacobians and accelerations, and compiled
-loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. Compiling a spatial
-model's contacts is refused by the code stage (the runtime handles 2-row contacts only)."""
+loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. The hybrid simulator
+slides 2-row contacts only: a 3-row contact that would slide is refused by name."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -205,7 +205,7 @@ def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_a
     for _ in range(3):
         q, qd = rng.uniform(-np.pi, np.pi, pm.nq), rng.normal(size=pm.nv)
         vals = list(q) + list(qd) + [float(eqs.param_values[s]) for s in eqs.params]
-        for blk, fid in zip(eqs.constraints, (fa, fb)):
+        for blk, fid in zip(eqs.expanded().constraints, (fa, fb)):   # J̇ q̇ refers to the intermediates
             J_pin, acc, oMf = _pin_rows(pm, q, qd, fid)
             pos = np.array(sp.lambdify(subs, blk.position, "numpy")(*vals), float).ravel()
             J = np.array(sp.lambdify(subs, blk.jacobian, "numpy")(*vals), float)
@@ -277,8 +277,8 @@ def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_di
     assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
     assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
     assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
-    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):
-        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"])
+    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):     # 3-row contacts do not slide
+        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"], on_slip="slide")
     with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # sliding along one tangent: planar only
         robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"ca": "slide_plus"})
 

@@ -14,7 +14,10 @@
  *
  * Conventions (docs/ARCHITECTURE.md, "Constraints"):
  *   M(q) qdd + bias(q, qd) = B(q) u + J(q)^T lambda
- * with J the rows of the active blocks. lambda of a CONTACT block is
+ * with J the rows of the active blocks. q has nq coordinates, qd, qdd, M, J's columns nv
+ * (RODGEN_NV(m)): with free, spherical or planar joints (rodgen_model.lie_joints; a floating base) qd
+ * is the velocity, not dq/dt, and the hybrid simulator's state [q, qd] moves q by the configuration
+ * rate, each quaternion renormalised after every step. lambda of a CONTACT block is
  * [tangential force, normal force] on the foot in the ground frame (the ground
  * reaction; normal >= 0 pushes up; a spatial model's contact [f_t1, f_t2, f_n]); of a LOOP block the force on marker b along
  * x, y (minus that on marker a); of a LIMIT block the generalized force pushing
@@ -67,7 +70,7 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
 
-/* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
+/* qdd [nv] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
  * the force elements' expressions; any value for a model without them) for the blocks with active[i] != 0 (active may be NULL: none but the loops).
  * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
  * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
@@ -99,7 +102,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
  * Active-set rule: while a unilateral block (contact, limit) of A has a pulling
  * normal impulse (Lambda_n < -1e-12 max|Lambda|), the block with the most
  * negative one is released and the impact solved again.
- * Outputs: qd_plus [nq], impulse [nrows] (0 outside A; may be NULL),
+ * Outputs: qd_plus [nv], impulse [nrows] (0 outside A; may be NULL),
  * active_after [nconstraints] (A after the releases; may be NULL), energy_loss
  * (kinetic energy before minus after, >= 0; may be NULL). Returns as
  * rodgen_constrained_dynamics. */
@@ -164,7 +167,7 @@ typedef struct {
     void *context;
     double t0;             /* start time */
     double t;              /* time of y */
-    double *y;             /* [2 nq] state [q, qd] */
+    double *y;             /* [nq + nv] state [q, qd] */
     double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0) */
     int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS */
     int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
@@ -187,7 +190,7 @@ typedef struct {
 /* Bytes of the buffer of a run (state and scratch). */
 long rodgen_hybrid_work_bytes(const rodgen_model *m);
 
-/* Start a run at t0 from y0 [2 nq] in the phase active0 [nconstraints]
+/* Start a run at t0 from y0 [nq + nv] in the phase active0 [nconstraints]
  * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a contact may
  * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS; NULL: none but the loops). disarmed0 [nconstraints]
  * (NULL: none): inactive blocks that are allowed below their bound at the
@@ -238,7 +241,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     (phase 0: the stop holds the coordinate); when the limit releases it
  *     takes its phase from the rate again.
  * Impacts treat every active contact as sticking.
- * Rows written: t_out [capacity], y_out [capacity*2nq],
+ * Rows written: t_out [capacity], y_out [capacity*(nq+nv)],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
  * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all
  * but t_out and y_out may be NULL; capacity >= 3. An event writes the state

@@ -503,7 +503,7 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, what)) + "}"
     folder = Path(robot.folder)
     model_sources = [Path(robot.source).name]
-    runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c"]
+    runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c", "rodgen_lie.c"]   # rodgen_lie.c: the tracking laws
     headers = [f"{robot.prefix}.h", "rodgen_model.h", "rodgen_runtime.h"]
     if control.kind == 2 or hybrid is not None:   # the hybrid simulator, and any routine a C controller may call
         runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]

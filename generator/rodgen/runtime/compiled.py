@@ -725,11 +725,13 @@ class CompiledModel:
             contacts = ()
         if contacts is not None:
             spatial = [b.name for b in self.constraints if b.kind == "contact" and b.nrows != 2]
-            if spatial:
+            sliding = hybrid.get("on_slip") == "slide" or (isinstance(contacts, Mapping) and any(
+                contacts.get(nm) in ("slide_plus", "slide_minus") for nm in spatial))
+            if spatial and sliding:
                 raise NotImplementedError(
-                    f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs planar 2-row "
-                    f"contacts only; contact {spatial[0]!r} of the model {self.name!r} has 3 rows (a spatial "
-                    f"model): use constrained_dynamics and impact, or a compliant contact (docs/contacts-3d.md)")
+                    f"the hybrid simulation slides planar 2-row contacts only; contact {spatial[0]!r} of the "
+                    f"model {self.name!r} has 3 rows (a spatial model): its contacts stick, lift off and touch "
+                    f"down (on_slip='stop' or 'continue'), or use a compliant contact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")
@@ -889,10 +891,11 @@ class CompiledModel:
         return self._vec("constraint_position", (q, "q"), p=p, out=None, width=self.nrows)
 
     def constraint_jacobian(self, q: ArrayLike, p: Params = None) -> np.ndarray:
-        """Jacobian dc/dq of every constraint row: (nrows, nq) or (N, nrows, nq)."""
+        """Jacobian dc/dq of every constraint row: (nrows, nv) or (N, nrows, nv) (with free, spherical or planar
+        joints, of the velocities: J qd = dc/dt)."""
         self._need_constraints("constraint_jacobian")
-        r = self._vec("constraint_jacobian", (q, "q"), p=p, out=None, width=self.nrows * self.nq)
-        return r.reshape(r.shape[:-1] + (self.nrows, self.nq))
+        r = self._vec("constraint_jacobian", (q, "q"), p=p, out=None, width=self.nrows * self.nv)
+        return r.reshape(r.shape[:-1] + (self.nrows, self.nv))
 
     def constraint_bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
         """Velocity product J̇ q̇ of every constraint row: (nrows,) or (N, nrows)."""
@@ -921,7 +924,7 @@ class CompiledModel:
         return res
 
     def friction_forces(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
-        """The generalized forces of the dry-friction blocks on a moving coordinate, (nq,) or (N, nq):
+        """The generalized forces of the dry-friction blocks on a moving coordinate, (nv,) or (N, nv):
         ``-F_k sign(J_r qd) J_r`` summed over the blocks (J_r the block's row, its coordinate), zero at a
         zero rate (where the friction force is whatever holds the coordinate, up to the static limit).
         What a prescribed motion's drive must add to the inverse dynamics is minus this
@@ -933,7 +936,7 @@ class CompiledModel:
         if not rows:
             return out
         fk = self.kinetic_friction(p)[[i for i, b in enumerate(self.constraints) if b.kind == "friction"]]
-        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nq)
+        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nv)
         v = np.einsum("...kj,...j->...k", J, qda)
         return -np.einsum("...k,...kj->...j", fk * np.sign(v), J)
 
@@ -978,7 +981,7 @@ class CompiledModel:
     def constrained_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
                              active: Union[str, Sequence[str], Mapping[str, str]] = (), p: Params = None, *,
                              alpha: float = 0.0, beta: float = 0.0, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        """(qdd (nq,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
+        """(qdd (nv,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
         names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus". Raises
@@ -1001,7 +1004,7 @@ class CompiledModel:
         qv, qdv = self._one(q, "q"), self._one(qd, "qd")
         uv = self._one(u, "u") if u is not None else np.empty(0)
         pv = self._one_params(p)
-        qdd, lam = np.empty(self.nq), np.empty(self.nrows)
+        qdd, lam = np.empty(self.nv), np.empty(self.nrows)
         code = self._runtime.constrained_dynamics(self._m, qv, qdv, uv, mask, pv, qdd, lam, float(alpha),
                                                   float(beta), 0.0, float(t))
         if code:
@@ -1012,12 +1015,12 @@ class CompiledModel:
                p: Params = None) -> tuple[np.ndarray, np.ndarray, list[str], float]:
         """Plastic impact onto the ``active`` blocks (the set after the impact, the touching one included):
         M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0, releasing a contact or limit whose impulse would pull.
-        Returns (qd_plus (nq,), impulse (nrows,), the active block names after, energy loss >= 0)."""
+        Returns (qd_plus (nv,), impulse (nrows,), the active block names after, energy loss >= 0)."""
         self._need_constraints("impact")
         mask = self.active_mask(active)
         qv, qdv = self._one(q, "q"), self._one(qd_minus, "qd")
         pv = self._one_params(p)
-        qdp, imp = np.empty(self.nq), np.empty(self.nrows)
+        qdp, imp = np.empty(self.nv), np.empty(self.nrows)
         after = np.zeros(len(self.constraints), dtype=np.intc)
         code, loss = self._runtime.impact(self._m, qv, qdv, mask, pv, qdp, imp, after)
         if code:

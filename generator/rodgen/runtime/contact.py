@@ -133,7 +133,8 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
                              tol: float = 1e-8, t: Any = 0.0) -> ContactInverseDynamics:
     """Inputs ``u`` and constraint forces ``λ`` that produce ``qdd`` with the ``active`` blocks held.
 
-    ``q, qd, qdd``: (nq,) or a batch (N, nq) (the same active set for every row).
+    ``q``: (nq,) or a batch (N, nq); ``qd, qdd``: (nv,) or (N, nv) (nv = nq but with free, spherical or planar
+    joints); the same active set for every row.
     ``active``: names of the active constraint blocks (contacts, loops, limits).
     ``t``: the time of each row (one for all, or (N,)), for force elements that are expressions of the time
     (a model whose ``bias`` takes no ``t`` is called without it).
@@ -142,9 +143,10 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     Q = np.asarray(q, dtype=float)
     single = Q.ndim == 1
     Q = np.atleast_2d(Q)
-    nq = Q.shape[1]
-    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), Q.shape)
-    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), Q.shape)
+    nv = getattr(model, "nv", None)
+    nq = int(nv) if nv is not None else Q.shape[1]     # velocity-sized: M, h, B, J's columns
+    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), (Q.shape[0], nq))
+    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), (Q.shape[0], nq))
     rows, blocks = active_rows(model, active)
     k = len(rows)
     tangential, normal = _contact_rows(blocks)
