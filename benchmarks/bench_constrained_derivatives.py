@@ -26,9 +26,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from bench_derivatives import coordinate_maps, from_urdf_pair  # noqa: E402
+
 import rodgen  # noqa: E402
 
-from bench_derivatives import coordinate_maps, from_urdf_pair  # noqa: E402
 from common import autorange, machine, write_json  # noqa: E402
 
 #: robot -> (URDF, joints kept, the held link (a frame of rodgen's model), its joint in Pinocchio)

@@ -22,7 +22,7 @@ DT = 1e-3
 @pytest.fixture(scope="module")
 def walker(build_dir: Path) -> Any:
     sys.path.insert(0, str(EXAMPLES))
-    import compass_gait as cg    # the section's state and the arming gap of the example
+    import compass_gait as cg  # the section's state and the arming gap of the example
     robot = rodgen.build(rodgen.load(EXAMPLES / "compass_gait.yaml"), build_dir=build_dir)
     l = robot.parameters["a"] + robot.parameters["b"]
     # z' = (th_b, w_b, w_a) after foot_b's touchdown: the legs relabelled

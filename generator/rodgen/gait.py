@@ -24,7 +24,7 @@ every eigenvalue of ∂P/∂z (its Floquet multipliers, :func:`multipliers`) lie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 

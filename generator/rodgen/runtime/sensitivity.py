@@ -51,10 +51,9 @@ def rk4_step(f: Rhs, jac: Rhs, t: float, y: np.ndarray, h: float,
         if fu is not None:
             B = fu(ts[i], yi)
             dus.append(B if i == 0 else B + A @ (scale[i - 1] * dus[-1]))
-    w = (1.0, 2.0, 2.0, 1.0)
-    y1 = y + (h / 6.0) * sum(wi * k for wi, k in zip(w, ks))
-    phi = eye + (h / 6.0) * sum(wi * d for wi, d in zip(w, dks))
-    du = (h / 6.0) * sum(wi * d for wi, d in zip(w, dus)) if fu is not None else None
+    y1 = y + (h / 6.0) * (ks[0] + 2.0 * ks[1] + 2.0 * ks[2] + ks[3])
+    phi = eye + (h / 6.0) * (dks[0] + 2.0 * dks[1] + 2.0 * dks[2] + dks[3])
+    du = (h / 6.0) * (dus[0] + 2.0 * dus[1] + 2.0 * dus[2] + dus[3]) if fu is not None else None
     return y1, phi, du
 
 
