@@ -130,9 +130,10 @@ def multipliers(jacobian: Any) -> np.ndarray:
 class LimitCycle:
     """A fixed point z* = P(z*) of a Poincaré map.
 
-    z : the fixed point; residual : max |P(z) - z| there; iterations : Newton steps taken.
+    z : the fixed point; residual : the largest entry of ``abs(P(z) - z)`` there; iterations : Newton
+    steps taken.
     jacobian : ∂P/∂z at z*; multipliers : its eigenvalues, largest modulus first.
-    stable : every multiplier inside the unit circle (|λ| < 1).
+    stable : every multiplier inside the unit circle (modulus below 1).
     """
 
     z: np.ndarray

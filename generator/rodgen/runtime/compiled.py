@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
+#: no parameter vector: the C takes the model's defaults (a routine's empty p)
+_NO_P = np.empty(0)
 
 #: Messages of the status codes of the C (``RODGEN_OK``, ``RODGEN_ERR_...``), from :mod:`rodgen.contract`.
 STATUS_MESSAGES = {int(code): code.message for code in StatusCode}
@@ -145,6 +147,8 @@ class CompiledModel:
         self._jacobian_table: Any = model if info["routines"]["rhs_jacobian"] else None
         self._jacobian_build: Optional[Callable[[], "CompiledModel"]] = None
         self._jacobian_guard = threading.Lock()
+        # active sets of the constrained derivatives -> (the table holding constraint_partials, the mask)
+        self._partials: dict[Any, tuple[Any, np.ndarray]] = {}
         self.path = Path(path)
         self.folder = self.path.parent
         #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
@@ -1035,7 +1039,11 @@ class CompiledModel:
 
     def _partials_table(self, what: str, active: Union[str, Sequence[str]]) -> tuple[Any, np.ndarray]:
         """The table holding ``constraint_partials`` (this library's, or the RHS Jacobian's build, made on
-        first use) and the active mask, every held block sticking."""
+        first use) and the active mask, every held block sticking (kept per list of block names)."""
+        key = active if isinstance(active, str) else tuple(active) if isinstance(active, (tuple, list)) else None
+        hit = self._partials.get(key) if key is not None else None
+        if hit is not None:
+            return hit
         self._need_constraints(what)
         if self.nq != self.nv:
             raise ValueError(f"{what}: the model {self.name!r} has a free, spherical or planar joint (nq = "
@@ -1052,7 +1060,15 @@ class CompiledModel:
         if not table.info()["routines"].get("constraint_partials"):
             raise RodgenError(f"{what}: the library of the model {self.name!r} has no constraint_partials (it "
                               f"is generated with the RHS Jacobian); rebuild the model with this rodgen")
+        if key is not None and len(self._partials) < 256:
+            self._partials[key] = (table, mask)
         return table, mask
+
+    def _one_vector(self, x: ArrayLike, name: str) -> np.ndarray:
+        """One state's vector: a contiguous float64 array as it is, anything else through the checked path."""
+        if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 1 and x.flags.c_contiguous:
+            return x
+        return self._one(x, name)
 
     def constrained_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
                                          active: Union[str, Sequence[str]] = (), p: Params = None, *,
@@ -1066,9 +1082,9 @@ class CompiledModel:
         RHS Jacobian). Models with nq = nv. Raises DynamicsError (singular constraints, M not positive
         definite, ...)."""
         table, mask = self._partials_table("constrained_dynamics_derivatives", active)
-        qv, qdv = self._one(q, "q"), self._one(qd, "qd")
-        uv = self._one(u, "u") if u is not None else np.zeros(self.nu)
-        pv = self._one_params(p)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd, "qd")
+        uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
+        pv = _NO_P if p is None else self._one_params(p)
         if qv.shape[0] != self.nq or qdv.shape[0] != self.nv or uv.shape[0] != self.nu:
             raise ValueError(f"constrained_dynamics_derivatives: q, qd, u of the model {self.name!r} have "
                              f"{self.nq}, {self.nv}, {self.nu} entries; got {qv.shape[0]}, {qdv.shape[0]}, "
@@ -1089,8 +1105,8 @@ class CompiledModel:
         (nrows, nv), (nrows, nv) (``rodgen_impact_derivatives`` of ``csrc/rodgen_cderiv.c``). Models with
         nq = nv."""
         table, mask = self._partials_table("impact_derivatives", active)
-        qv, qdv = self._one(q, "q"), self._one(qd_minus, "qd")
-        pv = self._one_params(p)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd_minus, "qd")
+        pv = _NO_P if p is None else self._one_params(p)
         if qv.shape[0] != self.nq or qdv.shape[0] != self.nv:
             raise ValueError(f"impact_derivatives: q, qd_minus of the model {self.name!r} have {self.nq}, "
                              f"{self.nv} entries; got {qv.shape[0]}, {qdv.shape[0]}")
