@@ -24,25 +24,13 @@ def walker(build_dir: Path) -> Any:
     sys.path.insert(0, str(EXAMPLES))
     import compass_gait as cg  # the section's state and the arming gap of the example
     robot = rodgen.build(rodgen.load(EXAMPLES / "compass_gait.yaml"), build_dir=build_dir)
-    l = robot.parameters["a"] + robot.parameters["b"]
-    # z' = (th_b, w_b, w_a) after foot_b's touchdown: the legs relabelled
-    E = np.zeros((3, 8))
-    E[0, 3], E[1, 7], E[2, 6] = 1.0, 1.0, 1.0
 
     def lift(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The example's section state y(z) and dy/dz."""
-        ts, ws, _ = z
-        S = np.zeros((8, 3))
-        S[:4, 0] = [-l * np.cos(ts), -l * np.sin(ts), 1.0, -1.0]
-        S[4, :2] = [l * np.sin(ts) * ws, -l * np.cos(ts)]
-        S[5, :2] = [-l * np.cos(ts) * ws, -l * np.sin(ts)]
-        S[6, 1] = S[7, 2] = 1.0
-        return cg.state(robot, z), S
+        return cg.state(robot, z), cg.section_jacobian(robot, z)
 
     def P(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        y0, S = lift(z)
-        s = gait.stride(robot, y0, ["foot_a"], "foot_b", DT, arm_gap=cg.ARM_GAP)
-        return E @ s.y_plus, E @ s.jacobian @ S
+        return cg.poincare(robot, z, DT)
 
     return robot, P, lift, cg
 
@@ -61,8 +49,7 @@ def test_poincare_jacobian_is_the_difference_of_the_simulated_stride_map(walker:
     # without the saltation term (the event time held fixed) the Jacobian is another matrix
     y0, S = walker[2](z)
     s = gait.stride(robot, y0, ["foot_a"], "foot_b", DT, arm_gap=walker[3].ARM_GAP)
-    E = np.zeros((3, 8))
-    E[0, 3], E[1, 7], E[2, 6] = 1.0, 1.0, 1.0
+    E = walker[3].RELABEL
     assert np.abs(E @ s.impact @ s.flow @ S - num).max() > 1e-2
     assert s.active_after == ["foot_b"]
 
