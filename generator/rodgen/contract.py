@@ -179,6 +179,13 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
             "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
             "static limit is the block's constraint_friction.", optional=True),
+    Routine("constraint_partials", (_t, _q, _qd, _qdd, _u, Arg("lam", "nrows", "constraint forces lambda"), _p,
+                                    _out("dg", "2*nv*nv", "d g/d[q, qd], row-major", "nv,2*nv"),
+                                    _out("dk", "2*nrows*nv", "d k/d[q, qd], row-major", "nrows,2*nv")),
+            "Partials of the constrained dynamics' KKT system g = M qdd + bias - B u - J^T lam and "
+            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; generated with the RHS "
+            "Jacobian for models with nq = nv), from which rodgen_constrained_derivatives and "
+            "rodgen_impact_derivatives solve the derivatives of qdd, lambda and the impact map.", optional=True),
 )
 
 

@@ -72,6 +72,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if jacobian:
         r += jacobian_routines(eqs, prefix, g, options)
     r += constraint_routines(eqs, prefix, g, options, blocks)
+    if jacobian and blocks and nv == n:
+        r.append(constraint_partials_routine(eqs, prefix, g, options))
     r += force_routines(eqs, prefix, g, options)
     if spatial:
         r += frame_routines(full, prefix, g, options)
@@ -356,6 +358,31 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
         [("dg", "d(M a + bias - B u)/d[q, qd] dx", [(f"dg[{i}]", tc.outputs[i]) for i in range(n)])],
         [], tc.tangent, options, static=True)
     return [partials, tangent]
+
+
+def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``<prefix>_constraint_partials``: the symbolic stage's ``Equations.constraint_partials()``, the
+    derivatives of g = M qdd + bias - B u - J^T lam and k = J qdd + Jdot qd by [q, qd] at fixed qdd, u
+    and lam, from which the runtime's C solves the derivatives of the constrained dynamics and the impact
+    map (generated with the RHS Jacobian)."""
+    n = len(eqs.qd)
+    NQ = g.NQ
+    assignments, lam, dg, dk = eqs.constraint_partials()
+    nrows = len(lam)
+    w = 2 * n
+    return build_routine(
+        "constraint_partials", f"{prefix}_constraint_partials",
+        "Partials of the constrained dynamics' KKT system by [q, qd] at fixed qdd, u and lam.",
+        (f"dg: {n} x {w} = d(M qdd + bias - B u - J^T lam)/d[q, qd]; dk: {nrows} x {w} = "
+         f"d(J qdd + Jdot qd)/d[q, qd]; row-major.",),
+        [g.t, g.q, g.qd, g.qdd, g.u, Group(Argument("lam", str(nrows), "constraint forces lambda"), lam), g.p,
+         output("dg", f"2*{NQ}*{NQ}", "d g/d[q, qd], row-major"),
+         output("dk", f"2*{nrows}*{NQ}", "d k/d[q, qd], row-major")],
+        [("dg", "d(M qdd + bias - B u - J^T lam)/d[q, qd]",
+          [(f"dg[{i * w + j}]", dg[i][j]) for i in range(n) for j in range(w)]),
+         ("dk", "d(J qdd + Jdot qd)/d[q, qd]",
+          [(f"dk[{i * w + j}]", dk[i][j]) for i in range(nrows) for j in range(w)])],
+        [], assignments, options)
 
 
 def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:

@@ -124,6 +124,13 @@ typedef struct rodgen_model {
     /* Dry friction (NULL when the model has no FRICTION block): the kinetic limit of each block. */
     void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */
 
+    /* Partials of the KKT system of the constrained dynamics (NULL when not generated: generated with the
+     * RHS Jacobian when the model has constraints and nq = nv): with g = M qdd + bias - B u - J^T lam and
+     * k = J qdd + Jdot qd, dg [nv*2nv] = dg/d[q, qd] and dk [nrows*2nv] = dk/d[q, qd], row-major, at fixed
+     * qdd [nv], u [nu] and lam [nrows]. */
+    void (*constraint_partials)(double t, const double *q, const double *qd, const double *qdd,
+                                const double *u, const double *lam, const double *p, double *dg, double *dk);
+
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */
     const char *const *coordinate_names;    /* [nq] */
     const char *const *input_names;         /* [nu] */

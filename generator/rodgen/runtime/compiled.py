@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
+#: no parameter vector: the C takes the model's defaults (a routine's empty p)
+_NO_P = np.empty(0)
 
 #: Messages of the status codes of the C (``RODGEN_OK``, ``RODGEN_ERR_...``), from :mod:`rodgen.contract`.
 STATUS_MESSAGES = {int(code): code.message for code in StatusCode}
@@ -145,6 +147,8 @@ class CompiledModel:
         self._jacobian_table: Any = model if info["routines"]["rhs_jacobian"] else None
         self._jacobian_build: Optional[Callable[[], "CompiledModel"]] = None
         self._jacobian_guard = threading.Lock()
+        # active sets of the constrained derivatives -> (the table holding constraint_partials, the mask)
+        self._partials: dict[Any, tuple[Any, np.ndarray]] = {}
         self.path = Path(path)
         self.folder = self.path.parent
         #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
@@ -1047,3 +1051,86 @@ class CompiledModel:
                              f"row, shape (N,).")
         a = np.ascontiguousarray(a.reshape(-1))
         return a, (a.shape[0] if a.shape[0] != 1 else -1)
+
+    # ---- derivatives of the constrained dynamics and of the impact map (csrc/rodgen_cderiv.c) ----
+
+    def _partials_table(self, what: str, active: Union[str, Sequence[str]]) -> tuple[Any, np.ndarray]:
+        """The table holding ``constraint_partials`` (this library's, or the RHS Jacobian's build, made on
+        first use) and the active mask, every held block sticking (kept per list of block names)."""
+        key = active if isinstance(active, str) else tuple(active) if isinstance(active, (tuple, list)) else None
+        hit = self._partials.get(key) if key is not None else None
+        if hit is not None:
+            return hit
+        self._need_constraints(what)
+        if self.nq != self.nv:
+            raise ValueError(f"{what}: the model {self.name!r} has a free, spherical or planar joint (nq = "
+                             f"{self.nq}, nv = {self.nv}); derivatives of the constrained dynamics and impacts "
+                             f"need nq = nv")
+        if isinstance(active, Mapping):
+            sliding = [nm for nm, how in active.items() if how != "stick"]
+            if sliding:
+                raise ValueError(f"{what}: the blocks {', '.join(map(repr, sliding))} slide; derivatives are "
+                                 f"given for sticking blocks only (active as block names)")
+        mask = self.active_mask(active)
+        self._jacobian_kernel()            # builds the deferred Jacobian's library if needed
+        table = self._jacobian_table
+        if not table.info()["routines"].get("constraint_partials"):
+            raise RodgenError(f"{what}: the library of the model {self.name!r} has no constraint_partials (it "
+                              f"is generated with the RHS Jacobian); rebuild the model with this rodgen")
+        if key is not None and len(self._partials) < 256:
+            self._partials[key] = (table, mask)
+        return table, mask
+
+    def _one_vector(self, x: ArrayLike, name: str) -> np.ndarray:
+        """One state's vector: a contiguous float64 array as it is, anything else through the checked path."""
+        if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 1 and x.flags.c_contiguous:
+            return x
+        return self._one(x, name)
+
+    def constrained_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
+                                         active: Union[str, Sequence[str]] = (), p: Params = None, *,
+                                         t: float = 0.0) -> tuple[np.ndarray, ...]:
+        """Derivatives of the constrained dynamics (``constrained_dynamics`` without drift control, alpha =
+        beta = 0) with the ``active`` blocks held (block names; loops always; every block sticking):
+        ``(dqdd_dq, dqdd_dqd, dqdd_du, dlam_dq, dlam_dqd, dlam_du)``, shapes (nv, nv), (nv, nv), (nv, nu),
+        (nrows, nv), (nrows, nv), (nrows, nu); the rows of λ of blocks left out are 0. From the KKT
+        system M q̈ + bias = B u + Jᵀ λ, J q̈ + J̇ q̇ = 0 differentiated at fixed active set
+        (``rodgen_constrained_derivatives`` of ``csrc/rodgen_cderiv.c``, the partials generated with the
+        RHS Jacobian). Models with nq = nv. Raises DynamicsError (singular constraints, M not positive
+        definite, ...)."""
+        table, mask = self._partials_table("constrained_dynamics_derivatives", active)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd, "qd")
+        uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
+        pv = _NO_P if p is None else self._one_params(p)
+        if qv.shape[0] != self.nq or qdv.shape[0] != self.nv or uv.shape[0] != self.nu:
+            raise ValueError(f"constrained_dynamics_derivatives: q, qd, u of the model {self.name!r} have "
+                             f"{self.nq}, {self.nv}, {self.nu} entries; got {qv.shape[0]}, {qdv.shape[0]}, "
+                             f"{uv.shape[0]}")
+        n = self.nv
+        qdd, lam = np.empty(n), np.empty(self.nrows)
+        D = np.empty((n + self.nrows, 2 * n + self.nu))
+        code = self._runtime.constrained_derivatives(table, qv, qdv, uv, mask, pv, float(t), qdd, lam, D)
+        if code:
+            raise self._contact_error("constrained_dynamics_derivatives", code, mask)
+        return (D[:n, :n], D[:n, n:2 * n], D[:n, 2 * n:], D[n:, :n], D[n:, n:2 * n], D[n:, 2 * n:])
+
+    def impact_derivatives(self, q: ArrayLike, qd_minus: ArrayLike, active: Union[str, Sequence[str]] = (),
+                           p: Params = None) -> tuple[np.ndarray, ...]:
+        """Derivatives of the plastic impact onto the ``active`` blocks (the set after the impact, held as
+        given: none released; friction blocks left out), M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0:
+        ``(dqd_plus_dq, dqd_plus_dqd_minus, dimpulse_dq, dimpulse_dqd_minus)``, shapes (nv, nv), (nv, nv),
+        (nrows, nv), (nrows, nv) (``rodgen_impact_derivatives`` of ``csrc/rodgen_cderiv.c``). Models with
+        nq = nv."""
+        table, mask = self._partials_table("impact_derivatives", active)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd_minus, "qd")
+        pv = _NO_P if p is None else self._one_params(p)
+        if qv.shape[0] != self.nq or qdv.shape[0] != self.nv:
+            raise ValueError(f"impact_derivatives: q, qd_minus of the model {self.name!r} have {self.nq}, "
+                             f"{self.nv} entries; got {qv.shape[0]}, {qdv.shape[0]}")
+        n = self.nv
+        qdp, imp = np.empty(n), np.empty(self.nrows)
+        D = np.empty((n + self.nrows, 2 * n))
+        code = self._runtime.impact_derivatives(table, qv, qdv, mask, pv, qdp, imp, D)
+        if code:
+            raise self._contact_error("impact_derivatives", code, mask)
+        return (D[:n, :n], D[:n, n:], D[n:, :n], D[n:, n:])
