@@ -215,6 +215,7 @@ class ModelSpec:
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),
                  "inverse_dynamics_tangent": ("rhs_jacobian",),
+                 "inverse_dynamics_derivatives": ("rhs_jacobian",),
                  "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
         if name in users and users[name]:
             return users[name]
