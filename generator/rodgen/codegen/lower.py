@@ -100,6 +100,10 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     )
     if spatial:
         meta += (("FRAMES", repr(tuple(full.frames))),)
+    if jacobian and any(rt.name == "inverse_dynamics_derivatives" for rt in r):
+        derivatives = eqs.inverse_dynamics_derivatives()
+        assert derivatives is not None
+        meta += (("VELOCITY_PARENTS", repr(derivatives.parents)),)
     if options.regressor and eqs.regressor is not None:
         meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:

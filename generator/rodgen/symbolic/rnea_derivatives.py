@@ -53,11 +53,39 @@ class InverseDynamicsDerivatives:
     dq : (nv, nv) ∂g/∂q, the columns on the tangent space (``q ⊕ δ``) where the model has free, spherical or
         planar joints, else by the coordinates.
     dv : (nv, nv) ∂g/∂qd.
+    parents : the tree of the velocities, ``parents[j] < j`` (-1 for a root): M[i, j] is zero unless one of i, j
+        is an ancestor of the other, so M factorises as Lᵀ D L without fill-in (Featherstone's LTDL). Where the
+        tree's columns are not the velocities one to one (a virtual or an undo node), ``parents[j] = j - 1``:
+        every earlier velocity counts as an ancestor, a dense factorisation.
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
     dq: sp.Matrix
     dv: sp.Matrix
+    parents: tuple[int, ...]
+
+
+def velocity_tree(nodes: list, Jt: _Joints, nv: int) -> tuple[int, ...]:
+    """The parent of each velocity in the expanded tree (see :class:`InverseDynamicsDerivatives`)."""
+    dense = tuple(j - 1 for j in range(nv))
+    if len(Jt.S) != nv or any(len(row) != 1 for row in Jt.Tmap):
+        return dense
+    vel = [row[0][0] for row in Jt.Tmap]
+    if sorted(vel) != list(range(nv)):
+        return dense
+    out = [-1] * nv
+    for i, nd in enumerate(nodes):
+        cols = Jt.cols[i]
+        par = nd.parent
+        while par >= 0 and not Jt.cols[par]:
+            par = nodes[par].parent
+        prev = vel[Jt.cols[par][-1]] if par >= 0 else -1
+        for c in cols:
+            out[vel[c]] = prev
+            prev = vel[c]
+    if any(p >= j for j, p in enumerate(out)):
+        return dense
+    return tuple(out)
 
 
 def _mcross(a: Six, b: Six) -> Six:
@@ -266,7 +294,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             for j in range(nv):
                 dq[r, j] += _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
                 dv[r, j] += jac[r][nq + j]
-    return InverseDynamicsDerivatives(assignments, dq, dv)
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv))
 
 
-__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "applies"]
+__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "applies", "velocity_tree"]
