@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _robots import robot_file
 
 import rodgen
+from _robots import robot_file
 from rodgen.codegen import CodegenOptions
 from rodgen.codegen.lower import lower
 from rodgen.model.core import PointMass, Spring

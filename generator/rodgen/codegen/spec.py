@@ -241,7 +241,10 @@ class ModelSpec:
         root), and ``runs[2 * run_start[i]:2 * run_start[i + 1]]`` the same as runs of consecutive indices,
         (highest, lowest) each, from the parent down."""
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
-        start, anc, run_start, runs = [0], [], [0], []
+        start: list[int] = [0]
+        anc: list[int] = []
+        run_start: list[int] = [0]
+        runs: list[int] = []
         for j in range(len(parents)):
             a = parents[j]
             mine: list[int] = []

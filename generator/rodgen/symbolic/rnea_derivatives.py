@@ -38,8 +38,24 @@ import sympy as sp
 
 from .equations import Equations
 from .recursive import _Emitter
-from .spatial import (V3, SpatialTree, _0, _1, _add, _cross, _Joints, _mm, _mt, _mul, _mv, _prefix, _skew, _sum,
-                      _world_frames, spatial_kinematics)
+from .spatial import (
+    V3,
+    SpatialTree,
+    _0,
+    _1,
+    _add,
+    _cross,
+    _Joints,
+    _mm,
+    _mt,
+    _mul,
+    _mv,
+    _prefix,
+    _skew,
+    _sum,
+    _world_frames,
+    spatial_kinematics,
+)
 
 Six = list  # a motion (w, v) or a force (n, f): 6 expressions, ground frame, about/at the ground origin
 
