@@ -227,3 +227,16 @@ def test_rhs_jacobian_matches_computeABADerivatives(name: str, build_dir: Path) 
         np.testing.assert_array_equal(J[:nv], np.hstack([np.zeros((nv, nv)), np.eye(nv)]))
         assert np.abs(J[nv:, :nv] - dq).max() <= RTOL * scale
         assert np.abs(J[nv:, nv:] - dv).max() <= RTOL * scale
+
+
+def test_a_tree_over_the_pair_limit_keeps_the_tangent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_PAIRS pairs of joints on one branch the code would grow like n * depth: the tangent instead."""
+    from rodgen.symbolic import rnea_derivatives
+    model, _ = _urdf(*ROBOTS["ur5"])
+    monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 20)      # UR5: 6 * 7 / 2 = 21 pairs
+    eqs = rodgen.derive(model)
+    assert eqs.inverse_dynamics_derivatives() is None
+    names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True)).routines}
+    assert "inverse_dynamics_tangent" in names and "inverse_dynamics_derivatives" not in names
+    monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 21)
+    assert rodgen.derive(model).inverse_dynamics_derivatives() is not None
