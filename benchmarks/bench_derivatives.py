@@ -110,7 +110,7 @@ def harness_object(include: Path, eigen: Path) -> Path:
     return obj
 
 
-GLUE = """\
+GLUE_HEAD = """\
 /* benchmark glue: the generated model with its static routines in reach */
 #include "{prefix}.c"
 
@@ -122,7 +122,11 @@ void bench_mass(const double *q, const double *p, double *M)
 
 int bench_jacobian(const double *q, const double *v, const double *u, const double *p, double *J)
 {{ return {prefix}_rhs_jacobian(0.0, q, v, u, p, J); }}
+"""
 
+#: the derivatives of a model whose rhs_jacobian runs 2 nv tangents of the inverse dynamics (planar models,
+#: coupled coordinates; every model before the derivative of the recursive algorithm)
+GLUE_TANGENT = """
 /* d tau/d q and d tau/d v (row-major nv x nv) of tau = M a + bias at u = 0: the partials once, one
    tangent per direction, as rhs_jacobian does */
 void bench_id_derivatives(const double *q, const double *v, const double *a, const double *p, double *dq,
@@ -170,6 +174,45 @@ int bench_jacobian_per_column(const double *q, const double *v, const double *u,
         }}
         {prefix}_inverse_dynamics_tangent(0.0, q, v, qdd, u, p, pd, dx, x);
         for (i = 0; i < n; ++i) x[i] = -x[i];
+        rodgen_cholesky_solve(M, x, n);
+        for (i = 0; i < n; ++i) J[(n + i) * 2 * n + k] = x[i];
+    }}
+    return RODGEN_OK;
+}}
+"""
+
+#: the derivatives of a model with ``inverse_dynamics_derivatives`` (the derivative of the recursive
+#: Newton-Euler algorithm, nv x 2 nv row-major)
+GLUE_RNEA = """
+/* d tau/d q and d tau/d v (row-major nv x nv) of tau = M a + bias at u = 0 */
+void bench_id_derivatives(const double *q, const double *v, const double *a, const double *p, double *dq,
+                          double *dv)
+{{
+    double dg[2 * {nv} * {nv}], u[{nu1}];
+    int i, k;
+    for (i = 0; i < {nu1}; ++i) u[i] = 0.0;
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, a, u, p, dg);
+    for (i = 0; i < {nv}; ++i)
+        for (k = 0; k < {nv}; ++k) {{
+            dq[i * {nv} + k] = dg[i * 2 * {nv} + k];
+            dv[i * {nv} + k] = dg[i * 2 * {nv} + {nv} + k];
+        }}
+}}
+
+/* the RHS Jacobian with one Cholesky solve per column (rodgen_cholesky_solve) instead of the block solve;
+   the lower half of J only */
+int bench_jacobian_per_column(const double *q, const double *v, const double *u, const double *p, double *J)
+{{
+    double M[{nv} * {nv}], qdd[{nv}], dg[2 * {nv} * {nv}], x[{nv}];
+    const int n = {nv};
+    int i, k, status = {prefix}_forward_dynamics(0.0, q, v, u, p, qdd);
+    if (status != RODGEN_OK) return status;
+    {prefix}_mass_matrix(q, p, M);
+    status = rodgen_cholesky(M, n);
+    if (status != RODGEN_OK) return status;
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, qdd, u, p, dg);
+    for (k = 0; k < 2 * n; ++k) {{
+        for (i = 0; i < n; ++i) x[i] = -dg[i * 2 * n + k];
         rodgen_cholesky_solve(M, x, n);
         for (i = 0; i < n; ++i) J[(n + i) * 2 * n + k] = x[i];
     }}
@@ -253,13 +296,16 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         src = (work / f"{prefix}.c").read_text()
         nq, nv, nu = len(eqs.q), len(eqs.qd), len(eqs.u)
         body = src[src.index(f"{prefix}_rhs_jacobian(double t"):]
-        npd = int(re.search(r"double pd\[(\d+)\]", body).group(1))   # type: ignore[union-attr]
+        found = re.search(r"double pd\[(\d+)\]", body)
+        npd = int(found.group(1)) if found else 1
         if f"{prefix}_configuration_rate(" in src and nq != nv:
             seed_q = (f"            e[k] = 1.0;\n            {prefix}_configuration_rate(q, e, dx);\n"
                       f"            e[k] = 0.0;")
         else:
             seed_q = "            dx[k] = 1.0;"
-        (work / "glue.c").write_text(GLUE.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
+        rnea = f"{prefix}_inverse_dynamics_derivatives(" in src
+        glue = GLUE_HEAD + (GLUE_RNEA if rnea else GLUE_TANGENT)
+        (work / "glue.c").write_text(glue.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
                                                  seed_q=seed_q))
         runtime_c = [f for f in files.files if f.endswith(".c") and f != f"{prefix}.c"]
         objs = []

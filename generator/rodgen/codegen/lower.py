@@ -99,6 +99,10 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     )
     if spatial:
         meta += (("FRAMES", repr(tuple(full.frames))),)
+    if jacobian and any(rt.name == "inverse_dynamics_derivatives" for rt in r):
+        derivatives = eqs.inverse_dynamics_derivatives()
+        assert derivatives is not None
+        meta += (("VELOCITY_PARENTS", repr(derivatives.parents)),)
     if options.regressor and eqs.regressor is not None:
         meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:
@@ -339,12 +343,22 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     """
     n = len(eqs.qd)
     NQ = g.NV
+    inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
+    d = eqs.inverse_dynamics_derivatives()
+    if d is not None:
+        entries = [(f"dg[{i * 2 * n + j}]", d.dq[i, j] if j < n else d.dv[i, j - n])
+                   for i in range(n) for j in range(2 * n)]
+        return [build_routine(
+            "inverse_dynamics_derivatives", f"{prefix}_inverse_dynamics_derivatives",
+            "dg = d(M a + bias - B u)/d[q, qd] at fixed a and u, row-major nv x 2 nv (used by rhs_jacobian).",
+            ("By differentiating the recursive Newton-Euler algorithm: entries off a branch of the tree are 0.",),
+            inputs + [output("dg", f"2*{NQ}*{NQ}", "d g/d q (tangent space) and d g/d qd, row by row")],
+            [("dg", "d(M a + bias - B u)/d[q, qd]", entries)], [], d.assignments, options, static=True)]
     tc = eqs.inverse_dynamics_tangent()
     npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
     pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)
     dx = Group(Argument("dx", f"2*{NQ}" if g.NV == g.NQ else f"{g.NQ} + {g.NV}", "direction [dq, dqd]"),
                tc.seeds)
-    inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     partials = build_routine(
         "inverse_dynamics_partials", f"{prefix}_inverse_dynamics_partials",
         "Local partials of g = M a + bias - B u at one point (used by rhs_jacobian).", (),

@@ -49,9 +49,11 @@ class CodegenOptions:
     jacobian : generate ``<prefix>_rhs_jacobian``, the exact Jacobian of the
         right-hand side (``True``/``False``); ``None`` (the default) generates
         it whatever the size (``rodgen.build`` then compiles the model without
-        it and builds it on its first use). Its code is the tangent of the
-        inverse dynamics, run once per column, so it grows like the inverse
-        dynamics (linearly in nq for a chain; docs/ARCHITECTURE.md).
+        it and builds it on its first use). Its code is the derivative of the
+        recursive Newton-Euler algorithm for spatial models (it grows like the
+        pairs of joints on one branch) and the tangent of the inverse dynamics,
+        run once per column, for planar models (it grows like the inverse
+        dynamics; docs/ARCHITECTURE.md).
     forward : algorithm of the forward dynamics, a :class:`ForwardAlgorithm` or its value
         (``"auto"``, ``"aba"``, ``"cholesky"``); ``"auto"`` uses the articulated-body
         algorithm wherever it applies.

@@ -215,6 +215,7 @@ class ModelSpec:
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),
                  "inverse_dynamics_tangent": ("rhs_jacobian",),
+                 "inverse_dynamics_derivatives": ("rhs_jacobian",),
                  "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
         if name in users and users[name]:
             return users[name]
@@ -232,6 +233,34 @@ class ModelSpec:
         groups = ("table",) if name == "table" else self._groups_of(name, static)
         tests = " || ".join(f"defined({self.macro}_UNIT_{g.upper()})" for g in groups)
         return f"#if !defined({self.macro}_UNIT) || {tests}"
+
+    def velocity_tree(self) -> dict[str, tuple[int, ...]]:
+        """The tree of the velocities that factorises M without fill-in (meta ``VELOCITY_PARENTS``, given
+        with ``inverse_dynamics_derivatives``) as compressed rows for the C loops: ``anc[anc_start[i]:
+        anc_start[i + 1]]`` are velocity i's ancestors from its parent down to the root (``parents``: -1 for a
+        root), and ``runs[2 * run_start[i]:2 * run_start[i + 1]]`` the same as runs of consecutive indices,
+        (highest, lowest) each, from the parent down."""
+        parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
+        start: list[int] = [0]
+        anc: list[int] = []
+        run_start: list[int] = [0]
+        runs: list[int] = []
+        for j in range(len(parents)):
+            a = parents[j]
+            mine: list[int] = []
+            while a >= 0:
+                mine.append(a)
+                a = parents[a]
+            anc += mine
+            start.append(len(anc))
+            for x in mine:
+                if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
+                    runs[-1] = x
+                else:
+                    runs += [x, x]
+            run_start.append(len(runs) // 2)
+        return {"parents": parents, "anc_start": tuple(start), "anc": tuple(anc) or (0,),
+                "run_start": tuple(run_start), "runs": tuple(runs) or (0,)}
 
     def names(self, key: str) -> tuple[str, ...]:
         """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""

@@ -19,6 +19,7 @@ from ..model.valid import ValidModel
 if TYPE_CHECKING:
     from .constraints import ConstrainedSolve, ConstrainedTerms
     from .derivative import TangentChain
+    from .rnea_derivatives import InverseDynamicsDerivatives
 
 
 #: The time ``t`` in the force elements' expressions (a point force ``F0*sin(w*t)``). Its assumptions set it
@@ -203,6 +204,8 @@ class Equations:
     _jacobian: Optional[tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]] = field(
         default=None, init=False, repr=False, compare=False)
     _tangent: Optional[TangentChain] = field(default=None, init=False, repr=False, compare=False)
+    _derivatives: Optional[tuple[Optional[InverseDynamicsDerivatives]]] = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.F is None:
@@ -308,6 +311,17 @@ class Equations:
         each call; needs ``constraints`` and nq = nv."""
         from .constrained_derivative import constraint_partials
         return constraint_partials(self)
+
+    def inverse_dynamics_derivatives(self) -> Optional["InverseDynamicsDerivatives"]:
+        """d g/d q and d g/d qd of g = M a + bias - B u (a, u fixed) by differentiating the recursive
+        Newton-Euler algorithm over the expanded tree, O(n * depth) straight-line code
+        (:mod:`rodgen.symbolic.rnea_derivatives`), for spatial models without coupled coordinates; None for
+        the others (the code stage then prints :meth:`inverse_dynamics_tangent`). Derived on the first call
+        and kept."""
+        if self._derivatives is None:
+            from .rnea_derivatives import inverse_dynamics_derivatives
+            self._derivatives = (inverse_dynamics_derivatives(self),)
+        return self._derivatives[0]
 
     def constrained_terms(self) -> ConstrainedTerms:
         """What the constrained dynamics needs at one state, as straight-line code: a sparse L D L^T

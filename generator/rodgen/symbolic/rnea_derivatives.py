@@ -1,0 +1,329 @@
+"""Derivatives of a spatial model's inverse dynamics by differentiating the recursive Newton–Euler algorithm.
+
+g(q, qd) = M(q) a + bias(q, qd) - B(q) u, with the accelerations ``a`` and the inputs ``u`` held fixed, has the
+derivatives ∂g/∂q (on the tangent space where a joint has its own configuration) and ∂g/∂qd, both nv × nv.
+Their rigid-body part is the derivative of the recursive Newton–Euler algorithm (RNEA), computed as in
+Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms" (RSS 2018; Pinocchio's
+``computeRNEADerivatives``), over the expanded tree of :mod:`rodgen.symbolic.spatial`, in the ground frame,
+where moving a quantity to the parent is a sum:
+
+* outward, per node i and each of its motion columns c: the column in the ground frame ``J_c`` (a motion
+  vector, velocity at the ground origin), the velocity ``v_i`` and the acceleration with gravity
+  ``a_i = a_parent + Σ (v_i × J_c) sd_c + J_c sdd_c`` (the ground accelerating at -g), and the columns'
+  ``dV/dq = v_parent × J_c``, ``dA/dq = a_parent × J_c + v_parent × dV/dq``, ``dA/dv = v_i × J_c + dV/dq``;
+  the bodies' inertia ``Y_i`` in the ground frame, their force ``f_i = Y_i a_i + v_i ×* Y_i v_i`` and
+  ``B_i`` with ``B_i m = v_i ×* (Y_i m) - Y_i (v_i × m) + m ×* (Y_i v_i)`` (the derivative of the force
+  by the velocity, ``Ẏ`` included);
+* inward, with ``Y``, ``B`` and ``f`` summed over the subtree of node i, per column c of node i:
+  ``F_a = Y J_c``, ``F_y = Bᵀ J_c``, ``F_q = B dV/dq + Y dA/dq``, ``F_v = B J_c + Y dA/dv``; for every column
+  k of the subtree (i's own columns included) ``∂τ_c/∂q_k = J_c · F_q(k)`` and ``∂τ_c/∂v_k = J_c · F_v(k)``,
+  and for every column k of the strict subtree ``∂τ_k/∂q_c = F_a(k) · dA/dq(c) + F_y(k) · dV/dq(c)`` and
+  ``∂τ_k/∂v_c = F_a(k) · dA/dv(c) + F_y(k) · J_c``; then ``F_q(c) += J_c ×* f`` (the subtree turned with
+  the joint) for the ancestors' rows.
+
+An entry is nonzero only where its row and column lie on one branch of the tree, and every product with a
+zero or a one is left out when the code is built (a column or a body fixed to the ground gives constants),
+so the code holds O(n) per-node terms and one or two 6-term dot products per pair (ancestor, descendant):
+O(n · depth). The tree coordinates are ``s = T q`` (T constant), so ∂g/∂q = Tᵀ (∂τ/∂s) T. The rest of g (the
+springs, dampers, force elements and the input map: ``K + D - F - B u``) is differentiated by
+:func:`~rodgen.symbolic.derivative.forward_derivatives` (every variable at once, each symbol carrying only
+its nonzero derivatives), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import sympy as sp
+
+from .equations import Equations
+from .recursive import _Emitter
+from .spatial import (
+    V3,
+    SpatialTree,
+    _0,
+    _1,
+    _add,
+    _cross,
+    _Joints,
+    _mm,
+    _mt,
+    _mul,
+    _mv,
+    _prefix,
+    _skew,
+    _sum,
+    _world_frames,
+    spatial_kinematics,
+)
+
+Six = list  # a motion (w, v) or a force (n, f): 6 expressions, ground frame, about/at the ground origin
+
+
+@dataclass(frozen=True)
+class InverseDynamicsDerivatives:
+    """∂g/∂q and ∂g/∂qd of g = M a + bias - B u (a, u fixed) as straight-line code.
+
+    assignments : intermediate ``(symbol, expression)`` pairs in evaluation order, in q, qd, the accelerations
+        ``qdd`` (the symbols of ``Equations.qdd``, standing for a), u, the time and the parameters.
+    dq : (nv, nv) ∂g/∂q, the columns on the tangent space (``q ⊕ δ``) where the model has free, spherical or
+        planar joints, else by the coordinates.
+    dv : (nv, nv) ∂g/∂qd.
+    parents : the tree of the velocities, ``parents[j] < j`` (-1 for a root): M[i, j] is zero unless one of i, j
+        is an ancestor of the other, so M factorises as Lᵀ D L without fill-in (Featherstone's LTDL). Where the
+        tree's columns are not the velocities one to one (a virtual or an undo node), ``parents[j] = j - 1``:
+        every earlier velocity counts as an ancestor, a dense factorisation.
+    """
+
+    assignments: list[tuple[sp.Symbol, sp.Expr]]
+    dq: sp.Matrix
+    dv: sp.Matrix
+    parents: tuple[int, ...]
+
+
+def velocity_tree(nodes: list, Jt: _Joints, nv: int) -> tuple[int, ...]:
+    """The parent of each velocity in the expanded tree (see :class:`InverseDynamicsDerivatives`)."""
+    dense = tuple(j - 1 for j in range(nv))
+    if len(Jt.S) != nv or any(len(row) != 1 for row in Jt.Tmap):
+        return dense
+    vel = [row[0][0] for row in Jt.Tmap]
+    if sorted(vel) != list(range(nv)):
+        return dense
+    out = [-1] * nv
+    for i, nd in enumerate(nodes):
+        cols = Jt.cols[i]
+        par = nd.parent
+        while par >= 0 and not Jt.cols[par]:
+            par = nodes[par].parent
+        prev = vel[Jt.cols[par][-1]] if par >= 0 else -1
+        for c in cols:
+            out[vel[c]] = prev
+            prev = vel[c]
+    if any(p >= j for j, p in enumerate(out)):
+        return dense
+    return tuple(out)
+
+
+def _mcross(a: Six, b: Six) -> Six:
+    """a × b of two motions (w, v)."""
+    return _cross(a[:3], b[:3]) + _add(_cross(a[:3], b[3:]), _cross(a[3:], b[:3]))
+
+
+def _fcross(a: Six, f: Six) -> Six:
+    """a ×* f of a motion and a force (n, f)."""
+    return _add(_cross(a[:3], f[:3]), _cross(a[3:], f[3:])) + _cross(a[:3], f[3:])
+
+
+def _inertia(m: sp.Expr, h: V3, Ib: list, x: Six) -> Six:
+    """Y x for the rigid-body inertia (m, h = m c, Ibar about the origin): (Ibar w + h × v, m v - h × w)."""
+    return _add(_mv(Ib, x[:3]), _cross(h, x[3:])) + [_sum((_mul(m, x[3 + r]), -c)) for r, c in
+                                                       enumerate(_cross(h, x[:3]))]
+
+
+def _dot6(a: Six, b: Six) -> sp.Expr:
+    return _sum([_mul(a[r], b[r]) for r in range(6)])
+
+
+def _matvec(B: list, x: Six) -> Six:
+    return [_sum([_mul(B[r][c], x[c]) for c in range(6)]) for r in range(6)]
+
+
+def _matTvec(B: list, x: Six) -> Six:
+    return [_sum([_mul(B[c][r], x[c]) for c in range(6)]) for r in range(6)]
+
+
+#: The most pairs of motion columns on one branch (Σ over columns of the columns in its subtree, n (n + 1) / 2 for
+#: a chain of n joints) for which :func:`inverse_dynamics_derivatives` derives; a larger tree keeps the tangent of
+#: the inverse dynamics, whose code grows like n instead of n · depth (a chain of 54 joints has 1485 pairs: about
+#: 150 k operations of straight-line code; the 36-joint chain's 666 pairs give 72 k).
+MAX_PAIRS = 1500
+
+
+def applies(eqs: Equations) -> bool:
+    """Whether :func:`inverse_dynamics_derivatives` derives these equations: a spatial model without coupled
+    coordinates (its expanded tree moves with the model's coordinates through a constant T)."""
+    model = eqs.model
+    return bool(getattr(model, "spatial", False)) and not eqs.couplings and not getattr(model, "couplings", None)
+
+
+def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDerivatives]:
+    """∂g/∂q and ∂g/∂qd of the equations of a spatial model (see the module's docstring); None where
+    :func:`applies` is false or the tree has more than :data:`MAX_PAIRS` pairs of columns on one branch (planar
+    models, coupled coordinates and such large trees keep the tangent of the inverse dynamics)."""
+    if not applies(eqs):
+        return None
+    model = eqs.model
+    k = spatial_kinematics(model)   # type: ignore[arg-type]
+    tree = SpatialTree(model, k)    # type: ignore[arg-type]
+    nodes = tree.nodes
+    e = _Emitter(_prefix(k) + "d_")
+    Jt = _Joints(nodes, k, e)
+    world = _world_frames(nodes, Jt, e)
+    N, nv, NC = len(nodes), len(k.qd), len(Jt.S)
+    depth = [0] * N
+    for i, nd in enumerate(nodes):
+        depth[i] = len(Jt.cols[i]) + (depth[nd.parent] if nd.parent >= 0 else 0)
+    if sum(depth[Jt.node_of[c]] for c in range(NC)) > MAX_PAIRS:
+        return None
+    gravity = k.gravity
+    sdd = [_sum([_mul(cf, k.qdd[j]) for j, cf in Jt.Tmap[c]]) for c in range(NC)]
+
+    def emit(x: Six, tag: str) -> Six:
+        return [e(sp.sympify(v), f"{tag}{r}") for r, v in enumerate(x)]
+
+    # --- outward: columns, velocities, accelerations, forces and B of every node in the ground frame -----
+    Jc: list[Six] = [[]] * NC
+    dVdq: list[Six] = [[]] * NC
+    dAdq: list[Six] = [[]] * NC
+    dAdv: list[Six] = [[]] * NC
+    ov: list[Six] = []
+    oa: list[Six] = []
+    Ynode: list[tuple[sp.Expr, V3, list]] = []
+    fnode: list[Six] = []
+    Bnode: list[list] = []
+    zero6: Six = [_0] * 6
+    for i, nd in enumerate(nodes):
+        oR, op = world[i]
+        par = nd.parent
+        vpar = ov[par] if par >= 0 else zero6
+        apar = oa[par] if par >= 0 else [_0, _0, _0] + [-x for x in gravity]
+        vi: Six = list(vpar)
+        ai: Six = list(apar)
+        dJ: dict[int, Six] = {}
+        for c in Jt.cols[i]:
+            Sw, Sv = Jt.S[c]
+            w = _mv(oR, Sw)
+            Jc[c] = emit(w + _add(_mv(oR, Sv), _cross(op, w)), f"{c}_DJ")
+            vi = [_sum((vi[r], _mul(Jt.sd[c], Jc[c][r]))) for r in range(6)]
+        vi = emit(vi, f"{i}_Dv")
+        for c in Jt.cols[i]:
+            dJ[c] = emit(_mcross(vi, Jc[c]), f"{c}_DdJ")
+            ai = [_sum((ai[r], _mul(Jt.sd[c], dJ[c][r]), _mul(sdd[c], Jc[c][r]))) for r in range(6)]
+            if par >= 0:
+                dVdq[c] = emit(_mcross(vpar, Jc[c]), f"{c}_DVq")
+                dAdq[c] = emit([_sum((x, y)) for x, y in zip(_mcross(apar, Jc[c]), _mcross(vpar, dVdq[c]))],
+                               f"{c}_DAq")
+                dAdv[c] = emit([_sum((x, y)) for x, y in zip(dJ[c], dVdq[c])], f"{c}_DAv")
+            else:
+                dVdq[c] = zero6
+                dAdq[c] = emit(_mcross(apar, Jc[c]), f"{c}_DAq")
+                dAdv[c] = dJ[c]
+        ai = emit(ai, f"{i}_Da")
+        ov.append(vi)
+        oa.append(ai)
+        # the bodies' inertia about the ground origin, ground axes
+        m, h, Ib = Jt.body[i]
+        if m == 0 and all(x == 0 for x in h):
+            Ynode.append((_0, [_0] * 3, [[_0] * 3 for _ in range(3)]))
+            fnode.append(zero6)
+            Bnode.append([[_0] * 6 for _ in range(6)])
+            continue
+        Rh = [e(x, f"{i}_DRh{r}") for r, x in enumerate(_mv(oR, h))]
+        hw = [e(_sum((Rh[r], _mul(m, op[r]))), f"{i}_Dh{r}") for r in range(3)]
+        RIR = _mm(oR, _mm(Ib, _mt(oR)))
+        sRh, sp_ = _skew(Rh), _skew(op)
+        A1, A2, A3 = _mm(sRh, sp_), _mm(sp_, sRh), _mm(sp_, sp_)
+        Iu = {}
+        for r in range(3):
+            for c_ in range(r, 3):
+                Iu[r, c_] = e(RIR[r][c_] - A1[r][c_] - A2[r][c_] - _mul(m, A3[r][c_]), f"{i}_DI{r}{c_}")
+        Iw = [[Iu[min(r, c_), max(r, c_)] for c_ in range(3)] for r in range(3)]
+        Ynode.append((m, hw, Iw))
+        oh = emit(_inertia(m, hw, Iw, vi), f"{i}_Doh")
+        fnode.append(emit([_sum((x, y)) for x, y in zip(_inertia(m, hw, Iw, ai), _fcross(vi, oh))], f"{i}_Df"))
+        # B m = v ×* (Y m) - Y (v × m) + m ×* (Y v), column by column
+        cols = []
+        for c_ in range(6):
+            unit = [_1 if r == c_ else _0 for r in range(6)]
+            col = _fcross(vi, _inertia(m, hw, Iw, unit))
+            col = [_sum((x, -y)) for x, y in zip(col, _inertia(m, hw, Iw, _mcross(vi, unit)))]
+            col = [_sum((x, y)) for x, y in zip(col, _fcross(unit, oh))]
+            cols.append(col)
+        Bnode.append([[e(sp.expand(cols[c_][r]), f"{i}_DB{r}_{c_}") for c_ in range(6)] for r in range(6)])
+
+    # --- inward: composite Y, B, f; the entries of every (ancestor, descendant) pair of columns -------------
+    accY: list[list] = [[[Ynode[i][0]], [[x] for x in Ynode[i][1]], [[[x] for x in row] for row in Ynode[i][2]]]
+                        for i in range(N)]
+    accB: list[list] = [[[[x] for x in row] for row in Bnode[i]] for i in range(N)]
+    accF: list[list] = [[[x] for x in fnode[i]] for i in range(N)]
+    below: list[list[int]] = [[] for _ in range(N)]     # columns of the strict subtree of each node
+    Fa: list[Six] = [[]] * NC
+    Fy: list[Six] = [[]] * NC
+    Fq: list[Six] = [[]] * NC
+    Fv: list[Six] = [[]] * NC
+    Dq: dict[tuple[int, int], sp.Expr] = {}
+    Dv: dict[tuple[int, int], sp.Expr] = {}
+    for i in reversed(range(N)):
+        m = e(_sum(accY[i][0]), f"{i}_DCm")
+        h = [e(_sum(accY[i][1][r]), f"{i}_DCh{r}") for r in range(3)]
+        Iu = {}
+        for r in range(3):
+            for c_ in range(r, 3):
+                Iu[r, c_] = e(_sum(accY[i][2][r][c_]), f"{i}_DCI{r}{c_}")
+        Ib = [[Iu[min(r, c_), max(r, c_)] for c_ in range(3)] for r in range(3)]
+        B = [[e(_sum(accB[i][r][c_]), f"{i}_DCB{r}_{c_}") for c_ in range(6)] for r in range(6)]
+        F = [e(_sum(accF[i][r]), f"{i}_DCf{r}") for r in range(6)]
+        own = Jt.cols[i]
+        for c in own:
+            Fa[c] = emit(_inertia(m, h, Ib, Jc[c]), f"{c}_DFa")
+            Fy[c] = emit(_matTvec(B, Jc[c]), f"{c}_DFy")
+            Fq[c] = emit([_sum((x, y)) for x, y in zip(_matvec(B, dVdq[c]), _inertia(m, h, Ib, dAdq[c]))],
+                         f"{c}_DFq")
+            Fv[c] = emit([_sum((x, y)) for x, y in zip(_matvec(B, Jc[c]), _inertia(m, h, Ib, dAdv[c]))],
+                         f"{c}_DFv")
+        for c in own:
+            for kk in own + below[i]:
+                Dq[c, kk] = _dot6(Jc[c], Fq[kk])
+                Dv[c, kk] = _dot6(Jc[c], Fv[kk])
+            for kk in below[i]:
+                Dq[kk, c] = _sum((_dot6(Fa[kk], dAdq[c]), _dot6(Fy[kk], dVdq[c])))
+                Dv[kk, c] = _sum((_dot6(Fa[kk], dAdv[c]), _dot6(Fy[kk], Jc[c])))
+        par = nodes[i].parent
+        if par < 0:
+            continue
+        for c in own:
+            Fq[c] = emit([_sum((x, y)) for x, y in zip(Fq[c], _fcross(Jc[c], F))], f"{c}_DFqf")
+        below[par] += own + below[i]
+        accY[par][0].append(m)
+        for r in range(3):
+            accY[par][1][r].append(h[r])
+            for c_ in range(r, 3):
+                accY[par][2][r][c_].append(Iu[r, c_])
+        for r in range(6):
+            accF[par][r].append(F[r])
+            for c_ in range(6):
+                accB[par][r][c_].append(B[r][c_])
+
+    # --- the model's velocities: T' D T; then the rest of g ---------------------------------------------------
+    dq = sp.zeros(nv, nv)
+    dv = sp.zeros(nv, nv)
+    for (c, kk), val in Dq.items():
+        for a_, ca in Jt.Tmap[c]:
+            for b_, cb in Jt.Tmap[kk]:
+                dq[a_, b_] += _mul(_mul(ca, cb), val)
+    for (c, kk), val in Dv.items():
+        for a_, ca in Jt.Tmap[c]:
+            for b_, cb in Jt.Tmap[kk]:
+                dv[a_, b_] += _mul(_mul(ca, cb), val)
+    assignments = list(e.assignments)
+    bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(nv, 1)
+    assert eqs.F is not None
+    rest = list(eqs.K + eqs.D - eqs.F - bu)
+    if any(x != 0 for x in rest):
+        from .derivative import forward_derivatives
+        nq = len(eqs.q)
+        extra, jac = forward_derivatives(eqs.assignments, rest, list(eqs.q) + list(eqs.qd),
+                                         prefix=_prefix(k) + "dr_")
+        assignments += extra
+        if eqs.configuration_rate is not None:   # dq/dδ_j = d(dq/dt)/d qd_j
+            tq = eqs.configuration_rate.jacobian(sp.Matrix(eqs.qd))
+        else:
+            tq = sp.eye(nq)
+        for r in range(nv):
+            for j in range(nv):
+                dq[r, j] += _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
+                dv[r, j] += jac[r][nq + j]
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv))
+
+
+__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "applies", "velocity_tree", "MAX_PAIRS"]

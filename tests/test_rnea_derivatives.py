@@ -1,0 +1,242 @@
+"""Derivatives of the inverse dynamics of spatial models by differentiating the recursive Newton-Euler algorithm
+(``Equations.inverse_dynamics_derivatives``, ``rodgen.symbolic.rnea_derivatives``) and the RHS Jacobian built on
+them (``<prefix>_rhs_jacobian`` with the L^T D L factor along the tree of the velocities).
+
+References: Pinocchio's analytic derivatives (``computeRNEADerivatives``, ``computeABADerivatives``) on URDF
+robots with fixed and floating bases and on a chain with spherical and planar joints; for what Pinocchio has no
+model of (absolute two-angle links and masses at intermediate fractions of variable segments, whose tree
+coordinates are not the model's; springs, dampers, inputs and force elements) the full forward-mode derivative
+of the inverse dynamics, every variable carried at once through its own straight-line code
+(``Equations.inverse_dynamics_jacobian``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rodgen
+from _robots import robot_file
+from rodgen.codegen import CodegenOptions
+from rodgen.codegen.lower import lower
+from rodgen.model.core import PointMass, Spring
+
+pin = pytest.importorskip("pinocchio")
+
+#: agreement of two exact derivatives, relative to the largest entry (round-off only)
+RTOL = 1e-9
+
+
+def _function(args: list[list[Any]], outputs: list[Any], assignments: list[tuple[Any, Any]]) -> Any:
+    """A NumPy-free Python function of straight-line code (one line per assignment: thousands of them compile in
+    well under a second, unlike one lambdified expression)."""
+    import sympy as sp
+    from sympy.printing.pycode import PythonCodePrinter
+    names: dict[Any, sp.Symbol] = {}
+
+    def safe(sym: Any) -> sp.Symbol:
+        if sym not in names:
+            names[sym] = sp.Symbol(f"_v{len(names)}")
+        return names[sym]
+    printer = PythonCodePrinter({"fully_qualified_modules": False})
+    lines = ["def f(" + ", ".join(f"_a{g}" for g in range(len(args))) + "):", "    from math import sin, cos, sqrt"]
+    for g, group in enumerate(args):
+        for i, s in enumerate(group):
+            lines.append(f"    {safe(s)} = _a{g}[{i}]")
+    for s, e in assignments:
+        e = sp.sympify(e)
+        lines.append(f"    {safe(s)} = {printer.doprint(e.xreplace({x: safe(x) for x in e.free_symbols}))}")
+    outs = [sp.sympify(o) for o in outputs]
+    lines.append("    return [" + ", ".join(printer.doprint(o.xreplace({x: safe(x) for x in o.free_symbols}))
+                                          for o in outs) + "]")
+    scope: dict[str, Any] = {}
+    exec("\n".join(lines), scope)
+    return scope["f"]
+
+
+def _evaluator(eqs: Any) -> Any:
+    """(q, v, a, u) -> (d g/d q, d g/d qd) of the generated straight-line code, evaluated in Python."""
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None
+    n = len(eqs.qd)
+    f = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t]], list(d.dq) + list(d.dv), d.assignments)
+    p = [eqs.param_values[s] for s in eqs.params]
+
+    def run(q: Any, v: Any, a: Any, u: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        out = np.array(f(list(q), list(v), list(a), list(u), p, [t]), dtype=float)
+        return out[:n * n].reshape(n, n), out[n * n:].reshape(n, n)
+    return run
+
+
+def _urdf(relative: str, floating: bool, keep: Any = None) -> tuple[Any, Any]:
+    path = str(robot_file(relative))
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
+    names = [nm for nm in pm.names[1:] if nm != "root_joint"]
+    locked = [nm for nm in names if keep is not None and not keep(nm)]
+    if locked:
+        pm = pin.buildReducedModel(pm, [pm.getJointId(nm) for nm in locked], pin.neutral(pm))
+    model = rodgen.from_urdf(path, floating=floating, lock={nm: 0.0 for nm in locked} or None, mimic=False)
+    return model, pm
+
+
+def _maps(coords: list[str], nq: int, nv: int, pm: Any) -> tuple[list[int], list[int]]:
+    base_q, base_v = (list(range(7)), list(range(6))) if nq != nv else ([], [])
+    joints = coords[len(base_q):]
+    return (base_q + [pm.idx_qs[pm.getJointId(c)] for c in joints],
+            base_v + [pm.idx_vs[pm.getJointId(c)] for c in joints])
+
+
+ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False, None),
+          "panda": ("panda_description/urdf/panda.urdf", False, lambda j: "finger" not in j),
+          "solo12": ("solo_description/robots/solo12.urdf", True, None)}
+
+
+@pytest.mark.parametrize("name", list(ROBOTS))
+def test_inverse_dynamics_derivatives_match_pinocchio(name: str) -> None:
+    model, pm = _urdf(*ROBOTS[name])
+    eqs = rodgen.derive(model)
+    run = _evaluator(eqs)
+    nq, nv = len(eqs.q), len(eqs.qd)
+    qi, vi = _maps([str(s) for s in eqs.q], nq, nv, pm)
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    pin.seed(5)
+    for _ in range(3):
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        pv, pa = rng.normal(size=nv), rng.normal(size=nv)
+        dq, dv = run(pq[qi], pv[vi], pa[vi], np.zeros(len(eqs.u)))
+        pin.computeRNEADerivatives(pm, data, pq, pv, pa)
+        Pq, Pv = data.dtau_dq[np.ix_(vi, vi)], data.dtau_dv[np.ix_(vi, vi)]
+        scale = max(1.0, np.abs(Pq).max(), np.abs(Pv).max())
+        assert np.abs(dq - Pq).max() <= RTOL * scale
+        assert np.abs(dv - Pv).max() <= RTOL * scale
+
+
+def test_spherical_and_planar_joints_match_pinocchio() -> None:
+    from test_floating_spatial import _ball_and_slider, _from_pin
+    model, pm = _ball_and_slider()
+    eqs = rodgen.derive(model)
+    run = _evaluator(eqs)
+    data = pm.createData()
+    rng = np.random.default_rng(8)
+    pin.seed(8)
+    for _ in range(3):
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        v, a = rng.normal(size=8), rng.normal(size=8)
+        dq, dv = run(_from_pin(pq), v, a, np.zeros(len(eqs.u)))
+        pin.computeRNEADerivatives(pm, data, pq, v, a)
+        scale = max(1.0, np.abs(data.dtau_dq).max())
+        assert np.abs(dq - data.dtau_dq).max() <= RTOL * scale
+        assert np.abs(dv - data.dtau_dv).max() <= RTOL * scale
+
+
+def _pieces() -> rodgen.SpatialModel:
+    """Absolute two-angle links (an undo node: tree coordinates phi - phi_parent), a mass at an intermediate
+    fraction of a variable segment (a virtual node: coordinate a*l), a prismatic joint with an offset, a
+    spring, dampers, inputs and force elements, two trees with two branches."""
+    m = rodgen.SpatialModel("pieces_d", gravity=(0.3, -1.0, -9.5))
+    m.parameter("k", 3.0)
+    a = m.link("a", axis=(0, 0, 1), input="tau_a", damping=0.2, spring=Spring(2.0, 0.1))
+    a.variable("va", 0.4, masses=[PointMass(0.5, fraction=0.6, name="mid"), PointMass(0.3, fraction=1)])
+    a.marker("mk", "va", 0.5, xyz=(0.0, 0.05, 0.0), rpy=(0.0, 0.0, 0.5))
+    t1 = m.two_angle_link("t1", None)
+    t1.rigid("s1", 0.5, masses=[PointMass(0.7, fraction=1.0, name="tip1")])
+    t2 = m.two_angle_link("t2", "t1")
+    t2.rigid("s2", 0.4, masses=[PointMass(0.4, fraction=1.0, name="tip2")])
+    p = m.link("p", "a", joint="prismatic", axis=(0, 1, 0), offset=0.1, input="f_p", damping=0.3)
+    p.body(0.4, (0.0, 0.0, 0.1), (0.003, 0.0, 0.0, 0.004, 0.0, 0.002))
+    m.point_force("push", "tip2", ("0.3*t", "k*q_a", "-1"))
+    m.spring_damper("tendon", "mid", "tip1", stiffness=40.0, damping=0.9, rest_length=0.3)
+    return m
+
+
+def test_tree_coordinates_and_the_rest_of_g_match_the_full_derivative() -> None:
+    eqs = rodgen.derive(_pieces())
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and eqs.forces and eqs.u
+    # the undo and virtual nodes: the tree is not the velocities one to one, so M factorises densely
+    assert d.parents == tuple(range(-1, len(eqs.qd) - 1))
+    run = _evaluator(eqs)
+    assignments, rows = eqs.inverse_dynamics_jacobian()
+    n = len(eqs.q)
+    full = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t]], [x for r in rows for x in r],
+                     assignments)
+    p = [eqs.param_values[s] for s in eqs.params]
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, v, a = rng.uniform(-0.8, 0.8, n), rng.normal(size=n), rng.normal(size=n)
+        q[[str(s) for s in eqs.q].index("l_va")] = 0.45
+        u, t = rng.normal(size=len(eqs.u)), 0.7
+        dq, dv = run(q, v, a, u, t)
+        ref = np.array(full(list(q), list(v), list(a), list(u), p, [t]), dtype=float).reshape(n, 2 * n)
+        scale = max(1.0, np.abs(ref).max())
+        assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * scale
+
+
+def test_velocity_tree_of_a_floating_robot() -> None:
+    """solo12: the base's six velocities a chain, each leg's three a chain below the base's last."""
+    model, _ = _urdf(*ROBOTS["solo12"])
+    eqs = rodgen.derive(model)
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None
+    assert d.parents == (-1, 0, 1, 2, 3, 4, 5, 6, 7, 5, 9, 10, 5, 12, 13, 5, 15, 16)
+    spec = lower(eqs, options=CodegenOptions(jacobian=True))
+    tree = spec.velocity_tree()
+    assert tree["anc"][tree["anc_start"][10]:tree["anc_start"][11]] == (9, 5, 4, 3, 2, 1, 0)
+    assert tree["runs"][2 * tree["run_start"][10]:2 * tree["run_start"][11]] == (9, 9, 5, 0)
+    # every entry of M off a branch of that tree is zero
+    M = eqs.M
+    for i in range(18):
+        for j in range(i):
+            a, on = i, False
+            while a >= 0:
+                on = on or a == j
+                a = d.parents[a]
+            assert on or M[i, j] == 0, (i, j)
+
+
+def test_planar_models_keep_the_tangent() -> None:
+    eqs = rodgen.derive(rodgen.load(Path(__file__).parent.parent / "examples" / "double_pendulum.yaml"))
+    assert eqs.inverse_dynamics_derivatives() is None
+    names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True)).routines}
+    assert {"inverse_dynamics_partials", "inverse_dynamics_tangent"} <= names
+    assert "inverse_dynamics_derivatives" not in names
+
+
+@pytest.mark.parametrize("name", ["ur5", "solo12"])
+def test_rhs_jacobian_matches_computeABADerivatives(name: str, build_dir: Path) -> None:
+    model, pm = _urdf(*ROBOTS[name])
+    robot = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(jacobian=True), defer_jacobian=False)
+    nq, nv = robot.nq, robot.nv
+    qi, vi = _maps(list(robot.coordinates), nq, nv, pm)
+    data = pm.createData()
+    rng = np.random.default_rng(3)
+    pin.seed(3)
+    for _ in range(3):
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        pv = rng.normal(size=nv)
+        u = rng.normal(size=robot.nu)
+        tau = np.zeros(nv)
+        tau[np.array(vi)[nv - robot.nu:]] = u
+        J = robot.rhs_jacobian(pq[qi], pv[vi], u)
+        pin.computeABADerivatives(pm, data, pq, pv, tau)
+        dq, dv = data.ddq_dq[np.ix_(vi, vi)], data.ddq_dv[np.ix_(vi, vi)]
+        scale = max(1.0, np.abs(dq).max(), np.abs(dv).max())
+        np.testing.assert_array_equal(J[:nv], np.hstack([np.zeros((nv, nv)), np.eye(nv)]))
+        assert np.abs(J[nv:, :nv] - dq).max() <= RTOL * scale
+        assert np.abs(J[nv:, nv:] - dv).max() <= RTOL * scale
+
+
+def test_a_tree_over_the_pair_limit_keeps_the_tangent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_PAIRS pairs of joints on one branch the code would grow like n * depth: the tangent instead."""
+    from rodgen.symbolic import rnea_derivatives
+    model, _ = _urdf(*ROBOTS["ur5"])
+    monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 20)      # UR5: 6 * 7 / 2 = 21 pairs
+    eqs = rodgen.derive(model)
+    assert eqs.inverse_dynamics_derivatives() is None
+    names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True)).routines}
+    assert "inverse_dynamics_tangent" in names and "inverse_dynamics_derivatives" not in names
+    monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 21)
+    assert rodgen.derive(model).inverse_dynamics_derivatives() is not None
