@@ -62,12 +62,12 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pnames)
 
-    geo: _Geometry = (_Spatial(eqs, inline, X) if getattr(model, "spatial", False)
+    geo: _Geometry = (_Spatial(eqs, X) if getattr(model, "spatial", False)
                       else _Planar(model, inline, eqs, coord, pnames, X))  # type: ignore[arg-type]
     out: list[ForceEquations] = []
     for f in model.forces:
         r = geo.position(f.point)
-        J = r.jacobian(q) if q else sp.zeros(geo.dim, 0)
+        J = geo.jacobian(f.point, r, q)
         v = J * qdv
         names = {**pnames, **coord, **rate, "t": eqs.t}
         if f.force is not None:
@@ -75,7 +75,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         if f.type == "spring_damper":
             assert f.b is not None
             rb = geo.position(f.b)
-            Jb = rb.jacobian(q) if q else sp.zeros(geo.dim, 0)
+            Jb = geo.jacobian(f.b, rb, q)
             F = _spring_damper(f, rb - r, (Jb - J) * qdv, X)
             out.append(ForceEquations(f.name, f.type, f.point, r, J, F, (J - Jb).T * F, False))
             continue
@@ -102,7 +102,7 @@ def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.M
             kind, p = known[nm]
             if p not in cache:
                 r = geo.position(p)
-                cache[p] = (r, (r.jacobian(q) if q else sp.zeros(geo.dim, 0)) * qdv)
+                cache[p] = (r, geo.jacobian(p, r, q) * qdv)
             r, v = cache[p]
             out[nm] = (v if kind.startswith("v") else r)["xyz".index(kind[-1])]
     return out
@@ -119,6 +119,10 @@ class _Geometry:
 
     def has_point(self, point: str) -> bool:
         raise NotImplementedError
+
+    def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
+        """d r / d q of the point at ``r`` (dim x n)."""
+        return r.jacobian(q) if q else sp.zeros(self.dim, 0)
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         raise NotImplementedError
@@ -161,8 +165,8 @@ class _Planar(_Geometry):
 class _Spatial(_Geometry):
     dim = 3
 
-    def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr]):
-        self.eqs, self.inline, self.X = eqs, inline, X
+    def __init__(self, eqs: Equations, X: Callable[[Expression], sp.Expr]):
+        self.eqs, self.X = eqs, X
         g: Any = eqs.model.ground
         nv = sp.Matrix([X(c) for c in g.normal])
         self.n = _unit(nv)
@@ -174,14 +178,20 @@ class _Spatial(_Geometry):
         self.t2 = self.n.cross(self.t1)
         self.height = X(g.height)
 
+    # The frames and their Jacobians as the derivation gives them: in the recursive method's intermediates
+    # (the world frames, computed once), not inlined: a law's expressions grow with the law, not with the depth
+    # of its point in the tree.
     def position(self, point: str) -> sp.Matrix:
-        return self.inline(self.eqs.frames[point][0])
+        return self.eqs.frames[point][0]
 
     def has_point(self, point: str) -> bool:
         return point in self.eqs.frames
 
+    def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
+        return self.eqs.frame_jacobians[point][:3, :]
+
     def _rotation(self, frame: str) -> sp.Matrix:
-        return self.inline(self.eqs.frames[frame][1])
+        return self.eqs.frames[frame][1]
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         lk: Any = self.eqs.model.link_named(link)
