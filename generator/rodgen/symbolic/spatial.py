@@ -1135,8 +1135,9 @@ def configuration_rate(k: SpatialKinematics, tree: SpatialTree
 
 
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
-    """``rodgen.derive`` for a spatial model: ``"recursive"`` (also for ``"matrix"``, which has no spatial
-    form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
+    """``rodgen.derive`` for a spatial model: ``"recursive"``, ``"matrix"`` (the recursive equations
+    substituted into closed form and simplified, for small models: :mod:`rodgen.symbolic.closed_form`) or
+    ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
     k = spatial_kinematics(model)
     tree = SpatialTree(model, k)
     if model.lie and model.couplings:
@@ -1182,6 +1183,9 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs.constraints = constraint_equations(eqs)
     else:
         eqs.constraints = []
+    if method == "matrix":
+        from .closed_form import closed_form
+        eqs = closed_form(eqs)
     return eqs
 
 
