@@ -228,3 +228,15 @@ def test_decimal_literals_are_the_exact_rationals(seed: int) -> None:
             assert Fraction(text) == f and float(text) == f.numerator / f.denominator
     assert seen > 1000
     assert decimal_literal(1, 2) is None and decimal_literal(1, 3) is None and decimal_literal(7, 200) == "0.035"
+
+
+def test_closed_form_compiles_to_the_recursive_numbers(build_dir: Path) -> None:
+    """build(method="matrix") of a spatial model prints the closed form; its mass matrix and bias equal the
+    recursive method's (another derivation, another code) at random states."""
+    a = rodgen.build(_variable_pendulum(), method="matrix", build_dir=build_dir)
+    b = rodgen.build(_variable_pendulum(), method="recursive", build_dir=build_dir)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q, v = rng.uniform(-2, 2, 3), rng.normal(size=3)
+        np.testing.assert_allclose(a.mass_matrix(q), b.mass_matrix(q), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(a.bias(q, v), b.bias(q, v), rtol=1e-13, atol=1e-13)
