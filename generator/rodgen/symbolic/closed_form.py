@@ -7,14 +7,17 @@ this module substitutes them back and simplifies, entry by entry:
 - every number becomes exact (a Float of the derivation, such as the entry of a rotation by a fixed angle, as
   the rational of its decimal text, :func:`decimal_text`), so simplification does not spread floating
   point through the entry;
-- M, G and V: expanded, then ``trigsimp``; h: expanded, grouped by its products of rates q̇_i q̇_j, each
-  coefficient ``trigsimp``-ed, so ``h = sum c_ij(q) q̇_i q̇_j`` (Coriolis and centrifugal terms read off);
-- an entry with more than :data:`TRIG_TERMS` terms after expansion is left expanded (``trigsimp`` on it
-  would take long); the rest of the equations (T, frames, Jacobians, constraint rows, force elements) is
-  substituted without simplification.
+- M, G and V: expanded into the canonical polynomial in the coordinates' sines and cosines with no sine
+  squared (:func:`canonical`: sin² + cos² = 1 applied exactly, by polynomial arithmetic only; ``trigsimp``
+  took seconds per entry of a two-link model), common factors taken out;
+- h from the simplified M by its Christoffel symbols, ``h = sum c_ijk(q) q̇_j q̇_k`` (Coriolis and
+  centrifugal terms read off), each coefficient in the same form (the recursion's own h, substituted, is
+  larger than M by far: it is not expanded);
+- the rest of the equations (T, frames, Jacobians, constraint rows, force elements) is substituted without
+  simplification.
 
 Size guard: a model with a free, spherical or planar joint, more than :data:`MAX_COORDINATES` velocities,
-or whose substituted M, h, G would exceed :data:`MAX_TREE` nodes keeps the recursive equations (method
+or whose substituted M and G would exceed :data:`MAX_TREE` nodes keeps the recursive equations (method
 ``"recursive"``) and says why in ``Equations.closed_form_reason``.
 """
 from __future__ import annotations
@@ -27,10 +30,8 @@ from .equations import Equations
 
 #: More velocities than this: the recursive equations are kept.
 MAX_COORDINATES = 6
-#: Substituted M, h, G larger than this many expression-tree nodes: the recursive equations are kept.
-MAX_TREE = 400_000
-#: An entry with more terms than this after expansion is not trigsimp-ed.
-TRIG_TERMS = 300
+#: Substituted M and G larger than this many expression-tree nodes: the recursive equations are kept.
+MAX_TREE = 5_000
 
 
 def closed_form(eqs: Equations) -> Equations:
@@ -46,8 +47,10 @@ def closed_form(eqs: Equations) -> Equations:
     out.configuration_rate, out.lie_joints = eqs.configuration_rate, eqs.lie_joints
     out.couplings = {k: exact(v) for k, v in out.couplings.items()}
     rates = set(out.qd)
-    out.M = _symmetric(out.M.applyfunc(lambda x: tidy(x)))
-    out.h = out.h.applyfunc(lambda x: tidy(x, rates))
+    n = out.M.rows
+    upper = {(i, j): tidy(out.M[i, j]) for i in range(n) for j in range(i, n)}
+    out.M = sp.Matrix(n, n, lambda i, j: upper[min(i, j), max(i, j)])
+    out.h = _christoffel(out.M, list(out.q), list(out.qd))
     out.G = out.G.applyfunc(lambda x: tidy(x))
     out.K = out.K.applyfunc(lambda x: tidy(x))
     out.D = out.D.applyfunc(lambda x: tidy(x, rates))
@@ -57,10 +60,23 @@ def closed_form(eqs: Equations) -> Equations:
     return out
 
 
-def _symmetric(M: sp.Matrix) -> sp.Matrix:
-    """M with its lower triangle the upper one (one simplification, the same printed entry)."""
-    n = M.rows
-    return sp.Matrix(n, n, lambda i, j: M[min(i, j), max(i, j)])
+def _christoffel(M: sp.Matrix, q: list[sp.Symbol], qd: list[sp.Symbol]) -> sp.Matrix:
+    """h from the closed-form M by the Christoffel symbols of the first kind (T = q̇ᵀ M q̇ / 2, the
+    velocities the coordinates' rates): h_i = sum_j c_ijj q̇_j² + sum_{j<k} 2 c_ijk q̇_j q̇_k,
+    c_ijk = (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) / 2, each coefficient simplified."""
+    n = len(q)
+    dM = [[[sp.diff(M[i, j], q[k]) for k in range(n)] for j in range(n)] for i in range(n)]
+    rows = []
+    for i in range(n):
+        terms = []
+        for j in range(n):
+            for k in range(j, n):
+                c = (dM[i][j][k] + dM[i][k][j] - dM[j][k][i]) / 2
+                c = c * 2 if j != k else c
+                if c != 0:
+                    terms.append(tidy(c) * qd[j] * qd[k])
+        rows.append(sp.Add(*terms))
+    return sp.Matrix(rows)
 
 
 def _refused(eqs: Equations) -> str:
@@ -74,9 +90,9 @@ def _refused(eqs: Equations) -> str:
     for sym, ex in eqs.assignments:
         subs[sym] = ex.xreplace(subs)
     memo: dict[sp.Basic, int] = {}
-    size = sum(_tree_size(x.xreplace(subs), memo) for m in (eqs.M, eqs.h, eqs.G) for x in m)
+    size = sum(_tree_size(x.xreplace(subs), memo) for m in (eqs.M, eqs.G) for x in m)
     if size > MAX_TREE:
-        return (f"M, h and G in closed form have {size} expression nodes (more than {MAX_TREE}); "
+        return (f"M and G in closed form have {size} expression nodes (more than {MAX_TREE}); "
                 f"print Equations.expanded() for the unsimplified closed form")
     return ""
 
@@ -109,13 +125,12 @@ def decimal_text(v: float) -> str:
 
 
 def tidy(x: sp.Expr, rates: Optional[set[sp.Symbol]] = None) -> sp.Expr:
-    """One entry: exact numbers, expanded, ``trigsimp``-ed (by products of ``rates`` when given)."""
-    x = sp.expand(exact(x))
+    """One entry: exact numbers, in the canonical form of :func:`canonical`, common factors taken out (per
+    product of ``rates`` when given)."""
+    x = canonical(exact(x))
     terms = sp.Add.make_args(x)
-    if len(terms) > TRIG_TERMS:
-        return x
     if not rates:
-        return sp.trigsimp(sp.factor_terms(x))
+        return sp.factor_terms(x)
     groups: dict[sp.Expr, list[sp.Expr]] = {}
     for t in terms:
         coef: list[sp.Expr] = []
@@ -123,7 +138,25 @@ def tidy(x: sp.Expr, rates: Optional[set[sp.Symbol]] = None) -> sp.Expr:
         for f in sp.Mul.make_args(t):
             (mono if f.free_symbols & rates else coef).append(f)
         groups.setdefault(sp.Mul(*mono), []).append(sp.Mul(*coef))
-    return sp.Add(*[sp.trigsimp(sp.factor_terms(sp.Add(*cs))) * mono for mono, cs in groups.items()])
+    return sp.Add(*[sp.factor_terms(sp.Add(*cs)) * mono for mono, cs in groups.items()])
+
+
+def canonical(x: sp.Expr) -> sp.Expr:
+    """``x`` expanded, every sin(a)^k (k >= 2) written (1 - cos(a)^2)^(k // 2) sin(a)^(k % 2) and expanded
+    again: a polynomial in the sines and cosines (of the coordinates, as the recursion writes them) with no
+    sine above the first power, which is unique, so sin² + cos² = 1 and everything that follows from it is
+    applied (an entry that is 0 comes out 0), at the cost of polynomial arithmetic only."""
+    x = sp.expand(x)
+
+    def high_sine(e: sp.Basic) -> bool:
+        return bool(e.is_Pow and isinstance(e.base, sp.sin) and e.exp.is_Integer and e.exp >= 2)
+
+    def lower(e: sp.Pow) -> sp.Expr:
+        a, k = e.base.args[0], int(e.exp)
+        return sp.sin(a) ** (k % 2) * (1 - sp.cos(a) ** 2) ** (k // 2)
+    if not x.has(sp.sin):
+        return x
+    return sp.expand(x.replace(high_sine, lower))
 
 
 def terminating_decimal(p: int, q: int) -> Optional[str]:
@@ -178,4 +211,4 @@ def _float(text: str) -> sp.Float:
 
 
 __all__ = ["closed_form", "exact", "decimal_text", "terminating_decimal", "decimal_numbers", "tidy",
-           "MAX_COORDINATES", "MAX_TREE", "TRIG_TERMS"]
+           "canonical", "MAX_COORDINATES", "MAX_TREE"]

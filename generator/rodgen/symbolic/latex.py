@@ -43,13 +43,14 @@ def equations_latex(eqs: "Equations", *, blocks: bool = False, simplify: Optiona
     inertia blocks times each group's accelerations, then the velocity,
     gravity, spring and damper columns and the generalized forces.
     ``simplify`` applies trigonometric simplification to every entry
-    (default: only for models with at most 4 coordinates). A spatial model's numbers print as decimals
+    (default: only for planar models with at most 4 coordinates). A spatial model's numbers print as decimals
     where they are decimals (:func:`rodgen.symbolic.closed_form.decimal_numbers`: 0.035, not 7/200).
     """
     e = eqs.expanded()
-    on = (e.n <= 4) if simplify is None else simplify
-    names = symbol_names(e)
     dec = bool(getattr(e.model, "spatial", False))
+    # a spatial model's matrix method is simplified already (rodgen.symbolic.closed_form)
+    on = (e.n <= 4 and not dec) if simplify is None else simplify
+    names = symbol_names(e)
 
     def _tex(expr: sp.Basic, names: dict[sp.Symbol, str]) -> str:
         return _tex_of(expr, names, dec)
