@@ -197,6 +197,13 @@ def run_equations(args: argparse.Namespace) -> int:
     from .model.loader import load
     from .symbolic import derive
     eqs = derive(load(args.model), method=args.method).expanded()
+    if getattr(eqs.model, "spatial", False):     # numbers as decimals where they are (URDF values as written)
+        from .symbolic.closed_form import decimal_numbers
+
+        def sstr(x: Any) -> str:
+            return str(sp.sstr(decimal_numbers(x), full_prec=False))
+    else:
+        sstr = sp.sstr
     if args.latex or args.blocks:
         text = eqs.latex(blocks=args.blocks)
     else:
@@ -205,6 +212,8 @@ def run_equations(args: argparse.Namespace) -> int:
                  "coordinates q: " + ", ".join(map(str, eqs.q)),
                  "inputs u: " + (", ".join(map(str, eqs.u)) or "(none)"),
                  "parameters: " + (", ".join(f"{s} = {eqs.param_values[s]:g}" for s in eqs.params) or "(none)")]
+        if eqs.closed_form_reason:
+            lines.append(f"not simplified to closed form: {eqs.closed_form_reason}")
         if eqs.couplings:
             lines.append("couplings: " + ", ".join(f"{k} = {v}" for k, v in eqs.couplings.items()))
         for name in ("M", "h", "G", "K", "D", "B") + (("F",) if eqs.forces else ()):
@@ -216,14 +225,14 @@ def run_equations(args: argparse.Namespace) -> int:
             for i in range(mat.rows):
                 for j in range(mat.cols):
                     if mat[i, j] != 0:
-                        lines.append(f"  [{i},{j}] {sp.sstr(mat[i, j])}" if mat.cols > 1 else
-                                     f"  [{i}] {sp.sstr(mat[i, j])}")
+                        lines.append(f"  [{i},{j}] {sstr(mat[i, j])}" if mat.cols > 1 else
+                                     f"  [{i}] {sstr(mat[i, j])}")
         for el in eqs.forces:
             lines.append(f"force element {el.name} ({el.type} at {el.point}), ground frame:")
-            for i, comp in enumerate(("x", "y")):
-                lines.append(f"  F{comp} = {sp.sstr(el.force[i])}")
-        lines.append(f"T = {sp.sstr(eqs.T)}")
-        lines.append(f"V = {sp.sstr(eqs.V)}")
+            for i, comp in enumerate("xyz"[:el.force.rows]):
+                lines.append(f"  F{comp} = {sstr(el.force[i])}")
+        lines.append(f"T = {sstr(eqs.T)}")
+        lines.append(f"V = {sstr(eqs.V)}")
         text = "\n".join(lines)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

@@ -62,6 +62,27 @@ def c_rational(p: int, q: int) -> float:
                            f"is a number of the model too large?") from None
 
 
+def decimal_literal(p: int, q: int) -> Optional[str]:
+    """The exact decimal of p/q (lowest terms) when q > 9 has no prime factors but 2 and 5 and the decimal has
+    at most 17 significant digits: the number a model file wrote (0.035 for 7/200, as the derivation keeps
+    it); else None (halves, quarters and fifths stay ``1.0/2.0``). A C compiler rounds the literal to the
+    nearest double, as it rounds the division of the two exact doubles, so the value is the same."""
+    if q < 10:
+        return None
+    k, power = q, {2: 0, 5: 0}
+    for f in power:
+        while k % f == 0:
+            k //= f
+            power[f] += 1
+    if k != 1:
+        return None
+    places = max(power.values())
+    digits = str(abs(p) * 10 ** places // q).rjust(places + 1, "0")
+    if len(digits.lstrip("0")) > 17:
+        return None
+    return ("-" if p < 0 else "") + f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
+
+
 class SlotPrinter(C99CodePrinter):
     """C99 printer that maps symbols to array slots and prints numbers exactly.
 
@@ -230,6 +251,9 @@ class SlotPrinter(C99CodePrinter):
 
     def _print_Rational(self, expr: sp.Rational) -> str:
         p, q = int(expr.p), int(expr.q)
+        text = decimal_literal(p, q)
+        if text is not None:
+            return text + self.suffix      # the decimal the model wrote; C rounds it to the same double as p/q
         if abs(p) < EXACT_INT and q < EXACT_INT:
             return f"{self.number(p)}/{self.number(q)}"      # both exact: C's division rounds once
         try:

@@ -46,8 +46,10 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     model : a :class:`rodgen.Model` (validated on the way in, each call: later changes to it are
         seen by the next call) or a :class:`~rodgen.model.valid.ValidModel`.
     method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``. A :class:`rodgen.SpatialModel` is derived
-        by the spatial recursive method (:mod:`rodgen.symbolic.spatial`; also for ``"matrix"``, which has
-        no spatial form) or by ``"lagrange"`` (the reference, for small models).
+        by the spatial recursive method (:mod:`rodgen.symbolic.spatial`), for ``"matrix"`` then substituted
+        and simplified to closed form where the model is small enough (:mod:`rodgen.symbolic.closed_form`;
+        else ``Equations.closed_form_reason`` says why not), or by ``"lagrange"`` (the reference, for small
+        models).
     """
     from ..model.spatial import SpatialModel, ValidSpatialModel
     if not isinstance(model, (Model, ValidModel, SpatialModel, ValidSpatialModel)):

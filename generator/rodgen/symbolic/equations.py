@@ -198,6 +198,9 @@ class Equations:
     #: first velocity in qd)
     lie_joints: tuple[tuple[int, int, int], ...] = ()
     t: sp.Symbol = TIME
+    #: ``derive(spatial_model, method="matrix")``: why the equations are not in closed form (the size guard of
+    #: :mod:`rodgen.symbolic.closed_form`; ``method`` is then ``"recursive"``); empty otherwise
+    closed_form_reason: str = ""
     #: The identification regressor (:class:`rodgen.symbolic.regressor.Regressor`) when one was attached
     #: (:func:`rodgen.symbolic.regressor.attach_regressor`, ``CodegenOptions(regressor=True)``); else None.
     regressor: Optional[Any] = None
@@ -260,6 +263,7 @@ class Equations:
                                          x(f.generalized), f.input) for f in self.forces])
         out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
         out.frame_jacobians = {nm: x(jac) for nm, jac in self.frame_jacobians.items()}
+        out.closed_form_reason = self.closed_form_reason
         return out
 
     def inverse_dynamics_jacobian(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:

@@ -69,7 +69,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pnames)
 
-    geo: _Geometry = (_Spatial(eqs, inline, X, lie) if getattr(model, "spatial", False)
+    geo: _Geometry = (_Spatial(eqs, X) if getattr(model, "spatial", False)
                       else _Planar(model, inline, eqs, coord, pnames, X))  # type: ignore[arg-type]
     out: list[ForceEquations] = []
     for f in model.forces:
@@ -128,7 +128,7 @@ class _Geometry:
         raise NotImplementedError
 
     def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
-        """The point's velocity Jacobian (dim x nv): the derivative of its position ``r`` by ``q``."""
+        """d r / d q of the point at ``r`` (dim x n)."""
         return r.jacobian(q) if q else sp.zeros(self.dim, 0)
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
@@ -172,9 +172,8 @@ class _Planar(_Geometry):
 class _Spatial(_Geometry):
     dim = 3
 
-    def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr],
-                 lie: bool = False):
-        self.eqs, self.inline, self.X, self.lie = eqs, inline, X, lie
+    def __init__(self, eqs: Equations, X: Callable[[Expression], sp.Expr]):
+        self.eqs, self.X = eqs, X
         g: Any = eqs.model.ground
         nv = sp.Matrix([X(c) for c in g.normal])
         self.n = _unit(nv)
@@ -186,21 +185,20 @@ class _Spatial(_Geometry):
         self.t2 = self.n.cross(self.t1)
         self.height = X(g.height)
 
+    # The frames and their Jacobians as the derivation gives them: in the recursive method's intermediates
+    # (the world frames, computed once), not inlined: a law's expressions grow with the law, not with the depth
+    # of its point in the tree.
     def position(self, point: str) -> sp.Matrix:
-        return self.inline(self.eqs.frames[point][0])
+        return self.eqs.frames[point][0]
 
     def has_point(self, point: str) -> bool:
         return point in self.eqs.frames
 
     def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
-        """With a free, spherical or planar joint, the frame's Jacobian in the velocities (its origin's rows):
-        ``∂r/∂q`` is in the quaternion's coordinates, not the velocities."""
-        if self.lie:
-            return self.inline(self.eqs.frame_jacobians[point][:3, :])
-        return super().jacobian(point, r, q)
+        return self.eqs.frame_jacobians[point][:3, :]
 
     def _rotation(self, frame: str) -> sp.Matrix:
-        return self.inline(self.eqs.frames[frame][1])
+        return self.eqs.frames[frame][1]
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         lk: Any = self.eqs.model.link_named(link)

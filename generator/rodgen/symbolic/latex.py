@@ -22,7 +22,11 @@ def symbol_names(eqs: "Equations") -> dict[sp.Symbol, str]:
     return names
 
 
-def _tex(expr: sp.Basic, names: dict[sp.Symbol, str]) -> str:
+def _tex_of(expr: sp.Basic, names: dict[sp.Symbol, str], decimals: bool = False) -> str:
+    if decimals:    # a spatial model's numbers as decimals where they are (URDF values as the file wrote them)
+        from .closed_form import decimal_numbers
+        return sp.latex(expr.applyfunc(decimal_numbers) if isinstance(expr, sp.MatrixBase)
+                        else decimal_numbers(expr), symbol_names=names, full_prec=False)
     return sp.latex(expr, symbol_names=names)
 
 
@@ -39,11 +43,17 @@ def equations_latex(eqs: "Equations", *, blocks: bool = False, simplify: Optiona
     inertia blocks times each group's accelerations, then the velocity,
     gravity, spring and damper columns and the generalized forces.
     ``simplify`` applies trigonometric simplification to every entry
-    (default: only for models with at most 4 coordinates).
+    (default: only for planar models with at most 4 coordinates). A spatial model's numbers print as decimals
+    where they are decimals (:func:`rodgen.symbolic.closed_form.decimal_numbers`: 0.035, not 7/200).
     """
     e = eqs.expanded()
-    on = (e.n <= 4) if simplify is None else simplify
+    dec = bool(getattr(e.model, "spatial", False))
+    # a spatial model's matrix method is simplified already (rodgen.symbolic.closed_form)
+    on = (e.n <= 4 and not dec) if simplify is None else simplify
     names = symbol_names(e)
+
+    def _tex(expr: sp.Basic, names: dict[sp.Symbol, str]) -> str:
+        return _tex_of(expr, names, dec)
     qdd = sp.Matrix(e.qdd)
     u = sp.Matrix(e.u) if e.u else sp.zeros(0, 1)
     lines: list[str] = []

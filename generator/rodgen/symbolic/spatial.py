@@ -826,11 +826,14 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
 
 
 def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
-                             tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None) -> ForwardDynamics:
+                             tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None,
+                             F_assignments: Sequence[tuple[sp.Symbol, sp.Expr]] = ()) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
 
-    ``F`` (n x 1, closed form in q, qd, the time and the parameters) are the force elements' generalized
-    forces Jᵀ F: they join the joint forces (not applied on the nodes).
+    ``F`` (n x 1, in q, qd, the time, the parameters and the symbols of ``F_assignments``: the derivation's
+    world frames, on which the force elements' laws are written) are the force elements' generalized forces
+    Jᵀ F: they join the joint forces (not applied on the nodes). The assignments F needs are emitted first
+    (those this recursion emits itself, the joints' rotations, are the same symbols and kept once).
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
@@ -863,6 +866,7 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         Q += input_map(kv) * sp.Matrix(k.u)  # type: ignore[arg-type]
     if F is not None:
         Q += F
+        _emit_needed(e, F, F_assignments)
     tau = [e(sp.Add(*[Tinv[j, i] * Q[j] for j in range(n) if Tinv[j, i] != 0]), f"{i}_Q") for i in range(NC)]
 
     def six(w: V3, v: V3) -> list[sp.Expr]:
@@ -985,6 +989,25 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
                            Dinv)
 
 
+def _emit_needed(e: _Emitter, exprs: sp.Matrix, assignments: Sequence[tuple[sp.Symbol, sp.Expr]]) -> None:
+    """Append to ``e`` the assignments (in their order) that ``exprs`` refer to, directly or through others,
+    and that ``e`` does not define already."""
+    index = {s: i for i, (s, _) in enumerate(assignments)}
+    have = {s for s, _ in e.assignments}
+    need: set[int] = set()
+    stack = [s for s in exprs.free_symbols if s in index and s not in have]
+    while stack:
+        s = stack.pop()
+        i = index[s]
+        if i in need:
+            continue
+        need.add(i)
+        stack.extend(x for x in assignments[i][1].free_symbols if x in index and x not in have)
+    for i in sorted(need):
+        e.assignments.append(assignments[i])
+        e._names.add(str(assignments[i][0])[len(e.prefix):])    # a later emission of the name is an error
+
+
 def _to_parent(e: _Emitter, J: _Joints, i: int, par: int, Ia: list[list[sp.Expr]], pa: list[sp.Expr],
                IA: list, pA: list) -> None:
     """Add node i's articulated inertia Ia and bias pa, moved to its parent's frame, to the parent's."""
@@ -1059,7 +1082,8 @@ def spatial_articulated(eqs: Equations, k: Optional[SpatialKinematics] = None,
     if eqs.couplings or getattr(model, "couplings", None):
         return None, "the model couples coordinates"
     try:
-        fd = spatial_forward_dynamics(model, k, tree, eqs.F if eqs.forces else None)  # type: ignore[arg-type]
+        fd = spatial_forward_dynamics(model, k, tree, eqs.F if eqs.forces else None,  # type: ignore[arg-type]
+                                      eqs.assignments)
     except DerivationError as exc:
         return None, str(exc)
     pivots = [sp.sympify(d) for d in fd.inverse_pivots]
@@ -1116,8 +1140,9 @@ def configuration_rate(k: SpatialKinematics, tree: SpatialTree
 
 
 def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
-    """``rodgen.derive`` for a spatial model: ``"recursive"`` (also for ``"matrix"``, which has no spatial
-    form) or ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
+    """``rodgen.derive`` for a spatial model: ``"recursive"``, ``"matrix"`` (the recursive equations
+    substituted into closed form and simplified, for small models: :mod:`rodgen.symbolic.closed_form`) or
+    ``"lagrange"`` (the reference: Lagrange's equations from the kinetic and potential energy)."""
     k = spatial_kinematics(model)
     tree = SpatialTree(model, k)
     if model.lie and model.couplings:
@@ -1163,6 +1188,9 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs.constraints = constraint_equations(eqs)
     else:
         eqs.constraints = []
+    if method == "matrix":
+        from .closed_form import closed_form
+        eqs = closed_form(eqs)
     return eqs
 
 
