@@ -217,11 +217,12 @@ typedef struct {
     double *v;     /* [nq] */
     double *w;     /* [nrows] */
     double *Z;     /* [nrows*nq] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
-    double *coef;  /* [nrows] sliding contact: tangential force = coef * normal force; else 0 */
+    double *coef;  /* [2*nrows] sliding contact: tangential force along its tangent j = coef[2i+j] * normal
+                      force (one tangent in the plane, two in space); else 0 */
     double *mu;    /* [nconstraints] */
     double *Sf;    /* [nrows*nrows] J M^-1 J^T of every row (constrained_terms) */
     int *rows;     /* [nrows] active rows */
-    int *trow;     /* [nrows] sliding contact: its tangential row; else -1 */
+    int *trow;     /* [nrows] sliding contact: its first tangential row (rows[i] - trow[i] tangents); else -1 */
     int *piv;      /* [nrows] LU pivots */
     int *act;      /* [nconstraints] working active set */
     int *tang;     /* [nrows] active row i is a contact's tangential row (held where it is without a target) */
@@ -235,7 +236,7 @@ typedef struct {
 static long size_doubles(const rodgen_model *m)
 {
     const long nq = m->nq, nr = m->nrows, nu = m->nu;
-    return nq * nq + 3 * nr * nq + 2 * nr * nr + 4 * nr + 3 * nq + nq * nu + 3L * m->nconstraints;
+    return nq * nq + 3 * nr * nq + 2 * nr * nr + 5 * nr + 3 * nq + nq * nu + 3L * m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
@@ -283,7 +284,7 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     w->Z = d;
     d += nr * nq;
     w->coef = d;
-    d += nr;
+    d += 2 * nr;
     w->mu = d;
     d += m->nconstraints;
     w->Sf = d;
@@ -317,7 +318,75 @@ static int is_active(const rodgen_model *m, const int *active, int i)
 static int is_sliding(const rodgen_model *m, const int *active, int i)
 {
     return m->constraints[i].kind == RODGEN_CONTACT && active != 0
-        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
+        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS || active[i] == RODGEN_SLIDE);
+}
+
+/* The tangential rows of contact i (1 in the plane, 2 in space): rows row .. row + ntan - 1, its normal after. */
+static int ntan(const rodgen_model *m, int i)
+{
+    return m->constraints[i].nrows - 1;
+}
+
+/* The Euclidean norm of a contact's tangential entries x[r .. r + nt - 1]. */
+static double tnorm(const double *x, int r, int nt)
+{
+    return nt == 1 ? fabs(x[r]) : sqrt(x[r] * x[r] + x[r + 1] * x[r + 1]);
+}
+
+/* The unit direction of a 3-row contact's sliding motion (RODGEN_SLIDE, see rodgen_contact.h) from its
+ * tangential velocity vt [2] and reference direction ref [2] (NULL or zero: vt's own): s = vt +
+ * RODGEN_SLIDE_REST * ref, turned into ref's half plane (-s when s . ref < 0), normalised, into d [2]. Returns 1 when there is no direction (vt = 0, no ref). */
+static int slide_direction(const double *vt, const double *ref, double *d)
+{
+    double r0 = ref != 0 ? ref[0] : 0.0, r1 = ref != 0 ? ref[1] : 0.0, n = sqrt(r0 * r0 + r1 * r1), s0, s1;
+    if (!(n > 0.0) || !isfinite(n)) {
+        r0 = vt[0];
+        r1 = vt[1];
+        n = sqrt(r0 * r0 + r1 * r1);
+        if (!(n > 0.0) || !isfinite(n)) {
+            return 1;
+        }
+    }
+    r0 /= n;
+    r1 /= n;
+    s0 = vt[0] + RODGEN_SLIDE_REST * r0;
+    s1 = vt[1] + RODGEN_SLIDE_REST * r1;
+    if (s0 * r0 + s1 * r1 < 0.0) {
+        /* moving back along the reference (past the stop, in a trial step): the force stays against it */
+        s0 = -s0;
+        s1 = -s1;
+    }
+    n = sqrt(s0 * s0 + s1 * s1);
+    if (!(n > 0.0)) {
+        s0 = r0;
+        s1 = r1;
+        n = sqrt(s0 * s0 + s1 * s1);
+    }
+    d[0] = s0 / n;
+    d[1] = s1 / n;
+    return 0;
+}
+
+/* The tangential coefficients of the sliding 3-row contacts among the k active rows (w->coef: -mu d, d
+ * their sliding direction) from the rows' velocities vrow (vrow[r] = J_r qd of every row r) and the
+ * reference directions in target (NULL: the velocities' own). Returns RODGEN_OK or RODGEN_ERR_OPTIONS
+ * (a contact at rest without a reference direction). */
+static int slide_coefs(int k, const double *vrow, const double *target, scratch *w)
+{
+    int i;
+    for (i = 0; i < k; ++i) {
+        const int r = w->trow[i];
+        double d[2];
+        if (r < 0 || w->rows[i] - r != 2) {
+            continue;
+        }
+        if (slide_direction(vrow + r, target != 0 ? target + r : 0, d) != 0) {
+            return RODGEN_ERR_OPTIONS;
+        }
+        w->coef[2 * i] = -w->coef[2 * i] * d[0];       /* coef[2i] held mu */
+        w->coef[2 * i + 1] = -w->coef[2 * i + 1] * d[1];
+    }
+    return RODGEN_OK;
 }
 
 /* A dry-friction block (RODGEN_FRICTION): held while it sticks, its kinetic force applied while it slips. */
@@ -379,7 +448,9 @@ static int model_ok(const rodgen_model *m)
 }
 
 /* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
- * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row).
+ * A sliding contact holds its gap only, its tangential force coef * normal (the coefficients of a 3-row
+ * contact are mu here, their direction set by slide_coefs); hold_all 1 (an impact of rodgen_impact): every
+ * row of an active contact held; 2 (an impact of the hybrid simulator): sliding contacts slide.
  * A dry-friction block holds its row while it sticks; while it slips its row is free and its kinetic
  * force (w->frow, fval, nfric) is applied. hold_all (impacts) leaves dry-friction blocks out: a bounded
  * friction force has no impulse. */
@@ -398,7 +469,8 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
                 w->rows[k] = row;
                 w->trow[k] = -1;
                 w->tang[k] = 0;
-                w->coef[k] = 0.0;
+                w->coef[2 * k] = 0.0;
+                w->coef[2 * k + 1] = 0.0;
                 k += 1;
                 continue;
             }
@@ -416,10 +488,12 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             w->nfric += 1;
             continue;
         }
-        if (!hold_all && is_sliding(m, active, i)) {
-            const int row = m->constraints[i].row;
-            if (m->constraint_friction == 0 || m->constraints[i].nrows != 2) {
-                return -RODGEN_ERR_OPTIONS;   /* sliding along one tangent: planar contacts only */
+        if (hold_all != 1 && is_sliding(m, active, i)) {
+            const int row = m->constraints[i].row, nt = ntan(m, i);
+            /* one tangent: SLIDE_PLUS / SLIDE_MINUS; two: SLIDE (the direction from the velocity, slide_coefs) */
+            if (m->constraint_friction == 0 || !(nt == 1 ? active[i] != RODGEN_SLIDE
+                                                          : nt == 2 && active[i] == RODGEN_SLIDE)) {
+                return -RODGEN_ERR_OPTIONS;
             }
             if (w->nslide == 0) {
                 m->constraint_friction(p, w->mu);
@@ -427,10 +501,11 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             if (!(w->mu[i] >= 0.0)) {
                 return -RODGEN_ERR_OPTIONS;
             }
-            w->rows[k] = row + 1;
+            w->rows[k] = row + nt;
             w->trow[k] = row;
             w->tang[k] = 0;
-            w->coef[k] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i];
+            w->coef[2 * k] = nt == 1 ? (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i] : w->mu[i];
+            w->coef[2 * k + 1] = nt == 1 ? 0.0 : w->mu[i];
             k += 1;
             w->nslide += 1;
         } else if (is_active(m, active, i)) {
@@ -438,7 +513,8 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
                 w->rows[k] = m->constraints[i].row + r;
                 w->trow[k] = -1;
                 w->tang[k] = r < m->constraints[i].nrows - 1 && m->constraints[i].kind == RODGEN_CONTACT;
-                w->coef[k] = 0.0;
+                w->coef[2 * k] = 0.0;
+                w->coef[2 * k + 1] = 0.0;
                 k += 1;
             }
         }
@@ -549,6 +625,9 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     if (bad) {
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
+    if (w->nslide > 0 && slide_coefs(k, v, target, w) != RODGEN_OK) {   /* v: J qd of every row */
+        return RODGEN_ERR_OPTIONS;
+    }
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
             lambda[i] = 0.0;
@@ -590,8 +669,9 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             }
             if (w->nslide > 0) {
                 for (j = 0; j < k; ++j) {
-                    if (w->trow[j] >= 0) {
-                        si[j] += w->coef[j] * sr[w->trow[j]];
+                    int tt;
+                    for (tt = 0; w->trow[j] >= 0 && tt < w->rows[j] - w->trow[j]; ++tt) {
+                        si[j] += w->coef[2 * j + tt] * sr[w->trow[j] + tt];
                     }
                 }
             }
@@ -636,13 +716,16 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             lambda[w->rows[i]] = li;
         }
         if (w->trow[i] >= 0) {
-            const double ft = w->coef[i] * li;
-            const double *at = A + w->trow[i] * nq;
-            for (j = 0; j < nq; ++j) {
-                qdd[j] += ft * at[j];
-            }
-            if (lambda != 0) {
-                lambda[w->trow[i]] = ft;
+            int tt;
+            for (tt = 0; tt < w->rows[i] - w->trow[i]; ++tt) {
+                const double ft = w->coef[2 * i + tt] * li;
+                const double *at = A + (w->trow[i] + tt) * nq;
+                for (j = 0; j < nq; ++j) {
+                    qdd[j] += ft * at[j];
+                }
+                if (lambda != 0) {
+                    lambda[w->trow[i] + tt] = ft;
+                }
             }
         }
     }
@@ -759,9 +842,14 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     if (w->nslide > 0) {
         for (i = 0; i < k; ++i) {
             double *z = w->Z + i * nq;
+            int tt;
             for (j = 0; j < nq; ++j) {
-                z[j] = w->trow[i] >= 0 ? w->J[w->rows[i] * nq + j] + w->coef[i] * w->J[w->trow[i] * nq + j]
-                                       : w->J[w->rows[i] * nq + j];
+                z[j] = w->J[w->rows[i] * nq + j];
+            }
+            for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
+                for (j = 0; j < nq; ++j) {
+                    z[j] += w->coef[2 * i + tt] * w->J[(w->trow[i] + tt) * nq + j];
+                }
             }
             solve_lower(w->M, nq, z);
         }
@@ -833,6 +921,16 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     if (k < 0) {
         return -k;
     }
+    if (w.nslide > 0) {
+        /* the rows' velocities J qd (into w.c, which constraint_position fills later) for the directions */
+        for (i = 0; i < nr; ++i) {
+            w.c[i] = dot(w.J + i * nq, qd, nq);
+        }
+        status = slide_coefs(k, w.c, target, &w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+    }
     /* z = L^-1 (B u - bias) */
     m->bias(t, q, qd, p, w.h);
     for (i = 0; i < nq; ++i) {
@@ -885,9 +983,10 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
                 w.z[j] += w.w[i] * zi[j];
             }
             if (lambda != 0) {
+                int tt;
                 lambda[w.rows[i]] = w.w[i];
-                if (w.trow[i] >= 0) {
-                    lambda[w.trow[i]] = w.coef[i] * w.w[i];
+                for (tt = 0; w.trow[i] >= 0 && tt < w.rows[i] - w.trow[i]; ++tt) {
+                    lambda[w.trow[i] + tt] = w.coef[2 * i + tt] * w.w[i];
                 }
             }
         }
@@ -902,14 +1001,119 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     return RODGEN_OK;
 }
 
+/* The impact map on the blocks of w->act (carved; codes: 0 inactive, RODGEN_STICK, and with ref != NULL a
+ * contact's sliding code: it slides during the impact, its tangential impulse coef * normal impulse as in
+ * the constrained dynamics, the 3-row direction from the velocity qd_minus and the reference directions of
+ * ref), the active-set rule of rodgen_impact applied to w->act. Outputs as rodgen_impact's. */
+static int impact_core(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const double *ref, const rodgen_cfd_options *o, scratch *w, double *qd_plus, double *impulse,
+    double *energy_loss)
+{
+    const int nq = m->nq, nr = m->nrows;
+    int k = 0, i, j, status, pass;
+    double e_minus, e_plus;
+    for (pass = 0; pass <= m->nconstraints; ++pass) {
+        int worst = -1;
+        double lmax = 0.0, lworst = 0.0;
+        k = prepare(m, p, q, w->act, ref != 0 ? 2 : 1, w);
+        if (k < 0) {
+            return -k;
+        }
+        if (w->nslide > 0) {
+            for (i = 0; i < nr; ++i) {
+                w->c[i] = dot(w->J + i * nq, qd_minus, nq);   /* the rows' velocities before the impact */
+            }
+            status = slide_coefs(k, w->c, ref, w);
+            if (status != RODGEN_OK) {
+                return status;
+            }
+        }
+        status = factor_s(m, k, o->singular_tol, w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        /* S Lambda = -J qd_minus */
+        for (i = 0; i < k; ++i) {
+            w->w[i] = -dot(w->J + w->rows[i] * nq, qd_minus, nq);
+        }
+        if (k > 0 && w->nslide > 0) {
+            lu_solve(w->S, k, w->piv, w->w);
+        } else if (k > 0) {
+            solve_lower(w->S, k, w->w);
+            solve_upper(w->S, k, w->w);
+        }
+        if (!all_finite(w->w, k)) {
+            return RODGEN_ERR_NONFINITE_RESULT;
+        }
+        for (i = 0; i < nr; ++i) {
+            w->b[i] = 0.0;   /* impulses of every row */
+        }
+        for (i = 0; i < k; ++i) {
+            int tt;
+            w->b[w->rows[i]] = w->w[i];
+            for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
+                w->b[w->trow[i] + tt] = w->coef[2 * i + tt] * w->w[i];
+            }
+            lmax = fmax(lmax, fabs(w->w[i]));
+        }
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (w->act[i] && is_unilateral(m, i)) {
+                const double ln = w->b[normal_row(m, i)];
+                if (ln < -1e-12 * lmax && ln < lworst) {
+                    lworst = ln;
+                    worst = i;
+                }
+            }
+        }
+        if (worst < 0) {
+            break;
+        }
+        w->act[worst] = 0;
+    }
+    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i (Z_i: the force directions when a contact slides) */
+    for (j = 0; j < nq; ++j) {
+        w->z[j] = 0.0;
+    }
+    for (i = 0; i < k; ++i) {
+        const double *zi = (w->nslide > 0 ? w->Z : w->Y) + i * nq;
+        for (j = 0; j < nq; ++j) {
+            w->z[j] += w->w[i] * zi[j];
+        }
+    }
+    solve_upper(w->M, nq, w->z);
+    for (j = 0; j < nq; ++j) {
+        qd_plus[j] = qd_minus[j] + w->z[j];
+    }
+    /* kinetic energies |L^T qd|^2 / 2 */
+    e_minus = 0.0;
+    e_plus = 0.0;
+    for (i = 0; i < nq; ++i) {
+        double a = 0.0, b = 0.0;
+        for (j = i; j < nq; ++j) {
+            a += w->M[j * nq + i] * qd_minus[j];
+            b += w->M[j * nq + i] * qd_plus[j];
+        }
+        e_minus += 0.5 * a * a;
+        e_plus += 0.5 * b * b;
+    }
+    if (impulse != 0) {
+        for (i = 0; i < nr; ++i) {
+            impulse[i] = w->b[i];
+        }
+    }
+    if (energy_loss != 0) {
+        *energy_loss = e_minus - e_plus;
+    }
+    return all_finite(qd_plus, nq) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
 int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
     const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
     double *energy_loss, void *work)
 {
     rodgen_cfd_options def;
     scratch w;
-    int nq, nr, k, i, j, status, pass;
-    double e_minus, e_plus;
+    int i, status;
     if (!model_ok(m) || q == 0 || qd_minus == 0 || qd_plus == 0 || work == 0) {
         return RODGEN_ERR_OPTIONS;
     }
@@ -920,97 +1124,24 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
     if (p == 0) {
         p = m->default_p;
     }
-    nq = m->nq;
-    nr = m->nrows;
-    if (!all_finite(q, nq) || !all_finite(qd_minus, nq) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+    if (!all_finite(q, m->nq) || !all_finite(qd_minus, m->nq)
+        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
     for (i = 0; i < m->nconstraints; ++i) {
         w.act[i] = is_active(m, active, i);
     }
-    for (pass = 0; pass <= m->nconstraints; ++pass) {
-        int worst = -1;
-        double lmax = 0.0, lworst = 0.0;
-        k = prepare(m, p, q, w.act, 1, &w);
-        if (k < 0) {
-            return -k;
-        }
-        status = factor_s(m, k, o->singular_tol, &w);
-        if (status != RODGEN_OK) {
-            return status;
-        }
-        /* S Lambda = -J qd_minus */
-        for (i = 0; i < k; ++i) {
-            w.w[i] = -dot(w.J + w.rows[i] * nq, qd_minus, nq);
-        }
-        if (k > 0) {
-            solve_lower(w.S, k, w.w);
-            solve_upper(w.S, k, w.w);
-        }
-        if (!all_finite(w.w, k)) {
-            return RODGEN_ERR_NONFINITE_RESULT;
-        }
-        for (i = 0; i < nr; ++i) {
-            w.b[i] = 0.0;   /* impulses of every row */
-        }
-        for (i = 0; i < k; ++i) {
-            w.b[w.rows[i]] = w.w[i];
-            lmax = fmax(lmax, fabs(w.w[i]));
-        }
-        for (i = 0; i < m->nconstraints; ++i) {
-            if (w.act[i] && is_unilateral(m, i)) {
-                const double ln = w.b[normal_row(m, i)];
-                if (ln < -1e-12 * lmax && ln < lworst) {
-                    lworst = ln;
-                    worst = i;
-                }
-            }
-        }
-        if (worst < 0) {
-            break;
-        }
-        w.act[worst] = 0;
-    }
-    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i */
-    for (j = 0; j < nq; ++j) {
-        w.z[j] = 0.0;
-    }
-    for (i = 0; i < k; ++i) {
-        for (j = 0; j < nq; ++j) {
-            w.z[j] += w.w[i] * w.Y[i * nq + j];
-        }
-    }
-    solve_upper(w.M, nq, w.z);
-    for (j = 0; j < nq; ++j) {
-        qd_plus[j] = qd_minus[j] + w.z[j];
-    }
-    /* kinetic energies |L^T qd|^2 / 2 */
-    e_minus = 0.0;
-    e_plus = 0.0;
-    for (i = 0; i < nq; ++i) {
-        double a = 0.0, b = 0.0;
-        for (j = i; j < nq; ++j) {
-            a += w.M[j * nq + i] * qd_minus[j];
-            b += w.M[j * nq + i] * qd_plus[j];
-        }
-        e_minus += 0.5 * a * a;
-        e_plus += 0.5 * b * b;
-    }
-    if (impulse != 0) {
-        for (i = 0; i < nr; ++i) {
-            impulse[i] = w.b[i];
-        }
+    status = impact_core(m, p, q, qd_minus, 0, o, &w, qd_plus, impulse, energy_loss);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (active_after != 0) {
         for (i = 0; i < m->nconstraints; ++i) {
             active_after[i] = w.act[i];
         }
     }
-    if (energy_loss != 0) {
-        *energy_loss = e_minus - e_plus;
-    }
-    return all_finite(qd_plus, nq) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+    return RODGEN_OK;
 }
 
 /* ---- hybrid simulation --------------------------------------------------- */
@@ -1343,16 +1474,49 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
     if (is_friction(s->model, i)) {
         return s->mu[i] - fabs(lam[r]);
     }
-    return s->mu[i] * lam[r + 1] - fabs(lam[r]);
+    return s->mu[i] * lam[r + ntan(s->model, i)] - tnorm(lam, r, ntan(s->model, i));   /* the Euclidean cone */
 }
 
 /* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
- * force, -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
+ * force, -sign(force) * (tangential velocity), > 0 while it slides; a 3-row contact's tangential velocity
+ * along its reference direction (the target's tangential entries) (w->J holds J(y)). */
 static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
 {
     const rodgen_model *m = s->model;
-    const double vt = dot(w->J + m->constraints[i].row * m->nq, y + m->nq, m->nq);
+    const int r = m->constraints[i].row;
+    const double vt = dot(w->J + r * m->nq, y + m->nq, m->nq);
+    if (s->active[i] == RODGEN_SLIDE) {
+        return vt * s->target[r] + dot(w->J + (r + 1) * m->nq, y + m->nq, m->nq) * s->target[r + 1];
+    }
     return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+/* Contact i starts to slide against its tangential force lam [r .. r + nt - 1] (the force it could not
+ * get while sticking, or an impulse): one tangent SLIDE_PLUS / SLIDE_MINUS by its sign, two SLIDE with the
+ * reference direction -f_t/|f_t| (the way the contact moves) in the target's tangential entries. */
+static void start_slide(rodgen_hybrid_state *s, int i, const double *lam)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    if (ntan(m, i) == 1) {
+        s->active[i] = lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+    } else {
+        const double n = tnorm(lam, r, 2);
+        s->active[i] = RODGEN_SLIDE;
+        s->target[r] = n > 0.0 ? -lam[r] / n : 1.0;
+        s->target[r + 1] = n > 0.0 ? -lam[r + 1] / n : 0.0;
+    }
+}
+
+/* Contact i sticks where it is (w->c holds c(y)): its tangential rows' targets are their positions. */
+static void stick_here(rodgen_hybrid_state *s, const hscratch *w, int i)
+{
+    const int r = s->model->constraints[i].row;
+    int k;
+    s->active[i] = RODGEN_STICK;
+    for (k = 0; k < ntan(s->model, i); ++k) {
+        s->target[r + k] = w->c[r + k];
+    }
 }
 
 static int any_sliding(const rodgen_hybrid_state *s)
@@ -1567,17 +1731,18 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             break;
         }
         {
-            const int r = m->constraints[worst].row;
-            s->active[worst] = w->lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
-            hy_log(s, out, RODGEN_EVENT_SLIP, worst, w->lam[r], w->lam[r + 1], 0.0);
+            const int r = m->constraints[worst].row, nt = ntan(m, worst);
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, nt == 1 ? w->lam[r] : tnorm(w->lam, r, nt), w->lam[r + nt],
+                0.0);
+            start_slide(s, worst, w->lam);
         }
     }
     for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
             && slip_margin(s, i, w->lam) < 0.0) {
-            const int r = m->constraints[i].row;
+            const int r = m->constraints[i].row, nt = ntan(m, i);
             s->slipping[i] = 1;
-            hy_log(s, out, RODGEN_EVENT_SLIP, i, w->lam[r], w->lam[r + 1], 0.0);
+            hy_log(s, out, RODGEN_EVENT_SLIP, i, nt == 1 ? w->lam[r] : tnorm(w->lam, r, nt), w->lam[r + nt], 0.0);
             if (*slip_block < 0) {
                 *slip_block = i;
             }
@@ -1587,54 +1752,137 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     return RODGEN_OK;
 }
 
+/* The impact of the hybrid simulator at (s->t, s->y) on the blocks of w->act2 (their codes: a sliding
+ * contact slides during the impact, its 3-row direction referred to s->target): w->qdp, w->imp, w->after. */
+static int hy_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
+{
+    const rodgen_model *m = s->model;
+    scratch c;
+    int i, status;
+    carve(m, w->work, &c);
+    for (i = 0; i < m->nconstraints; ++i) {
+        c.act[i] = w->act2[i];
+    }
+    status = impact_core(m, s->p, s->y, s->y + m->nq, s->target, &o->cfd, &c, w->qdp, w->imp, loss);
+    for (i = 0; i < m->nconstraints; ++i) {
+        w->after[i] = c.act[i];
+    }
+    return status;
+}
+
+/* The tangential velocity of contact i at the velocities qd along its sliding motion (w->J holds J(y)):
+ * slide_speed with other velocities. */
+static double speed_at(const rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    const double vt = dot(w->J + r * m->nq, qd, m->nq);
+    if (s->active[i] == RODGEN_SLIDE) {
+        return vt * s->target[r] + dot(w->J + (r + 1) * m->nq, qd, m->nq) * s->target[r + 1];
+    }
+    return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+/* A 3-row sliding contact's reference direction re-anchored on its tangential velocity at qd (w->J holds
+ * J(y)) when that turned by more than 60 degrees from it, or (always) when always is set; returns 1 when
+ * it changed, -1 when the contact is at rest (|v_t| <= RODGEN_SLIDE_REST: no direction of its own). */
+static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i, int always)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    const double v0 = dot(w->J + r * m->nq, qd, m->nq), v1 = dot(w->J + (r + 1) * m->nq, qd, m->nq);
+    const double n = sqrt(v0 * v0 + v1 * v1);
+    if (!(n > RODGEN_SLIDE_REST)) {
+        return -1;
+    }
+    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= 0.5 * n) {
+        return 0;
+    }
+    s->target[r] = v0 / n;
+    s->target[r + 1] = v1 / n;
+    return 1;
+}
+
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
 {
     const rodgen_model *m = s->model;
-    const int nq = m->nq, nc = m->nconstraints;
+    const int nq = m->nq, nc = m->nconstraints, sliding = o->on_slip == RODGEN_SLIP_SLIDE;
     int i, touched = 0, status, slip_block = -1;
     hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
     m->constraint_position(s->y, s->p, w->c);
+    m->constraint_jacobian(s->y, s->p, w->J);
     if (any_sliding(s)) {
         /* a sliding contact that has stopped (or turned) sticks where it is */
-        m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
             if (slides(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
-                const int r = m->constraints[i].row;
-                s->active[i] = RODGEN_STICK;
-                s->target[r] = w->c[r];
+                if (is_friction(m, i)) {
+                    const int r = m->constraints[i].row;
+                    s->active[i] = RODGEN_STICK;
+                    s->target[r] = w->c[r];
+                } else {
+                    stick_here(s, w, i);
+                }
                 hy_log(s, out, RODGEN_EVENT_STICK, i, 0.0, 0.0, 0.0);
             }
         }
     }
     for (i = 0; i < nc; ++i) {
-        w->act2[i] = is_active(m, s->active, i);
+        /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
+        w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
+        w->g1[i] = 0.0;
         if (is_unilateral(m, i) && !s->active[i] && s->armed[i] && w->c[normal_row(m, i)] < 0.0) {
-            w->act2[i] = 2;   /* touching now */
+            w->act2[i] = RODGEN_STICK;
+            w->g1[i] = 1.0;   /* touching now */
             touched = 1;
         }
     }
     if (touched) {
         double loss = 0.0;
-        status = rodgen_impact(m, s->p, s->y, s->y + nq, w->act2, &o->cfd, w->qdp, w->imp, w->after, &loss,
-            w->work);
+        int redo = 0;
+        status = hy_impact(s, o, w, &loss);
         if (status != RODGEN_OK) {
             return status;
+        }
+        if (sliding) {
+            /* Coulomb impact: a touching contact whose sticking impulse leaves the cone slides during the
+             * impact (its tangential impulse mu * normal impulse, against its tangential velocity) */
+            for (i = 0; i < nc; ++i) {
+                const int r = m->constraints[i].row;
+                if (w->g1[i] != 0.0 && w->after[i] && m->constraints[i].kind == RODGEN_CONTACT
+                    && isfinite(s->mu[i]) && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
+                    start_slide(s, i, w->imp);
+                    w->act2[i] = s->active[i];
+                    s->active[i] = 0;
+                    redo = 1;
+                }
+            }
+            if (redo) {
+                status = hy_impact(s, o, w, &loss);
+                if (status != RODGEN_OK) {
+                    return status;
+                }
+            }
         }
         for (i = 0; i < nc; ++i) {
             const int r = m->constraints[i].row;
             const int contact = m->constraints[i].kind == RODGEN_CONTACT;
-            if (w->act2[i] == 2) {
-                hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, w->imp[r],
-                    contact ? w->imp[r + 1] : 0.0, loss);
+            if (w->g1[i] != 0.0) {
+                const int nt = contact ? ntan(m, i) : 0;
+                hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i,
+                    contact ? (nt == 1 ? w->imp[r] : tnorm(w->imp, r, nt)) : w->imp[r],
+                    contact ? w->imp[r + nt] : 0.0, loss);
                 if (w->after[i]) {
                     if (contact) {
-                        s->target[r] = w->c[r];
-                        s->target[r + 1] = 0.0;
-                        if (o->on_slip != RODGEN_SLIP_SLIDE && isfinite(s->mu[i])
-                            && fabs(w->imp[r]) > s->mu[i] * w->imp[r + 1]) {
+                        int k;
+                        for (k = 0; k < nt && !is_sliding(m, w->after, i); ++k) {
+                            s->target[r + k] = w->c[r + k];   /* a sliding one keeps its direction there */
+                        }
+                        s->target[r + nt] = 0.0;
+                        if (!sliding && isfinite(s->mu[i]) && tnorm(w->imp, r, nt) > s->mu[i] * w->imp[r + nt]) {
                             s->slipping[i] = 1;
-                            hy_log(s, out, RODGEN_EVENT_SLIP, i, w->imp[r], w->imp[r + 1], 0.0);
+                            hy_log(s, out, RODGEN_EVENT_SLIP, i, nt == 1 ? w->imp[r] : tnorm(w->imp, r, nt),
+                                w->imp[r + nt], 0.0);
                             if (slip_block < 0) {
                                 slip_block = i;
                             }
@@ -1653,8 +1901,6 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 if (!w->after[i]) {
                     s->armed[i] = 0;
                     s->slipping[i] = 0;
-                } else if (is_sliding(m, s->active, i)) {
-                    s->target[m->constraints[i].row] = w->c[m->constraints[i].row];   /* stuck by the impact */
                 }
                 s->active[i] = w->after[i];
             }
@@ -1662,9 +1908,17 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         for (i = 0; i < nq; ++i) {
             s->y[nq + i] = w->qdp[i];
         }
+        /* a contact that slid through the impact goes on sliding the way it moves after it (a 3-row one
+         * re-anchored on its new tangential velocity), or sticks where it is if that stopped or turned */
+        for (i = 0; i < nc; ++i) {
+            if (is_sliding(m, s->active, i)
+                && ((s->active[i] == RODGEN_SLIDE && reanchor(s, w, w->qdp, i, 1) < 0)
+                    || !(speed_at(s, w, w->qdp, i) > 0.0))) {
+                stick_here(s, w, i);
+            }
+        }
         /* the impact left the dry-friction blocks out: each slips in the direction of its velocity after
          * it, or sticks where it is if that is zero (and slips again at once if it must) */
-        m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
             if (is_friction(m, i)) {
                 friction_by_rate(s, w, s->y, i);
@@ -1812,6 +2066,10 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 s->slipping[i] = 0;
                 changed = 1;
             }
+            /* a 3-row contact sliding along a turning path: its reference direction follows (w->J: J(y1)) */
+            if (s->active[i] == RODGEN_SLIDE && reanchor(s, w, s->y + m->nq, i, 0) > 0) {
+                changed = 1;
+            }
         }
         for (e = 0; e < 2 * nc; ++e) {
             s->g[e] = w->g1[e];
@@ -1855,8 +2113,8 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     nc = m->nconstraints;
-    for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential, normal) */
-        if (m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows != 2) {
+    for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential..., normal) */
+        if (m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows != 2 && m->constraints[i].nrows != 3) {
             return RODGEN_ERR_OPTIONS;
         }
     }
@@ -1926,7 +2184,24 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         s->armed[i] = 0;
         s->slipping[i] = 0;
         if (b->kind == RODGEN_CONTACT || b->kind == RODGEN_FRICTION) {
-            s->target[r] = w.c[r];
+            int k;
+            for (k = 0; k < (b->kind == RODGEN_CONTACT ? b->nrows - 1 : 1); ++k) {
+                s->target[r + k] = w.c[r + k];
+            }
+        }
+        if (b->kind == RODGEN_CONTACT && s->active[i] != 0 && s->active[i] != RODGEN_STICK) {
+            /* a sliding start: one tangent SLIDE_PLUS/MINUS, two SLIDE in the direction of its velocity */
+            if ((s->active[i] == RODGEN_SLIDE) != (b->nrows == 3)) {
+                return RODGEN_ERR_OPTIONS;
+            }
+            if (b->nrows == 3) {
+                s->target[r] = 0.0;
+                s->target[r + 1] = 0.0;
+                if (reanchor(s, &w, y0 + m->nq, i, 1) < 0) {
+                    s->block = i;
+                    return RODGEN_ERR_INITIAL_STATE;   /* at rest: no direction to slide in */
+                }
+            }
         }
         if (b->kind == RODGEN_FRICTION) {
             /* stick or slip as given, else from the coordinate's rate: at rest it sticks */
@@ -1945,7 +2220,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         }
         if (s->active[i]) {
             int k;
-            for (k = 0; k < b->nrows; ++k) {
+            for (k = is_sliding(m, s->active, i) ? b->nrows - 1 : 0; k < b->nrows; ++k) {   /* sliding: its gap */
                 if (fabs(w.c[r + k] - s->target[r + k]) > o->check_tol) {
                     s->block = i;
                     return RODGEN_ERR_INITIAL_STATE;

@@ -66,6 +66,18 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 #define RODGEN_STICK 1
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
+/* A 3-row contact sliding in the ground plane: its normal row is held and its tangential force is
+ * -mu * normal * s/|s|, s = v_t + RODGEN_SLIDE_REST * d (the Euclidean cone's edge, against the
+ * tangential velocity v_t = J_t qd), where d is the unit reference direction of the sliding motion: the
+ * contact's two tangential entries of `target` (normalised; the hybrid simulator keeps there the
+ * direction of the motion, from the sticking force at a slip, re-anchored to v_t/|v_t| as the path
+ * turns), or v_t/|v_t| when no target is given (then v_t = 0 is RODGEN_ERR_OPTIONS). While the contact
+ * moves faster than RODGEN_SLIDE_REST the force opposes v_t; at rest (the start of a slip) it acts against
+ * d, and a motion that reverses along d keeps the force against d (the direction stays smooth through
+ * the stop, which the hybrid simulator locates as v_t . d = 0). A 2-row (planar) contact slides with
+ * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS, a 3-row one only with RODGEN_SLIDE. */
+#define RODGEN_SLIDE 4
+#define RODGEN_SLIDE_REST 1e-6
 
 /* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
  * the force elements' expressions; any value for a model without them) for the blocks with active[i] != 0 (active may be NULL: none but the loops).

@@ -710,12 +710,6 @@ class CompiledModel:
                                  f"with a step dt")
             contacts = ()
         if contacts is not None:
-            spatial = [b.name for b in self.constraints if b.kind == "contact" and b.nrows != 2]
-            if spatial:
-                raise NotImplementedError(
-                    f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs planar 2-row "
-                    f"contacts only; contact {spatial[0]!r} of the model {self.name!r} has 3 rows (a spatial "
-                    f"model): use constrained_dynamics and impact, or a compliant contact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")
