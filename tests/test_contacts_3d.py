@@ -1,7 +1,8 @@
 """Contacts, loops, limits and dry joint friction of spatial models: the vocabulary (builder, YAML, dump)
 and its checks, the constraint rows against Pinocchio's frame Jacobians and accelerations, and compiled
-loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. Compiling a spatial
-model's contacts is refused by the code stage (the runtime handles 2-row contacts only)."""
+loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias; a sliding 3-row contact
+against that KKT solution with its tangential rows replaced by the friction force (tests/test_slide_3d.py
+has the hybrid simulation of 3-row contacts)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -277,10 +278,29 @@ def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_di
     assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
     assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
     assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
-    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):
-        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"])
     with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # sliding along one tangent: planar only
         robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"ca": "slide_plus"})
+    # contact ca slides (its tangential rows replaced by the friction force -mu f_n v_t/|v_t|, mu = 1 by
+    # default), cb sticks: the KKT system [M, -Wᵀ; J_held, 0] with W = [J_n,a - mu v̂_tᵀ J_t,a; J_b]
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jb, ab, _ = _pin_rows(pm, q, qd, fb)
+        Jta, Jna = (T @ Ja[:3])[:2], (T @ Ja[:3])[2]
+        vhat = Jta @ qd / np.linalg.norm(Jta @ qd)
+        W = np.vstack([Jna - vhat @ Jta, T @ Jb[:3]])
+        Jh = np.vstack([Jna, T @ Jb[:3]])
+        gamma = np.concatenate([[(T @ aa[:3])[2]], T @ ab[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        K = np.block([[M, -W.T], [Jh, np.zeros((4, 4))]])
+        sol = np.linalg.solve(K, np.concatenate([u - h, -gamma]))
+        qdd_ref, fn, lam_b = sol[:pm.nv], sol[pm.nv], sol[pm.nv + 1:]
+        lam_ref = np.concatenate([-fn * vhat, [fn], lam_b])
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active={"ca": "slide", "cb": "stick"})
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
 
 
 def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]

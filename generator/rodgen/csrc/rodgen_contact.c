@@ -335,7 +335,7 @@ static double tnorm(const double *x, int r, int nt)
 
 /* The unit direction of a 3-row contact's sliding motion (RODGEN_SLIDE, see rodgen_contact.h) from its
  * tangential velocity vt [2] and reference direction ref [2] (NULL or zero: vt's own): s = vt +
- * RODGEN_SLIDE_REST * ref, turned into ref's half plane (-s when s . ref < 0), normalised, into d [2]. Returns 1 when there is no direction (vt = 0, no ref). */
+ * RODGEN_SLIDE_REST * ref, its component along ref mirrored into ref's half plane, normalised, into d [2]. Returns 1 when there is no direction (vt = 0, no ref). */
 static int slide_direction(const double *vt, const double *ref, double *d)
 {
     double r0 = ref != 0 ? ref[0] : 0.0, r1 = ref != 0 ? ref[1] : 0.0, n = sqrt(r0 * r0 + r1 * r1), s0, s1;
@@ -351,10 +351,13 @@ static int slide_direction(const double *vt, const double *ref, double *d)
     r1 /= n;
     s0 = vt[0] + RODGEN_SLIDE_REST * r0;
     s1 = vt[1] + RODGEN_SLIDE_REST * r1;
-    if (s0 * r0 + s1 * r1 < 0.0) {
-        /* moving back along the reference (past the stop, in a trial step): the force stays against it */
-        s0 = -s0;
-        s1 = -s1;
+    n = s0 * r0 + s1 * r1;
+    if (n < 0.0) {
+        /* moving back along the reference (past the stop, in a trial step): the component along it is
+         * mirrored, so the force stays against the reference and the direction field stays continuous
+         * across v_t . ref = 0 */
+        s0 -= 2.0 * n * r0;
+        s1 -= 2.0 * n * r1;
     }
     n = sqrt(s0 * s0 + s1 * s1);
     if (!(n > 0.0)) {
@@ -1784,8 +1787,11 @@ static double speed_at(const rodgen_hybrid_state *s, const hscratch *w, const do
 }
 
 /* A 3-row sliding contact's reference direction re-anchored on its tangential velocity at qd (w->J holds
- * J(y)) when that turned by more than 60 degrees from it, or (always) when always is set; returns 1 when
- * it changed, -1 when the contact is at rest (|v_t| <= RODGEN_SLIDE_REST: no direction of its own). */
+ * J(y)) when that turned from it (by more than about 4e-5 rad: a straight path keeps its direction), or
+ * (always) when always is set; returns 1 when it changed, -1 when the contact is at rest (|v_t| <=
+ * RODGEN_SLIDE_REST: no direction of its own). Re-anchored after every step of a turning path, the stop
+ * v_t . d = 0 is where |v_t| reaches 0 (up to the turn within one step) rather than where the path has
+ * turned through a right angle from an old direction. */
 static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i, int always)
 {
     const rodgen_model *m = s->model;
@@ -1795,7 +1801,7 @@ static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd,
     if (!(n > RODGEN_SLIDE_REST)) {
         return -1;
     }
-    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= 0.5 * n) {
+    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= (1.0 - 1e-9) * n) {
         return 0;
     }
     s->target[r] = v0 / n;

@@ -73,8 +73,9 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * direction of the motion, from the sticking force at a slip, re-anchored to v_t/|v_t| as the path
  * turns), or v_t/|v_t| when no target is given (then v_t = 0 is RODGEN_ERR_OPTIONS). While the contact
  * moves faster than RODGEN_SLIDE_REST the force opposes v_t; at rest (the start of a slip) it acts against
- * d, and a motion that reverses along d keeps the force against d (the direction stays smooth through
- * the stop, which the hybrid simulator locates as v_t . d = 0). A 2-row (planar) contact slides with
+ * d, and a motion that reverses along d (v_t . d < 0, past the stop in a trial step) has its component
+ * along d mirrored (the force stays against d and continuous through the stop, which the hybrid simulator
+ * locates as v_t . d = 0). A 2-row (planar) contact slides with
  * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS, a 3-row one only with RODGEN_SLIDE. */
 #define RODGEN_SLIDE 4
 #define RODGEN_SLIDE_REST 1e-6
