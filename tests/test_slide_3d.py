@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import rodgen
-from rodgen.runtime.result import Status
 from rodgen.model.spatial import SpatialModel
+from rodgen.runtime.result import Status
 
 MU, MASS, G = 0.5, 2.0, 9.81
 
@@ -65,6 +65,23 @@ def test_sliding_constrained_dynamics_is_coulomb_against_the_velocity(slider) ->
         slider.constrained_dynamics(np.zeros(3), np.zeros(3), np.zeros(3), active={"foot": "slide"})
     with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # one tangent's modes: planar contacts only
         slider.constrained_dynamics(np.zeros(3), np.r_[1.0, 0, 0], np.zeros(3), active={"foot": "slide_plus"})
+
+
+def test_dense_path_slides_like_the_generated_terms(slider, build_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without the generated constrained_terms the runtime factorises M and J M^-1 W^T itself: the same
+    sliding dynamics, and the same stop of a pushed mass."""
+    from rodgen.codegen.options import CodegenOptions
+    dense = rodgen.build(point_model(), build_dir=build_dir, codegen=CodegenOptions(constrained_terms=False))
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        v, u = np.r_[rng.normal(size=2), 0.0], rng.normal(size=3)
+        a = dense.constrained_dynamics(np.zeros(3), v, u, active={"foot": "slide"})
+        b = slider.constrained_dynamics(np.zeros(3), v, u, active={"foot": "slide"})
+        assert np.allclose(a[0], b[0], rtol=0, atol=1e-12) and np.allclose(a[1], b[1], rtol=0, atol=1e-12)
+    v0 = np.array([-0.4, 0.9])
+    res = dense.simulate(np.r_[0, 0, 0, v0, 0], 0.3, 1e-3, contacts={"foot": "slide"}, on_slip="slide")
+    [stop] = _events(res, "stick")
+    assert abs(stop["t"] - np.linalg.norm(v0) / (MU * G)) <= 1e-9
 
 
 @pytest.mark.parametrize("angle", [0.3, 2.2, -1.9])

@@ -62,7 +62,8 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 /* Values of an active mask: 0 inactive, 1 active (a contact sticks), and for a
  * contact sliding with Coulomb friction: its gap is held and its tangential force
  * is +mu * normal (SLIDE_PLUS; the foot slides towards -t) or -mu * normal
- * (SLIDE_MINUS). */
+ * (SLIDE_MINUS) along the one tangent of a 2-row contact, or on the cone's edge
+ * against its motion in the plane for a 3-row contact (SLIDE). */
 #define RODGEN_STICK 1
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
@@ -139,8 +140,9 @@ typedef struct {
     double t;              /* time */
     int kind;              /* RODGEN_EVENT_... */
     int block;             /* index of the constraint block */
-    double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal);
-                              SLIP: the block's force (or impulse at an impact); otherwise 0 */
+    double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal; a
+                              3-row contact: the Euclidean norm of its two tangential rows, normal);
+                              SLIP: the block's force (or impulse at an impact), likewise; otherwise 0 */
     double energy_loss;    /* TOUCHDOWN, LIMIT: kinetic energy lost in the impact; otherwise 0 */
 } rodgen_event;
 
@@ -178,8 +180,10 @@ typedef struct {
     double t0;             /* start time */
     double t;              /* time of y */
     double *y;             /* [2 nq] state [q, qd] */
-    double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0) */
-    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS */
+    double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0; a 3-row contact
+                              sliding: its unit reference direction in the tangential rows) */
+    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS,
+                              RODGEN_SLIDE */
     int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
     int *slipping;         /* [nconstraints] a slip event was logged and the contact is still outside */
     long steps;            /* completed grid steps */
@@ -201,8 +205,9 @@ typedef struct {
 long rodgen_hybrid_work_bytes(const rodgen_model *m);
 
 /* Start a run at t0 from y0 [2 nq] in the phase active0 [nconstraints]
- * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a contact may
- * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS; NULL: none but the loops). disarmed0 [nconstraints]
+ * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a 2-row contact may
+ * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS, a 3-row one with RODGEN_SLIDE in the direction of
+ * its tangential velocity, which must not be 0; NULL: none but the loops). disarmed0 [nconstraints]
  * (NULL: none): inactive blocks that are allowed below their bound at the
  * start (they are armed once above it, see below).
  * Checks the initial state, returning RODGEN_ERR_INITIAL_STATE with
@@ -232,11 +237,15 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     position at touchdown and gap 0 (Baumgarte target);
  *   lift-off / limit release: the normal force of an active block < 0 -> the
  *     block is released (most negative first, again until none pulls);
- *   slip: mu * normal - |tangential| < 0 on a sticking contact -> logged, then
+ *   slip: mu * normal - |tangential| < 0 on a sticking contact (|.|: the Euclidean norm of a 3-row
+ *     contact's two tangential rows, the friction cone) -> logged, then
  *     o->on_slip; with RODGEN_SLIP_SLIDE the contact slides, its friction force
- *     in the direction of the sticking force it could not get;
+ *     in the direction of the sticking force it could not get (a 3-row contact: RODGEN_SLIDE, that
+ *     direction its reference; after each step of a turning path the reference is re-anchored on the
+ *     tangential velocity);
  *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
- *     turns -> it sticks where it is (and slides again at once if it must).
+ *     turns (a 3-row contact: its component along the reference direction) -> it sticks where it is
+ *     (and slides again at once if it must).
  *   dry friction (FRICTION blocks, whatever on_slip says): a sticking block
  *     whose force exceeds its static limit (static - |lambda| < 0) slips
  *     (RODGEN_EVENT_SLIP, impulse[0] the force that held it), its kinetic force
@@ -250,7 +259,11 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     equal up to sign at the start) is active, the FRICTION block idles
  *     (phase 0: the stop holds the coordinate); when the limit releases it
  *     takes its phase from the rate again.
- * Impacts treat every active contact as sticking.
+ * Impacts hold every sticking contact; with RODGEN_SLIP_SLIDE they are Coulomb impacts: a sliding contact
+ * slides through the impact (its tangential impulse mu times its normal impulse, against its tangential
+ * velocity before it), and so does a touching contact whose sticking impulse would leave the cone (the
+ * impact solved again with it sliding); after the impact such a contact slides on the way it moves, or
+ * sticks where it is if its tangential velocity stopped or turned.
  * Rows written: t_out [capacity], y_out [capacity*2nq],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
  * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all

@@ -919,7 +919,8 @@ class CompiledModel:
 
     def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
         """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,
-        a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"``.
+        a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"`` (a 2-row
+        contact, a dry-friction block) or ``"slide"`` (a 3-row contact).
         Loops are always active. Raises ValueError naming an unknown block."""
         codes = self._runtime.ACTIVE_CODES
         mask = np.zeros(len(self.constraints), dtype=np.intc)
@@ -961,7 +962,8 @@ class CompiledModel:
         """(qdd (nq,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
-        names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus". Raises
+        names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus" (a 2-row contact) /
+        "slide" (a 3-row contact: its friction -mu f_n v_t/|v_t| against its tangential velocity, not 0). Raises
         DynamicsError with the contract's message (singular constraints, M not positive definite, ...)."""
         self._need_constraints("constrained_dynamics")
         # the path of one state given as arrays (the C call and little else): the mask of a name or a list of
