@@ -334,23 +334,36 @@ static double tnorm(const double *x, int r, int nt)
 }
 
 /* The unit direction of a 3-row contact's sliding motion (RODGEN_SLIDE, see rodgen_contact.h) from its
- * tangential velocity vt [2] and reference direction ref [2] (NULL or zero: vt's own): s = vt +
- * RODGEN_SLIDE_REST * ref, its component along ref mirrored into ref's half plane, normalised, into d [2]. Returns 1 when there is no direction (vt = 0, no ref). */
+ * tangential velocity vt [2] and reference ref [2] (NULL or zero: vt's own direction): with e = |ref| (at
+ * least RODGEN_SLIDE_REST) and r its direction, s = vt + e (1 - |vt|/(4e))^2 r below the speed 4e (vt
+ * itself above), its component along r mirrored into r's half plane, normalised, into d [2]. Returns 1
+ * when there is no direction (vt = 0, no ref). */
 static int slide_direction(const double *vt, const double *ref, double *d)
 {
-    double r0 = ref != 0 ? ref[0] : 0.0, r1 = ref != 0 ? ref[1] : 0.0, n = sqrt(r0 * r0 + r1 * r1), s0, s1;
-    if (!(n > 0.0) || !isfinite(n)) {
+    double r0 = ref != 0 ? ref[0] : 0.0, r1 = ref != 0 ? ref[1] : 0.0, e = sqrt(r0 * r0 + r1 * r1), s0, s1, n, v;
+    if (!(e > 0.0) || !isfinite(e)) {
         r0 = vt[0];
         r1 = vt[1];
-        n = sqrt(r0 * r0 + r1 * r1);
-        if (!(n > 0.0) || !isfinite(n)) {
+        e = sqrt(r0 * r0 + r1 * r1);
+        if (!(e > 0.0) || !isfinite(e)) {
             return 1;
         }
+        r0 /= e;
+        r1 /= e;
+        e = RODGEN_SLIDE_REST;
+    } else {
+        r0 /= e;
+        r1 /= e;
+        e = fmax(e, RODGEN_SLIDE_REST);
     }
-    r0 /= n;
-    r1 /= n;
-    s0 = vt[0] + RODGEN_SLIDE_REST * r0;
-    s1 = vt[1] + RODGEN_SLIDE_REST * r1;
+    v = sqrt(vt[0] * vt[0] + vt[1] * vt[1]);
+    s0 = vt[0];
+    s1 = vt[1];
+    if (v < 4.0 * e) {
+        const double f = 1.0 - v / (4.0 * e), w = e * f * f;
+        s0 += w * r0;
+        s1 += w * r1;
+    }
     n = s0 * r0 + s1 * r1;
     if (n < 0.0) {
         /* moving back along the reference (past the stop, in a trial step): the component along it is
@@ -363,7 +376,7 @@ static int slide_direction(const double *vt, const double *ref, double *d)
     if (!(n > 0.0)) {
         s0 = r0;
         s1 = r1;
-        n = sqrt(s0 * s0 + s1 * s1);
+        n = 1.0;
     }
     d[0] = s0 / n;
     d[1] = s1 / n;
@@ -1506,9 +1519,42 @@ static void start_slide(rodgen_hybrid_state *s, int i, const double *lam)
     } else {
         const double n = tnorm(lam, r, 2);
         s->active[i] = RODGEN_SLIDE;
-        s->target[r] = n > 0.0 ? -lam[r] / n : 1.0;
-        s->target[r + 1] = n > 0.0 ? -lam[r + 1] / n : 0.0;
+        s->target[r] = (n > 0.0 ? -lam[r] / n : 1.0) * RODGEN_SLIDE_REST;   /* its length: see rest_speed */
+        s->target[r + 1] = (n > 0.0 ? -lam[r + 1] / n : 0.0) * RODGEN_SLIDE_REST;
     }
+}
+
+/* The speed below which a 3-row sliding contact's friction turns towards its reference direction (the
+ * length of the reference vector, its rest speed): mu f_n D dt, D = trace(J_t M^-1 J_t^T) / 2 the mobility of
+ * the point in the plane, so mu f_n D is the acceleration the friction gives it and mu f_n D / |s| the rate
+ * at which it aligns the motion with the force: explicit RK4 is stable (h * rate <= about 1) where the
+ * friction's direction is the velocity's (faster than 4 times this), and below it the direction is held
+ * towards the reference. At least RODGEN_SLIDE_REST. fn: the normal force; w->work is scratch. */
+static double rest_speed(const rodgen_hybrid_state *s, const rodgen_hybrid_options *o, const hscratch *w, int i,
+    double fn)
+{
+    const rodgen_model *m = s->model;
+    const int nq = m->nq, r = m->constraints[i].row;
+    scratch c;
+    double d = 0.0;
+    int k, j;
+    if (!(fn > 0.0) || !isfinite(s->mu[i])) {
+        return RODGEN_SLIDE_REST;
+    }
+    carve(m, w->work, &c);
+    m->mass_matrix(s->y, s->p, c.M);
+    if (chol(c.M, nq, 0.0) != 0) {
+        return RODGEN_SLIDE_REST;
+    }
+    m->constraint_jacobian(s->y, s->p, c.J);
+    for (k = 0; k < 2; ++k) {
+        for (j = 0; j < nq; ++j) {
+            c.z[j] = c.J[(r + k) * nq + j];
+        }
+        solve_lower(c.M, nq, c.z);
+        d += 0.5 * dot(c.z, c.z, nq);
+    }
+    return fmax(RODGEN_SLIDE_REST, s->mu[i] * fn * d * o->dt);
 }
 
 /* Contact i sticks where it is (w->c holds c(y)): its tangential rows' targets are their positions. */
@@ -1797,15 +1843,15 @@ static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd,
     const rodgen_model *m = s->model;
     const int r = m->constraints[i].row;
     const double v0 = dot(w->J + r * m->nq, qd, m->nq), v1 = dot(w->J + (r + 1) * m->nq, qd, m->nq);
-    const double n = sqrt(v0 * v0 + v1 * v1);
+    const double n = sqrt(v0 * v0 + v1 * v1), e = tnorm(s->target, r, 2);
     if (!(n > RODGEN_SLIDE_REST)) {
         return -1;
     }
-    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= (1.0 - 1e-9) * n) {
+    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= (1.0 - 1e-9) * n * e) {
         return 0;
     }
-    s->target[r] = v0 / n;
-    s->target[r + 1] = v1 / n;
+    s->target[r] = v0 / n * (e > 0.0 ? e : RODGEN_SLIDE_REST);   /* the direction, its length kept */
+    s->target[r + 1] = v1 / n * (e > 0.0 ? e : RODGEN_SLIDE_REST);
     return 1;
 }
 
@@ -2029,6 +2075,18 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             return status;
         }
         s->have_g = 1;
+    }
+    for (i = 0; i < nc; ++i) {
+        /* a 3-row sliding contact's rest speed follows its normal force (w->lam: the forces at (t, y)) */
+        if (s->active[i] == RODGEN_SLIDE) {
+            const int r = m->constraints[i].row;
+            const double e = tnorm(s->target, r, 2), want = rest_speed(s, o, w, i, w->lam[r + 2]);
+            if (want > 2.0 * e || want < 0.5 * e) {
+                s->target[r] *= want / e;
+                s->target[r + 1] *= want / e;
+                s->g[2 * i + 1] *= want / e;   /* the speed along the reference, in proportion */
+            }
+        }
     }
     for (i = 0; i < ny; ++i) {
         w->y0[i] = s->y[i];

@@ -68,15 +68,16 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
 /* A 3-row contact sliding in the ground plane: its normal row is held and its tangential force is
- * -mu * normal * s/|s|, s = v_t + RODGEN_SLIDE_REST * d (the Euclidean cone's edge, against the
- * tangential velocity v_t = J_t qd), where d is the unit reference direction of the sliding motion: the
- * contact's two tangential entries of `target` (normalised; the hybrid simulator keeps there the
- * direction of the motion, from the sticking force at a slip, re-anchored to v_t/|v_t| as the path
- * turns), or v_t/|v_t| when no target is given (then v_t = 0 is RODGEN_ERR_OPTIONS). While the contact
- * moves faster than RODGEN_SLIDE_REST the force opposes v_t; at rest (the start of a slip) it acts against
- * d, and a motion that reverses along d (v_t . d < 0, past the stop in a trial step) has its component
- * along d mirrored (the force stays against d and continuous through the stop, which the hybrid simulator
- * locates as v_t . d = 0). A 2-row (planar) contact slides with
+ * -mu * normal * s/|s| (the Euclidean cone's edge), s = v_t (the tangential velocity J_t qd) while
+ * |v_t| >= 4e, and below that s = v_t + e (1 - |v_t|/(4e))^2 d, turned towards d. d (a unit direction:
+ * the sliding motion's) and e (a speed, at least RODGEN_SLIDE_REST) are the direction and length of the
+ * contact's two tangential entries of `target` (the hybrid simulator keeps there the direction of the
+ * sticking force it could not get at a slip, re-anchored on v_t/|v_t| after each step of a turning path,
+ * with e = mu f_n D dt, D = trace(J_t M^-1 J_t^T)/2: the speed below which explicit RK4 could not follow
+ * the friction's turn of the motion), or v_t/|v_t| and RODGEN_SLIDE_REST when no target is given (then
+ * v_t = 0 is RODGEN_ERR_OPTIONS). A motion that reverses along d (v_t . d < 0, past the stop in a trial
+ * step) has the component of s along d mirrored (the force stays against d and continuous through the
+ * stop, which the hybrid simulator locates as v_t . d = 0). A 2-row (planar) contact slides with
  * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS, a 3-row one only with RODGEN_SLIDE. */
 #define RODGEN_SLIDE 4
 #define RODGEN_SLIDE_REST 1e-6
@@ -181,7 +182,7 @@ typedef struct {
     double t;              /* time of y */
     double *y;             /* [2 nq] state [q, qd] */
     double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0; a 3-row contact
-                              sliding: its unit reference direction in the tangential rows) */
+                              sliding: its sliding direction times its rest speed in the tangential rows) */
     int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS,
                               RODGEN_SLIDE */
     int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
