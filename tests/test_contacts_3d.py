@@ -371,3 +371,60 @@ def test_open_spatial_loop_is_refused() -> None:
     mk.xyz = tuple(np.asarray(mk.xyz) + [0.05, 0, 0])
     with pytest.raises(ModelError, match="loop 'close'.*not closed"):
         rodgen.derive(model)
+
+
+def test_flat_foot_dynamics_and_impact_are_pinocchios_6d_contact_kkt(build_dir: Path) -> None:
+    """A flat foot (6 rows: the frame's origin and orientation held, λ = [f_t1, f_t2, f_n, m_t1, m_t2, m_n] in
+    the ground's axes): q̈ and λ are the KKT solution from Pinocchio's mass matrix, bias, 6D frame Jacobian
+    and classical acceleration (rotated into the ground's axes) to 1e-8, the impact to 1e-9."""
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(5, 6)       # 8 coordinates, six of them on the way to L4
+    model.ground.normal = (0.2, 0.1, 1.0)
+    model.contact("flat", "L4", friction=0.3, rows=6)
+    vm = model.validate()
+    assert [(c.name, c.rows) for c in vm.contacts] == [("flat", 6)]
+    assert to_dict(vm)["contacts"] == [{"name": "flat", "frame": "L4", "friction": 0.3, "rows": 6}]
+    assert load_dict(to_dict(vm)).validate().contacts[0].rows == 6        # YAML's rows: 6 read back
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert [(b.name, b.kind, b.nrows) for b in robot.constraints] == [("flat", "contact", 6)]
+    ff = _pin_frame(pm, "flat", "L4")
+    n = np.array([0.2, 0.1, 1.0]) / np.linalg.norm([0.2, 0.1, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T6 = np.kron(np.eye(2), np.vstack([t1, np.cross(n, t1), n]))
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Jf, af, _ = _pin_rows(pm, q, qd, ff)
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        qdd_ref, lam_ref = _kkt(M, T6 @ Jf, u - h, -T6 @ af)
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active=["flat"])
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
+    for _ in range(50):      # the plastic impact onto the flat foot, at a state where its normal impulse pushes
+        q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+        Jf, _, _ = _pin_rows(pm, q, qd, ff)
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        qd_ref, imp_ref = _kkt(M, T6 @ Jf, M @ qd, np.zeros(6))
+        if imp_ref[2] > 0:
+            break
+    else:
+        pytest.fail("no state with a pushing normal impulse")
+    qd_plus, impulse, after, loss = robot.impact(q, qd, ["flat"])
+    assert after == ["flat"]
+    assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
+    assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
+    with pytest.raises(ValueError, match="flat foot"):
+        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["flat"])
+    with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # a flat foot does not slide
+        robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"flat": "slide"})
+    bad = random_tree(5, 6)[0]
+    bad.contact("c", "L4", rows=4)
+    with pytest.raises(ModelError, match="3 rows .* or 6"):
+        bad.validate()

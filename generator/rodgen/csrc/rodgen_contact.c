@@ -427,22 +427,30 @@ static int is_unilateral(const rodgen_model *m, int i)
     return m->constraints[i].kind == RODGEN_CONTACT || m->constraints[i].kind == RODGEN_LIMIT;
 }
 
-/* The row of a unilateral block that carries its normal: the gap of a contact (its last row: a contact of
- * d rows has its tangential rows row .. row + d - 2 first), the limit's row. */
+/* The row of a unilateral block that carries its normal: the gap of a contact (a contact of d = 2 or 3 rows
+ * has its d - 1 tangential rows first, then the gap; a flat foot of 6 rows the three of a point, then its
+ * orientation), the limit's row. */
 static int normal_row(const rodgen_model *m, int i)
 {
-    return m->constraints[i].kind == RODGEN_CONTACT ? m->constraints[i].row + m->constraints[i].nrows - 1
-                                                    : m->constraints[i].row;
+    const rodgen_constraint *c = m->constraints + i;
+    return c->kind == RODGEN_CONTACT ? c->row + (c->nrows < 3 ? c->nrows : 3) - 1 : c->row;
 }
 
-/* Whether row r is a tangential row of a contact (held where it is when no target is given). */
+/* Whether row k (0-based within block i) of a contact is held where it is when no target is given: every
+ * row but the gap (the tangential position, a flat foot's orientation). */
+static int held_in_place(const rodgen_model *m, int i, int k)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].row + k != normal_row(m, i);
+}
+
+/* Whether row r is a row of a contact held where it is when no target is given. */
 static int tangential_row(const rodgen_model *m, int r)
 {
     int j;
     for (j = 0; j < m->nconstraints; ++j) {
         const rodgen_constraint *c = m->constraints + j;
-        if (c->kind == RODGEN_CONTACT && r >= c->row && r < c->row + c->nrows - 1) {
-            return 1;
+        if (c->kind == RODGEN_CONTACT && r >= c->row && r < c->row + c->nrows) {
+            return held_in_place(m, j, r - c->row);
         }
     }
     return 0;
@@ -528,7 +536,7 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             for (r = 0; r < m->constraints[i].nrows; ++r) {
                 w->rows[k] = m->constraints[i].row + r;
                 w->trow[k] = -1;
-                w->tang[k] = r < m->constraints[i].nrows - 1 && m->constraints[i].kind == RODGEN_CONTACT;
+                w->tang[k] = held_in_place(m, i, r);
                 w->coef[2 * k] = 0.0;
                 w->coef[2 * k + 1] = 0.0;
                 k += 1;
@@ -794,9 +802,9 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
             kv[4 * r + 3] = b2;
             tg[r] = target != 0 ? target[r] : 0.0;
         }
-        if (target == 0 && c->kind == RODGEN_CONTACT) {
-            for (r = c->row; r < c->row + c->nrows - 1; ++r) {
-                kv[4 * r + 3] = 0.0;
+        for (r = 0; target == 0 && r < c->nrows; ++r) {
+            if (held_in_place(m, i, r)) {
+                kv[4 * (c->row + r) + 3] = 0.0;
             }
         }
     }
