@@ -968,7 +968,8 @@ class CompiledModel:
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
         names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus" (a 2-row contact) /
-        "slide" (a 3-row contact: its friction -mu f_n v_t/|v_t| against its tangential velocity, not 0). Raises
+        "slide" (a 3-row contact: its friction ``-mu f_n v_t / norm(v_t)`` against its tangential velocity,
+        not 0). Raises
         DynamicsError with the contract's message (singular constraints, M not positive definite, ...)."""
         self._need_constraints("constrained_dynamics")
         # the path of one state given as arrays (the C call and little else): the mask of a name or a list of
