@@ -191,7 +191,7 @@ def _sources(model: rodgen.Model, folder: Path, prefix: str, options: CodegenOpt
                 f'"{model.name.lower()}.h"', f'"{prefix}.h"')
         (folder / name).write_text(text)
         if name.endswith(".c") and (name.startswith(prefix) or name in ("rodgen_contact.c", "rodgen_linalg.c",
-                                                                              "rodgen_simulate.c")):
+                                                                              "rodgen_simulate.c", "rodgen_lie.c")):
             out.append(folder / name)
     return out
 

@@ -9,7 +9,9 @@ Three ways, each the median of ``--repeat`` runs, each integrating 10 s with RK4
 * **FMU, 1 ms exchange**: FMPy's ``FMU2Slave.doStep`` every 1 ms from Python, reading the states
   after each step (10 000 calls through ctypes: the importer's loop, not the FMU's, dominates);
 * **FMU, 10 ms exchange**: ``doStep`` every 10 ms with ``fmu.max_step = 1 ms`` (ten RK4 steps inside
-  each call, the FMU's own loop), reading the states after each step.
+  each call, the FMU's own loop), reading the states after each step;
+* **FMI 3.0 FMU, 10 ms exchange**: the same through the FMI 3.0 FMU of the model (``FMU3Slave``): the
+  same core under the other version's layer.
 
 Writes benchmarks/results/fmu.json with the times and the ratios to rodgen.
 """
@@ -55,11 +57,15 @@ def main() -> None:
         return
     from fmpy import extract, read_model_description
     from fmpy.fmi2 import FMU2Slave
+    from fmpy.fmi3 import FMU3Slave
 
     robot = rodgen.build(rodgen.load(HERE.parent / "examples" / "exo5.yaml"))
     tmp = Path(tempfile.mkdtemp(prefix="rodgen-bench-fmu-"))
     try:
         path = rodgen.export_fmu(robot, tmp / "exo5.fmu")
+        path3 = rodgen.export_fmu(robot, tmp / "exo5_3.fmu", fmi_version="3.0")
+        md3 = read_model_description(str(path3))
+        unzipped3 = extract(str(path3))
         md = read_model_description(str(path))
         vr = {v.name: v.valueReference for v in md.modelVariables}
         states = [vr[f"{w}.{c}"] for w in ("q", "qd") for c in robot.coordinates]
@@ -81,13 +87,28 @@ def main() -> None:
             fmu.terminate()
             fmu.freeInstance()
 
+        def fmu3_run(step: float) -> None:
+            fmu = FMU3Slave(guid=md3.guid, unzipDirectory=unzipped3,
+                            modelIdentifier=md3.coSimulation.modelIdentifier, instanceName="bench")
+            fmu.instantiate()
+            fmu.enterInitializationMode(startTime=0.0)
+            fmu.setFloat64([vr["fmu.max_step"]], [dt])
+            fmu.exitInitializationMode()
+            n = int(round(t_end / step))
+            for k in range(n):
+                fmu.doStep(currentCommunicationPoint=k * step, communicationStepSize=step)
+                fmu.getFloat64(states)
+            fmu.terminate()
+            fmu.freeInstance()
+
         y0 = robot.initial_state()
         ref = median(lambda: robot.simulate(y0, t_end, dt), args.repeat)
         fmu_1 = median(lambda: fmu_run(dt), args.repeat)
         fmu_10 = median(lambda: fmu_run(10 * dt), args.repeat)
+        fmu3_10 = median(lambda: fmu3_run(10 * dt), args.repeat)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    rows = {"rodgen": ref, "fmu_exchange_1ms": fmu_1, "fmu_exchange_10ms": fmu_10}
+    rows = {"rodgen": ref, "fmu_exchange_1ms": fmu_1, "fmu_exchange_10ms": fmu_10, "fmu3_exchange_10ms": fmu3_10}
     print(f"10 s of exo5, RK4 at 1 ms ({args.repeat} runs, median):")
     for name, t in rows.items():
         print(f"  {name:20s} {t * 1e3:9.1f} ms   {t / ref:6.2f} x rodgen")

@@ -273,8 +273,8 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
     from rodgen.toolchain.controller import CONTROLLER_CFLAGS
     ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
     for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", ctl_opt), ("rodgen_contact.c", "-O2"),
-                     ("rodgen_simulate.c", "-O2"), (str(EXAMPLES / "exo5_walk_controller.c"), ctl_opt),
-                     (str(HERE / "mujoco_walk.c"), "-O2")):
+                     ("rodgen_simulate.c", "-O2"), ("rodgen_lie.c", "-O2"),
+                     (str(EXAMPLES / "exo5_walk_controller.c"), ctl_opt), (str(HERE / "mujoco_walk.c"), "-O2")):
         obj = f"{Path(src).stem}.o"
         subprocess.run(cc + [opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj], cwd=work, check=True)
         objs.append(obj)

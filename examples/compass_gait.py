@@ -8,8 +8,9 @@ The step-to-step (Poincare) map P takes the state just after a heel strike to th
 the next one, relabelled so that the stance leg comes first. On the section both feet are on the slope
 (th_swing = -th_stance - 2 gamma) and the stance foot holds, so three numbers describe it:
 z = (th_stance, w_stance, w_swing). The period-one gait is the fixed point P(z*) = z*, found by Newton
-with a central-difference Jacobian of P, every evaluation of P one compiled hybrid run; the gait is
-stable when the eigenvalues of dP/dz at z* lie inside the unit circle.
+(``rodgen.gait.fixed_point``) with P's exact Jacobian: ``rodgen.gait.stride`` differentiates each step of
+the compiled hybrid run, the heel strike's event time (the saltation term) and the impact; the gait is
+stable when the eigenvalues of dP/dz at z* (its Floquet multipliers) lie inside the unit circle.
 
     python examples/compass_gait.py [OUT_DIR] [--steps 50] [--dt 1e-3]
 
@@ -25,6 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import rodgen
+from rodgen import gait
 from rodgen.runtime.plot import new_figure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,26 +68,35 @@ def step_map(robot: Any, z: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
     return post_impact(res, td[0]), td[0]["t"]
 
 
-def jacobian(robot: Any, z: np.ndarray, dt: float, h: float = 1e-6) -> np.ndarray:
-    J = np.empty((3, 3))
-    for j in range(3):
-        e = np.zeros(3)
-        e[j] = h
-        J[:, j] = (step_map(robot, z + e, dt)[0] - step_map(robot, z - e, dt)[0]) / (2 * h)
-    return J
+def section_jacobian(robot: Any, z: np.ndarray) -> np.ndarray:
+    """d state(z)/dz (8 x 3)."""
+    l = robot.parameters["a"] + robot.parameters["b"]
+    ts, ws, _ = z
+    S = np.zeros((8, 3))
+    S[:4, 0] = [-l * np.cos(ts), -l * np.sin(ts), 1.0, -1.0]
+    S[4, :2] = [l * np.sin(ts) * ws, -l * np.cos(ts)]
+    S[5, :2] = [-l * np.cos(ts) * ws, -l * np.sin(ts)]
+    S[6, 1] = S[7, 2] = 1.0
+    return S
+
+
+#: z after foot_b's heel strike, relabelled: (th_b, w_b, w_a) of the state [x, y, th_a, th_b, rates]
+RELABEL = np.zeros((3, 8))
+RELABEL[0, 3] = RELABEL[1, 7] = RELABEL[2, 6] = 1.0
+
+
+def poincare(robot: Any, z: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """P(z) and its exact Jacobian dP/dz: one stride from the section state, foot_a held until foot_b
+    strikes, through rodgen.gait.stride."""
+    s = gait.stride(robot, state(robot, z), ["foot_a"], "foot_b", dt, arm_gap=ARM_GAP)
+    return RELABEL @ s.y_plus, RELABEL @ s.jacobian @ section_jacobian(robot, z)
 
 
 def fixed_point(robot: Any, guess: np.ndarray, dt: float, tol: float = 1e-10,
                 iters: int = 12) -> tuple[np.ndarray, np.ndarray, float]:
     """(z*, the eigenvalues of dP/dz at z*, the residual |P(z*) - z*|) by Newton on P(z) - z = 0."""
-    z = np.asarray(guess, dtype=float)
-    for _ in range(iters):
-        r = step_map(robot, z, dt)[0] - z
-        if np.max(np.abs(r)) < tol:
-            break
-        z = z - np.linalg.solve(jacobian(robot, z, dt) - np.eye(3), r)
-    residual = float(np.max(np.abs(step_map(robot, z, dt)[0] - z)))
-    return z, np.linalg.eigvals(jacobian(robot, z, dt)), residual
+    cycle = gait.fixed_point(lambda z: poincare(robot, z, dt), guess, tol=tol, iterations=iters)
+    return cycle.z, cycle.multipliers, cycle.residual
 
 
 def plot(res: Any, path: str) -> None:

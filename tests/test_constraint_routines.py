@@ -94,6 +94,9 @@ def test_block_table_and_signatures() -> None:
         "constraint_jacobian": (False, "const double *q, const double *p, double *J"),
         "constraint_bias": (False, "const double *q, const double *qd, const double *p, double *b"),
         "constraint_friction": (False, "const double *p, double *mu"),
+        # with the RHS Jacobian: the partials of the KKT system (docs/derivatives.md)
+        "constraint_partials": (False, "double t, const double *q, const double *qd, const double *qdd, "
+                                       "const double *u, const double *lam, const double *p, double *dg, double *dk"),
     }
     # a model without constraints gets none of them
     plain = lower(rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"), method="recursive"))

@@ -206,7 +206,7 @@ def test_contact_rows_are_pinocchios_frame_jacobian_and_acceleration_in_ground_a
     for _ in range(3):
         q, qd = rng.uniform(-np.pi, np.pi, pm.nq), rng.normal(size=pm.nv)
         vals = list(q) + list(qd) + [float(eqs.param_values[s]) for s in eqs.params]
-        for blk, fid in zip(eqs.constraints, (fa, fb)):
+        for blk, fid in zip(eqs.expanded().constraints, (fa, fb)):   # J̇ q̇ refers to the intermediates
             J_pin, acc, oMf = _pin_rows(pm, q, qd, fid)
             pos = np.array(sp.lambdify(subs, blk.position, "numpy")(*vals), float).ravel()
             J = np.array(sp.lambdify(subs, blk.jacobian, "numpy")(*vals), float)
@@ -428,3 +428,40 @@ def test_flat_foot_dynamics_and_impact_are_pinocchios_6d_contact_kkt(build_dir: 
     bad.contact("c", "L4", rows=4)
     with pytest.raises(ModelError, match="3 rows .* or 6"):
         bad.validate()
+
+
+def test_flat_foot_holds_a_free_body_with_its_weights_wrench(build_dir: Path) -> None:
+    """A free body (a floating base: nq = 7, nv = 6) held by a flat foot at its frame, its centre of mass c off
+    the frame's origin: at rest, in any orientation, q̈ = 0 and λ is the wrench that carries its weight,
+    [0, 0, m g] and the moment c × (0, 0, m g) about the origin; the plastic impact of the foot stops it
+    (its frame's six velocities are the body's), the impulse's force -m v_c (v_c the world velocity of the
+    centre of mass) and the energy lost all of it, ½ (m |v_c|² + ω_bᵀ I_c ω_b)."""
+    import numpy as np
+    mass, c_b, g = 2.0, np.array([0.1, -0.05, 0.2]), 9.81
+    inertia = np.array([[1.0, 0.1, 0.0], [0.1, 1.5, 0.0], [0.0, 0.0, 2.0]])      # about the centre of mass
+    model = SpatialModel("flat_free")
+    model.link("body", joint="free").body(mass, tuple(c_b), (1.0, 0.1, 0.0, 1.5, 0.0, 2.0))
+    model.contact("sole", "body", rows=6)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert (robot.nq, robot.nv) == (7, 6)
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        x, y, z, w = quat
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        q = np.r_[rng.normal(size=3), quat]
+        qdd, lam = robot.constrained_dynamics(q, np.zeros(6), None, active=["sole"])
+        weight = np.array([0.0, 0.0, mass * g])
+        assert np.abs(qdd).max() <= 1e-12
+        assert np.allclose(lam, np.r_[weight, np.cross(R @ c_b, weight)], rtol=0, atol=1e-12)
+        v = rng.normal(size=6)                     # linear and angular velocity in the body's axes
+        v[:3] -= R.T @ np.array([0.0, 0.0, 5.0])   # falling: the normal impulse pushes
+        qd_plus, impulse, after, loss = robot.impact(q, v, ["sole"])
+        v_c = R @ (v[:3] + np.cross(v[3:], c_b))
+        assert after == ["sole"]
+        assert np.abs(qd_plus).max() <= 1e-12
+        assert np.allclose(impulse[:3], -mass * v_c, rtol=0, atol=1e-10)
+        assert abs(loss - 0.5 * (mass * v_c @ v_c + v[3:] @ inertia @ v[3:])) <= 1e-10

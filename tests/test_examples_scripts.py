@@ -287,3 +287,31 @@ def test_stiction_example_events_at_the_hand_computed_times(tmp_path: "os.PathLi
     sticks = [e["t"] for e in out["pendulum"].events if e["kind"] == "stick"]
     angles = [float(np.interp(t, out["pendulum"].t, out["pendulum"].q[:, 0])) for t in sticks]
     np.testing.assert_allclose(angles, out["stops"][1:], atol=1e-6)
+
+
+def test_borisov_spatial_exo_runs(tmp_path: "os.PathLike[str]", capsys: pytest.CaptureFixture[str]) -> None:
+    """The script's figures and its printed standing reactions: the weight, 51 kg x 9.81 m/s^2, carried by the
+    feet (its physics is checked in tests/test_borisov_spatial.py)."""
+    mod = script("borisov_spatial_exo")
+    mod.main([str(tmp_path)])
+    for name in ("borisov_spatial_exo.png", "borisov_spatial_exo_flight.png"):
+        image_ok(os.path.join(str(tmp_path), name))
+    out = capsys.readouterr().out
+    assert "foot_a [-0.0 +0.0 +500.3] N" in out and "(weight 500.3 N)" in out
+
+
+def test_swing_up_energy_balance(tmp_path: "os.PathLike[str]") -> None:
+    """The optimised swing-up ends upright at rest, and the work of the torques along it equals the gain in
+    potential energy m1 g L1/2 (1 - (-1)) + m2 g (L1 (1 - (-1)) + L2/2 (1 - (-1))) (the model's energy routine
+    and the closed form)."""
+    pytest.importorskip("casadi")
+    mod = script("swing_up")
+    out = str(tmp_path)
+    result, info = mod.main([out, "--nodes", "31"])
+    image_ok(os.path.join(out, "swing_up.png"))
+    assert result.success
+    assert result.q[-1, 0] == pytest.approx(math.pi / 2, abs=1e-9) and np.allclose(result.qd[-1], 0, atol=1e-9)
+    g, m1, m2, L1, L2 = 9.81, 1.0, 0.8, 1.0, 0.7
+    gain = m1 * g * L1 + m2 * g * (2 * L1 + L2)
+    assert info["energy_gain"] == pytest.approx(gain, rel=1e-9)
+    assert info["work"] == pytest.approx(gain, rel=1e-3)

@@ -226,8 +226,6 @@ def test_bad_input_is_refused_by_name(build_dir: Path) -> None:
         robot.simulate(y0, 0.1, dt=1e-3)
     with pytest.raises(ValueError, match=r"y0s \(row 1\): the quaternion"):
         robot.simulate_batch(np.stack([robot.initial_state(), y0]), 0.1, dt=1e-3)
-    with pytest.raises(ValueError, match="free, spherical or planar joint .*PD and ComputedTorque"):
-        robot.simulate(robot.initial_state(), 0.1, dt=1e-3, controller=rodgen.PD(None, 1.0, 1.0))  # type: ignore[arg-type]
     with pytest.raises(rodgen.DerivationError, match="the NumPy evaluator takes models whose velocities"):
         NumericModel(rodgen.derive(ok))
     with pytest.raises(rodgen.DerivationError, match="free, spherical or planar joint: the Lagrange reference"):

@@ -393,3 +393,20 @@ def test_spatial_lagrange_reference_gives_the_same_generalized_forces() -> None:
         b = np.asarray(fl(*q, *qd, T, *pl), dtype=float).ravel()
         assert np.abs(a).max() > 0.1
         assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
+
+
+def test_a_link_name_names_its_frame() -> None:
+    """A force element at a link's bare name acts at the link's frame ``<link>.joint``, as a contact does
+    (a URDF link's name is its frame); the same element given the frame's full name is the same element."""
+    for at in ("L1", "L1.joint"):
+        m = _spatial()
+        m.point_force("at_link", at, (1.0, 0.0, 0.0))
+        m.spring_damper("to_link", "tip0", at, stiffness=2.0)
+        vm = m.validate()
+        forces = {f.name: f for f in vm.forces}
+        assert forces["at_link"].point == "L1.joint" and forces["at_link"].link == "L1"
+        assert forces["to_link"].b == "L1.joint"
+    m = _spatial()
+    m.point_force("nowhere", "L9", (1.0, 0.0, 0.0))
+    with pytest.raises(ModelError, match=r"force 'nowhere'\.at: unknown point 'L9'"):
+        m.validate()

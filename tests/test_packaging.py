@@ -31,6 +31,7 @@ EXTRA_FILES = {
     "generator/rodgen/runtime/study.py": "sweep",
     "generator/rodgen/cli_sweep.py": "sweep",
     "generator/rodgen/fmu/__init__.py": "fmu",
+    "generator/rodgen/optimize/build.py": "optimize",
 }
 
 

@@ -5,7 +5,8 @@ with a Coulomb impact. A point mass on three prismatic joints (x, y, z) gives cl
 mu g along a straight line, the stop time and distance, F - mu m g), a SciPy solve_ivp of the plane's
 friction ODE (a curving path) and the impact of a falling point; the sliding constrained dynamics of a
 random tree is the KKT solution from Pinocchio's mass matrix, bias and frame Jacobians with the tangential
-rows replaced by the friction force."""
+rows replaced by the friction force. A free body (a floating base) slides on a contact at its centre of mass
+to the closed-form stop while it spins about the vertical."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -246,3 +247,47 @@ def test_growing_push_slips_when_it_leaves_the_cone(slider) -> None:  # type: ig
     tau = res.t[after] - t_slip
     s = c / (6 * MASS) * tau ** 3                     # x'' = c (t - t_slip) / m along d, from rest
     assert np.abs(res.q[after, :2] - np.outer(s, d)).max() <= 1e-9
+
+
+def test_free_body_slides_to_a_stop_in_closed_form(build_dir: Path) -> None:
+    """A free body (a floating base: nq = 7 with the quaternion, nv = 6) on one 3-row contact at its centre of
+    mass, turned by a yaw and spinning about the vertical: the friction at the contact point has no moment about
+    the centre, so the centre decelerates at mu g against its initial world velocity v0, stops after
+    |v0| / (mu g) at |v0|^2 / (2 mu g) along v0, and the yaw grows at the constant spin throughout. The free
+    joint's linear velocities are in the body's axes: R(yaw)^T of the world's."""
+    m = SpatialModel("puck_free")
+    m.link("body", joint="free").body(MASS, (0, 0, 0), (1.0, 0, 0, 1.5, 0, 2.0))
+    m.contact("foot", "body", friction=MU)
+    robot = rodgen.build(m, build_dir=build_dir)
+    assert (robot.nq, robot.nv) == (7, 6)
+    yaw, spin, v0 = 0.7, 1.3, np.array([0.6, 0.8, 0.0])
+
+    def rot(a):  # type: ignore[no-untyped-def]
+        return np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    y0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2), rot(yaw).T @ v0, 0.0, 0.0, spin]
+    res = robot.simulate(y0, 0.5, 1e-3, contacts={"foot": "slide"}, on_slip="slide")
+    assert res.status == Status.SUCCESS, res.message
+    speed, vhat = np.linalg.norm(v0), v0 / np.linalg.norm(v0)
+    t_stop = speed / (MU * G)
+    [stop] = res.events
+    assert stop["kind"] == "stick" and abs(stop["t"] - t_stop) <= 1e-9
+    t = res.t
+    s = np.where(t < t_stop, speed * t - 0.5 * MU * G * t ** 2, speed ** 2 / (2 * MU * G))
+    # the body's axes turn under the velocities: RK4's error of the position's rate R(quat) v_b, O(dt^4)
+    assert np.abs(res.q[:, :3] - np.outer(s, vhat)).max() <= 1e-8
+    psi = 2 * np.arctan2(res.q[:, 5], res.q[:, 6])
+    assert np.abs(res.q[:, 3:5]).max() <= 1e-12 and np.abs(psi - (yaw + spin * t)).max() <= 1e-9
+    sliding, stuck = t < t_stop - 1e-6, t > t_stop + 1e-6
+    assert set(res.active["foot"][sliding]) == {4} and set(res.active["foot"][stuck]) == {1}
+    # the velocity (world axes) to 1e-9 m/s up to 10 ms before the stop, the friction mu m g against it; the
+    # direction of motion is neutral under friction, so RK4's error across it (< 1e-9 m/s) turns it by that
+    # over the speed, and in the last steps (a few rest speeds mu f_n dt / m = 5e-3 m/s) up to 1e-5 rad
+    moving = t < t_stop - 0.01
+    v_world = np.einsum("nij,nj->ni", np.array([rot(a) for a in psi]), res.qd[:, :3])
+    v_ref = np.outer(np.maximum(speed - MU * G * t, 0.0), vhat)
+    assert np.abs(v_world - v_ref)[moving].max() <= 1e-9 and np.abs(v_world - v_ref).max() <= 1e-7
+    v_hat = v_world[moving, :2] / np.linalg.norm(v_world[moving, :2], axis=1)[:, None]
+    assert np.abs(res.lam[moving, :2] + MU * MASS * G * v_hat).max() <= 1e-9
+    assert np.abs(res.lam[sliding, :2] + MU * MASS * G * vhat[:2]).max() <= 1e-4
+    assert np.abs(res.lam[:, 2] - MASS * G).max() <= 1e-9
+    assert np.abs(res.qd[:, 3:] - [0.0, 0.0, spin]).max() <= 1e-12

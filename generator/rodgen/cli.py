@@ -6,7 +6,7 @@
     rodgen equations MODEL.yaml [--latex] print the equations of motion
     rodgen modes MODEL.yaml [--fixed Q]   natural frequencies and mode shapes at the initial coordinates
     rodgen sweep MODEL.yaml --grid ...    a parameter study on Dask workers (summaries or trajectories)
-    rodgen fmu MODEL.yaml -o model.fmu    export an FMI 2.0 FMU (Co-Simulation and/or Model Exchange)
+    rodgen fmu MODEL.yaml -o model.fmu    export an FMI 2.0/3.0 FMU (Co-Simulation and/or Model Exchange)
 
 Errors print one line (``rodgen: error: ...``) and exit with status 2. When the reader of the
 output goes away (``rodgen equations MODEL.yaml | head``) the command stops quietly with status 141.
@@ -108,9 +108,10 @@ def _cmd_fmu(args: argparse.Namespace) -> int:
     from .fmu import export_fmu
     from .toolchain import build
     robot = build(load(args.model), build_dir=args.build_dir, method=args.method, codegen=_codegen_options(args))
-    path = export_fmu(robot, args.output, kind=args.kind, fmi=args.fmi, contacts=args.contact or (),
+    version = {"2": "2.0", "3": "3.0"}.get(args.fmi, args.fmi)
+    path = export_fmu(robot, args.output, kind=args.kind, fmi_version=version, contacts=args.contact or (),
                       disarmed=args.disarmed or (), arm_gap=args.arm_gap, event_tol=args.event_tol)
-    print(f"FMU ({args.kind}, FMI {args.fmi}) of {robot.name}: {path}")
+    print(f"FMU ({args.kind}, FMI {version}) of {robot.name}: {path}")
     return 0
 
 
@@ -143,12 +144,13 @@ def parser() -> argparse.ArgumentParser:
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
 
-    f = sub.add_parser("fmu", help="export the model as an FMI 2.0 FMU (sources, binary for this platform)")
+    f = sub.add_parser("fmu", help="export the model as an FMI 2.0 or 3.0 FMU (sources, binary for this platform)")
     _add_model_args(f)
     f.add_argument("-o", "--output", required=True, metavar="FILE.fmu", help="the FMU file to write")
     f.add_argument("--kind", choices=("cs", "me", "both"), default="cs",
                    help="Co-Simulation (RK4 inside the FMU), Model Exchange, or both (default cs)")
-    f.add_argument("--fmi", choices=("2.0",), default="2.0", help="FMI version (default 2.0)")
+    f.add_argument("--fmi-version", "--fmi", dest="fmi", choices=("2", "3", "2.0", "3.0"), default="2.0",
+                   help="FMI version (default 2.0)")
     f.add_argument("--contact", action="append", metavar="BLOCK",
                    help="a model with contacts: a block active at the start of the hybrid simulation; may be repeated")
     f.add_argument("--disarmed", action="append", metavar="BLOCK",

@@ -140,18 +140,19 @@ ROUTINES: tuple[Routine, ...] = (
             status=True, optional=True, single=True),
     Routine("constraint_position", (_q, _p, _out("c", "nrows", "constraint rows")),
             "Positions of the constraint rows c(q).", optional=True),
-    Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq")),
-            "Jacobian of the constraint rows dc/dq.", optional=True),
+    Routine("constraint_jacobian", (_q, _p, _out("J", "nrows*nv", "dc/dq, row-major", "nrows,nv")),
+            "Jacobian of the constraint rows dc/dq (with free, spherical or planar joints: of the velocities, "
+            "J qd = dc/dt).", optional=True),
     Routine("constraint_bias", (_q, _qd, _p, _out("b", "nrows", "Jdot qd")),
             "Velocity product of the constraint rows Jdot qd.", optional=True),
     Routine("constraint_friction", (_p, _out("mu", "nconstraints", "friction coefficients")),
             "Friction coefficient of each constraint block.", optional=True),
-    Routine("constrained_terms", (_t, _q, _qd, _u, _p, _out("d", "nq", "pivots of P M P^T = L D L^T"),
-                                  _out("qdd0", "nq", "M^-1 (B u - bias)"),
-                                  _out("J", "nrows*nq", "dc/dq, row-major", "nrows,nq"),
+    Routine("constrained_terms", (_t, _q, _qd, _u, _p, _out("d", "nv", "pivots of P M P^T = L D L^T"),
+                                  _out("qdd0", "nv", "M^-1 (B u - bias)"),
+                                  _out("J", "nrows*nv", "dc/dq, row-major", "nrows,nv"),
                                   _out("c", "nrows", "constraint rows"), _out("v", "nrows", "J qd"),
                                   _out("a0", "nrows", "J qdd0 + Jdot qd"),
-                                  _out("A", "nrows*nq", "row i: M^-1 J_i^T", "nrows,nq"),
+                                  _out("A", "nrows*nv", "row i: M^-1 J_i^T", "nrows,nv"),
                                   _out("S", "nrows*nrows", "J M^-1 J^T, row-major", "nrows,nrows")),
             "Everything the constrained dynamics needs at one state, with shared subexpressions: the pivots "
             "of a sparse L D L^T factorisation of M (valid when all are > 0), the free accelerations qdd0, and "
@@ -160,8 +161,8 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("constrained_solve", (_t, _q, _qd, _u, _p,
                                   Arg("k", "4*nrows", "per row: held (1 or 0), 1 - held, 2 alpha, beta^2"),
                                   Arg("target", "nrows", "c_target of each row"),
-                                  _out("d", "nq", "pivots of P M P^T = L D L^T"),
-                                  _out("qdd", "nq", "coordinate accelerations"),
+                                  _out("d", "nv", "pivots of P M P^T = L D L^T"),
+                                  _out("qdd", "nv", "coordinate accelerations"),
                                   _out("lam", "nrows", "constraint forces lambda"),
                                   _out("s", "2*nrows",
                                        "pivots of J M^-1 J^T = L D L^T (rows held), then its diagonal")),
@@ -178,6 +179,13 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("kinetic_friction", (_p, _out("mu_k", "nconstraints", "kinetic friction limits")),
             "Kinetic friction limit of each dry-friction block (RODGEN_FRICTION; 0 for the other blocks); its "
             "static limit is the block's constraint_friction.", optional=True),
+    Routine("constraint_partials", (_t, _q, _qd, _qdd, _u, Arg("lam", "nrows", "constraint forces lambda"), _p,
+                                    _out("dg", "2*nv*nv", "d g/d[q, qd], row-major", "nv,2*nv"),
+                                    _out("dk", "2*nrows*nv", "d k/d[q, qd], row-major", "nrows,2*nv")),
+            "Partials of the constrained dynamics' KKT system g = M qdd + bias - B u - J^T lam and "
+            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; generated with the RHS "
+            "Jacobian for models with nq = nv), from which rodgen_constrained_derivatives and "
+            "rodgen_impact_derivatives solve the derivatives of qdd, lambda and the impact map.", optional=True),
 )
 
 
@@ -322,8 +330,8 @@ METHODS: tuple[Constant, ...] = (
 INPUT_KINDS: tuple[Constant, ...] = (
     Constant("INPUT_CONSTANT", 0, "u (NULL: zero)"),
     Constant("INPUT_TABLE", 1, "values [n*nu] at times [n], linear interpolation"),
-    Constant("INPUT_PD", 2, "times, values [n*3*nq], kp, kd [nu], u: feedforward or NULL"),
-    Constant("INPUT_COMPUTED_TORQUE", 3, "times, values [n*3*nq], kp, kd [nq]"),
+    Constant("INPUT_PD", 2, "times, values [n*(nq+2*nv)], kp, kd [nu], u: feedforward or NULL"),
+    Constant("INPUT_COMPUTED_TORQUE", 3, "times, values [n*(nq+2*nv)], kp, kd [nv]"),
     Constant("INPUT_CALLBACK", 4, "fn(context, t, y, u) fills u[nu], returns 0 (else: failed)"),
 )
 
@@ -361,9 +369,10 @@ STRUCTS: tuple[Struct, ...] = (
         Field("const double *", "u", "CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none"),
         Field("long", "n", "number of samples (TABLE, PD, COMPUTED_TORQUE), at least 1"),
         Field("const double *", "times", "[n] sample times, strictly increasing"),
-        Field("const double *", "values", "TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*3*nq] rows q_ref, qd_ref, qdd_ref"),
-        Field("const double *", "kp", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
-        Field("const double *", "kd", "PD: [nu]; COMPUTED_TORQUE: [nq]"),
+        Field("const double *", "values", "TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*(nq+2*nv)] rows q_ref [nq], "
+              "qd_ref, qdd_ref [nv] (the position error q_ref (-) q of rodgen_difference)"),
+        Field("const double *", "kp", "PD: [nu]; COMPUTED_TORQUE: [nv]"),
+        Field("const double *", "kd", "PD: [nu]; COMPUTED_TORQUE: [nv]"),
         Field("rodgen_input_fn", "fn", "CALLBACK"),
         Field("void *", "context", "CALLBACK: passed to fn"),
     )),

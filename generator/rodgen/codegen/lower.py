@@ -61,9 +61,6 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         raise CodegenError(f"model {model.name!r} has no coordinates; there is nothing to generate")
     _check_shapes(eqs)
     lie = eqs.configuration_rate is not None     # velocities that are not the coordinates' rates
-    if lie and (eqs.constraints or eqs.forces):
-        raise CodegenError(f"model {model.name!r}: constraints and force elements with a free, spherical or "
-                           f"planar joint (nq = {n}, nv = {nv}) are not supported yet")
     blocks = constraint_blocks(eqs)
     slots = slots_of(eqs, macro)
     g = _Groups(eqs, macro)
@@ -75,6 +72,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if jacobian:
         r += jacobian_routines(eqs, prefix, g, options)
     r += constraint_routines(eqs, prefix, g, options, blocks)
+    if jacobian and blocks and nv == n:
+        r.append(constraint_partials_routine(eqs, prefix, g, options))
     r += force_routines(eqs, prefix, g, options)
     if spatial:
         r += frame_routines(full, prefix, g, options)
@@ -361,9 +360,34 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     return [partials, tangent]
 
 
+def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``<prefix>_constraint_partials``: the symbolic stage's ``Equations.constraint_partials()``, the
+    derivatives of g = M qdd + bias - B u - J^T lam and k = J qdd + Jdot qd by [q, qd] at fixed qdd, u
+    and lam, from which the runtime's C solves the derivatives of the constrained dynamics and the impact
+    map (generated with the RHS Jacobian)."""
+    n = len(eqs.qd)
+    NQ = g.NQ
+    assignments, lam, dg, dk = eqs.constraint_partials()
+    nrows = len(lam)
+    w = 2 * n
+    return build_routine(
+        "constraint_partials", f"{prefix}_constraint_partials",
+        "Partials of the constrained dynamics' KKT system by [q, qd] at fixed qdd, u and lam.",
+        (f"dg: {n} x {w} = d(M qdd + bias - B u - J^T lam)/d[q, qd]; dk: {nrows} x {w} = "
+         f"d(J qdd + Jdot qd)/d[q, qd]; row-major.",),
+        [g.t, g.q, g.qd, g.qdd, g.u, Group(Argument("lam", str(nrows), "constraint forces lambda"), lam), g.p,
+         output("dg", f"2*{NQ}*{NQ}", "d g/d[q, qd], row-major"),
+         output("dk", f"2*{nrows}*{NQ}", "d k/d[q, qd], row-major")],
+        [("dg", "d(M qdd + bias - B u - J^T lam)/d[q, qd]",
+          [(f"dg[{i * w + j}]", dg[i][j]) for i in range(n) for j in range(w)]),
+         ("dk", "d(J qdd + Jdot qd)/d[q, qd]",
+          [(f"dk[{i * w + j}]", dk[i][j]) for i in range(nrows) for j in range(w)])],
+        [], assignments, options)
+
+
 def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
     """The block table of ``eqs.constraints``, checked against the contract of ``rodgen_model.h``."""
-    n = len(eqs.q)
+    n = len(eqs.qd)     # J's columns: the velocities (nq but with free, spherical or planar joints)
     blocks: list[ConstraintBlock] = []
     row = 0
     seen: set[str] = set()
@@ -384,7 +408,7 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
             got = tuple(getattr(c, field_name).shape)
             if got != shape:
                 raise CodegenError(f"{where}: {field_name} has shape {got}; a {c.kind} block has {rows} "
-                                   f"row(s) and the model {n} coordinates, so {shape} was expected")
+                                   f"row(s) and the model {n} velocities, so {shape} was expected")
         blocks.append(ConstraintBlock(c.name, c.kind, macro, code, row, rows))
         row += rows
     return tuple(blocks)
@@ -396,8 +420,8 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
     kinetic_friction (with dry-friction blocks), constrained_terms (when wanted)."""
     if not blocks:
         return []
-    n, nrows, nblocks = len(eqs.q), sum(b.nrows for b in blocks), len(blocks)
-    NQ, a = g.NQ, eqs.assignments
+    n, nrows, nblocks = len(eqs.qd), sum(b.nrows for b in blocks), len(blocks)   # J: nrows x nv
+    NQ, a = g.NV, eqs.assignments
     pos = [ex for c in eqs.constraints for ex in c.position]
     jac = [c.jacobian[i, j] for c in eqs.constraints for i in range(c.nrows) for j in range(n)]
     bias = [ex for c in eqs.constraints for ex in c.bias]
@@ -436,15 +460,15 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             [("mu_k", "kinetic friction limits", [(f"mu_k[{i}]", ex) for i, ex in enumerate(kinetic)])], [], a,
             options)] if any(c.kind == "friction" for c in eqs.constraints) else []) \
         + ([constrained_terms_routine(eqs, prefix, g, options), constrained_solve_routine(eqs, prefix, g, options)]
-           if options.wants_constrained_terms(n) else [])
+           if options.wants_constrained_terms(n) else [])   # n: the size of M
 
 
 def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
     """``<prefix>_constrained_terms``: the symbolic stage's ``Equations.constrained_terms()``
     with J, Jdot qd and c, in one routine so that they share their subexpressions."""
-    n = len(eqs.q)
+    n = len(eqs.qd)     # velocity-sized (nv)
     nrows = sum(c.nrows for c in eqs.constraints)
-    NQ = g.NQ
+    NQ = g.NV
     ct = eqs.constrained_terms()
     pos = ct.position
     jac = [row[j] for row in ct.jacobian for j in range(n)]
@@ -481,7 +505,7 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
     """``<prefix>_constrained_solve``: the symbolic stage's ``Equations.constrained_solve()``, qdd and
     lambda for the rows held, in one routine."""
     nrows = sum(c.nrows for c in eqs.constraints)
-    NQ = g.NQ
+    NQ = g.NV     # velocity-sized (nv)
     cs = eqs.constrained_solve()
     return build_routine(
         "constrained_solve", f"{prefix}_constrained_solve",

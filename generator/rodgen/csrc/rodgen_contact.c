@@ -163,23 +163,26 @@ static int all_finite(const double *x, int n)
     return finite_sum(x, n) == 0.0;
 }
 
-/* Whether q, qd [nq], u [nu] and p [np] are all finite. A sum of finite values minus itself is 0 (an
+/* Whether q [nq], qd [nv], u [nu] and p [np] are all finite. A sum of finite values minus itself is 0 (an
  * infinite or NaN entry makes it NaN); only when it is not (an entry not finite, or the sum overflowed)
  * are the entries tested one by one. */
-static int inputs_finite(const double *q, const double *qd, const double *u, const double *p, int nq, int nu,
-    int np)
+static int inputs_finite(const double *q, const double *qd, const double *u, const double *p, int nq, int nv,
+    int nu, int np)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s;
     int i;
-    for (i = 0; i + 1 < nq; i += 2) {
+    for (i = 0; i + 1 < nv; i += 2) {
         s0 += q[i];
         s1 += qd[i];
         s2 += q[i + 1];
         s3 += qd[i + 1];
     }
-    if (i < nq) {
+    if (i < nv) {
         s0 += q[i];
         s1 += qd[i];
+    }
+    for (i = nv; i < nq; ++i) {   /* the coordinates past nv (a free joint's quaternion has one more) */
+        s2 += q[i];
     }
     for (i = 0; i + 1 < nu; i += 2) {
         s2 += u[i];
@@ -199,24 +202,24 @@ static int inputs_finite(const double *q, const double *qd, const double *u, con
     if (s - s == 0.0) {
         return 1;
     }
-    return all_finite(q, nq) && all_finite(qd, nq) && (nu == 0 || all_finite(u, nu)) && all_finite(p, np);
+    return all_finite(q, nq) && all_finite(qd, nv) && (nu == 0 || all_finite(u, nu)) && all_finite(p, np);
 }
 
 /* ---- scratch layout ------------------------------------------------------ */
 
 typedef struct {
-    double *M;     /* [nq*nq] M, then its Cholesky factor */
-    double *J;     /* [nrows*nq] */
+    double *M;     /* [nv*nv] M, then its Cholesky factor */
+    double *J;     /* [nrows*nv] */
     double *c;     /* [nrows] */
     double *b;     /* [nrows] Jdot qd */
-    double *Y;     /* [nrows*nq] row i: L^-1 J_{row i}^T */
+    double *Y;     /* [nrows*nv] row i: L^-1 J_{row i}^T */
     double *S;     /* [nrows*nrows] */
-    double *h;     /* [nq] */
-    double *B;     /* [nq*nu] */
-    double *z;     /* [nq] */
-    double *v;     /* [nq] */
+    double *h;     /* [nv] */
+    double *B;     /* [nv*nu] */
+    double *z;     /* [nv] */
+    double *v;     /* [nv] */
     double *w;     /* [nrows] */
-    double *Z;     /* [nrows*nq] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
+    double *Z;     /* [nrows*nv] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
     double *coef;  /* [2*nrows] sliding contact: tangential force along its tangent j = coef[2i+j] * normal
                       force (one tangent in the plane, two in space); else 0 */
     double *mu;    /* [nconstraints] */
@@ -235,8 +238,8 @@ typedef struct {
 
 static long size_doubles(const rodgen_model *m)
 {
-    const long nq = m->nq, nr = m->nrows, nu = m->nu;
-    return nq * nq + 3 * nr * nq + 2 * nr * nr + 5 * nr + 3 * nq + nq * nu + 3L * m->nconstraints;
+    const long nv = RODGEN_NV(m), nr = m->nrows, nu = m->nu;
+    return nv * nv + 3 * nr * nv + 2 * nr * nr + 5 * nr + 3 * nv + nv * nu + 3L * m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
@@ -257,32 +260,32 @@ long rodgen_contact_work_bytes(const rodgen_model *m)
 
 static void carve(const rodgen_model *m, void *work, scratch *w)
 {
-    const int nq = m->nq, nr = m->nrows, nu = m->nu;
+    const int nv = RODGEN_NV(m), nr = m->nrows, nu = m->nu;
     double *d = (double *)work;
     w->M = d;
-    d += nq * nq;
+    d += nv * nv;
     w->J = d;
-    d += nr * nq;
+    d += nr * nv;
     w->c = d;
     d += nr;
     w->b = d;
     d += nr;
     w->Y = d;
-    d += nr * nq;
+    d += nr * nv;
     w->S = d;
     d += nr * nr;
     w->h = d;
-    d += nq;
+    d += nv;
     w->B = d;
-    d += nq * nu;
+    d += nv * nu;
     w->z = d;
-    d += nq;
+    d += nv;
     w->v = d;
-    d += nq;
+    d += nv;
     w->w = d;
     d += nr;
     w->Z = d;
-    d += nr * nq;
+    d += nr * nv;
     w->coef = d;
     d += 2 * nr;
     w->mu = d;
@@ -458,8 +461,10 @@ static int tangential_row(const rodgen_model *m, int r)
 
 static int model_ok(const rodgen_model *m)
 {
-    /* constrained dynamics, impacts and the hybrid simulator take qd = dq/dt: no free, spherical, planar joint */
-    if (m == 0 || m->nq < 1 || m->nlie != 0 || RODGEN_NV(m) != m->nq || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0
+    /* velocities qd [nv]: M, J and the accelerations are velocity-sized (nv < nv with free or spherical joints,
+     * whose configurations lie_joints lists) */
+    if (m == 0 || m->nq < 1 || RODGEN_NV(m) < 1 || RODGEN_NV(m) > m->nq || (m->nlie > 0 && m->lie_joints == 0)
+        || (m->nlie == 0 && RODGEN_NV(m) != m->nq) || m->nu < 0 || m->nconstraints < 0 || m->nrows < 0
         || m->mass_matrix == 0 || m->bias == 0 || (m->nu > 0 && m->input_map == 0)) {
         return 0;
     }
@@ -553,7 +558,7 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
 {
     int k;
     m->mass_matrix(q, p, w->M);
-    if (chol(w->M, m->nq, 0.0) != 0) {
+    if (chol(w->M, RODGEN_NV(m), 0.0) != 0) {
         return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     k = active_rows(m, p, active, hold_all, w);
@@ -633,7 +638,7 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     double *lambda,
     scratch *w)
 {
-    const int nq = m->nq, nr = m->nrows;
+    const int nv = RODGEN_NV(m), nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
     double *const d = w->h, *const qdd0 = w->z, *const v = w->w, *const a0 = w->b, *const A = w->Y;
     double *S = w->S, fin0 = 0.0, fin1 = 0.0;
@@ -643,7 +648,7 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
         return -k;
     }
     m->constrained_terms(t, q, qd, u, p, d, qdd0, w->J, w->c, v, a0, A, w->Sf);
-    for (i = 0; i < nq; ++i) {
+    for (i = 0; i < nv; ++i) {
         bad |= !(d[i] > 0.0);
     }
     if (bad) {
@@ -662,8 +667,8 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     for (j = 0; j < w->nfric; ++j) {
         const int rr = w->frow[j];
         const double f = w->fval[j];
-        const double *ar = A + rr * nq;
-        for (i = 0; i < nq; ++i) {
+        const double *ar = A + rr * nv;
+        for (i = 0; i < nv; ++i) {
             qdd0[i] += f * ar[i];
         }
         for (i = 0; i < nr; ++i) {
@@ -713,13 +718,13 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
         }
     }
     /* qdd = qdd0 + sum of lambda_i A_rows[i] (+ coef_i lambda_i A_trow[i], the tangential force) */
-    for (j = 0; j < nq; ++j) {
+    for (j = 0; j < nv; ++j) {
         qdd[j] = qdd0[j];
     }
     for (i = 0; i + 1 < k && w->nslide == 0; i += 2) {   /* two rows at a time: qdd read and written once */
         const double li = v[i], lk = v[i + 1];
-        const double *ai = A + w->rows[i] * nq, *ak = A + w->rows[i + 1] * nq;
-        for (j = 0; j < nq; ++j) {
+        const double *ai = A + w->rows[i] * nv, *ak = A + w->rows[i + 1] * nv;
+        for (j = 0; j < nv; ++j) {
             qdd[j] += li * ai[j] + lk * ak[j];
         }
         fin0 += li * 0.0;
@@ -731,8 +736,8 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     }
     for (; i < k; ++i) {
         const double li = v[i];
-        const double *ai = A + w->rows[i] * nq;
-        for (j = 0; j < nq; ++j) {
+        const double *ai = A + w->rows[i] * nv;
+        for (j = 0; j < nv; ++j) {
             qdd[j] += li * ai[j];
         }
         fin0 += li * 0.0;
@@ -743,8 +748,8 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             int tt;
             for (tt = 0; tt < w->rows[i] - w->trow[i]; ++tt) {
                 const double ft = w->coef[2 * i + tt] * li;
-                const double *at = A + (w->trow[i] + tt) * nq;
-                for (j = 0; j < nq; ++j) {
+                const double *at = A + (w->trow[i] + tt) * nv;
+                for (j = 0; j < nv; ++j) {
                     qdd[j] += ft * at[j];
                 }
                 if (lambda != 0) {
@@ -753,11 +758,11 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             }
         }
     }
-    for (j = 0; j + 1 < nq; j += 2) {
+    for (j = 0; j + 1 < nv; j += 2) {
         fin0 += qdd[j] * 0.0;
         fin1 += qdd[j + 1] * 0.0;
     }
-    if (j < nq) {
+    if (j < nv) {
         fin0 += qdd[j] * 0.0;
     }
     return fin0 + fin1 == 0.0 ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
@@ -784,11 +789,11 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, double *work)
 {
-    const int nq = m->nq, nr = m->nrows;
+    const int nv = RODGEN_NV(m), nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
-    /* its own layout of the scratch (8 nrows + 2 nq doubles, less than size_doubles) */
+    /* its own layout of the scratch (8 nrows + 2 nv doubles, less than size_doubles) */
     double *const kv = work, *const tg = work + 4 * nr, *const s = tg + nr, *const lam = s + 2 * nr;
-    double *const a = lam + nr, *const d = a + nq;   /* a, lam: copied to qdd, lambda once they pass the tests */
+    double *const a = lam + nr, *const d = a + nv;   /* a, lam: copied to qdd, lambda once they pass the tests */
     double dmax = 0.0, fin0 = 0.0, fin1 = 0.0;
     int i, r, bad = 0, held = 0;
     for (i = 0; i < m->nconstraints; ++i) {
@@ -809,7 +814,7 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
         }
     }
     m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s);
-    for (i = 0; i < nq; ++i) {
+    for (i = 0; i < nv; ++i) {
         bad |= !(d[i] > 0.0);
     }
     if (bad) {
@@ -832,13 +837,13 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
             return RODGEN_ERR_SINGULAR_CONSTRAINTS;
         }
     }
-    for (i = 0; i + 1 < nq; i += 2) {
+    for (i = 0; i + 1 < nv; i += 2) {
         fin0 += a[i] * 0.0;
         fin1 += a[i + 1] * 0.0;
         qdd[i] = a[i];
         qdd[i + 1] = a[i + 1];
     }
-    if (i < nq) {
+    if (i < nv) {
         fin0 += a[i] * 0.0;
         qdd[i] = a[i];
     }
@@ -854,39 +859,39 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
  * also Z (row i = L^-1 W_i^T, W the force directions) and the LU factors of S = Y Z^T. */
 static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
 {
-    const int nq = m->nq;
+    const int nv = RODGEN_NV(m);
     int i, j;
     for (i = 0; i < k; ++i) {
-        double *y = w->Y + i * nq;
-        for (j = 0; j < nq; ++j) {
-            y[j] = w->J[w->rows[i] * nq + j];
+        double *y = w->Y + i * nv;
+        for (j = 0; j < nv; ++j) {
+            y[j] = w->J[w->rows[i] * nv + j];
         }
-        solve_lower(w->M, nq, y);
+        solve_lower(w->M, nv, y);
     }
     if (w->nslide > 0) {
         for (i = 0; i < k; ++i) {
-            double *z = w->Z + i * nq;
+            double *z = w->Z + i * nv;
             int tt;
-            for (j = 0; j < nq; ++j) {
-                z[j] = w->J[w->rows[i] * nq + j];
+            for (j = 0; j < nv; ++j) {
+                z[j] = w->J[w->rows[i] * nv + j];
             }
             for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
-                for (j = 0; j < nq; ++j) {
-                    z[j] += w->coef[2 * i + tt] * w->J[(w->trow[i] + tt) * nq + j];
+                for (j = 0; j < nv; ++j) {
+                    z[j] += w->coef[2 * i + tt] * w->J[(w->trow[i] + tt) * nv + j];
                 }
             }
-            solve_lower(w->M, nq, z);
+            solve_lower(w->M, nv, z);
         }
         for (i = 0; i < k; ++i) {
             for (j = 0; j < k; ++j) {
-                w->S[i * k + j] = dot(w->Y + i * nq, w->Z + j * nq, nq);
+                w->S[i * k + j] = dot(w->Y + i * nv, w->Z + j * nv, nv);
             }
         }
         return lu(w->S, k, w->piv, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
     }
     for (i = 0; i < k; ++i) {
         for (j = 0; j <= i; ++j) {
-            const double s = dot(w->Y + i * nq, w->Y + j * nq, nq);
+            const double s = dot(w->Y + i * nv, w->Y + j * nv, nv);
             w->S[i * k + j] = s;
             w->S[j * k + i] = s;
         }
@@ -904,7 +909,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
-    int nq;
+    int nv;
     if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
         return RODGEN_ERR_OPTIONS;
     }
@@ -915,11 +920,11 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
     if (p == 0) {
         p = m->default_p;
     }
-    nq = m->nq;
+    nv = RODGEN_NV(m);
     if (m->np > 0 && p == 0) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
-    if (!inputs_finite(q, qd, u, p, nq, m->nu, m->np)) {
+    if (!inputs_finite(q, qd, u, p, m->nq, nv, m->nu, m->np)) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
@@ -931,7 +936,7 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, void *work)
 {
-    const int nq = m->nq, nr = m->nrows;
+    const int nv = RODGEN_NV(m), nr = m->nrows;
     scratch w;
     int k, i, j, status;
     if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
@@ -948,7 +953,7 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     if (w.nslide > 0) {
         /* the rows' velocities J qd (into w.c, which constraint_position fills later) for the directions */
         for (i = 0; i < nr; ++i) {
-            w.c[i] = dot(w.J + i * nq, qd, nq);
+            w.c[i] = dot(w.J + i * nv, qd, nv);
         }
         status = slide_coefs(k, w.c, target, &w);
         if (status != RODGEN_OK) {
@@ -957,22 +962,22 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     }
     /* z = L^-1 (B u - bias) */
     m->bias(t, q, qd, p, w.h);
-    for (i = 0; i < nq; ++i) {
+    for (i = 0; i < nv; ++i) {
         w.z[i] = -w.h[i];
     }
     if (m->nu > 0) {
         m->input_map(q, p, w.B);
-        for (i = 0; i < nq; ++i) {
+        for (i = 0; i < nv; ++i) {
             w.z[i] += dot(w.B + i * m->nu, u, m->nu);
         }
     }
     /* the kinetic forces of slipping dry-friction blocks: B u - bias + f J_r^T */
     for (j = 0; j < w.nfric; ++j) {
-        for (i = 0; i < nq; ++i) {
-            w.z[i] += w.fval[j] * w.J[w.frow[j] * nq + i];
+        for (i = 0; i < nv; ++i) {
+            w.z[i] += w.fval[j] * w.J[w.frow[j] * nv + i];
         }
     }
-    solve_lower(w.M, nq, w.z);
+    solve_lower(w.M, nv, w.z);
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
             lambda[i] = 0.0;
@@ -992,8 +997,8 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
         for (i = 0; i < k; ++i) {
             const int r = w.rows[i];
             const double tgt = row_target(m, target, w.c, r);
-            w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nq, qd, nq)
-                - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nq, w.z, nq);
+            w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nv, qd, nv)
+                - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nv, w.z, nv);
         }
         if (w.nslide > 0) {
             lu_solve(w.S, k, w.piv, w.w);
@@ -1002,8 +1007,8 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
             solve_upper(w.S, k, w.w);
         }
         for (i = 0; i < k; ++i) {
-            const double *zi = (w.nslide > 0 ? w.Z : w.Y) + i * nq;
-            for (j = 0; j < nq; ++j) {
+            const double *zi = (w.nslide > 0 ? w.Z : w.Y) + i * nv;
+            for (j = 0; j < nv; ++j) {
                 w.z[j] += w.w[i] * zi[j];
             }
             if (lambda != 0) {
@@ -1015,11 +1020,11 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
             }
         }
     }
-    solve_upper(w.M, nq, w.z);
-    for (i = 0; i < nq; ++i) {
+    solve_upper(w.M, nv, w.z);
+    for (i = 0; i < nv; ++i) {
         qdd[i] = w.z[i];
     }
-    if (!all_finite(qdd, nq) || (k > 0 && !all_finite(w.w, k))) {
+    if (!all_finite(qdd, nv) || (k > 0 && !all_finite(w.w, k))) {
         return RODGEN_ERR_NONFINITE_RESULT;
     }
     return RODGEN_OK;
@@ -1033,7 +1038,7 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
     const double *ref, const rodgen_cfd_options *o, scratch *w, double *qd_plus, double *impulse,
     double *energy_loss)
 {
-    const int nq = m->nq, nr = m->nrows;
+    const int nv = RODGEN_NV(m), nr = m->nrows;
     int k = 0, i, j, status, pass;
     double e_minus, e_plus;
     for (pass = 0; pass <= m->nconstraints; ++pass) {
@@ -1045,7 +1050,7 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
         }
         if (w->nslide > 0) {
             for (i = 0; i < nr; ++i) {
-                w->c[i] = dot(w->J + i * nq, qd_minus, nq);   /* the rows' velocities before the impact */
+                w->c[i] = dot(w->J + i * nv, qd_minus, nv);   /* the rows' velocities before the impact */
             }
             status = slide_coefs(k, w->c, ref, w);
             if (status != RODGEN_OK) {
@@ -1058,7 +1063,7 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
         }
         /* S Lambda = -J qd_minus */
         for (i = 0; i < k; ++i) {
-            w->w[i] = -dot(w->J + w->rows[i] * nq, qd_minus, nq);
+            w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
         }
         if (k > 0 && w->nslide > 0) {
             lu_solve(w->S, k, w->piv, w->w);
@@ -1095,27 +1100,27 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
         w->act[worst] = 0;
     }
     /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i (Z_i: the force directions when a contact slides) */
-    for (j = 0; j < nq; ++j) {
+    for (j = 0; j < nv; ++j) {
         w->z[j] = 0.0;
     }
     for (i = 0; i < k; ++i) {
-        const double *zi = (w->nslide > 0 ? w->Z : w->Y) + i * nq;
-        for (j = 0; j < nq; ++j) {
+        const double *zi = (w->nslide > 0 ? w->Z : w->Y) + i * nv;
+        for (j = 0; j < nv; ++j) {
             w->z[j] += w->w[i] * zi[j];
         }
     }
-    solve_upper(w->M, nq, w->z);
-    for (j = 0; j < nq; ++j) {
+    solve_upper(w->M, nv, w->z);
+    for (j = 0; j < nv; ++j) {
         qd_plus[j] = qd_minus[j] + w->z[j];
     }
     /* kinetic energies |L^T qd|^2 / 2 */
     e_minus = 0.0;
     e_plus = 0.0;
-    for (i = 0; i < nq; ++i) {
+    for (i = 0; i < nv; ++i) {
         double a = 0.0, b = 0.0;
-        for (j = i; j < nq; ++j) {
-            a += w->M[j * nq + i] * qd_minus[j];
-            b += w->M[j * nq + i] * qd_plus[j];
+        for (j = i; j < nv; ++j) {
+            a += w->M[j * nv + i] * qd_minus[j];
+            b += w->M[j * nv + i] * qd_plus[j];
         }
         e_minus += 0.5 * a * a;
         e_plus += 0.5 * b * b;
@@ -1128,7 +1133,7 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
     if (energy_loss != 0) {
         *energy_loss = e_minus - e_plus;
     }
-    return all_finite(qd_plus, nq) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+    return all_finite(qd_plus, nv) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
 }
 
 int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
@@ -1148,7 +1153,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
     if (p == 0) {
         p = m->default_p;
     }
-    if (!all_finite(q, m->nq) || !all_finite(qd_minus, m->nq)
+    if (!all_finite(q, m->nq) || !all_finite(qd_minus, RODGEN_NV(m))
         || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
@@ -1166,6 +1171,70 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
         }
     }
     return RODGEN_OK;
+}
+
+/* ---- hybrid simulation: the configuration on its manifold ------------------ */
+
+/* dq/dt [nq] of the state's velocities v [nv]: v itself, but for the joints of lie_joints (rodgen_model.h)
+ * a free joint's position turns by R(quat) v_lin and its quaternion by 1/2 quat (x) (w, 0), a spherical
+ * joint's quaternion likewise, a planar joint's (x, y) by Rz(theta) (vx, vy) (the configuration rate of the
+ * generated RHS, from the table; kept here so that this file compiles on its own). */
+static void hy_rate(const rodgen_model *m, const double *q, const double *v, double *dq)
+{
+    int i = 0, iv = 0;
+    while (i < m->nq) {
+        int f, kind = -1;
+        for (f = 0; f < m->nlie; ++f) {
+            if (m->lie_joints[3 * f + 1] == i) {
+                kind = m->lie_joints[3 * f];
+            }
+        }
+        if (kind < 0) {
+            dq[i++] = v[iv++];
+        } else if (kind == RODGEN_JOINT_PLANAR) {
+            const double c = cos(q[i + 2]), s = sin(q[i + 2]);
+            dq[i] = c * v[iv] - s * v[iv + 1];
+            dq[i + 1] = s * v[iv] + c * v[iv + 1];
+            dq[i + 2] = v[iv + 2];
+            i += 3;
+            iv += 3;
+        } else {
+            const double *x = q + i + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+            const double *w = v + iv + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+            double *r = dq + i + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+            if (kind == RODGEN_JOINT_FREE) {   /* R(x) v_lin, R of the quaternion (x, y, z, w) */
+                const double a = x[0], b = x[1], c = x[2], d = x[3];
+                const double *l = v + iv;
+                dq[i] = (1 - 2 * (b * b + c * c)) * l[0] + 2 * (a * b - c * d) * l[1] + 2 * (a * c + b * d) * l[2];
+                dq[i + 1] = 2 * (a * b + c * d) * l[0] + (1 - 2 * (a * a + c * c)) * l[1] + 2 * (b * c - a * d) * l[2];
+                dq[i + 2] = 2 * (a * c - b * d) * l[0] + 2 * (b * c + a * d) * l[1] + (1 - 2 * (a * a + b * b)) * l[2];
+            }
+            r[0] = 0.5 * (x[3] * w[0] + x[1] * w[2] - x[2] * w[1]);
+            r[1] = 0.5 * (x[3] * w[1] + x[2] * w[0] - x[0] * w[2]);
+            r[2] = 0.5 * (x[3] * w[2] + x[0] * w[1] - x[1] * w[0]);
+            r[3] = -0.5 * (x[0] * w[0] + x[1] * w[1] + x[2] * w[2]);
+            i += kind == RODGEN_JOINT_FREE ? 7 : 4;
+            iv += kind == RODGEN_JOINT_FREE ? 6 : 3;
+        }
+    }
+}
+
+/* Each quaternion of q divided by its norm (rodgen_normalize of rodgen_simulate.c). */
+static void hy_normalize(const rodgen_model *m, double *q)
+{
+    int f, k;
+    for (f = 0; f < m->nlie; ++f) {
+        const int kind = m->lie_joints[3 * f];
+        double *x = q + m->lie_joints[3 * f + 1] + (kind == RODGEN_JOINT_FREE ? 3 : 0);
+        double n;
+        if (kind != RODGEN_JOINT_FREE && kind != RODGEN_JOINT_SPHERICAL) {
+            continue;
+        }
+        n = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3]);
+        for (k = 0; k < 4 && n > 0.0; ++k) {
+            x[k] /= n;
+        }
+    }
 }
 
 /* ---- hybrid simulation --------------------------------------------------- */
@@ -1192,13 +1261,13 @@ typedef struct {
 
 #define HY_NSTATES 9   /* y0, k1..k4, y1, yx, yt, dy */
 /* The memo: its key t, y [ny], active [nc], target [nr]; its values dy [ny], lambda [nr], u [nu]. */
-#define HY_MEMO(m) (1L + 4L * (m)->nq + (m)->nconstraints + 2L * (m)->nrows + ((m)->nu > 0 ? (m)->nu : 1))
+#define HY_MEMO(m) (1L + 2L * RODGEN_NY(m) + (m)->nconstraints + 2L * (m)->nrows + ((m)->nu > 0 ? (m)->nu : 1))
 
 static long hybrid_doubles(const rodgen_model *m)
 {
-    const long ny = 2L * m->nq, nr = m->nrows, nc = m->nconstraints;
+    const long ny = RODGEN_NY(m), nv = RODGEN_NV(m), nr = m->nrows, nc = m->nconstraints;
     return ny + nr + 3 * nc                                         /* y, target, g, mu */
-        + HY_NSTATES * ny + 2 * (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + m->nq + nr * m->nq   /* scratch */
+        + HY_NSTATES * ny + 2 * (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + nv + nr * nv   /* scratch */
         + HY_MEMO(m);
 }
 
@@ -1215,7 +1284,7 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m)
 /* Lay the state arrays of s over the buffer `base`. */
 static void hlayout_state(const rodgen_model *m, rodgen_hybrid_state *s, void *base)
 {
-    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    const int ny = RODGEN_NY(m), nr = m->nrows, nc = m->nconstraints;
     double *d = (double *)base;
     int *ip = (int *)(void *)(d + hybrid_doubles(m));
     s->scratch = base;
@@ -1230,7 +1299,7 @@ static void hlayout_state(const rodgen_model *m, rodgen_hybrid_state *s, void *b
 
 static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch *w)
 {
-    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    const int ny = RODGEN_NY(m), nr = m->nrows, nc = m->nconstraints;
     double *d = (double *)s->scratch + ny + nr + 3 * nc;
     int *ip = (int *)(void *)((double *)s->scratch + hybrid_doubles(m));
     double **seq[HY_NSTATES];
@@ -1263,9 +1332,9 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->imp = d;
     d += nr;
     w->qdp = d;
-    d += m->nq;
+    d += RODGEN_NV(m);
     w->J = d;
-    d += (long)nr * m->nq;
+    d += (long)nr * RODGEN_NV(m);
     w->memo = d;
     w->act2 = ip + 3 * nc;
     w->after = ip + 4 * nc;
@@ -1362,7 +1431,7 @@ static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     const rodgen_model *m = s->model;
     const int status = cfd_eval(m, t, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
         w->work);
-    if (status != RODGEN_OK && !(all_finite(y, 2 * m->nq))) {
+    if (status != RODGEN_OK && !(all_finite(y, RODGEN_NY(m)))) {
         return RODGEN_ERR_NONFINITE_STATE;
     }
     return status;
@@ -1376,7 +1445,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     double *dy, double *lambda)
 {
     const rodgen_model *m = s->model;
-    const int nq = m->nq, ny = 2 * nq, nr = m->nrows, nc = m->nconstraints, nu = m->nu;
+    const int nq = m->nq, ny = RODGEN_NY(m), nr = m->nrows, nc = m->nconstraints, nu = m->nu;
     double *key_y = w->memo + 1, *key_a = key_y + ny, *key_g = key_a + nc;
     double *mem_dy = key_g + nr, *mem_lam = mem_dy + ny, *mem_u = mem_lam + nr;
     int i, hit = w->memo[0] == t, status;
@@ -1410,9 +1479,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         }
         s->evaluations += 1;
         status = hy_cfd(s, o, w, t, y, dy + nq, 0);
-        for (i = 0; i < nq; ++i) {
-            dy[i] = y[nq + i];
-        }
+        hy_rate(m, y, y + nq, dy);
         return status;
     }
     w->memo[0] = NAN;
@@ -1425,9 +1492,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     if (status == RODGEN_ERR_NONFINITE_STATE) {
         return status;
     }
-    for (i = 0; i < nq; ++i) {
-        dy[i] = y[nq + i];
-    }
+    hy_rate(m, y, y + nq, dy);
     for (i = 0; lambda != 0 && i < nr; ++i) {
         lambda[i] = mem_lam[i];
     }
@@ -1454,7 +1519,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
 static int hy_rk4(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
     double h, double *yout)
 {
-    const int ny = 2 * s->model->nq;
+    const int ny = RODGEN_NY(s->model);
     int i, status;
     status = hy_dyn(s, o, w, t, y, w->k1, 0);
     if (status != RODGEN_OK) {
@@ -1484,7 +1549,16 @@ static int hy_rk4(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     for (i = 0; i < ny; ++i) {
         yout[i] = y[i] + (h / 6.0) * (w->k1[i] + 2.0 * w->k2[i] + 2.0 * w->k3[i] + w->k4[i]);
     }
+    hy_normalize(s->model, yout);   /* the step left the unit sphere by O(h^5): back onto it */
     return all_finite(yout, ny) ? RODGEN_OK : RODGEN_ERR_NONFINITE_STATE;
+}
+
+/* The tangential force of contact i from its rows' forces (or impulses): the one tangential row of a
+ * 2-row contact (signed), the length of the two of a 3-row contact. */
+static double tangential_force(const rodgen_model *m, int i, const double *lam)
+{
+    const int r = m->constraints[i].row;
+    return m->constraints[i].nrows == 2 ? lam[r] : sqrt(lam[r] * lam[r] + lam[r + 1] * lam[r + 1]);
 }
 
 /* mu * normal - |tangential| of contact i from the rows' forces; of a dry-friction block, its static
@@ -1498,7 +1572,7 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
     if (is_friction(s->model, i)) {
         return s->mu[i] - fabs(lam[r]);
     }
-    return s->mu[i] * lam[r + ntan(s->model, i)] - tnorm(lam, r, ntan(s->model, i));   /* the Euclidean cone */
+    return s->mu[i] * lam[normal_row(s->model, i)] - fabs(tangential_force(s->model, i, lam));   /* the Euclidean cone */
 }
 
 /* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
@@ -1507,10 +1581,10 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
 static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
 {
     const rodgen_model *m = s->model;
-    const int r = m->constraints[i].row;
-    const double vt = dot(w->J + r * m->nq, y + m->nq, m->nq);
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double vt = dot(w->J + r * nv, y + m->nq, nv);
     if (s->active[i] == RODGEN_SLIDE) {
-        return vt * s->target[r] + dot(w->J + (r + 1) * m->nq, y + m->nq, m->nq) * s->target[r + 1];
+        return vt * s->target[r] + dot(w->J + (r + 1) * nv, y + m->nq, nv) * s->target[r + 1];
     }
     return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
 }
@@ -1542,7 +1616,7 @@ static double rest_speed(const rodgen_hybrid_state *s, const rodgen_hybrid_optio
     double fn)
 {
     const rodgen_model *m = s->model;
-    const int nq = m->nq, r = m->constraints[i].row;
+    const int nv = RODGEN_NV(m), r = m->constraints[i].row;
     scratch c;
     double d = 0.0;
     int k, j;
@@ -1551,16 +1625,16 @@ static double rest_speed(const rodgen_hybrid_state *s, const rodgen_hybrid_optio
     }
     carve(m, w->work, &c);
     m->mass_matrix(s->y, s->p, c.M);
-    if (chol(c.M, nq, 0.0) != 0) {
+    if (chol(c.M, nv, 0.0) != 0) {
         return RODGEN_SLIDE_REST;
     }
     m->constraint_jacobian(s->y, s->p, c.J);
     for (k = 0; k < 2; ++k) {
-        for (j = 0; j < nq; ++j) {
-            c.z[j] = c.J[(r + k) * nq + j];
+        for (j = 0; j < nv; ++j) {
+            c.z[j] = c.J[(r + k) * nv + j];
         }
-        solve_lower(c.M, nq, c.z);
-        d += 0.5 * dot(c.z, c.z, nq);
+        solve_lower(c.M, nv, c.z);
+        d += 0.5 * dot(c.z, c.z, nv);
     }
     return fmax(RODGEN_SLIDE_REST, s->mu[i] * fn * d * o->dt);
 }
@@ -1638,9 +1712,13 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
 static void hy_store(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
 {
     const rodgen_model *m = s->model;
-    const int ny = 2 * m->nq, nr = m->nrows, nc = m->nconstraints;
+    const int ny = RODGEN_NY(m), nr = m->nrows, nc = m->nconstraints;
     const long n = out->n;
     int i, status;
+    if (out->t_out == 0) {   /* rodgen_hybrid_event: the jump alone, no rows */
+        s->stored = 1;
+        return;
+    }
     status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);
     out->t_out[n] = s->t;
     for (i = 0; i < ny; ++i) {
@@ -1697,7 +1775,7 @@ static void friction_by_rate(rodgen_hybrid_state *s, hscratch *w, const double *
 {
     const rodgen_model *m = s->model;
     const int r = m->constraints[i].row;
-    const double v = dot(w->J + r * m->nq, y + m->nq, m->nq);
+    const double v = dot(w->J + r * RODGEN_NV(m), y + m->nq, RODGEN_NV(m));
     s->active[i] = v > RODGEN_FRICTION_REST ? RODGEN_SLIDE_MINUS
                  : v < -RODGEN_FRICTION_REST ? RODGEN_SLIDE_PLUS : RODGEN_STICK;
     s->target[r] = w->c[r];
@@ -1788,8 +1866,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             break;
         }
         {
-            const int r = m->constraints[worst].row, nt = ntan(m, worst);
-            hy_log(s, out, RODGEN_EVENT_SLIP, worst, nt == 1 ? w->lam[r] : tnorm(w->lam, r, nt), w->lam[r + nt],
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, tangential_force(m, worst, w->lam), w->lam[normal_row(m, worst)],
                 0.0);
             start_slide(s, worst, w->lam);
         }
@@ -1797,9 +1874,8 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
             && slip_margin(s, i, w->lam) < 0.0) {
-            const int r = m->constraints[i].row, nt = ntan(m, i);
             s->slipping[i] = 1;
-            hy_log(s, out, RODGEN_EVENT_SLIP, i, nt == 1 ? w->lam[r] : tnorm(w->lam, r, nt), w->lam[r + nt], 0.0);
+            hy_log(s, out, RODGEN_EVENT_SLIP, i, tangential_force(m, i, w->lam), w->lam[normal_row(m, i)], 0.0);
             if (*slip_block < 0) {
                 *slip_block = i;
             }
@@ -1832,10 +1908,10 @@ static int hy_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
 static double speed_at(const rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i)
 {
     const rodgen_model *m = s->model;
-    const int r = m->constraints[i].row;
-    const double vt = dot(w->J + r * m->nq, qd, m->nq);
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double vt = dot(w->J + r * nv, qd, nv);
     if (s->active[i] == RODGEN_SLIDE) {
-        return vt * s->target[r] + dot(w->J + (r + 1) * m->nq, qd, m->nq) * s->target[r + 1];
+        return vt * s->target[r] + dot(w->J + (r + 1) * nv, qd, nv) * s->target[r + 1];
     }
     return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
 }
@@ -1849,8 +1925,8 @@ static double speed_at(const rodgen_hybrid_state *s, const hscratch *w, const do
 static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i, int always)
 {
     const rodgen_model *m = s->model;
-    const int r = m->constraints[i].row;
-    const double v0 = dot(w->J + r * m->nq, qd, m->nq), v1 = dot(w->J + (r + 1) * m->nq, qd, m->nq);
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double v0 = dot(w->J + r * nv, qd, nv), v1 = dot(w->J + (r + 1) * nv, qd, nv);
     const double n = sqrt(v0 * v0 + v1 * v1), e = tnorm(s->target, r, 2);
     if (!(n > RODGEN_SLIDE_REST)) {
         return -1;
@@ -1863,8 +1939,10 @@ static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd,
     return 1;
 }
 
-/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. */
-static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out)
+/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
+ * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
+static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
+    int touch_zero)
 {
     const rodgen_model *m = s->model;
     const int nq = m->nq, nc = m->nconstraints, sliding = o->on_slip == RODGEN_SLIP_SLIDE;
@@ -1891,7 +1969,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
         w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
         w->g1[i] = 0.0;
-        if (is_unilateral(m, i) && !s->active[i] && s->armed[i] && w->c[normal_row(m, i)] < 0.0) {
+        if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
+            && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
             w->act2[i] = RODGEN_STICK;
             w->g1[i] = 1.0;   /* touching now */
             touched = 1;
@@ -1929,20 +2008,20 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             const int contact = m->constraints[i].kind == RODGEN_CONTACT;
             if (w->g1[i] != 0.0) {
                 const int nt = contact ? ntan(m, i) : 0;
-                hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i,
-                    contact ? (nt == 1 ? w->imp[r] : tnorm(w->imp, r, nt)) : w->imp[r],
-                    contact ? w->imp[r + nt] : 0.0, loss);
+                const double it = contact ? tangential_force(m, i, w->imp) : w->imp[r];
+                const double in = contact ? w->imp[normal_row(m, i)] : 0.0;
+                hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, it, in, loss);
                 if (w->after[i]) {
                     if (contact) {
                         int k;
                         for (k = 0; k < nt && !is_sliding(m, w->after, i); ++k) {
-                            s->target[r + k] = w->c[r + k];   /* a sliding one keeps its direction there */
+                            s->target[r + k] = w->c[r + k];   /* held where it touched; a sliding one keeps its
+                                                                 direction there */
                         }
-                        s->target[r + nt] = 0.0;
-                        if (!sliding && isfinite(s->mu[i]) && tnorm(w->imp, r, nt) > s->mu[i] * w->imp[r + nt]) {
+                        s->target[normal_row(m, i)] = 0.0;
+                        if (!sliding && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
                             s->slipping[i] = 1;
-                            hy_log(s, out, RODGEN_EVENT_SLIP, i, nt == 1 ? w->imp[r] : tnorm(w->imp, r, nt),
-                                w->imp[r + nt], 0.0);
+                            hy_log(s, out, RODGEN_EVENT_SLIP, i, it, in, 0.0);
                             if (slip_block < 0) {
                                 slip_block = i;
                             }
@@ -1965,7 +2044,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 s->active[i] = w->after[i];
             }
         }
-        for (i = 0; i < nq; ++i) {
+        for (i = 0; i < RODGEN_NV(m); ++i) {
             s->y[nq + i] = w->qdp[i];
         }
         /* a contact that slid through the impact goes on sliding the way it moves after it (a 3-row one
@@ -2072,7 +2151,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     int *jumped)
 {
     const rodgen_model *m = s->model;
-    const int ny = 2 * m->nq, nc = m->nconstraints;
+    const int ny = RODGEN_NY(m), nc = m->nconstraints;
     const double t = s->t;
     double tau = t + h;
     int i, e, first = -1, status;
@@ -2161,7 +2240,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     s->t = tau;
     s->have_g = 0;
     *jumped = 1;
-    return hy_jump(s, o, w, out);
+    return hy_jump(s, o, w, out, 0);
 }
 
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
@@ -2181,7 +2260,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     if (p == 0) {
         p = m->default_p;
     }
-    if (!all_finite(y0, 2 * m->nq) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+    if (!all_finite(y0, RODGEN_NY(m)) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     nc = m->nconstraints;
@@ -2212,9 +2291,10 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     for (i = 0; i < m->nu; ++i) {
         w.uh[i] = NAN;
     }
-    for (i = 0; i < 2 * m->nq; ++i) {
+    for (i = 0; i < RODGEN_NY(m); ++i) {
         s->y[i] = y0[i];
     }
+    hy_normalize(m, s->y);
     for (i = 0; i < nc; ++i) {
         s->mu[i] = INFINITY;
     }
@@ -2233,9 +2313,10 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         int j;
         w.partner[i] = -1;
         for (j = 0; j < nc && is_friction(m, i); ++j) {
-            const double *a = w.J + m->constraints[i].row * m->nq, *b = w.J + m->constraints[j].row * m->nq;
+            const int nv = RODGEN_NV(m);
+            const double *a = w.J + m->constraints[i].row * nv, *b = w.J + m->constraints[j].row * nv;
             int k, same = m->constraints[j].kind == RODGEN_LIMIT;
-            for (k = 0; same && k < m->nq; ++k) {
+            for (k = 0; same && k < nv; ++k) {
                 same = fabs(fabs(a[k]) - fabs(b[k])) <= 1e-12 * (1.0 + fabs(a[k]));
             }
             if (same && w.partner[i] < 0) {
@@ -2258,7 +2339,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         if (b->kind == RODGEN_CONTACT || b->kind == RODGEN_FRICTION) {
             int k;
             for (k = 0; k < (b->kind == RODGEN_CONTACT ? b->nrows - 1 : 1); ++k) {
-                s->target[r + k] = w.c[r + k];
+                s->target[r + k] = w.c[r + k];   /* a contact's tangential rows, a friction block's row */
             }
         }
         if (b->kind == RODGEN_CONTACT && s->active[i] != 0 && s->active[i] != RODGEN_STICK) {
@@ -2269,7 +2350,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
             if (b->nrows == 3) {
                 s->target[r] = 0.0;
                 s->target[r + 1] = 0.0;
-                if (reanchor(s, &w, y0 + m->nq, i, 1) < 0) {
+                if (reanchor(s, &w, s->y + m->nq, i, 1) < 0) {
                     s->block = i;
                     return RODGEN_ERR_INITIAL_STATE;   /* at rest: no direction to slide in */
                 }
@@ -2406,4 +2487,173 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
         *n_events = out.ne;
     }
     return status;
+}
+
+/* ---- Model Exchange: the importer integrates ------------------------------ */
+
+void rodgen_hybrid_forget(rodgen_hybrid_state *s)
+{
+    hscratch w;
+    if (s == 0 || s->model == 0) {
+        return;
+    }
+    hcarve(s->model, s, &w);
+    w.memo[0] = NAN;
+    s->have_g = 0;
+}
+
+int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *dy, double *lambda)
+{
+    hscratch w;
+    int i, status;
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    hcarve(s->model, s, &w);
+    status = hy_dyn(s, o, &w, t, y, dy, w.lam);
+    for (i = 0; lambda != 0 && i < s->model->nrows; ++i) {
+        lambda[i] = status == RODGEN_OK ? w.lam[i] : NAN;
+    }
+    return status;
+}
+
+int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *z)
+{
+    const rodgen_model *m;
+    hscratch w;
+    int i, status;
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m = s->model;
+    hcarve(m, s, &w);
+    status = hy_events(s, o, &w, t, y, z);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (is_unilateral(m, i) && !s->active[i] && !s->armed[i]) {
+            z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
+        } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
+            z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
+        }
+    }
+    return RODGEN_OK;
+}
+
+int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, double *y, int *changed)
+{
+    const rodgen_model *m;
+    houtput out;
+    hscratch w;
+    int i, status, ny;
+    if (changed != 0) {
+        *changed = 0;
+    }
+    if (s == 0 || s->model == 0 || !options_ok(o) || o->hold || y == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m = s->model;
+    ny = RODGEN_NY(m);
+    hcarve(m, s, &w);
+    out.capacity = out.n = out.event_capacity = out.ne = 0;
+    out.t_out = out.y_out = out.lambda_out = out.u_out = 0;
+    out.active_out = 0;
+    out.events_out = 0;
+    s->t = t;
+    for (i = 0; i < ny; ++i) {
+        s->y[i] = y[i];
+    }
+    s->have_g = 0;
+    status = hy_dyn(s, o, &w, t, s->y, w.dy, w.lam);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    m->constraint_position(s->y, s->p, w.c);
+    for (i = 0; i < m->nconstraints; ++i) {   /* arm the blocks that have risen, un-latch slips back inside */
+        if (!is_unilateral(m, i)) {
+            continue;
+        }
+        if (!s->active[i] && !s->armed[i] && w.c[normal_row(m, i)] >= o->arm_gap) {
+            s->armed[i] = 1;
+        }
+        if (s->active[i] && s->slipping[i] && slip_margin(s, i, w.lam) >= 0.0) {
+            s->slipping[i] = 0;
+        }
+    }
+    status = hy_jump(s, o, &w, &out, 1);
+    for (i = 0; i < ny; ++i) {
+        if (changed != 0 && y[i] != s->y[i]) {
+            *changed = 1;
+        }
+        y[i] = s->y[i];
+    }
+    s->have_g = 0;
+    return status;
+}
+
+static void copy_bytes(void *to, const void *from, long n)
+{
+    long i;
+    for (i = 0; i < n; ++i) {
+        ((unsigned char *)to)[i] = ((const unsigned char *)from)[i];
+    }
+}
+
+/* The saved run: its scalars, then its own buffer (state arrays, phase, memo) as it is. */
+typedef struct {
+    double t0, t, last_jump;
+    long steps, events, evaluations;
+    int block, stored, settled, quiet_jumps, have_g, held;
+} hsaved;
+
+long rodgen_hybrid_save_bytes(const rodgen_model *m)
+{
+    return round_up((long)sizeof(hsaved)) + hybrid_own_bytes(m);
+}
+
+void rodgen_hybrid_save(const rodgen_hybrid_state *s, void *buf)
+{
+    hsaved h;
+    h.t0 = s->t0;
+    h.t = s->t;
+    h.last_jump = s->last_jump;
+    h.steps = s->steps;
+    h.events = s->events;
+    h.evaluations = s->evaluations;
+    h.block = s->block;
+    h.stored = s->stored;
+    h.settled = s->settled;
+    h.quiet_jumps = s->quiet_jumps;
+    h.have_g = s->have_g;
+    h.held = s->held;
+    copy_bytes(buf, &h, (long)sizeof(h));
+    copy_bytes((char *)buf + round_up((long)sizeof(hsaved)), s->scratch, hybrid_own_bytes(s->model));
+}
+
+void rodgen_hybrid_restore(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const void *buf, void *work)
+{
+    hsaved h;
+    copy_bytes(&h, buf, (long)sizeof(h));
+    copy_bytes(work, (const char *)buf + round_up((long)sizeof(hsaved)), hybrid_own_bytes(m));
+    s->model = m;
+    s->p = p != 0 ? p : m->default_p;
+    s->input = input;
+    s->context = context;
+    s->t0 = h.t0;
+    s->t = h.t;
+    s->last_jump = h.last_jump;
+    s->steps = h.steps;
+    s->events = h.events;
+    s->evaluations = h.evaluations;
+    s->block = h.block;
+    s->stored = h.stored;
+    s->settled = h.settled;
+    s->quiet_jumps = h.quiet_jumps;
+    s->have_g = h.have_g;
+    s->held = h.held;
+    hlayout_state(m, s, work);
 }

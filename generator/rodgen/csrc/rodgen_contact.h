@@ -14,7 +14,10 @@
  *
  * Conventions (docs/ARCHITECTURE.md, "Constraints"):
  *   M(q) qdd + bias(q, qd) = B(q) u + J(q)^T lambda
- * with J the rows of the active blocks. lambda of a CONTACT block is
+ * with J the rows of the active blocks. q has nq coordinates, qd, qdd, M, J's columns nv
+ * (RODGEN_NV(m)): with free, spherical or planar joints (rodgen_model.lie_joints; a floating base) qd
+ * is the velocity, not dq/dt, and the hybrid simulator's state [q, qd] moves q by the configuration
+ * rate, each quaternion renormalised after every step. lambda of a CONTACT block is
  * [tangential force, normal force] on the foot in the ground frame (the ground
  * reaction; normal >= 0 pushes up; a spatial model's contact [f_t1, f_t2, f_n]); of a LOOP block the force on marker b along
  * x, y (minus that on marker a); of a LIMIT block the generalized force pushing
@@ -82,7 +85,7 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 #define RODGEN_SLIDE 4
 #define RODGEN_SLIDE_REST 1e-6
 
-/* qdd [nq] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
+/* qdd [nv] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
  * the force elements' expressions; any value for a model without them) for the blocks with active[i] != 0 (active may be NULL: none but the loops).
  * u [nu] (NULL when nu == 0), p [np] (NULL: the model's defaults).
  * target [nrows]: c_target of every row (NULL: a contact's tangential row holds
@@ -114,7 +117,7 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
  * Active-set rule: while a unilateral block (contact, limit) of A has a pulling
  * normal impulse (Lambda_n < -1e-12 max|Lambda|), the block with the most
  * negative one is released and the impact solved again.
- * Outputs: qd_plus [nq], impulse [nrows] (0 outside A; may be NULL),
+ * Outputs: qd_plus [nv], impulse [nrows] (0 outside A; may be NULL),
  * active_after [nconstraints] (A after the releases; may be NULL), energy_loss
  * (kinetic energy before minus after, >= 0; may be NULL). Returns as
  * rodgen_constrained_dynamics. */
@@ -180,7 +183,7 @@ typedef struct {
     void *context;
     double t0;             /* start time */
     double t;              /* time of y */
-    double *y;             /* [2 nq] state [q, qd] */
+    double *y;             /* [nq + nv] state [q, qd] */
     double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0; a 3-row contact
                               sliding: its sliding direction times its rest speed in the tangential rows) */
     int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS,
@@ -205,7 +208,7 @@ typedef struct {
 /* Bytes of the buffer of a run (state and scratch). */
 long rodgen_hybrid_work_bytes(const rodgen_model *m);
 
-/* Start a run at t0 from y0 [2 nq] in the phase active0 [nconstraints]
+/* Start a run at t0 from y0 [nq + nv] in the phase active0 [nconstraints]
  * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a 2-row contact may
  * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS, a 3-row one with RODGEN_SLIDE in the direction of
  * its tangential velocity, which must not be 0; NULL: none but the loops). disarmed0 [nconstraints]
@@ -265,7 +268,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  * velocity before it), and so does a touching contact whose sticking impulse would leave the cone (the
  * impact solved again with it sliding); after the impact such a contact slides on the way it moves, or
  * sticks where it is if its tangential velocity stopped or turned.
- * Rows written: t_out [capacity], y_out [capacity*2nq],
+ * Rows written: t_out [capacity], y_out [capacity*(nq+nv)],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
  * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all
  * but t_out and y_out may be NULL; capacity >= 3. An event writes the state
@@ -278,6 +281,42 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
 int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
     double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out, long *n_out,
     long event_capacity, rodgen_event *events_out, long *n_events);
+
+/* ---- Model Exchange: the importer integrates the phase's dynamics -------- */
+
+/* A run started with rodgen_hybrid_start (o->hold 0) can be driven by another solver (an FMU's importer):
+ * it integrates y' = rodgen_hybrid_derivatives in the current phase, watches the sign of the event
+ * indicators and calls rodgen_hybrid_event where one changes sign. s->y and s->t follow only the events;
+ * the caller holds the state it integrates. */
+
+/* Drop the memo of the last evaluation (after the inputs or parameters changed under the run). */
+void rodgen_hybrid_forget(rodgen_hybrid_state *s);
+
+/* dy [nq + nv] = [dq/dt, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */
+int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *dy, double *lambda);
+
+/* The event indicators z [2 nconstraints] at (t, y), continuous within a phase, an event where one changes
+ * sign: the event functions of rodgen_hybrid_simulate (an armed inactive block's gap, an active block's
+ * normal force, a sticking contact's friction margin, a sliding one's speed; 1 where none applies), and for
+ * an inactive unilateral block not armed its gap minus o->arm_gap (it is armed when that turns >= 0), for
+ * a contact whose slip was logged its friction margin (its latch is released when that turns >= 0). */
+int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
+    double *z);
+
+/* The event at (t, y) [nq + nv]: arms the blocks risen to o->arm_gap, releases slip latches, then the jump of
+ * rodgen_hybrid_simulate (an armed block at or below its bound touches: impact; pulling blocks released;
+ * slips, sticks). y receives the state after the jump (*changed: 1 if an impact changed it; may be NULL).
+ * Returns as rodgen_hybrid_simulate (RODGEN_ERR_FRICTION_CONE with on_slip stop, RODGEN_ERR_TOO_MANY_EVENTS). */
+int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, double *y, int *changed);
+
+/* The run's state as bytes (rodgen_hybrid_save_bytes(m) of them, any alignment of a double): saved, and
+ * restored into a run of the same model (its buffer `work` of rodgen_hybrid_work_bytes, p, input and
+ * context those of the run that goes on). */
+long rodgen_hybrid_save_bytes(const rodgen_model *m);
+void rodgen_hybrid_save(const rodgen_hybrid_state *s, void *buf);
+void rodgen_hybrid_restore(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
+    rodgen_hybrid_input_fn input, void *context, const void *buf, void *work);
 
 #ifdef __cplusplus
 }

@@ -93,10 +93,10 @@ cdef const double *_opt_pointer(double[::1] a, const double *fallback):
 def constrained_dynamics(Model model, double[::1] q, double[::1] qd, double[::1] u, int[::1] active,
                          double[::1] p, double[::1] qdd, double[::1] lam, double alpha=-1, double beta=-1,
                          double singular_tol=0, double t=0.0):
-    """rodgen_constrained_dynamics at time t into qdd [nq], lam [nrows] (u, p may be empty: zero, defaults;
+    """rodgen_constrained_dynamics at time t into qdd [nv], lam [nrows] (u, p may be empty: zero, defaults;
     alpha, beta < 0 and singular_tol <= 0: the defaults). Returns the status."""
     cdef const rodgen_model *m = model.m
-    if (q.shape[0] != m.nq or qd.shape[0] != m.nq or qdd.shape[0] != m.nq or lam.shape[0] != m.nrows
+    if (q.shape[0] != m.nq or qd.shape[0] != m.nv or qdd.shape[0] != m.nv or lam.shape[0] != m.nrows
             or active.shape[0] != m.nconstraints or (u.shape[0] not in (0, m.nu)) or (p.shape[0] not in (0, m.np))):
         raise ValueError("constrained_dynamics: an array has the wrong length")
     cdef rodgen_cfd_options o
@@ -135,7 +135,7 @@ cdef int _take_mask(object x, Py_buffer *v, Py_ssize_t width) except -1:
 def one_constrained_dynamics(Model model, object q, object qd, object u, object p, object active, double alpha,
                              double beta, double t):
     """rodgen_constrained_dynamics for one state, the path of CompiledModel.constrained_dynamics: (status, qdd
-    [nq], lam [nrows]), or None when q, qd, u, p (u, p: None for zero and the defaults) are not 1-D
+    [nv], lam [nrows]), or None when q, qd, u, p (u, p: None for zero and the defaults) are not 1-D
     C-contiguous float64 arrays of their lengths or ``active`` not one of nconstraints C ints (the caller
     then takes the checked path). alpha, beta < 0: the defaults."""
     cdef const rodgen_model *m = model.m
@@ -151,7 +151,7 @@ def one_constrained_dynamics(Model model, object q, object qd, object u, object 
     res = None
     try:
         hq = _take(q, &bq, m.nq)
-        hqd = _take(qd, &bqd, m.nq)
+        hqd = _take(qd, &bqd, m.nv)
         if not (hq and hqd):
             return None
         if u is not None:
@@ -169,7 +169,7 @@ def one_constrained_dynamics(Model model, object q, object qd, object u, object 
             return None
         if m.nconstraints > 0:
             da = <const int *>ba.buf
-        qdd, lam = _empty(m.nq), _empty(m.nrows)
+        qdd, lam = _empty(m.nv), _empty(m.nrows)
         PyObject_GetBuffer(qdd, &bqdd, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
         hqdd = 1
         PyObject_GetBuffer(lam, &blam, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
@@ -205,10 +205,10 @@ def one_constrained_dynamics(Model model, object q, object qd, object u, object 
 
 def impact(Model model, double[::1] q, double[::1] qd_minus, int[::1] active, double[::1] p, double[::1] qd_plus,
            double[::1] impulse, int[::1] active_after, double alpha=-1, double beta=-1, double singular_tol=0):
-    """rodgen_impact into qd_plus [nq], impulse [nrows], active_after [nconstraints].
+    """rodgen_impact into qd_plus [nv], impulse [nrows], active_after [nconstraints].
     Returns (status, energy loss)."""
     cdef const rodgen_model *m = model.m
-    if (q.shape[0] != m.nq or qd_minus.shape[0] != m.nq or qd_plus.shape[0] != m.nq
+    if (q.shape[0] != m.nq or qd_minus.shape[0] != m.nv or qd_plus.shape[0] != m.nv
             or impulse.shape[0] != m.nrows or active.shape[0] != m.nconstraints
             or active_after.shape[0] != m.nconstraints or (p.shape[0] not in (0, m.np))):
         raise ValueError("impact: an array has the wrong length")
@@ -270,7 +270,7 @@ cdef class Hybrid:
                  int hold=0):
         cdef Model model = law.model
         cdef const rodgen_model *m = model.m
-        if y0.shape[0] != 2 * m.nq or p.shape[0] != m.np or active0.shape[0] != m.nconstraints \
+        if y0.shape[0] != m.nq + m.nv or p.shape[0] != m.np or active0.shape[0] != m.nconstraints \
                 or disarmed0.shape[0] != m.nconstraints:
             raise ValueError("y0, p, active0 or disarmed0 has the wrong length")
         self.model = model
@@ -313,7 +313,7 @@ cdef class Hybrid:
         (t, kind, block, impulse_t, impulse_n, energy_loss))."""
         cdef const rodgen_model *m = self.model.m
         cdef long cap = t_out.shape[0]
-        if (cap < 3 or y_out.shape[0] != cap * 2 * m.nq or lam_out.shape[0] != cap * m.nrows
+        if (cap < 3 or y_out.shape[0] != cap * (m.nq + m.nv) or lam_out.shape[0] != cap * m.nrows
                 or active_out.shape[0] != cap * m.nconstraints or u_out.shape[0] != cap * m.nu
                 or event_capacity < 3 * m.nconstraints + 2):
             raise ValueError("Hybrid.run: output arrays do not match (capacity >= 3 rows, events >= 3 nc + 2)")
@@ -343,7 +343,7 @@ cdef class Hybrid:
 
     @property
     def y(self):
-        return [self.st.y[i] for i in range(2 * self.model.nq)]
+        return [self.st.y[i] for i in range(self.model.nq + self.model.nv)]
 
     @property
     def block(self):

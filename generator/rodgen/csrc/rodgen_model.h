@@ -31,7 +31,7 @@ extern "C" {
  *            Unilateral: when active, all rows are held (the point sticks at its
  *            touchdown position); the normal force must stay >= 0 and
  *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
- *            Sliding and the hybrid simulation's events handle 2-row contacts only.
+ *            Sliding handles 2-row contacts only; the hybrid simulation's events 2- and 3-row contacts.
  *   LOOP     2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows
  *            (space): frame b's origin minus frame a's (x, y, z), then the orientation error.
  *            Bilateral, always active: the loop is closed when all rows are zero.
@@ -93,15 +93,15 @@ typedef struct rodgen_model {
 
     /* Constraints (all NULL when nconstraints == 0). Each fills every row. */
     void (*constraint_position)(const double *q, const double *p, double *c);      /* c [nrows] */
-    void (*constraint_jacobian)(const double *q, const double *p, double *J);      /* J [nrows*nq] = dc/dq */
+    void (*constraint_jacobian)(const double *q, const double *p, double *J);      /* J [nrows*nv] = dc/dq */
     void (*constraint_bias)(const double *q, const double *qd, const double *p,
                             double *b);                                            /* b [nrows] = Jdot qd */
     void (*constraint_friction)(const double *p, double *mu);                      /* mu [nconstraints] */
     /* All constraint rows at once, with shared subexpressions (NULL when not generated; the
      * runtime then uses the routines above with M and a dense Cholesky factorisation):
-     * d [nq] pivots of P M P^T = L D L^T (M positive definite iff all > 0; the other outputs are
-     * valid only then), qdd0 [nq] = M^-1 (B u - bias), J [nrows*nq], c [nrows], v [nrows] = J qd,
-     * a0 [nrows] = J qdd0 + Jdot qd, A [nrows*nq] (row i = M^-1 J_i^T), S [nrows*nrows] = J M^-1 J^T. */
+     * d [nv] pivots of P M P^T = L D L^T (M positive definite iff all > 0; the other outputs are
+     * valid only then), qdd0 [nv] = M^-1 (B u - bias), J [nrows*nv], c [nrows], v [nrows] = J qd,
+     * a0 [nrows] = J qdd0 + Jdot qd, A [nrows*nv] (row i = M^-1 J_i^T), S [nrows*nrows] = J M^-1 J^T. */
     void (*constrained_terms)(double t, const double *q, const double *qd, const double *u, const double *p,
                               double *d, double *qdd0, double *J, double *c, double *v, double *a0,
                               double *A, double *S);
@@ -109,8 +109,8 @@ typedef struct rodgen_model {
      * with constrained_terms): k [4*nrows] per row: held and 1 - held (1.0 and 0.0; not held: 0.0 and
      * 1.0, its lambda 0), the Baumgarte gains 2 alpha and beta^2; target [nrows] c_target; a row held by
      * J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target). Range space on the factorisation of
-     * constrained_terms (d [nq] its pivots): S = J M^-1 J^T of the rows held as L D L^T in the order of
-     * the rows, one backward substitution for qdd [nq]; lam [nrows] (lambda); s [2*nrows]: the pivots
+     * constrained_terms (d [nv] its pivots): S = J M^-1 J^T of the rows held as L D L^T in the order of
+     * the rows, one backward substitution for qdd [nv]; lam [nrows] (lambda); s [2*nrows]: the pivots
      * of S (1 for a row not held), then the diagonal of J M^-1 J^T. qdd and lambda are valid when every
      * d[i] > 0 and the pivots of the rows held pass the caller's singularity test. */
     void (*constrained_solve)(double t, const double *q, const double *qd, const double *u, const double *p,
@@ -123,6 +123,13 @@ typedef struct rodgen_model {
 
     /* Dry friction (NULL when the model has no FRICTION block): the kinetic limit of each block. */
     void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */
+
+    /* Partials of the KKT system of the constrained dynamics (NULL when not generated: generated with the
+     * RHS Jacobian when the model has constraints and nq = nv): with g = M qdd + bias - B u - J^T lam and
+     * k = J qdd + Jdot qd, dg [nv*2nv] = dg/d[q, qd] and dk [nrows*2nv] = dk/d[q, qd], row-major, at fixed
+     * qdd [nv], u [nu] and lam [nrows]. */
+    void (*constraint_partials)(double t, const double *q, const double *qd, const double *qdd,
+                                const double *u, const double *lam, const double *p, double *dg, double *dk);
 
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */
     const char *const *coordinate_names;    /* [nq] */

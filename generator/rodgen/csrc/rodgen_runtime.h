@@ -61,8 +61,8 @@ extern "C" {
  *                     u = (B^T B)^-1 B^T Q   (B u = Q when every coordinate is actuated)   gains [nq] */
 #define RODGEN_INPUT_CONSTANT 0   /* u (NULL: zero) */
 #define RODGEN_INPUT_TABLE 1   /* values [n*nu] at times [n], linear interpolation */
-#define RODGEN_INPUT_PD 2   /* times, values [n*3*nq], kp, kd [nu], u: feedforward or NULL */
-#define RODGEN_INPUT_COMPUTED_TORQUE 3   /* times, values [n*3*nq], kp, kd [nq] */
+#define RODGEN_INPUT_PD 2   /* times, values [n*(nq+2*nv)], kp, kd [nu], u: feedforward or NULL */
+#define RODGEN_INPUT_COMPUTED_TORQUE 3   /* times, values [n*(nq+2*nv)], kp, kd [nv] */
 #define RODGEN_INPUT_CALLBACK 4   /* fn(context, t, y, u) fills u[nu], returns 0 (else: failed) */
 
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
@@ -85,9 +85,9 @@ typedef struct {
     const double *u;             /* CONSTANT: [nu] inputs; PD: [nu] feedforward; NULL for none */
     long n;                      /* number of samples (TABLE, PD, COMPUTED_TORQUE), at least 1 */
     const double *times;         /* [n] sample times, strictly increasing */
-    const double *values;        /* TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*3*nq] rows q_ref, qd_ref, qdd_ref */
-    const double *kp;            /* PD: [nu]; COMPUTED_TORQUE: [nq] */
-    const double *kd;            /* PD: [nu]; COMPUTED_TORQUE: [nq] */
+    const double *values;        /* TABLE: [n*nu]; PD, COMPUTED_TORQUE: [n*(nq+2*nv)] rows q_ref [nq], qd_ref, qdd_ref [nv] (the position error q_ref (-) q of rodgen_difference) */
+    const double *kp;            /* PD: [nu]; COMPUTED_TORQUE: [nv] */
+    const double *kd;            /* PD: [nu]; COMPUTED_TORQUE: [nv] */
     rodgen_input_fn fn;          /* CALLBACK */
     void *context;               /* CALLBACK: passed to fn */
 } rodgen_input;

@@ -61,15 +61,27 @@ void rodgen_interpolate(const double *times, const double *values, long n, int w
     }
 }
 
+/* The position error e [nv] = q_ref (-) q of a tracking law: the velocity that takes q to q_ref in unit time
+ * (rodgen_difference) with free, spherical or planar joints, else q_ref - q. */
+static void rodgen_position_error(const rodgen_model *model, const double *q, const double *q_ref, double *e)
+{
+    int i;
+    if (model->nlie > 0) {
+        rodgen_difference(model, q, q_ref, e);
+        return;
+    }
+    for (i = 0; i < model->nq; ++i) {
+        e[i] = q_ref[i] - q[i];
+    }
+}
+
 int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double t, const double *y,
     const double *p, double *u)
 {
-    const int n = model->nq, m = model->nu;
+    /* the reference rows: q_ref [nq], qd_ref [nv], qdd_ref [nv]; errors and forces in the velocities (nv) */
+    const int nq = model->nq, n = RODGEN_NV(model), w = nq + 2 * n, m = model->nu;
     const int mu = m > 0 ? m : 1;
     int i, j, k;
-    if (model->nlie > 0 && (inp->kind == RODGEN_INPUT_PD || inp->kind == RODGEN_INPUT_COMPUTED_TORQUE)) {
-        return RODGEN_ERR_OPTIONS;   /* tracking laws compare q and qd entry by entry: qd = dq/dt only */
-    }
     switch (inp->kind) {
     case RODGEN_INPUT_CONSTANT:
         for (j = 0; j < m; ++j) {
@@ -80,30 +92,32 @@ int rodgen_input_eval(const rodgen_model *model, const rodgen_input *inp, double
         rodgen_interpolate(inp->times, inp->values, inp->n, m, t, u);
         break;
     case RODGEN_INPUT_PD: {
-        double ref[3 * n];
+        double ref[w], e[n];
         double B[n * mu];
-        rodgen_interpolate(inp->times, inp->values, inp->n, 3 * n, t, ref);
+        rodgen_interpolate(inp->times, inp->values, inp->n, w, t, ref);
+        rodgen_position_error(model, y, ref, e);
         model->input_map(y, p, B);
         for (j = 0; j < m; ++j) {
             double be = 0.0, bed = 0.0;
             for (i = 0; i < n; ++i) {
-                be += B[i * m + j] * (ref[i] - y[i]);
-                bed += B[i * m + j] * (ref[n + i] - y[n + i]);
+                be += B[i * m + j] * e[i];
+                bed += B[i * m + j] * (ref[nq + i] - y[nq + i]);
             }
             u[j] = (inp->u != 0 ? inp->u[j] : 0.0) + inp->kp[j] * be + inp->kd[j] * bed;
         }
         break;
     }
     case RODGEN_INPUT_COMPUTED_TORQUE: {
-        double ref[3 * n];
+        double ref[w], e[n];
         double a[n], Q[n];
         double B[n * mu];
         double A[mu * mu];
-        rodgen_interpolate(inp->times, inp->values, inp->n, 3 * n, t, ref);
+        rodgen_interpolate(inp->times, inp->values, inp->n, w, t, ref);
+        rodgen_position_error(model, y, ref, e);
         for (i = 0; i < n; ++i) {
-            a[i] = ref[2 * n + i] + inp->kp[i] * (ref[i] - y[i]) + inp->kd[i] * (ref[n + i] - y[n + i]);
+            a[i] = ref[nq + n + i] + inp->kp[i] * e[i] + inp->kd[i] * (ref[nq + i] - y[nq + i]);
         }
-        model->inverse_dynamics(t, y, y + n, a, p, Q);
+        model->inverse_dynamics(t, y, y + nq, a, p, Q);
         model->input_map(y, p, B);
         for (j = 0; j < m; ++j) {
             double s = 0.0;

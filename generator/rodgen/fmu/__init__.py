@@ -1,19 +1,22 @@
-"""FMU export: a compiled model as an FMI 2.0 Functional Mock-up Unit (Model Exchange, Co-Simulation).
+"""FMU export: a compiled model as an FMI 2.0 or 3.0 Functional Mock-up Unit (Model Exchange, Co-Simulation).
 
-    rodgen.export_fmu("examples/exo5.yaml", "exo5.fmu")              # Co-Simulation (RK4 in DoStep)
-    rodgen.export_fmu(model, "exo5.fmu", kind="both")                # and Model Exchange
+    rodgen.export_fmu("examples/exo5.yaml", "exo5.fmu")                      # Co-Simulation (RK4 in DoStep)
+    rodgen.export_fmu(model, "exo5.fmu", kind="both", fmi_version="3.0")     # and Model Exchange, FMI 3.0
 
 The FMU is a consumer of what the toolchain builds: the model's generated C and rodgen's C runtime
-(the integrators of ``rodgen_simulate.c``) go into ``sources/`` with the model-independent FMI
-wrapper ``rodgen_fmi2.c`` and a ``rodgen_fmu.h`` naming the model's table; ``modelDescription.xml``
-comes from the model's table (sizes, names, default parameters, initial coordinates) and its
-parameters' units; ``binaries/linux64/<id>.so`` is compiled with the toolchain's compiler. The FMI
-headers are the importer's (FMI 2.0 sources compile against the headers of the tool that imports
-them); rodgen takes them from the installed ``fmpy`` package to compile the binary.
+(the integrators of ``rodgen_simulate.c``, the hybrid simulator of ``rodgen_contact.c``) go into
+``sources/`` with the model-independent core ``rodgen_fmu_core.c`` (value references, stepping, events,
+FMU states, directional derivatives), the thin FMI layer of the version (``rodgen_fmi2.c`` or
+``rodgen_fmi3.c``) and a ``rodgen_fmu.h`` naming the model's table; ``modelDescription.xml`` comes from
+the model's table (sizes, names, default parameters, initial coordinates, constraint blocks) and its
+parameters' units; the binary is compiled with the toolchain's compiler. The FMI headers are the
+importer's (the sources compile against the headers of the tool that imports them); rodgen takes them
+from the installed ``fmpy`` package to compile the binary.
 """
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import sys
 import tempfile
@@ -31,9 +34,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import CompiledModel
 
 KINDS = ("cs", "me", "both")
-VERSIONS = ("2.0",)
-#: The FMI wrapper shipped beside this module (model independent).
-WRAPPER = "rodgen_fmi2.c"
+VERSIONS = ("2.0", "3.0")
+#: The FMI layers shipped beside this module (model independent), by version, over one core.
+WRAPPERS = {"2.0": "rodgen_fmi2.c", "3.0": "rodgen_fmi3.c"}
+CORE = ("rodgen_fmu_core.c", "rodgen_fmu_core.h")
 
 
 @dataclass(frozen=True)
@@ -42,17 +46,20 @@ class Variable:
 
     name: str
     vr: int
-    causality: str          # parameter, input, output, local
+    causality: str          # parameter, input, output, local, independent
     variability: str        # continuous, tunable, fixed
     start: Optional[float] = None
     initial: Optional[str] = None
     unit: str = ""
     description: str = ""
     derivative: Optional[int] = None   # 1-based index of the state this is the derivative of
+    indicator: bool = False            # an event indicator of Model Exchange
 
 
-def fmi_headers() -> Path:
-    """The folder of the FMI 2.0 headers (``fmi2Functions.h``): the installed fmpy's ``c-code``."""
+def fmi_headers(version: str = "2.0") -> Path:
+    """The folder of the FMI headers of ``version`` (``fmi2Functions.h`` or ``fmi3Functions.h``): the installed
+    fmpy's ``c-code``, or ``$RODGEN_FMI_HEADERS``."""
+    header = "fmi3Functions.h" if version == "3.0" else "fmi2Functions.h"
     env = os.environ.get("RODGEN_FMI_HEADERS")
     candidates = [Path(env)] if env else []
     try:
@@ -61,10 +68,10 @@ def fmi_headers() -> Path:
     except ImportError:
         pass
     for c in candidates:
-        if (c / "fmi2Functions.h").is_file():
+        if (c / header).is_file():
             return c
-    raise BuildError("compiling an FMU needs the FMI 2.0 headers (fmi2Functions.h): install fmpy "
-                     "(pip install fmpy), or set RODGEN_FMI_HEADERS to a folder holding them")
+    raise BuildError(f"compiling an FMU needs the FMI {version} headers ({header}): install fmpy "
+                     f"(pip install fmpy), or set RODGEN_FMI_HEADERS to a folder holding them")
 
 
 @dataclass(frozen=True)
@@ -116,57 +123,75 @@ def control_of(robot: "CompiledModel", controller: Any) -> Control:
     raise TypeError(f"controller must be None, a rodgen.PD or a rodgen.CController; got {type(controller).__name__}")
 
 
+def force_names(robot: "CompiledModel") -> list[tuple[str, str]]:
+    """The names and units of the constraint forces (one per row of the model's constraint blocks, in row
+    order): a contact's tangential and normal force (``force.<block>.t``, ``.n``; in space ``.t1``, ``.t2``,
+    ``.n``), a loop's force (``.x``, ``.y``, ``.z``, then its moments ``.rx``, ``.ry``, ``.rz``), a limit's or
+    dry friction's generalized force (``force.<block>``)."""
+    out: list[tuple[str, str]] = []
+    for b in robot.constraints:
+        if b.nrows == 1:
+            out.append((f"force.{b.name}", ""))
+        elif b.kind == "contact":
+            axes = ["t", "n"] if b.nrows == 2 else [f"t{k + 1}" for k in range(b.nrows - 1)] + ["n"]
+            out += [(f"force.{b.name}.{a}", "N") for a in axes]
+        else:
+            axes = ["x", "y", "z", "rx", "ry", "rz"] if b.nrows in (3, 6) else ["x", "y"]
+            out += [(f"force.{b.name}.{a}", "N" if not a.startswith("r") else "N.m") for a in axes[:b.nrows]]
+    return out
+
+
 def variables(robot: "CompiledModel", control: Control = Control()) -> list[Variable]:
-    """The FMU's variables in value-reference order (as ``rodgen_fmi2.c`` numbers them)."""
+    """The FMU's variables in value-reference order (as ``rodgen_fmu_core.h`` numbers them)."""
     nq = robot.nq
     q0 = list(robot.initial_state()[:nq]) if nq else []
     units = {p.name: p.unit for p in getattr(robot.model, "parameters", ())}
     docs = {p.name: p.doc for p in getattr(robot.model, "parameters", ())}
     p0 = list(robot.parameter_vector())
     out: list[Variable] = []
-    vr = 0
+
+    def add(*args: Any, **kw: Any) -> None:
+        out.append(Variable(args[0], len(out), *args[1:], **kw))
+
     for i, c in enumerate(robot.coordinates):
-        out.append(Variable(f"q.{c}", vr, "local", "continuous", float(q0[i]), "exact",
-                            description=f"coordinate {c}"))
-        vr += 1
+        add(f"q.{c}", "local", "continuous", float(q0[i]), "exact", description=f"coordinate {c}")
     for c in robot.coordinates:
-        out.append(Variable(f"qd.{c}", vr, "local", "continuous", 0.0, "exact", description=f"velocity of {c}"))
-        vr += 1
+        add(f"qd.{c}", "local", "continuous", 0.0, "exact", description=f"velocity of {c}")
     for i, c in enumerate(robot.coordinates):
-        out.append(Variable(f"der(q.{c})", vr, "local", "continuous", initial="calculated", derivative=i + 1))
-        vr += 1
+        add(f"der(q.{c})", "local", "continuous", initial="calculated", derivative=i + 1)
     for i, c in enumerate(robot.coordinates):
-        out.append(Variable(f"der(qd.{c})", vr, "local", "continuous", initial="calculated",
-                            derivative=nq + i + 1))
-        vr += 1
+        add(f"der(qd.{c})", "local", "continuous", initial="calculated", derivative=nq + i + 1)
     for c in robot.inputs:
-        out.append(Variable(f"u.{c}", vr, "input", "continuous", 0.0, description=f"input {c}"))
-        vr += 1
+        add(f"u.{c}", "input", "continuous", 0.0, description=f"input {c}")
     for name, value in zip(robot.parameters, p0):
-        out.append(Variable(name, vr, "parameter", "tunable", float(value), "exact", unit=units.get(name, ""),
-                            description=docs.get(name, "")))
-        vr += 1
+        add(name, "parameter", "tunable", float(value), "exact", unit=units.get(name, ""),
+            description=docs.get(name, ""))
     for name, value in zip(control.names, control.start):
-        out.append(Variable(name, vr, "parameter", "tunable", value, "exact",
-                            description="a parameter of the controller compiled into the FMU"))
-        vr += 1
+        add(name, "parameter", "tunable", value, "exact",
+            description="a parameter of the controller compiled into the FMU")
     for pt in robot.point_names if not robot.spatial else ():
         for a in "xy":
-            out.append(Variable(f"point.{pt}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
-                                description=f"position of the point {pt} ({a}, ground frame)"))
-            vr += 1
+            add(f"point.{pt}.{a}", "output", "continuous", initial="calculated", unit="m",
+                description=f"position of the point {pt} ({a}, ground frame)")
     for fr in robot.frame_names if robot.spatial else ():
         for a in "xyz":
-            out.append(Variable(f"frame.{fr}.{a}", vr, "output", "continuous", initial="calculated", unit="m",
-                                description=f"position of the frame {fr} ({a}, ground frame)"))
-            vr += 1
+            add(f"frame.{fr}.{a}", "output", "continuous", initial="calculated", unit="m",
+                description=f"position of the frame {fr} ({a}, ground frame)")
     for what in ("kinetic", "potential", "total"):
-        out.append(Variable(f"energy.{what}", vr, "output", "continuous", initial="calculated", unit="J",
-                            description=f"{what} energy"))
-        vr += 1
-    out.append(Variable("fmu.max_step", vr, "parameter", "fixed", 0.0, "exact", unit="s",
-                        description="Co-Simulation: largest RK4 step inside a communication step "
-                                    "(0: one RK4 step of the communication step)"))
+        add(f"energy.{what}", "output", "continuous", initial="calculated", unit="J", description=f"{what} energy")
+    for name, unit in force_names(robot):
+        add(name, "output", "continuous", initial="calculated", unit=unit,
+            description="constraint force (lambda of the row; zero while its block is inactive)")
+    for b in robot.constraints:
+        add(f"indicator.{b.name}.normal", "local", "continuous", initial="calculated", indicator=True,
+            description=f"event indicator of {b.name}: its gap while inactive (minus the arming gap until armed), "
+                        f"its normal force while active")
+        add(f"indicator.{b.name}.friction", "local", "continuous", initial="calculated", indicator=True,
+            description=f"event indicator of {b.name}: its friction margin while sticking, its speed while sliding")
+    add("fmu.max_step", "parameter", "fixed", 0.0, "exact", unit="s",
+        description="Co-Simulation: largest RK4 step inside a communication step "
+                    "(0: one RK4 step of the communication step)")
+    add("time", "independent", "continuous", description="simulation time")
     return out
 
 
@@ -174,34 +199,53 @@ def _xml_number(x: float) -> str:
     return repr(float(x))
 
 
-def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
-                      sources: list[str]) -> str:
-    """The text of modelDescription.xml (FMI 2.0)."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What the FMU's interfaces can do besides the basics (the same for Model Exchange and Co-Simulation)."""
+
+    states: bool = True          # canGetAndSetFMUstate, canSerializeFMUstate
+    directional: bool = False    # providesDirectionalDerivative(s): the generated RHS Jacobian compiled in
+
+
+def _common(vars_: list[Variable], robot: "CompiledModel", *, version: str, guid: str) -> list[str]:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<fmiModelDescription fmiVersion="2.0"',
-             f'  modelName={quoteattr(robot.name)}',
-             f'  guid={quoteattr(guid)}',
-             f'  description={quoteattr(f"{robot.name}: equations of motion generated by rodgen")}',
-             f'  generationTool={quoteattr(f"rodgen {robot.version}")}',
-             f'  generationDateAndTime="{when}"',
-             '  variableNamingConvention="flat"',
-             '  numberOfEventIndicators="0">']
+    nz = sum(v.indicator for v in vars_)
+    return ['<?xml version="1.0" encoding="UTF-8"?>',
+            f'<fmiModelDescription fmiVersion="{version}"',
+            f'  modelName={quoteattr(robot.name)}',
+            (f'  guid={quoteattr(guid)}' if version == "2.0" else f'  instantiationToken={quoteattr(guid)}'),
+            f'  description={quoteattr(f"{robot.name}: equations of motion generated by rodgen")}',
+            f'  generationTool={quoteattr(f"rodgen {robot.version}")}',
+            f'  generationDateAndTime="{when}"',
+            '  variableNamingConvention="flat"'
+            + (f'\n  numberOfEventIndicators="{nz}">' if version == "2.0" else ">")]
+
+
+def _units(vars_: list[Variable]) -> list[str]:
+    units = sorted({v.unit for v in vars_ if v.unit})
+    if not units:
+        return []
+    return ["  <UnitDefinitions>"] + [f"    <Unit name={quoteattr(u)}/>" for u in units] + ["  </UnitDefinitions>"]
+
+
+def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
+                      sources: list[str], version: str = "2.0", caps: Capabilities = Capabilities()) -> str:
+    """The text of modelDescription.xml (FMI 2.0 or 3.0)."""
+    if version == "3.0":
+        return _model_description3(robot, vars_, guid=guid, kind=kind, identifier=identifier, caps=caps)
+    lines = _common(vars_, robot, version="2.0", guid=guid)
     files = "".join(f'\n      <File name={quoteattr(s)}/>' for s in sources)
+    yes = {True: "true", False: "false"}
     common = ('needsExecutionTool="false" canBeInstantiatedOnlyOncePerProcess="false" '
-              'canNotUseMemoryManagementFunctions="false" canGetAndSetFMUstate="false" '
-              'canSerializeFMUstate="false" providesDirectionalDerivative="false"')
+              f'canNotUseMemoryManagementFunctions="false" canGetAndSetFMUstate="{yes[caps.states]}" '
+              f'canSerializeFMUstate="{yes[caps.states]}" providesDirectionalDerivative="{yes[caps.directional]}"')
     if kind in ("me", "both"):
         lines.append(f'  <ModelExchange modelIdentifier="{identifier}" completedIntegratorStepNotNeeded="true" '
                      f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </ModelExchange>')
     if kind in ("cs", "both"):
         lines.append(f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
                      f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </CoSimulation>')
-    units = sorted({v.unit for v in vars_ if v.unit})
-    if units:
-        lines.append("  <UnitDefinitions>")
-        lines += [f"    <Unit name={quoteattr(u)}/>" for u in units]
-        lines.append("  </UnitDefinitions>")
+    lines += _units(vars_)
     lines.append('  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="0.001"/>')
     lines.append("  <ModelVariables>")
     for k, v in enumerate(vars_):
@@ -242,6 +286,50 @@ def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: st
     return "\n".join(lines) + "\n"
 
 
+def _model_description3(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
+                        caps: Capabilities) -> str:
+    """modelDescription.xml of FMI 3.0: every variable a scalar Float64, the event indicators in the model
+    structure, the derivative of a state named by its value reference."""
+    lines = _common(vars_, robot, version="3.0", guid=guid)
+    yes = {True: "true", False: "false"}
+    common = (f'canGetAndSetFMUState="{yes[caps.states]}" canSerializeFMUState="{yes[caps.states]}" '
+              f'providesDirectionalDerivatives="{yes[caps.directional]}"')
+    if kind in ("me", "both"):
+        lines.append(f'  <ModelExchange modelIdentifier="{identifier}" needsCompletedIntegratorStep="false" '
+                     f'{common}/>')
+    if kind in ("cs", "both"):
+        lines.append(f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
+                     f'{common}/>')
+    lines += _units(vars_)
+    lines.append('  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="0.001"/>')
+    lines.append("  <ModelVariables>")
+    for v in vars_:
+        attrs = [f"name={quoteattr(v.name)}", f'valueReference="{v.vr}"']
+        if v.description:
+            attrs.append(f"description={quoteattr(v.description)}")
+        attrs += [f'causality="{v.causality}"', f'variability="{v.variability}"']
+        if v.initial:
+            attrs.append(f'initial="{v.initial}"')
+        if v.unit:
+            attrs.append(f"unit={quoteattr(v.unit)}")
+        if v.start is not None:
+            attrs.append(f'start="{_xml_number(v.start)}"')
+        if v.derivative is not None:
+            attrs.append(f'derivative="{vars_[v.derivative - 1].vr}"')
+        lines.append(f"    <Float64 {' '.join(attrs)}/>")
+    lines.append("  </ModelVariables>")
+    outputs = [v.vr for v in vars_ if v.causality == "output"]
+    ders = [v.vr for v in vars_ if v.derivative is not None]
+    lines.append("  <ModelStructure>")
+    lines += [f'    <Output valueReference="{r}"/>' for r in outputs]
+    lines += [f'    <ContinuousStateDerivative valueReference="{r}"/>' for r in ders]
+    lines += [f'    <InitialUnknown valueReference="{r}"/>' for r in sorted(outputs + ders)]
+    lines += [f'    <EventIndicator valueReference="{v.vr}"/>' for v in vars_ if v.indicator]
+    lines.append("  </ModelStructure>")
+    lines.append("</fmiModelDescription>")
+    return "\n".join(lines) + "\n"
+
+
 def build_description(identifier: str, sources: list[str]) -> str:
     """The text of sources/buildDescription.xml (FMI 3.0 style, understood by FMPy for 2.0 FMUs too)."""
     files = "\n".join(f'      <SourceFile name={quoteattr(s)}/>' for s in sources)
@@ -273,10 +361,10 @@ def _ints(values: tuple[int, ...]) -> str:
 
 
 def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control = Control(),
-                hybrid: Optional[Hybrid] = None) -> str:
+                hybrid: Optional[Hybrid] = None, jacobian: bool = False) -> str:
     nframes = len(robot.frame_names) if robot.spatial else 0
     h = hybrid or Hybrid()
-    return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmi2.c (written by rodgen.export_fmu). */\n"
+    return (f"/* rodgen_fmu.h: the model of this FMU for rodgen_fmu_core.c (written by rodgen.export_fmu). */\n"
             f"#ifndef RODGEN_FMU_H\n#define RODGEN_FMU_H\n"
             f'#include "rodgen_runtime.h"\n#include "{robot.prefix}.h"\n'
             f"#define RODGEN_FMU_TABLE {robot.prefix}_model\n"
@@ -299,6 +387,7 @@ def _fmu_header(robot: "CompiledModel", guid: str, kind: str, control: Control =
             f"#define RODGEN_FMU_EVENT_TOL {float(h.event_tol)!r}\n"
             f"#define RODGEN_FMU_ON_SLIP {int(h.on_slip)}\n"
             f"#define RODGEN_FMU_MAX_EVENTS {int(h.max_events)}L\n"
+            f"#define RODGEN_FMU_JACOBIAN {int(jacobian)}\n"
             f"#endif\n")
 
 
@@ -309,7 +398,12 @@ def _on_slip(on_slip: str) -> int:
     return codes[on_slip]
 
 
-def _platform_folder() -> str:
+def _platform_folder(version: str = "2.0") -> str:
+    if version == "3.0":     # FMI 3.0's platform tuple <arch>-<os>
+        arch = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
+                "i386": "x86", "i686": "x86"}.get(platform.machine().lower(), platform.machine().lower())
+        system = "linux" if sys.platform.startswith("linux") else "darwin" if sys.platform == "darwin" else "windows"
+        return f"{arch}-{system}"
     if sys.platform.startswith("linux"):
         return "linux64" if sys.maxsize > 2**32 else "linux32"
     if sys.platform == "darwin":
@@ -328,35 +422,45 @@ def _robot(model: Any, build_dir: Union[str, Path, None]) -> "CompiledModel":
     return build(model, build_dir=build_dir, progress=False)
 
 
-def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = "2.0", *,
+def _version(fmi_version: Any) -> str:
+    v = {"2": "2.0", "2.0": "2.0", "3": "3.0", "3.0": "3.0"}.get(str(fmi_version))
+    if v is None:
+        raise ValueError(f"fmi_version={fmi_version!r}: rodgen exports FMI {', '.join(VERSIONS)}")
+    return v
+
+
+def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version: Any = "2.0", *,
                controller: Any = None, contacts: Any = (), disarmed: Any = (), arm_gap: Optional[float] = None,
                event_tol: Optional[float] = None, on_slip: str = "stop", max_events: int = 0,
-               build_dir: Union[str, Path, None] = None,
-               binary: bool = True) -> Path:
+               directional_derivatives: Optional[bool] = None, build_dir: Union[str, Path, None] = None,
+               binary: bool = True, fmi: Any = None) -> Path:
     """Write the FMU of ``model`` to ``path`` (a ``.fmu`` file); return its path.
 
     Parameters
     ----------
     model : a model file's path, a Model / ValidModel (built with ``rodgen.build``), or a CompiledModel.
     path : the FMU file to write (its folder must exist).
-    kind : ``"cs"`` (Co-Simulation: RK4 inside ``fmi2DoStep``), ``"me"`` (Model Exchange) or ``"both"``.
-    fmi : the FMI version; ``"2.0"``.
+    kind : ``"cs"`` (Co-Simulation: RK4 inside ``DoStep``), ``"me"`` (Model Exchange) or ``"both"``.
+    fmi_version : the FMI version, ``"2.0"`` or ``"3.0"`` (``2`` and ``3`` too); ``fmi=`` is the same.
     controller : None (the plant alone: its inputs are the FMU's inputs), a :class:`rodgen.PD` toward one
         set point (gains and set point as tunable parameters ``pd.*``, the FMU's inputs its feedforward), or a
         :class:`rodgen.CController` built from a C file (compiled into the FMU; its parameters tunable as
         ``controller.params[i]``, the FMU's inputs added to its output).
     contacts, disarmed, arm_gap, event_tol : a model with constraint blocks (contacts, loops, limits, dry
-        friction): its Co-Simulation runs the hybrid simulation of ``robot.simulate(contacts=...)`` with these
-        (the initial active set, the blocks allowed below the ground at the start, the arming gap, the
-        event tolerance; None: the defaults); ``on_slip`` ("stop", "continue", "slide") and ``max_events``
-        (0: no limit) as for ``simulate``.
+        friction) runs the hybrid simulation of ``robot.simulate(contacts=...)``: inside ``DoStep``
+        (Co-Simulation), or as event indicators and jumps at events (Model Exchange); these set its initial
+        phase (the initial active set, the blocks allowed below the ground at the start), the arming gap and
+        the event tolerance (None: the defaults); ``on_slip`` ("stop", "continue", "slide") and
+        ``max_events`` (0: no limit) as for ``simulate``.
+    directional_derivatives : compile the RHS Jacobian in and provide directional derivatives (True: build
+        it if the model was built without it; None: if the compiled model has it loaded; False: no). Not
+        with a controller or constraint blocks.
     build_dir : the build cache of ``rodgen.build``.
-    binary : compile ``binaries/<platform>/<id>.so`` (else a source-only FMU).
+    binary : compile the binary for this platform (else a source-only FMU).
     """
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r} is not an FMU kind; use one of {', '.join(map(repr, KINDS))}")
-    if str(fmi) not in VERSIONS:
-        raise ValueError(f"fmi={fmi!r}: rodgen exports FMI {', '.join(VERSIONS)}")
+    version = _version(fmi if fmi is not None else fmi_version)
     path = Path(path)
     if path.is_dir():
         raise BuildError(f"cannot write the FMU to {path}: it is a folder (give a file name such as model.fmu)")
@@ -367,50 +471,74 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     if not os.access(path.parent, os.W_OK):
         raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
     robot = _robot(model, build_dir)
+    if robot.nv != robot.nq:
+        raise BuildError(f"the model {robot.name!r} has free, spherical or planar joints (nq {robot.nq}, nv "
+                         f"{robot.nv}): rodgen's FMU takes the states [q, qd] with qd the rates of q, which "
+                         f"such a model does not have")
     hybrid = None
+    spatial = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows != 2]
+    if spatial:
+        raise BuildError(f"contact {spatial[0]!r} of the model {robot.name!r} has 3 rows (a spatial "
+                         f"model): the hybrid simulation that an FMU runs (touchdown, lift-off, stick and slide "
+                         f"events) handles planar 2-row contacts only")
     if robot.nrows:
-        if kind != "cs":
-            raise BuildError(f"the model {robot.name!r} has constraint blocks (contacts, loops, limits, friction): "
-                             f"its FMU runs the hybrid simulation inside Co-Simulation (kind='cs'); Model Exchange "
-                             f"would need event indicators, which rodgen's FMU does not provide")
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),
                         float(arm_gap or 0.0), float(event_tol or 0.0), _on_slip(on_slip), int(max_events))
     elif contacts or disarmed:
         raise ValueError(f"contacts= and disarmed= apply to a model with constraint blocks; {robot.name!r} has none")
     control = control_of(robot, controller)
+    jacobian = False
+    if directional_derivatives or (directional_derivatives is None and robot.jacobian_built):
+        why = ("a controller is compiled in" if control.kind else
+               "the model has constraint blocks" if hybrid is not None else
+               "" if robot.has_jacobian else "the model was compiled without its RHS Jacobian")
+        if why and directional_derivatives:
+            raise ValueError(f"directional_derivatives=True: the FMU of {robot.name!r} cannot provide them ({why})")
+        if not why:
+            robot = robot.jacobian_model()
+            jacobian = True
     identifier = robot.prefix
-    what = f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{control}:{hybrid}"
+    what = f"rodgen:{robot.name}:{robot.content_hash}:{kind}:{version}:{control}:{hybrid}:{jacobian}"
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, what)) + "}"
     folder = Path(robot.folder)
     model_sources = [Path(robot.source).name]
-    runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c"]
+    runtime_c = ["rodgen_linalg.c", "rodgen_simulate.c", "rodgen_lie.c"]   # rodgen_lie.c: the tracking laws
     headers = [f"{robot.prefix}.h", "rodgen_model.h", "rodgen_runtime.h"]
     if control.kind == 2 or hybrid is not None:   # the hybrid simulator, and any routine a C controller may call
         runtime_c += ["rodgen_mixed.c", "rodgen_contact.c"]
         headers.append("rodgen_contact.h")
     vars_ = variables(robot, control)
     extra = [f"controller_{control.source.name}"] if control.source is not None else []
-    sources = [WRAPPER] + model_sources + runtime_c + extra
+    wrapper = WRAPPERS[version]
+    sources = [wrapper, CORE[0]] + model_sources + runtime_c + extra
+    caps = Capabilities(states=True, directional=jacobian)
     with tempfile.TemporaryDirectory(prefix="rodgen-fmu-") as tmp_:
         tmp = Path(tmp_)
         src = tmp / "sources"
         src.mkdir()
         for name in model_sources + runtime_c + headers:
             shutil.copy2(folder / name, src / name)
-        shutil.copy2(Path(__file__).parent / WRAPPER, src / WRAPPER)
+        for name in (wrapper, *CORE):
+            shutil.copy2(Path(__file__).parent / name, src / name)
         if control.source is not None:
             shutil.copy2(control.source, src / extra[0])
-        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control, hybrid))
+        (src / "rodgen_fmu.h").write_text(_fmu_header(robot, guid, kind, control, hybrid, jacobian))
         (src / "buildDescription.xml").write_text(build_description(identifier, sources))
-        (tmp / "modelDescription.xml").write_text(model_description(robot, vars_, guid=guid, kind=kind,
-                                                                    identifier=identifier, sources=sources))
+        (tmp / "modelDescription.xml").write_text(model_description(
+            robot, vars_, guid=guid, kind=kind, identifier=identifier, sources=sources, version=version, caps=caps))
         from .extras import documentation, model_image
-        model_image(robot, tmp / "model.png")
-        (tmp / "documentation").mkdir()
-        (tmp / "documentation" / "_main.html").write_text(documentation(robot, vars_, kind), encoding="utf-8")
+        if version == "3.0":
+            (tmp / "terminalsAndIcons").mkdir()
+            model_image(robot, tmp / "terminalsAndIcons" / "icon.png")
+            doc = tmp / "documentation" / "index.html"
+        else:
+            model_image(robot, tmp / "model.png")
+            doc = tmp / "documentation" / "_main.html"
+        doc.parent.mkdir()
+        doc.write_text(documentation(robot, vars_, kind, version), encoding="utf-8")
         if binary:
-            _compile(src, tmp / "binaries" / _platform_folder(), identifier, sources)
+            _compile(src, tmp / "binaries" / _platform_folder(version), identifier, sources, version)
         part = path.with_name(path.name + ".part")
         try:
             with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
@@ -424,9 +552,9 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi: str = 
     return path
 
 
-def _compile(src: Path, out: Path, identifier: str, sources: list[str]) -> None:
+def _compile(src: Path, out: Path, identifier: str, sources: list[str], version: str = "2.0") -> None:
     from ..toolchain.compiler import BuildOptions, compile_model, library_suffix
-    headers = fmi_headers()
+    headers = fmi_headers(version)
     with tempfile.TemporaryDirectory(prefix="rodgen-fmu-build-") as work_:
         work = Path(work_)
         for f in src.iterdir():
@@ -442,5 +570,5 @@ def _compile(src: Path, out: Path, identifier: str, sources: list[str]) -> None:
         shutil.copy2(work / lib, out / lib)
 
 
-__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "fmi_headers", "Variable",
-           "KINDS", "VERSIONS"]
+__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "force_names", "fmi_headers",
+           "Variable", "Capabilities", "KINDS", "VERSIONS"]

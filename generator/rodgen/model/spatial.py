@@ -15,8 +15,9 @@ convention: translation, then the fixed-axis roll-pitch-yaw rotation
   frame is ``Rz(phi) Ry(-psi)``, so its x axis (the link axis) points along
   ``(cos psi cos phi, cos psi sin phi, sin psi)``. With ``angles="absolute"``
   both angles are measured in the ground frame (Borisov's convention; the
-  parent must then be None or another absolute two-angle link, attached
-  without ``rpy``); with ``angles="relative"`` in the parent's frame (a
+  parent must then be None, another absolute two-angle link, attached
+  without ``rpy``, or a link that only translates: prismatic and fixed joints
+  without ``rpy`` from the ground, Borisov's free base point); with ``angles="relative"`` in the parent's frame (a
   universal joint).
 * ``"free"``: a floating base (the root link only), Pinocchio's free flyer:
   seven configuration coordinates ``q = [x y z qx qy qz qw]`` (the link
@@ -328,7 +329,8 @@ class SpatialModel(ForceBuilder):
         """Add Borisov's two-angle link (phi, psi; link axis x) and return it; add segments to it.
 
         ``angles="absolute"`` (Borisov): the angles are measured in the ground frame; the parent must be
-        None or an absolute two-angle link. ``angles="relative"``: in the parent's frame.
+        None, an absolute two-angle link or a link that only translates (prismatic and fixed joints without
+        rpy from the ground: a free base point). ``angles="relative"``: in the parent's frame.
         """
         jt = SpatialJoint("two_angle", xyz=xyz, coordinates=coordinates, angles=angles, initial=initial,
                           actuated=actuated, input=inputs)

@@ -95,6 +95,22 @@ def _inertia(ctx: _Ctx, value: object, where: str
     return out
 
 
+def _translates_only(parents: dict[str, SpatialLink], name: str | None) -> bool:
+    """Whether the frame of link ``name`` keeps the ground's orientation: every joint from the ground down
+    to it is prismatic or fixed, with an rpy of literal zeros (Borisov's free base: the base point's
+    coordinates x, y, z as prismatic joints, the links after it at absolute angles)."""
+    while name is not None:
+        up = parents[name]
+        if up.joint.type not in ("prismatic", "fixed"):
+            return False
+        rpy = up.joint.rpy
+        if not isinstance(rpy, (tuple, list)) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != 0
+                                                     for v in rpy):
+            return False
+        name = up.parent
+    return True
+
+
 def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, SpatialLink]) -> ValidSpatialJoint:
     jw = f"{lw}.joint"
     _typed(ctx, lk.joint, SpatialJoint, jw)
@@ -145,10 +161,12 @@ def _joint(ctx: _Ctx, lk: SpatialLink, lw: str, claim: Any, parents: dict[str, S
         if jt.angles == "absolute":
             if lk.parent is not None:
                 up = parents[lk.parent]
-                if up.joint.type != "two_angle" or up.joint.angles != "absolute":
+                if not (up.joint.type == "two_angle" and up.joint.angles == "absolute") \
+                        and not _translates_only(parents, lk.parent):
                     raise ctx.err(f"absolute angles need a parent that is itself an absolute two-angle link "
-                                  f"(parent {lk.parent!r} has a {up.joint.type} joint); use "
-                                  f"angles='relative'", f"{jw}.angles")
+                                  f"or one that only translates (prismatic and fixed joints without rpy "
+                                  f"down from the ground; parent {lk.parent!r} has a {up.joint.type} joint); "
+                                  f"use angles='relative'", f"{jw}.angles")
             if any(v.evaluate(ctx.params) != 0 for v in rpy):
                 raise ctx.err("a two-angle link with absolute angles takes no rpy", f"{jw}.rpy")
         return ValidSpatialJoint("two_angle", axis, xyz, rpy, coords, inputs, initial, offset,

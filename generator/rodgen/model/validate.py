@@ -386,6 +386,16 @@ def _forces(ctx: _Ctx, model: Model, vm: ValidModel, claim: Callable[[object, st
                         model.source)
 
 
+def _point_name(name: object, points: dict[str, str]) -> Optional[str]:
+    """The point a force element names: one of ``points``, or a link's bare name for its frame
+    ``<link>.joint`` (as contacts take it); None if it names none."""
+    if not isinstance(name, str):
+        return None
+    if name in points:
+        return name
+    return f"{name}.joint" if f"{name}.joint" in points else None
+
+
 def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list[str],
                  claim: Callable[[object, str, str], str], dim: int, source: Optional[str]
                  ) -> tuple[ValidForce, ...]:
@@ -409,7 +419,8 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
         seen.add(name)
         if f.type not in FORCE_TYPES:
             raise ctx.err(f"type must be one of {', '.join(FORCE_TYPES)}, got {f.type!r}", f"{fw}.type")
-        if not isinstance(f.at, str) or f.at not in points:
+        at = _point_name(f.at, points)
+        if at is None:
             raise ctx.err(f"unknown point {f.at!r}{did_you_mean(str(f.at), points)} (a marker or a mass point: "
                           f"{', '.join(points)})", f"{fw}.at")
         defaults = Force(name, f.type, f.at)
@@ -418,7 +429,7 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
             if fld not in FORCE_FIELDS[f.type] and getattr(f, fld) != getattr(defaults, fld):
                 raise ctx.err(f"a {f.type} element takes no {fld!r} (fields: {', '.join(FORCE_FIELDS[f.type])})",
                               f"{fw}.{fld}")
-        vf: dict[str, Any] = dict(name=name, type=f.type, point=f.at, link=points[f.at])
+        vf: dict[str, Any] = dict(name=name, type=f.type, point=at, link=points[at])
 
         def coef(value: object, fld: str, *, positive: bool = False) -> Expression:
             where = f"{fw}.{fld}"
@@ -486,14 +497,15 @@ def check_forces(ctx: _Ctx, forces: object, points: dict[str, str], coords: list
                     raise ctx.err("missing 'normal' (the normal load, N)", f"{fw}.normal")
                 vf.update(normal=coef(f.normal, "normal"), velocity_scale=scale(f.velocity_scale))
         elif f.type == "spring_damper":
-            if not isinstance(f.b, str) or f.b not in points:
+            b = _point_name(f.b, points)
+            if b is None:
                 raise ctx.err(f"unknown point {f.b!r}{did_you_mean(str(f.b), points)} (a marker or a mass point: "
                               f"{', '.join(points)})", f"{fw}.b")
-            if f.b == f.at:
+            if b == at:
                 raise ctx.err("a spring-damper needs two different points", f"{fw}.b")
             if f.stiffness is None:
                 raise ctx.err("missing 'stiffness'", f"{fw}.stiffness")
-            vf.update(b=f.b, stiffness=coef(f.stiffness, "stiffness"),
+            vf.update(b=b, stiffness=coef(f.stiffness, "stiffness"),
                       damping=coef(0.0 if f.damping is None else f.damping, "damping"),
                       rest_length=coef(0.0 if f.rest_length is None else f.rest_length, "rest_length"))
         else:

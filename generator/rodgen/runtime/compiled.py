@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ArrayLike = Union[np.ndarray, Sequence[float], float]
 Params = Union[ArrayLike, Mapping[str, float], None]
+#: no parameter vector: the C takes the model's defaults (a routine's empty p)
+_NO_P = np.empty(0)
 
 #: Messages of the status codes of the C (``RODGEN_OK``, ``RODGEN_ERR_...``), from :mod:`rodgen.contract`.
 STATUS_MESSAGES = {int(code): code.message for code in StatusCode}
@@ -145,6 +147,8 @@ class CompiledModel:
         self._jacobian_table: Any = model if info["routines"]["rhs_jacobian"] else None
         self._jacobian_build: Optional[Callable[[], "CompiledModel"]] = None
         self._jacobian_guard = threading.Lock()
+        # active sets of the constrained derivatives -> (the table holding constraint_partials, the mask)
+        self._partials: dict[Any, tuple[Any, np.ndarray]] = {}
         self.path = Path(path)
         self.folder = self.path.parent
         #: The ValidModel it was built from (set by ``rodgen.build``; None for ``load_module``): with it,
@@ -622,6 +626,20 @@ class CompiledModel:
                 self._jacobian_build = None
             return self._jacobian_table.rhs_jacobian
 
+    def jacobian_model(self) -> "CompiledModel":
+        """The compiled model whose library holds ``rhs_jacobian``: this one, or the deferred build of the same
+        equations (built now if it is not yet); RodgenError without one. Its files are those an FMU with
+        directional derivatives compiles."""
+        self._jacobian_kernel()
+        return getattr(self, "_jacobian_model", self)
+
+    def jacobian_table(self) -> Any:
+        """The runtime's ``Model`` around the table that holds ``rhs_jacobian`` (this library's, or the deferred
+        Jacobian's, built first): its ``address`` is the ``const rodgen_model *`` that C extensions of the
+        runtime (the collocation of :mod:`rodgen.optimize`) call; keep the object while they use it."""
+        self._jacobian_kernel()
+        return self._jacobian_table
+
     def _no_jacobian(self) -> str:
         return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (CodegenOptions("
                 f"jacobian=False), or rodgen.build's deferred Jacobian, which it compiles on first use into a second "
@@ -874,10 +892,11 @@ class CompiledModel:
         return self._vec("constraint_position", (q, "q"), p=p, out=None, width=self.nrows)
 
     def constraint_jacobian(self, q: ArrayLike, p: Params = None) -> np.ndarray:
-        """Jacobian dc/dq of every constraint row: (nrows, nq) or (N, nrows, nq)."""
+        """Jacobian dc/dq of every constraint row: (nrows, nv) or (N, nrows, nv) (with free, spherical or planar
+        joints, of the velocities: J qd = dc/dt)."""
         self._need_constraints("constraint_jacobian")
-        r = self._vec("constraint_jacobian", (q, "q"), p=p, out=None, width=self.nrows * self.nq)
-        return r.reshape(r.shape[:-1] + (self.nrows, self.nq))
+        r = self._vec("constraint_jacobian", (q, "q"), p=p, out=None, width=self.nrows * self.nv)
+        return r.reshape(r.shape[:-1] + (self.nrows, self.nv))
 
     def constraint_bias(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
         """Velocity product J̇ q̇ of every constraint row: (nrows,) or (N, nrows)."""
@@ -906,7 +925,7 @@ class CompiledModel:
         return res
 
     def friction_forces(self, q: ArrayLike, qd: ArrayLike, p: Params = None) -> np.ndarray:
-        """The generalized forces of the dry-friction blocks on a moving coordinate, (nq,) or (N, nq):
+        """The generalized forces of the dry-friction blocks on a moving coordinate, (nv,) or (N, nv):
         ``-F_k sign(J_r qd) J_r`` summed over the blocks (J_r the block's row, its coordinate), zero at a
         zero rate (where the friction force is whatever holds the coordinate, up to the static limit).
         What a prescribed motion's drive must add to the inverse dynamics is minus this
@@ -918,7 +937,7 @@ class CompiledModel:
         if not rows:
             return out
         fk = self.kinetic_friction(p)[[i for i, b in enumerate(self.constraints) if b.kind == "friction"]]
-        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nq)
+        J = self.constraint_jacobian(qa, p)[..., rows, :]                 # (..., k, nv)
         v = np.einsum("...kj,...j->...k", J, qda)
         return -np.einsum("...k,...kj->...j", fk * np.sign(v), J)
 
@@ -964,7 +983,7 @@ class CompiledModel:
     def constrained_dynamics(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
                              active: Union[str, Sequence[str], Mapping[str, str]] = (), p: Params = None, *,
                              alpha: float = 0.0, beta: float = 0.0, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        """(qdd (nq,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
+        """(qdd (nv,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
         names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus" (a 2-row contact) /
@@ -989,7 +1008,7 @@ class CompiledModel:
         qv, qdv = self._one(q, "q"), self._one(qd, "qd")
         uv = self._one(u, "u") if u is not None else np.empty(0)
         pv = self._one_params(p)
-        qdd, lam = np.empty(self.nq), np.empty(self.nrows)
+        qdd, lam = np.empty(self.nv), np.empty(self.nrows)
         code = self._runtime.constrained_dynamics(self._m, qv, qdv, uv, mask, pv, qdd, lam, float(alpha),
                                                   float(beta), 0.0, float(t))
         if code:
@@ -1000,12 +1019,12 @@ class CompiledModel:
                p: Params = None) -> tuple[np.ndarray, np.ndarray, list[str], float]:
         """Plastic impact onto the ``active`` blocks (the set after the impact, the touching one included):
         M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0, releasing a contact or limit whose impulse would pull.
-        Returns (qd_plus (nq,), impulse (nrows,), the active block names after, energy loss >= 0)."""
+        Returns (qd_plus (nv,), impulse (nrows,), the active block names after, energy loss >= 0)."""
         self._need_constraints("impact")
         mask = self.active_mask(active)
         qv, qdv = self._one(q, "q"), self._one(qd_minus, "qd")
         pv = self._one_params(p)
-        qdp, imp = np.empty(self.nq), np.empty(self.nrows)
+        qdp, imp = np.empty(self.nv), np.empty(self.nrows)
         after = np.zeros(len(self.constraints), dtype=np.intc)
         code, loss = self._runtime.impact(self._m, qv, qdv, mask, pv, qdp, imp, after)
         if code:
@@ -1032,3 +1051,86 @@ class CompiledModel:
                              f"row, shape (N,).")
         a = np.ascontiguousarray(a.reshape(-1))
         return a, (a.shape[0] if a.shape[0] != 1 else -1)
+
+    # ---- derivatives of the constrained dynamics and of the impact map (csrc/rodgen_cderiv.c) ----
+
+    def _partials_table(self, what: str, active: Union[str, Sequence[str]]) -> tuple[Any, np.ndarray]:
+        """The table holding ``constraint_partials`` (this library's, or the RHS Jacobian's build, made on
+        first use) and the active mask, every held block sticking (kept per list of block names)."""
+        key = active if isinstance(active, str) else tuple(active) if isinstance(active, (tuple, list)) else None
+        hit = self._partials.get(key) if key is not None else None
+        if hit is not None:
+            return hit
+        self._need_constraints(what)
+        if self.nq != self.nv:
+            raise ValueError(f"{what}: the model {self.name!r} has a free, spherical or planar joint (nq = "
+                             f"{self.nq}, nv = {self.nv}); derivatives of the constrained dynamics and impacts "
+                             f"need nq = nv")
+        if isinstance(active, Mapping):
+            sliding = [nm for nm, how in active.items() if how != "stick"]
+            if sliding:
+                raise ValueError(f"{what}: the blocks {', '.join(map(repr, sliding))} slide; derivatives are "
+                                 f"given for sticking blocks only (active as block names)")
+        mask = self.active_mask(active)
+        self._jacobian_kernel()            # builds the deferred Jacobian's library if needed
+        table = self._jacobian_table
+        if not table.info()["routines"].get("constraint_partials"):
+            raise RodgenError(f"{what}: the library of the model {self.name!r} has no constraint_partials (it "
+                              f"is generated with the RHS Jacobian); rebuild the model with this rodgen")
+        if key is not None and len(self._partials) < 256:
+            self._partials[key] = (table, mask)
+        return table, mask
+
+    def _one_vector(self, x: ArrayLike, name: str) -> np.ndarray:
+        """One state's vector: a contiguous float64 array as it is, anything else through the checked path."""
+        if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 1 and x.flags.c_contiguous:
+            return x
+        return self._one(x, name)
+
+    def constrained_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, u: Optional[ArrayLike] = None,
+                                         active: Union[str, Sequence[str]] = (), p: Params = None, *,
+                                         t: float = 0.0) -> tuple[np.ndarray, ...]:
+        """Derivatives of the constrained dynamics (``constrained_dynamics`` without drift control, alpha =
+        beta = 0) with the ``active`` blocks held (block names; loops always; every block sticking):
+        ``(dqdd_dq, dqdd_dqd, dqdd_du, dlam_dq, dlam_dqd, dlam_du)``, shapes (nv, nv), (nv, nv), (nv, nu),
+        (nrows, nv), (nrows, nv), (nrows, nu); the rows of λ of blocks left out are 0. From the KKT
+        system M q̈ + bias = B u + Jᵀ λ, J q̈ + J̇ q̇ = 0 differentiated at fixed active set
+        (``rodgen_constrained_derivatives`` of ``csrc/rodgen_cderiv.c``, the partials generated with the
+        RHS Jacobian). Models with nq = nv. Raises DynamicsError (singular constraints, M not positive
+        definite, ...)."""
+        table, mask = self._partials_table("constrained_dynamics_derivatives", active)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd, "qd")
+        uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
+        pv = _NO_P if p is None else self._one_params(p)
+        if qv.shape[0] != self.nq or qdv.shape[0] != self.nv or uv.shape[0] != self.nu:
+            raise ValueError(f"constrained_dynamics_derivatives: q, qd, u of the model {self.name!r} have "
+                             f"{self.nq}, {self.nv}, {self.nu} entries; got {qv.shape[0]}, {qdv.shape[0]}, "
+                             f"{uv.shape[0]}")
+        n = self.nv
+        qdd, lam = np.empty(n), np.empty(self.nrows)
+        D = np.empty((n + self.nrows, 2 * n + self.nu))
+        code = self._runtime.constrained_derivatives(table, qv, qdv, uv, mask, pv, float(t), qdd, lam, D)
+        if code:
+            raise self._contact_error("constrained_dynamics_derivatives", code, mask)
+        return (D[:n, :n], D[:n, n:2 * n], D[:n, 2 * n:], D[n:, :n], D[n:, n:2 * n], D[n:, 2 * n:])
+
+    def impact_derivatives(self, q: ArrayLike, qd_minus: ArrayLike, active: Union[str, Sequence[str]] = (),
+                           p: Params = None) -> tuple[np.ndarray, ...]:
+        """Derivatives of the plastic impact onto the ``active`` blocks (the set after the impact, held as
+        given: none released; friction blocks left out), M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0:
+        ``(dqd_plus_dq, dqd_plus_dqd_minus, dimpulse_dq, dimpulse_dqd_minus)``, shapes (nv, nv), (nv, nv),
+        (nrows, nv), (nrows, nv) (``rodgen_impact_derivatives`` of ``csrc/rodgen_cderiv.c``). Models with
+        nq = nv."""
+        table, mask = self._partials_table("impact_derivatives", active)
+        qv, qdv = self._one_vector(q, "q"), self._one_vector(qd_minus, "qd")
+        pv = _NO_P if p is None else self._one_params(p)
+        if qv.shape[0] != self.nq or qdv.shape[0] != self.nv:
+            raise ValueError(f"impact_derivatives: q, qd_minus of the model {self.name!r} have {self.nq}, "
+                             f"{self.nv} entries; got {qv.shape[0]}, {qdv.shape[0]}")
+        n = self.nv
+        qdp, imp = np.empty(n), np.empty(self.nrows)
+        D = np.empty((n + self.nrows, 2 * n))
+        code = self._runtime.impact_derivatives(table, qv, qdv, mask, pv, qdp, imp, D)
+        if code:
+            raise self._contact_error("impact_derivatives", code, mask)
+        return (D[:n, :n], D[:n, n:], D[n:, :n], D[n:, n:])

@@ -31,7 +31,8 @@ with it). ``tangential_share`` resolves it instead of the least norm:
 ``{"foot_a": 0.3}`` gives foot ``a`` 30 % of the summed tangential force of
 the active contacts, and ``"friction"`` splits it in proportion to the
 normal forces, i.e. the same ratio |tangential| / normal at every foot (the
-smallest friction coefficient that keeps both feet stuck).
+smallest friction coefficient that keeps both feet stuck). A spatial
+contact has two tangential rows; the share holds along each tangent axis.
 
 If no (u, λ) produces ``qdd`` (an underactuated model asked for a motion its
 inputs cannot make, e.g. a flight phase with the wrong base acceleration),
@@ -132,7 +133,8 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
                              tol: float = 1e-8, t: Any = 0.0) -> ContactInverseDynamics:
     """Inputs ``u`` and constraint forces ``λ`` that produce ``qdd`` with the ``active`` blocks held.
 
-    ``q, qd, qdd``: (nq,) or a batch (N, nq) (the same active set for every row).
+    ``q``: (nq,) or a batch (N, nq); ``qd, qdd``: (nv,) or (N, nv) (nv = nq but with free, spherical or planar
+    joints); the same active set for every row.
     ``active``: names of the active constraint blocks (contacts, loops, limits).
     ``t``: the time of each row (one for all, or (N,)), for force elements that are expressions of the time
     (a model whose ``bias`` takes no ``t`` is called without it).
@@ -141,9 +143,10 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     Q = np.asarray(q, dtype=float)
     single = Q.ndim == 1
     Q = np.atleast_2d(Q)
-    nq = Q.shape[1]
-    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), Q.shape)
-    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), Q.shape)
+    nv = getattr(model, "nv", None)
+    nq = int(nv) if nv is not None else Q.shape[1]     # velocity-sized: M, h, B, J's columns
+    QD = np.broadcast_to(np.atleast_2d(np.asarray(qd, dtype=float)), (Q.shape[0], nq))
+    QDD = np.broadcast_to(np.atleast_2d(np.asarray(qdd, dtype=float)), (Q.shape[0], nq))
     rows, blocks = active_rows(model, active)
     k = len(rows)
     tangential, normal = _contact_rows(blocks)
@@ -190,14 +193,15 @@ def contact_inverse_dynamics(model: Any, q: Any, qd: Any, qdd: Any, active: Sequ
     return ContactInverseDynamics(u, lam, forces, rows, res)
 
 
-def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, int], dict[str, int]]:
-    """Positions in λ of each active contact's tangential and normal row."""
-    tangential: dict[str, int] = {}
+def _contact_rows(blocks: list[tuple[str, str, int, int]]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Positions in λ of each active contact's tangential rows (one in the plane, two in space) and of its
+    normal row (the last)."""
+    tangential: dict[str, list[int]] = {}
     normal: dict[str, int] = {}
     at = 0
     for name, kind, _row, n in blocks:
         if kind == "contact":
-            tangential[name], normal[name] = at, at + 1
+            tangential[name], normal[name] = list(range(at, at + n - 1)), at + n - 1
         at += n
     return tangential, normal
 
@@ -212,15 +216,17 @@ def _shares(share: Mapping[str, float], contacts: list[str]) -> dict[str, float]
     return {k: float(v) for k, v in share.items()}
 
 
-def _share_rows(share: Mapping[str, float], tangential: dict[str, int], k: int) -> np.ndarray:
-    """Rows S with S λ = 0: tangential(c) = share_c * Σ tangential of the active contacts."""
+def _share_rows(share: Mapping[str, float], tangential: dict[str, list[int]], k: int) -> np.ndarray:
+    """Rows S with S λ = 0: along each tangent axis, tangential(c) = share_c * Σ tangential of the active
+    contacts."""
     S = []
     for name, value in share.items():
-        row = np.zeros(k)
-        for j in tangential.values():
-            row[j] -= value
-        row[tangential[name]] += 1.0
-        S.append(row)
+        for axis, own in enumerate(tangential[name]):
+            row = np.zeros(k)
+            for rows in tangential.values():
+                row[rows[axis]] -= value
+            row[own] += 1.0
+            S.append(row)
     return np.array(S).reshape(len(S), k)
 
 

@@ -30,7 +30,10 @@ Python at every stage). ``controller=`` takes a tracking law toward a
 
 The reference is sampled: rows of ``q_ref``, ``qd_ref``, ``qdd_ref`` at
 ``t``, interpolated linearly in C and held constant before the first and
-after the last sample.
+after the last sample. With free, spherical or planar joints (a floating
+base) ``qd_ref`` and ``qdd_ref`` are velocities (nv per row, as ``qd``) and
+the position error ``q_ref - q`` is the velocity that takes q to q_ref in
+unit time (``CompiledModel.difference``: a free joint's on SE(3)).
 """
 from __future__ import annotations
 
@@ -92,7 +95,9 @@ class Reference:
 
     t : (n,) strictly increasing times; q : (n, nq). ``qd`` and ``qdd``
     default to derivatives of the samples (``numpy.gradient``, second
-    order); give them when they are known exactly.
+    order); give them when they are known exactly. A model with free,
+    spherical or planar joints takes them as velocities, (n, nv): give them
+    (:meth:`hold` gives zeros of either width).
     """
 
     t: np.ndarray
@@ -110,9 +115,10 @@ class Reference:
         if qdd is None:
             qdd = np.gradient(qdv, tt, axis=0, edge_order=2) if tt.size > 2 else np.zeros_like(qq)
         qddv = _samples(qdd, tt.size, "Reference qdd")
-        if not (qq.shape == qdv.shape == qddv.shape):
+        if not (qdv.shape == qddv.shape and qdv.shape[0] == qq.shape[0] and qdv.shape[1] <= qq.shape[1]):
             raise ValueError(f"Reference: q {qq.shape}, qd {qdv.shape} and qdd {qddv.shape} must have the same "
-                             f"shape")
+                             f"shape (qd and qdd: the same rows, as many columns as q or, velocities of free, "
+                             f"spherical or planar joints, fewer)")
         for name, a in (("q", qq), ("qd", qdv), ("qdd", qddv)):
             if not np.all(np.isfinite(a)):
                 raise ValueError(f"Reference {name} holds inf or NaN")
@@ -128,9 +134,18 @@ class Reference:
         z = np.zeros_like(qq)
         return cls([0.0], qq, z, z)
 
-    def rows(self) -> np.ndarray:
-        """(n, 3 nq) rows [q_ref, qd_ref, qdd_ref], as the C code reads them."""
-        return np.ascontiguousarray(np.hstack([self.q, self.qd, self.qdd]))
+    def rows(self, nv: Optional[int] = None) -> np.ndarray:
+        """(n, nq + 2 nv) rows [q_ref, qd_ref, qdd_ref], as the C code reads them (nv: the model's velocities,
+        default nq; a reference held at rest has zero rates of either width)."""
+        nv = self.q.shape[1] if nv is None else nv
+        qd, qdd = self.qd, self.qdd
+        if qd.shape[1] != nv:
+            if qd.shape[1] == self.q.shape[1] and not np.any(qd) and not np.any(qdd):
+                qd = qdd = np.zeros((self.q.shape[0], nv))
+            else:
+                raise ValueError(f"the reference's qd and qdd have {qd.shape[1]} columns; the model has {nv} "
+                                 f"velocities (free, spherical or planar joints: give qd and qdd as velocities)")
+        return np.ascontiguousarray(np.hstack([self.q, qd, qdd]))
 
 
 def _gains(k: ArrayLike, n: int, what: str) -> np.ndarray:
@@ -161,7 +176,7 @@ class PD:
 class ComputedTorque:
     """Computed torque: u = (B^T B)^-1 B^T [M (qdd_ref + Kp e + Kd ė) + bias], e = q_ref - q.
 
-    kp, kd : one gain for all coordinates, or one per coordinate (nq,).
+    kp, kd : one gain for all coordinates, or one per coordinate (nv,: per velocity).
     """
 
     reference: Reference

@@ -292,11 +292,6 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray,
         if nu == 0:
             raise ValueError(f"the model {sys.name!r} has no inputs; a controller has nothing to drive")
         return _CALLBACK, none, none, none, none, none, c_law.bind(sys._m.address(), pv).input_function()
-    if controller is not None and getattr(sys, "lie_joints", None):
-        raise ValueError(f"the model {sys.name!r} has a free, spherical or planar joint (nq = {nq}, nv = "
-                         f"{sys.nv}): the tracking controllers PD and ComputedTorque compare q and qd entry by "
-                         f"entry and need qd = dq/dt; "
-                         f"give u as a function u(t, q, qd) or a CController")
     if controller is not None:
         if not isinstance(controller, (PD, ComputedTorque)):
             raise TypeError(f"controller must be a rodgen PD, ComputedTorque or CController; got "
@@ -308,7 +303,7 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray,
             raise TypeError(f"the controller's reference must be a rodgen Reference; got {type(ref).__name__}")
         if ref.q.shape[1] != nq:
             raise ValueError(f"the reference has {ref.q.shape[1]} coordinates; the model {sys.name!r} has {nq}")
-        values = ref.rows().reshape(-1)
+        values = ref.rows(sys.nv).reshape(-1)
         if isinstance(controller, PD):
             ff = none
             if u is not None:
@@ -319,8 +314,8 @@ def _input_law(sys: "CompiledModel", u: UInput, controller: Any, pv: np.ndarray,
                     None)
         if u is not None:
             raise ValueError("a ComputedTorque controller sets all inputs; u must be None")
-        return (_COMPUTED_TORQUE, none, ref.t, values, _gains(controller.kp, nq, "ComputedTorque kp"),
-                _gains(controller.kd, nq, "ComputedTorque kd"), None)
+        return (_COMPUTED_TORQUE, none, ref.t, values, _gains(controller.kp, sys.nv, "ComputedTorque kp"),
+                _gains(controller.kd, sys.nv, "ComputedTorque kd"), None)
     if u is None:
         return _CONSTANT, none, none, none, none, none, None
     if isinstance(u, InputTable):
@@ -370,17 +365,16 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     same time. A failure ends the run with ``status`` and a ``message`` naming the block.
     """
     rt = sys._runtime
-    if getattr(sys, "lie_joints", None):
-        raise ValueError(f"the model {sys.name!r} has a free, spherical or planar joint (nq = {sys.nq}, nv = "
-                         f"{sys.nv}): contacts, constrained dynamics and the hybrid simulator take models whose "
-                         f"velocities are their coordinates' rates only, for now")
-    nq, nu, ny, nr, nc = sys.nq, sys.nu, 2 * sys.nq, sys.nrows, len(sys.constraints)
+    # the state [q (nq), qd (nv)]: with free, spherical or planar joints qd are the velocities and the C steps
+    # q by the configuration rate, each quaternion renormalised after every step
+    nq, nu, ny, nr, nc = sys.nq, sys.nu, sys.nq + sys.nv, sys.nrows, len(sys.constraints)
     y = np.ascontiguousarray(np.asarray(y0, dtype=float).reshape(-1))
     if y.shape != (ny,):
         raise ValueError(f"Input 'y0' has length {y.size}; the model {sys.name!r} expects {ny} state entries "
                          f"[q, qd], q in the order of its coordinates ({names_text(sys.coordinates)})")
     if not np.all(np.isfinite(y)):
         raise ValueError(f"y0 holds inf or NaN: {y.tolist()}")
+    sys.check_quaternions(y[:nq], "y0")
     if not sys.constraints:
         raise ValueError(f"the model {sys.name!r} has no constraint blocks; use simulate() without contacts")
     t0, t_end = float(t0), float(t_end)
@@ -462,7 +456,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     q, qd = Y[:, :nq], Y[:, nq:]
     T, V = sys.energy(q, qd, pv) if len(t) else (np.empty(0), np.empty(0))
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
-                           inputs=list(sys.inputs), status=status, message=message, model=sys.name)
+                           inputs=list(sys.inputs), status=status, message=message, model=sys.name,
+                           velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
     if getattr(sys, "force_names", None) and len(t):
         res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     phases: list[tuple[float, list[str]]] = []

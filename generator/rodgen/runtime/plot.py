@@ -40,10 +40,11 @@ _INPUT_AXES = {"torque": ("torques", "N m"), "force": ("forces", "N")}
 
 
 def kinds(model: Any) -> tuple[dict[str, str], dict[str, str]]:
-    """(coordinate name -> "angle" or "length", input name -> "torque" or "force") of a Model or ValidModel
-    (a base position is a length)."""
+    """(coordinate name -> "angle" or "length", input name -> "torque" or "force") of a Model, ValidModel
+    or compiled model (a base position is a length)."""
     from ..model.valid import valid_model
-    vm = valid_model(model)
+    from .compiled import CompiledModel
+    vm = valid_model(model.model if isinstance(model, CompiledModel) else model)
     coords = {c.name: ("angle" if c.kind == "angle" else "length") for c in vm.coordinates()}
     inputs = {i.name: ("torque" if i.kind == "torque" else "force") for i in vm.inputs()}
     return coords, inputs

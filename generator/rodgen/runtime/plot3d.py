@@ -68,6 +68,28 @@ def skeleton3d(names: Sequence[str], model: Any = None) -> tuple[list[list[str]]
     return [line for line in lines if len(line) > 1], {k: v for k, v in masses.items() if k in have}
 
 
+def _axis(vertical: str) -> str:
+    if vertical not in ("x", "y", "z"):
+        raise ValueError(f"vertical must be 'x', 'y' or 'z', got {vertical!r}")
+    return vertical
+
+
+def up_axis(model: Any) -> str:
+    """The axis a picture of ``model`` draws upwards: the one along which its gravity mostly points (down),
+    ``"z"`` when the model is unknown, planar or weightless."""
+    g = getattr(model, "gravity", None)
+    value = getattr(model, "value", None)
+    if not isinstance(g, (tuple, list)) or len(g) != 3 or value is None:
+        return "z"
+    try:
+        vec = np.array([float(value(x)) for x in g])
+    except (TypeError, ValueError, KeyError):
+        return "z"
+    if not np.all(np.isfinite(vec)) or not np.any(vec):
+        return "z"
+    return "xyz"[int(np.argmax(np.abs(vec)))]
+
+
 def _bounds(points: Mapping[str, np.ndarray]) -> tuple[np.ndarray, float]:
     allp = np.concatenate([np.asarray(v, dtype=float).reshape(-1, 3) for v in points.values()], axis=0)
     allp = allp[np.isfinite(allp).all(axis=1)]
@@ -142,9 +164,10 @@ class _Figure3D:
 
 def draw_configuration(points: Mapping[str, Any], lines: Lines, path: Optional[PathLike] = None, *,
                        masses: Optional[Mapping[str, float]] = None, title: str = "", dpi: int = 100,
-                       size: float = 5.0, elev: float = 20.0, azim: float = -60.0) -> Any:
+                       size: float = 5.0, elev: float = 20.0, azim: float = -60.0, vertical: str = "z") -> Any:
     """A 3D stick figure of one configuration: ``points`` name -> (x, y, z), ``lines`` polylines of point
-    names (one per link or per joint-to-joint stick), ``masses`` name -> mass of the points drawn as masses.
+    names (one per link or per joint-to-joint stick), ``masses`` name -> mass of the points drawn as masses;
+    ``vertical``: the axis drawn upwards (``"x"``, ``"y"`` or ``"z"``).
 
     Returns the matplotlib Figure (its 3D axes: ``fig.axes[0]``; the sticks are its first ``len(lines)``
     lines); with ``path`` it is also saved (the format from the suffix).
@@ -154,7 +177,7 @@ def draw_configuration(points: Mapping[str, Any], lines: Lines, path: Optional[P
     mid, span = _bounds(pts)
     fig = new_figure(size, size)
     ax = _axes3d(fig, mid, span, title)
-    ax.view_init(elev=elev, azim=azim)
+    ax.view_init(elev=elev, azim=azim, vertical_axis=_axis(vertical))
     _Figure3D(ax, lines, masses, None).draw(pts, 0)
     if path is not None:
         fig.savefig(os.fspath(path), dpi=dpi)
@@ -164,9 +187,9 @@ def draw_configuration(points: Mapping[str, Any], lines: Lines, path: Optional[P
 def animate_points(points: Mapping[str, Any], lines: Lines, path: PathLike, *, times: Optional[Any] = None,
                    masses: Optional[Mapping[str, float]] = None, fps: int = 25, trace: Optional[str] = None,
                    title: str = "", dpi: int = 80, size: float = 5.0, elev: float = 20.0,
-                   azim: float = -60.0) -> int:
+                   azim: float = -60.0, vertical: str = "z") -> int:
     """A GIF of a 3D stick figure: ``points`` name -> (N, 3), one frame per row, ``times`` (N,) shown in a
-    corner. Returns the number of frames written (N)."""
+    corner, ``vertical`` the axis drawn upwards. Returns the number of frames written (N)."""
     from matplotlib.animation import PillowWriter
     masses = dict(masses or {})
     first = next(iter(points.values()), None)
@@ -179,7 +202,7 @@ def animate_points(points: Mapping[str, Any], lines: Lines, path: PathLike, *, t
     mid, span = _bounds(pts)
     fig = new_figure(size, size)
     ax = _axes3d(fig, mid, span, title)
-    ax.view_init(elev=elev, azim=azim)
+    ax.view_init(elev=elev, azim=azim, vertical_axis=_axis(vertical))
     figure = _Figure3D(ax, lines, masses, trace)
     label = ax.text2D(0.02, 0.96, "", transform=ax.transAxes, va="top")
     writer = PillowWriter(fps=fps)
@@ -197,9 +220,10 @@ def plot_configuration(sys: Any, q: Any, path: Optional[PathLike] = None, *, p: 
     """A 3D stick figure of the mechanism at the coordinates ``q``; ``sys`` is the model's evaluator (a
     compiled model: anything with ``points(q, p)`` returning name -> (3,)). Returns the Figure."""
     pts = {k: np.asarray(v, dtype=float).reshape(3) for k, v in sys.points(np.asarray(q, dtype=float), p).items()}
-    lines, masses = skeleton3d(list(pts), model if model is not None else _model_of(sys))
+    vm = model if model is not None else _model_of(sys)
+    lines, masses = skeleton3d(list(pts), vm)
     name = title if title is not None else str(getattr(sys, "name", "") or "")
-    return draw_configuration(pts, lines, path, masses=masses, title=name, dpi=dpi, size=size)
+    return draw_configuration(pts, lines, path, masses=masses, title=name, dpi=dpi, size=size, vertical=up_axis(vm))
 
 
 def animate3d(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: float = 1.0, max_frames: int = 250,
@@ -213,9 +237,11 @@ def animate3d(sys: Any, result: Any, path: PathLike, *, fps: int = 25, speed: fl
     times, idx = frame_times(res.t, fps, speed, max_frames)
     pts = sys.points(res.q[idx], p)
     pts = {k: np.asarray(v, dtype=float).reshape(len(idx), 3) for k, v in pts.items()}
-    lines, masses = skeleton3d(list(pts), model if model is not None else _model_of(sys))
-    return animate_points(pts, lines, path, times=times, masses=masses, fps=fps, trace=trace,
+    vm = model if model is not None else _model_of(sys)
+    lines, masses = skeleton3d(list(pts), vm)
+    return animate_points(pts, lines, path, times=times, masses=masses, fps=fps, trace=trace, vertical=up_axis(vm),
                           title=res.model or "", dpi=dpi, size=size)
 
 
-__all__ = ["draw_configuration", "animate_points", "plot_configuration", "animate3d", "skeleton3d", "frame_times"]
+__all__ = ["draw_configuration", "animate_points", "plot_configuration", "animate3d", "skeleton3d", "frame_times",
+           "up_axis"]

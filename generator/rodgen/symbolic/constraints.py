@@ -8,6 +8,10 @@ For every block the symbolic stage returns (docs/ARCHITECTURE.md, "Constraints")
     jacobian J(q)     = dc/dq
     bias              = J̇ q̇ = d/dt (J(q)) q̇ = sum_k d(J q̇)/dq_k q̇_k,
 
+(with free, spherical or planar joints the velocities v are not the coordinates' rates: J maps the nv
+velocities, J = dc/dq · d(dq/dt)/dv, and the bias is sum_k d(J v)/dq_k (dq_k/dt) with dq/dt the
+configuration rate ``Equations.configuration_rate``),
+
 so that along a motion that keeps a block's rows constant ``J qdd + J̇ q̇ = 0``
 and its force ``λ`` enters the equations as ``M qdd + bias = B u + Jᵀ λ``.
 Everything is built from the Cartesian marker positions ``Equations.points``,
@@ -55,11 +59,24 @@ def constraint_equations(eqs: Equations) -> list[ConstraintEquations]:
     def point(name: str) -> sp.Matrix:
         return inline(eqs.points[name])
 
+    # dq/dt: qd, or with free, spherical or planar joints the configuration rate (nq) of the nv velocities,
+    # whose Jacobian by the velocities maps a row's dc/dq onto the velocities
+    rate = eqs.configuration_rate if eqs.configuration_rate is not None else sp.Matrix(qd)
+    tangent = rate.jacobian(qd) if eqs.configuration_rate is not None and q else None
+
     def block(name: str, kind: str, position: sp.Matrix, friction: sp.Expr | None = None,
-              kinetic: sp.Expr | None = None, jacobian: sp.Matrix | None = None) -> ConstraintEquations:
-        J = jacobian if jacobian is not None else position.jacobian(q) if q else sp.zeros(position.shape[0], 0)
+              kinetic: sp.Expr | None = None, jacobian: sp.Matrix | None = None,
+              bias: sp.Matrix | None = None) -> ConstraintEquations:
+        if bias is not None and jacobian is not None:
+            return ConstraintEquations(name, kind, position, jacobian, bias, friction, kinetic)
+        if jacobian is not None:
+            J = jacobian
+        elif not q:
+            J = sp.zeros(position.shape[0], 0)
+        else:
+            J = position.jacobian(q) if tangent is None else position.jacobian(q) * tangent
         Jqd = J * sp.Matrix(qd)
-        bias = Jqd.jacobian(q) * sp.Matrix(qd) if q else sp.zeros(position.shape[0], 1)
+        bias = Jqd.jacobian(q) * rate if q else sp.zeros(position.shape[0], 1)
         return ConstraintEquations(name, kind, position, J, bias, friction, kinetic)
 
     out: list[ConstraintEquations] = []
@@ -121,6 +138,13 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
         pos, rot = eqs.frames[k]
         return inline(pos), inline(rot), inline(eqs.frame_jacobians[k])
 
+    rate = eqs.configuration_rate if eqs.configuration_rate is not None else sp.Matrix(eqs.qd)
+    tangents: dict[sp.Symbol, sp.Expr] = {}
+
+    def jdot_v(rows: sp.Matrix) -> sp.Matrix:
+        """J̇ q̇ of Jacobian rows J written in the recursion's intermediate symbols (not inlined)."""
+        return sp.Matrix(rate_derivative(eqs, list(rows * sp.Matrix(eqs.qd)), rate, tangents))
+
     out: list[ConstraintEquations] = []
     ground = getattr(model, "ground")           # a ValidSpatialGround: the plane n·r = height
     t1, t2, n = ground_axes(sp.Matrix([X(c) for c in ground.normal]))
@@ -128,24 +152,65 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
     T = sp.Matrix.vstack(t1.T, t2.T, n.T)
     for c in model.contacts:
         r, R, Jf = frame(c.marker)
-        pos, J = T * r - sp.Matrix([0, 0, height]), T * Jf[0:3, :]
+        raw = eqs.frame_jacobians[key(c.marker)]
+        pos, J, Jraw = T * r - sp.Matrix([0, 0, height]), T * Jf[0:3, :], T * raw[0:3, :]
         if c.rows == 6:
             # a flat foot: also ½ vee(R Rgᵀ - Rg Rᵀ) against the ground's axes Rg = Tᵀ, in those axes, whose
             # Jacobian is taken as the frame's angular velocity (in the ground's axes), as a 6-row loop's
             E = (R * T - T.T * R.T) / 2
             pos = pos.col_join(T * sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(T * Jf[3:6, :])
-        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=J))
+            Jraw = Jraw.col_join(T * raw[3:6, :])
+        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=J, bias=jdot_v(Jraw)))
     for lp in model.loops:
         ra, Ra, Ja = frame(lp.a)
         rb, Rb, Jb = frame(lp.b)
-        pos, J = rb - ra, Jb[0:3, :] - Ja[0:3, :]
+        raw = eqs.frame_jacobians[key(lp.b)] - eqs.frame_jacobians[key(lp.a)]
+        pos, J, Jraw = rb - ra, Jb[0:3, :] - Ja[0:3, :], raw[0:3, :]
         if lp.rows == 6:
             E = (Rb * Ra.T - Ra * Rb.T) / 2
             pos = pos.col_join(sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(Jb[3:6, :] - Ja[3:6, :])
-        out.append(block(lp.name, "loop", pos, jacobian=J))
+            Jraw = raw
+        out.append(block(lp.name, "loop", pos, jacobian=J, bias=jdot_v(Jraw)))
     return out
+
+
+def rate_derivative(eqs: Equations, exprs: list[sp.Expr], rate: sp.Matrix,
+                    tangents: dict[sp.Symbol, sp.Expr]) -> list[sp.Expr]:
+    """d/dt of ``exprs`` (in q, the velocities and the intermediate symbols of ``eqs.assignments``) along
+    q̇ = ``rate`` at constant velocities, in forward mode through the assignments: each intermediate the
+    expressions depend on gets its time derivative as a new assignment appended to ``eqs.assignments``
+    (once per symbol: ``tangents`` keeps them for the next call). So J̇ q̇ of a frame costs about as much as
+    its Jacobian, instead of the derivative of its inlined closed form by every coordinate."""
+    q = list(eqs.q)
+    qrate = {x: rate[i] for i, x in enumerate(q)}
+    known = {sym: ex for sym, ex in eqs.assignments}
+    needed: set[sp.Symbol] = set()
+    stack = [x for ex in exprs for x in sp.sympify(ex).free_symbols if x in known]
+    while stack:
+        x = stack.pop()
+        if x in needed or x in tangents:
+            continue
+        needed.add(x)
+        stack.extend(y for y in known[x].free_symbols if y in known and y not in needed)
+
+    def d(ex: sp.Expr) -> sp.Expr:
+        terms = []
+        for x in sorted(ex.free_symbols, key=sp.default_sort_key):
+            dx = qrate.get(x, tangents.get(x, sp.Integer(0)))
+            if dx != 0:
+                terms.append(sp.diff(ex, x) * dx)
+        return sp.Add(*terms)
+    for sym, ex in list(eqs.assignments):
+        if sym in needed:
+            dt = d(ex)
+            if dt != 0 and not isinstance(dt, sp.Symbol):
+                t = sp.Symbol(f"_dt_{sym}")
+                eqs.assignments.append((t, dt))
+                dt = t
+            tangents[sym] = dt
+    return [d(sp.sympify(ex)) for ex in exprs]
 
 
 def _inliner(eqs: Equations):  # type: ignore[no-untyped-def]
@@ -266,7 +331,7 @@ class _Factored:
     :func:`constrained_solve`)."""
 
     def __init__(self, eqs: Equations) -> None:
-        n = len(eqs.q)
+        n = len(eqs.qd)     # M is nv x nv
         self.n = n
         self.zero = zero = sp.Integer(0)
         rows = [c.jacobian[i, :] for c in eqs.constraints for i in range(c.nrows)]
@@ -545,5 +610,6 @@ def _angle_sums(wanted: list[sp.Expr], known: list[sp.Expr], q: list[sp.Symbol],
 
 
 __all__ = ["LOOP_TOLERANCE", "ConstrainedSolve", "ConstrainedTerms", "constraint_equations", "constrained_solve",
+           "rate_derivative",
            "constrained_terms", "elimination_order",
            "initial_values"]

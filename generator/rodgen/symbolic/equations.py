@@ -300,6 +300,15 @@ class Equations:
                                           list(self.q) + list(self.qd))
         return self._tangent
 
+    def constraint_partials(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Symbol],
+                                           list[list[sp.Expr]], list[list[sp.Expr]]]:
+        """(assignments, λ symbols, dg, dk): the partials of the constrained dynamics' KKT system
+        g = M a + bias - B u - Jᵀ λ and k = J a + J̇ qd by [q, qd] at fixed a (the ``qdd`` symbols),
+        u and λ (see :func:`rodgen.symbolic.constrained_derivative.constraint_partials`). Built on
+        each call; needs ``constraints`` and nq = nv."""
+        from .constrained_derivative import constraint_partials
+        return constraint_partials(self)
+
     def constrained_terms(self) -> ConstrainedTerms:
         """What the constrained dynamics needs at one state, as straight-line code: a sparse L D L^T
         factorisation of M, the free accelerations and, for every constraint row, J, c, J qd,

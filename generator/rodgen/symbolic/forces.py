@@ -55,19 +55,26 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     pnames: dict[str, sp.Symbol] = {str(s): s for s in eqs.params}
     inline = _inliner(eqs)
     coord = _coordinates(eqs, inline)
-    rate = {f"{name}_dot": sum((sp.diff(ex, qi) * qdi for qi, qdi in zip(q, qd)), sp.S.Zero)
+    # each coordinate's rate: its velocity; a free, spherical or planar joint's coordinates have none (their
+    # velocities are not the coordinates' rates), and its points move by the frame Jacobians, in nv columns
+    lie = bool(getattr(model, "lie", False))
+    pairs = list(zip(q, qd))
+    if lie:
+        rated = {c: qd[i] for i, (_, c) in enumerate(getattr(model, "velocities")()) if c is not None}
+        pairs = [(qi, rated[str(qi)]) for qi in q if str(qi) in rated]
+    rate = {f"{name}_dot": sum((sp.diff(ex, qi) * qdi for qi, qdi in pairs), sp.S.Zero)
             for name, ex in coord.items()}
     usym = {str(s): s for s in eqs.u}
 
     def X(v: Expression) -> sp.Expr:
         return to_sympy(v, pnames)
 
-    geo: _Geometry = (_Spatial(eqs, inline, X) if getattr(model, "spatial", False)
+    geo: _Geometry = (_Spatial(eqs, inline, X, lie) if getattr(model, "spatial", False)
                       else _Planar(model, inline, eqs, coord, pnames, X))  # type: ignore[arg-type]
     out: list[ForceEquations] = []
     for f in model.forces:
         r = geo.position(f.point)
-        J = r.jacobian(q) if q else sp.zeros(geo.dim, 0)
+        J = geo.jacobian(f.point, r, q)
         v = J * qdv
         names = {**pnames, **coord, **rate, "t": eqs.t}
         if f.force is not None:
@@ -75,7 +82,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         if f.type == "spring_damper":
             assert f.b is not None
             rb = geo.position(f.b)
-            Jb = rb.jacobian(q) if q else sp.zeros(geo.dim, 0)
+            Jb = geo.jacobian(f.b, rb, q)
             F = _spring_damper(f, rb - r, (Jb - J) * qdv, X)
             out.append(ForceEquations(f.name, f.type, f.point, r, J, F, (J - Jb).T * F, False))
             continue
@@ -102,7 +109,7 @@ def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.M
             kind, p = known[nm]
             if p not in cache:
                 r = geo.position(p)
-                cache[p] = (r, (r.jacobian(q) if q else sp.zeros(geo.dim, 0)) * qdv)
+                cache[p] = (r, geo.jacobian(p, r, q) * qdv)
             r, v = cache[p]
             out[nm] = (v if kind.startswith("v") else r)["xyz".index(kind[-1])]
     return out
@@ -119,6 +126,10 @@ class _Geometry:
 
     def has_point(self, point: str) -> bool:
         raise NotImplementedError
+
+    def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
+        """The point's velocity Jacobian (dim x nv): the derivative of its position ``r`` by ``q``."""
+        return r.jacobian(q) if q else sp.zeros(self.dim, 0)
 
     def link_axes(self, link: str) -> tuple[sp.Matrix, sp.Matrix]:
         raise NotImplementedError
@@ -161,8 +172,9 @@ class _Planar(_Geometry):
 class _Spatial(_Geometry):
     dim = 3
 
-    def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr]):
-        self.eqs, self.inline, self.X = eqs, inline, X
+    def __init__(self, eqs: Equations, inline: Callable[[sp.Matrix], sp.Matrix], X: Callable[[Expression], sp.Expr],
+                 lie: bool = False):
+        self.eqs, self.inline, self.X, self.lie = eqs, inline, X, lie
         g: Any = eqs.model.ground
         nv = sp.Matrix([X(c) for c in g.normal])
         self.n = _unit(nv)
@@ -179,6 +191,13 @@ class _Spatial(_Geometry):
 
     def has_point(self, point: str) -> bool:
         return point in self.eqs.frames
+
+    def jacobian(self, point: str, r: sp.Matrix, q: list[sp.Symbol]) -> sp.Matrix:
+        """With a free, spherical or planar joint, the frame's Jacobian in the velocities (its origin's rows):
+        ``∂r/∂q`` is in the quaternion's coordinates, not the velocities."""
+        if self.lie:
+            return self.inline(self.eqs.frame_jacobians[point][:3, :])
+        return super().jacobian(point, r, q)
 
     def _rotation(self, frame: str) -> sp.Matrix:
         return self.inline(self.eqs.frames[frame][1])
@@ -289,7 +308,7 @@ def apply_forces(eqs: Equations) -> None:
     elements = force_equations(eqs)
     if not elements:
         return
-    n = len(eqs.q)
+    n = len(eqs.qd)
     F = sp.zeros(n, 1)
     B = eqs.B.copy()
     col = {s: j for j, s in enumerate(eqs.u)}

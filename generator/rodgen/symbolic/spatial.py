@@ -22,7 +22,9 @@ in the parent frame, then a rotation about (revolute) or a translation along
 * a two-angle link is a revolute node about z (phi) and one about -y (psi);
   with absolute angles after a parent two-angle link, a third node about y by
   the parent's psi comes first and the phi node turns by ``phi - phi_parent``
-  (the relative rotation ``Ry(psi_p) Rz(phi - phi_p) Ry(-psi)``);
+  (the relative rotation ``Ry(psi_p) Rz(phi - phi_p) Ry(-psi)``); after a
+  parent that only translates (a free base point x, y, z of prismatic joints)
+  the absolute angles are the relative ones;
 * a variable segment is a prismatic node along the link axis, and a point at
   an intermediate fraction ``a`` of one a virtual prismatic node (``a*l``).
 
@@ -352,13 +354,16 @@ class SpatialTree:
             dphi = phi
             if jt.angles == "absolute" and lk.parent is not None:
                 up = self.model.link_named(lk.parent)
-                phi_p, psi_p = (self.qmap[c] for c in up.joint.coordinates)
                 if not _is_identity(frame.Rl):
                     raise DerivationError(f"link {lk.name!r}: an absolute two-angle link must be attached to its "
                                           f"parent without rotation")
-                i0 = self.add(SNode(f"{lk.name}_undo", frame.node, True, frame.Rl, frame.pl, [_0, _1, _0], psi_p))
-                frame = SRef(i0)
-                dphi = phi - phi_p
+                if up.joint.type == "two_angle":
+                    phi_p, psi_p = (self.qmap[c] for c in up.joint.coordinates)
+                    i0 = self.add(SNode(f"{lk.name}_undo", frame.node, True, frame.Rl, frame.pl, [_0, _1, _0],
+                                        psi_p))
+                    frame = SRef(i0)
+                    dphi = phi - phi_p
+                # else a parent that only translates (the model stage checked it): its axes are the ground's
             i1 = self.add(SNode(f"{lk.name}_phi", frame.node, True, frame.Rl, frame.pl, [_0, _0, _1], dphi))
             i2 = self.add(SNode(f"{lk.name}_psi", i1, True, _eye(), _zero3(), [_0, -_1, _0], psi))
             frame = SRef(i2)

@@ -554,6 +554,7 @@ const rodgen_model *pendulum_vl_model(void)
         0,   /* constrained_solve */
         0,   /* element_forces */
         0,   /* kinetic_friction */
+        0,   /* constraint_partials */
         pendulum_vl_coordinate_names,
         pendulum_vl_input_names,
         pendulum_vl_parameter_names,

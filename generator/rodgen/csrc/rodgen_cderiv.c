@@ -1,0 +1,411 @@
+/*
+ * rodgen_cderiv.c: derivatives of the constrained dynamics and of the impact map for a
+ * fixed active set (see rodgen_cderiv.h). Pure C99.
+ */
+#include <math.h>
+
+#include "rodgen_cderiv.h"
+#include "rodgen_contact.h"   /* RODGEN_STICK */
+
+/* A pivot of J M^-1 J^T at or below this fraction of its largest diagonal entry: singular rows
+ * (rodgen_cfd_defaults' singular_tol). */
+#define CDERIV_SINGULAR_TOL 1e-10
+
+/* In-place Cholesky A = L L^T (row-major, lower triangle); 1 when a pivot is <= tol * max diag(A). */
+static int cd_chol(double *A, int n, double tol)
+{
+    double dmax = 0.0;
+    int i, j, k;
+    for (i = 0; i < n; ++i) {
+        if (A[i * n + i] > dmax) {
+            dmax = A[i * n + i];
+        }
+    }
+    if (n > 0 && (!(dmax > 0.0) || !isfinite(dmax))) {
+        return 1;
+    }
+    for (j = 0; j < n; ++j) {
+        double d = A[j * n + j];
+        for (k = 0; k < j; ++k) {
+            d -= A[j * n + k] * A[j * n + k];
+        }
+        if (!(d > tol * dmax)) {
+            return 1;
+        }
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (i = j + 1; i < n; ++i) {
+            double s = A[i * n + j];
+            for (k = 0; k < j; ++k) {
+                s -= A[i * n + k] * A[j * n + k];
+            }
+            A[i * n + j] = s / d;
+        }
+    }
+    return 0;
+}
+
+/* Solve L L^T x = b in place, x[i * stride] (a column of a row-major matrix when stride > 1). */
+static void cd_solve(const double *L, int n, double *x, int stride)
+{
+    int i, k;
+    for (i = 0; i < n; ++i) {
+        double s = x[i * stride];
+        for (k = 0; k < i; ++k) {
+            s -= L[i * n + k] * x[k * stride];
+        }
+        x[i * stride] = s / L[i * n + i];
+    }
+    for (i = n - 1; i >= 0; --i) {
+        double s = x[i * stride];
+        for (k = i + 1; k < n; ++k) {
+            s -= L[k * n + i] * x[k * stride];
+        }
+        x[i * stride] = s / L[i * n + i];
+    }
+}
+
+/* Solve L L^T X = B in place for the w columns of X (n x w, row-major) at once: row by row, the inner
+ * loops over the contiguous columns (they vectorise, instead of one latency-bound solve per column). */
+static void cd_solve_block(const double *L, int n, double *X, int w)
+{
+    int i, k, c;
+    for (i = 0; i < n; ++i) {
+        double *xi = X + i * w;
+        const double inv = 1.0 / L[i * n + i];
+        for (k = 0; k < i; ++k) {
+            const double lik = L[i * n + k];
+            const double *xk = X + k * w;
+            for (c = 0; c < w; ++c) {
+                xi[c] -= lik * xk[c];
+            }
+        }
+        for (c = 0; c < w; ++c) {
+            xi[c] *= inv;
+        }
+    }
+    for (i = n - 1; i >= 0; --i) {
+        double *xi = X + i * w;
+        const double inv = 1.0 / L[i * n + i];
+        for (k = i + 1; k < n; ++k) {
+            const double lki = L[k * n + i];
+            const double *xk = X + k * w;
+            for (c = 0; c < w; ++c) {
+                xi[c] -= lki * xk[c];
+            }
+        }
+        for (c = 0; c < w; ++c) {
+            xi[c] *= inv;
+        }
+    }
+}
+
+static int cd_finite(const double *x, int n)
+{
+    int i;
+    for (i = 0; i < n; ++i) {
+        if (!isfinite(x[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    double *M, *L, *J, *Y, *S, *X, *T, *dg, *dg0, *dk, *B, *h, *b, *z, *lam0;
+    int *rows;
+} cd_scratch;
+
+static long cd_doubles(const rodgen_model *m)
+{
+    const long n = m->nv, r = m->nrows, w = 2L * m->nv + m->nu;
+    /* M, L; J, Y (r x n); S (r x r); X (n x w); T (r x w); dg, dg0 (n x 2n); dk (r x 2n); B (n x nu);
+     * h, z (n); b, lam0 (r) */
+    return 2 * n * n + 2 * r * n + r * r + n * w + r * w + 4 * n * n + 2 * r * n + n * m->nu + 2 * n + 2 * r + 8;
+}
+
+long rodgen_cderiv_work_bytes(const rodgen_model *m)
+{
+    long bytes = cd_doubles(m) * (long)sizeof(double) + (long)(m->nrows + 1) * (long)sizeof(int);
+    return (bytes + 15) / 16 * 16;
+}
+
+static void cd_carve(const rodgen_model *m, void *work, cd_scratch *s)
+{
+    const int n = m->nv, r = m->nrows, w = 2 * m->nv + m->nu;
+    double *d = (double *)work;
+    s->M = d; d += n * n;
+    s->L = d; d += n * n;
+    s->J = d; d += r * n;
+    s->Y = d; d += r * n;
+    s->S = d; d += r * r;
+    s->X = d; d += n * w;
+    s->T = d; d += r * w;
+    s->dg = d; d += 2 * n * n;
+    s->dg0 = d; d += 2 * n * n;
+    s->dk = d; d += 2 * r * n;
+    s->B = d; d += n * m->nu;
+    s->h = d; d += n;
+    s->z = d; d += n;
+    s->b = d; d += r;
+    s->lam0 = d; d += r + 8;
+    s->rows = (int *)(void *)d;
+}
+
+/* The held rows of `active` (impact: FRICTION blocks left out); -1 for a mode that is not held. */
+static int cd_rows(const rodgen_model *m, const int *active, int impact, int *rows)
+{
+    int k, i, na = 0;
+    for (k = 0; k < m->nconstraints; ++k) {
+        const rodgen_constraint *c = &m->constraints[k];
+        int a = c->kind == RODGEN_LOOP ? RODGEN_STICK : (active != 0 ? active[k] : 0);
+        if (a == 0 || (impact && c->kind == RODGEN_FRICTION)) {
+            continue;
+        }
+        if (a != RODGEN_STICK) {
+            return -1;
+        }
+        for (i = 0; i < c->nrows; ++i) {
+            rows[na++] = c->row + i;
+        }
+    }
+    return na;
+}
+
+/* M and its factor, J, the held rows, Y (row i = M^-1 J_i^T of held row i) and the factor of S = J M^-1 J^T. */
+static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
+                     cd_scratch *s, int *na_out)
+{
+    const int n = m->nv;
+    int i, j, k, na;
+    if (m->constraint_partials == 0 || m->nq != m->nv || m->nconstraints == 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    na = cd_rows(m, active, impact, s->rows);
+    if (na < 0) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    m->mass_matrix(q, p, s->M);
+    for (i = 0; i < n * n; ++i) {
+        s->L[i] = s->M[i];
+    }
+    if (rodgen_cholesky(s->L, n) != RODGEN_OK) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    m->constraint_jacobian(q, p, s->J);
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s->J + s->rows[i] * n;
+        double *y = s->Y + i * n;
+        for (k = 0; k < n; ++k) {
+            y[k] = Ji[k];
+        }
+        rodgen_cholesky_solve(s->L, y, n);
+    }
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s->J + s->rows[i] * n;
+        for (j = 0; j < na; ++j) {
+            double acc = 0.0;
+            for (k = 0; k < n; ++k) {
+                acc += Ji[k] * s->Y[j * n + k];
+            }
+            s->S[i * na + j] = acc;
+        }
+    }
+    if (cd_chol(s->S, na, CDERIV_SINGULAR_TOL)) {
+        return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+    }
+    *na_out = na;
+    return RODGEN_OK;
+}
+
+/* With X = M^-1 dg/dx (n x w) and T = dk/dx of the held rows (na x w) given: T <- S^-1 (J X - T) (the
+ * derivatives of lambda) and the derivatives of the accelerations -X + Y^T T into D (n x w); D's rows
+ * n + row the derivatives of lambda (0 for rows not held). */
+static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *D)
+{
+    const int n = m->nv, r = m->nrows;
+    int i, c, k;
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s->J + s->rows[i] * n;
+        for (c = 0; c < w; ++c) {
+            double acc = 0.0;
+            for (k = 0; k < n; ++k) {
+                acc += Ji[k] * s->X[k * w + c];
+            }
+            s->T[i * w + c] = acc - s->T[i * w + c];
+        }
+    }
+    cd_solve_block(s->S, na, s->T, w);
+    for (k = 0; k < n; ++k) {
+        for (c = 0; c < w; ++c) {
+            double acc = -s->X[k * w + c];
+            for (i = 0; i < na; ++i) {
+                acc += s->Y[i * n + k] * s->T[i * w + c];
+            }
+            D[k * w + c] = acc;
+        }
+    }
+    for (i = 0; i < r * w; ++i) {
+        D[n * w + i] = 0.0;
+    }
+    for (i = 0; i < na; ++i) {
+        for (c = 0; c < w; ++c) {
+            D[(n + s->rows[i]) * w + c] = s->T[i * w + c];
+        }
+    }
+}
+
+int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double *p, const double *q,
+                                   const double *qd, const double *u, const int *active, double *qdd,
+                                   double *lam, double *D, void *work)
+{
+    const int n = m->nv, r = m->nrows, nu = m->nu, w = 2 * n + nu;
+    cd_scratch s;
+    int i, j, k, na = 0, status;
+    double zu[nu > 0 ? nu : 1];   /* u = NULL: zero inputs */
+    const double *uu = u != 0 ? u : zu;
+    for (j = 0; j < (nu > 0 ? nu : 1); ++j) {
+        zu[j] = 0.0;
+    }
+    if (!cd_finite(q, m->nq) || !cd_finite(qd, n) || (nu > 0 && u != 0 && !cd_finite(u, nu))
+        || !cd_finite(p, m->np) || !isfinite(t)) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    cd_carve(m, work, &s);
+    status = cd_factor(m, p, q, active, 0, &s, &na);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    /* the constrained dynamics: qdd0 = M^-1 (B u - bias), S lambda = -(J qdd0 + Jdot qd) */
+    m->bias(t, q, qd, p, s.h);
+    if (nu > 0) {
+        m->input_map(q, p, s.B);
+    }
+    for (i = 0; i < n; ++i) {
+        double acc = -s.h[i];
+        for (j = 0; j < nu; ++j) {
+            acc += s.B[i * nu + j] * uu[j];
+        }
+        qdd[i] = acc;
+    }
+    rodgen_cholesky_solve(s.L, qdd, n);
+    m->constraint_bias(q, qd, p, s.b);
+    for (i = 0; i < r; ++i) {
+        lam[i] = 0.0;
+    }
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s.J + s.rows[i] * n;
+        double acc = s.b[s.rows[i]];
+        for (k = 0; k < n; ++k) {
+            acc += Ji[k] * qdd[k];
+        }
+        s.lam0[i] = -acc;
+    }
+    cd_solve(s.S, na, s.lam0, 1);
+    for (i = 0; i < na; ++i) {
+        lam[s.rows[i]] = s.lam0[i];
+        for (k = 0; k < n; ++k) {
+            qdd[k] += s.Y[i * n + k] * s.lam0[i];
+        }
+    }
+    /* the partials at the solution; X = M^-1 [dg/dx, -B], T = [dk/dx, 0] of the held rows */
+    m->constraint_partials(t, q, qd, qdd, uu, lam, p, s.dg, s.dk);
+    for (k = 0; k < n; ++k) {
+        for (j = 0; j < 2 * n; ++j) {
+            s.X[k * w + j] = s.dg[k * 2 * n + j];
+        }
+        for (j = 0; j < nu; ++j) {
+            s.X[k * w + 2 * n + j] = -s.B[k * nu + j];
+        }
+    }
+    cd_solve_block(s.L, n, s.X, w);
+    for (i = 0; i < na; ++i) {
+        for (j = 0; j < w; ++j) {
+            s.T[i * w + j] = j < 2 * n ? s.dk[s.rows[i] * 2 * n + j] : 0.0;
+        }
+    }
+    cd_kkt(m, &s, na, w, D);
+    if (!cd_finite(qdd, n) || !cd_finite(lam, r) || !cd_finite(D, (n + r) * w)) {
+        return RODGEN_ERR_NONFINITE_RESULT;
+    }
+    return RODGEN_OK;
+}
+
+int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+                              const int *active, double *qd_plus, double *impulse, double *D, void *work)
+{
+    const int n = m->nv, r = m->nrows, nu = m->nu, w = 2 * n;
+    cd_scratch s;
+    int i, j, k, na = 0, status;
+    if (!cd_finite(q, m->nq) || !cd_finite(qd_minus, n) || !cd_finite(p, m->np)) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    cd_carve(m, work, &s);
+    status = cd_factor(m, p, q, active, 1, &s, &na);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    /* S Lambda = -J qd_minus; qd_plus = qd_minus + M^-1 J^T Lambda */
+    for (i = 0; i < r; ++i) {
+        impulse[i] = 0.0;
+    }
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s.J + s.rows[i] * n;
+        double acc = 0.0;
+        for (k = 0; k < n; ++k) {
+            acc += Ji[k] * qd_minus[k];
+        }
+        s.lam0[i] = -acc;
+    }
+    cd_solve(s.S, na, s.lam0, 1);
+    for (k = 0; k < n; ++k) {
+        qd_plus[k] = qd_minus[k];
+    }
+    for (i = 0; i < na; ++i) {
+        impulse[s.rows[i]] = s.lam0[i];
+        for (k = 0; k < n; ++k) {
+            qd_plus[k] += s.Y[i * n + k] * s.lam0[i];
+        }
+    }
+    /* partials at qd = 0 (u = 0; the inputs, the time and the velocity terms cancel in the differences):
+     * d(M w - J^T Lambda)/dq = dg(a = w, lam = Lambda) - dg(a = 0, lam = 0), w = qd_plus - qd_minus;
+     * d(J qd_plus)/dq = dk(a = qd_plus) */
+    {
+        double zero_u[nu > 0 ? nu : 1];
+        double wv[n];
+        for (j = 0; j < (nu > 0 ? nu : 1); ++j) {
+            zero_u[j] = 0.0;
+        }
+        for (k = 0; k < n; ++k) {
+            s.z[k] = 0.0;
+            wv[k] = qd_plus[k] - qd_minus[k];
+        }
+        for (i = 0; i < r; ++i) {
+            s.b[i] = 0.0;
+        }
+        m->constraint_partials(0.0, q, s.z, s.z, zero_u, s.b, p, s.dg0, s.dk);
+        m->constraint_partials(0.0, q, s.z, wv, zero_u, impulse, p, s.dg, s.dk);
+        m->constraint_partials(0.0, q, s.z, qd_plus, zero_u, s.b, p, s.X, s.dk);   /* s.X: scratch */
+    }
+    /* X = M^-1 [dg_q, -M] = [M^-1 dg_q, -I]; T = [dk_q, 0] */
+    for (k = 0; k < n; ++k) {
+        for (j = 0; j < n; ++j) {
+            s.X[k * w + j] = s.dg[k * 2 * n + j] - s.dg0[k * 2 * n + j];
+            s.X[k * w + n + j] = 0.0;
+        }
+    }
+    cd_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
+    for (k = 0; k < n; ++k) {
+        s.X[k * w + n + k] = -1.0;
+    }
+    for (i = 0; i < na; ++i) {
+        for (j = 0; j < w; ++j) {
+            s.T[i * w + j] = j < n ? s.dk[s.rows[i] * 2 * n + j] : 0.0;
+        }
+    }
+    cd_kkt(m, &s, na, w, D);
+    if (!cd_finite(qd_plus, n) || !cd_finite(impulse, r) || !cd_finite(D, (n + r) * w)) {
+        return RODGEN_ERR_NONFINITE_RESULT;
+    }
+    return RODGEN_OK;
+}

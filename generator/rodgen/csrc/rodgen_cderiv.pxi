@@ -1,0 +1,60 @@
+# rodgen_cderiv.pxi: the binding of rodgen_cderiv.c (derivatives of the constrained dynamics and of
+# the impact map), included by _rodgen_runtime.pyx. Use it through rodgen's CompiledModel
+# (constrained_dynamics_derivatives, impact_derivatives), which checks shapes and names blocks.
+
+cdef extern from "rodgen_cderiv.h" nogil:
+    long rodgen_cderiv_work_bytes(const rodgen_model *m)
+    int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double *p, const double *q,
+                                       const double *qd, const double *u, const int *active, double *qdd,
+                                       double *lam, double *D, void *work)
+    int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+                                  const int *active, double *qd_plus, double *impulse, double *D, void *work)
+
+
+def constrained_derivatives(Model model, double[::1] q, double[::1] qd, double[::1] u, int[::1] active,
+                            double[::1] p, double t, double[::1] qdd, double[::1] lam, double[:, ::1] D):
+    """rodgen_constrained_derivatives into qdd [nv], lam [nrows], D [(nv + nrows), (2 nv + nu)]. Returns the
+    status."""
+    cdef const rodgen_model *m = model.m
+    if (q.shape[0] != m.nq or qd.shape[0] != m.nv or u.shape[0] != m.nu or active.shape[0] != m.nconstraints
+            or qdd.shape[0] != m.nv or lam.shape[0] != m.nrows or D.shape[0] != m.nv + m.nrows
+            or D.shape[1] != 2 * m.nv + m.nu or (p.shape[0] not in (0, m.np))):
+        raise ValueError("constrained_derivatives: an array has the wrong length")
+    cdef void *work = PyMem_Malloc(rodgen_cderiv_work_bytes(m) + 8)
+    if work == NULL:
+        raise MemoryError()
+    cdef int status
+    cdef const double *up = &u[0] if u.shape[0] > 0 else NULL
+    cdef double *lp = &lam[0] if lam.shape[0] > 0 else NULL
+    cdef const int *ap = &active[0] if active.shape[0] > 0 else NULL
+    cdef const double *pp = _opt_pointer(p, model.p0)
+    try:
+        with nogil:
+            status = rodgen_constrained_derivatives(m, t, pp, &q[0], &qd[0], up, ap, &qdd[0], lp, &D[0, 0], work)
+    finally:
+        PyMem_Free(work)
+    return status
+
+
+def impact_derivatives(Model model, double[::1] q, double[::1] qd_minus, int[::1] active, double[::1] p,
+                       double[::1] qd_plus, double[::1] impulse, double[:, ::1] D):
+    """rodgen_impact_derivatives into qd_plus [nv], impulse [nrows], D [(nv + nrows), 2 nv]. Returns the
+    status."""
+    cdef const rodgen_model *m = model.m
+    if (q.shape[0] != m.nq or qd_minus.shape[0] != m.nv or active.shape[0] != m.nconstraints
+            or qd_plus.shape[0] != m.nv or impulse.shape[0] != m.nrows or D.shape[0] != m.nv + m.nrows
+            or D.shape[1] != 2 * m.nv or (p.shape[0] not in (0, m.np))):
+        raise ValueError("impact_derivatives: an array has the wrong length")
+    cdef void *work = PyMem_Malloc(rodgen_cderiv_work_bytes(m) + 8)
+    if work == NULL:
+        raise MemoryError()
+    cdef int status
+    cdef double *ip = &impulse[0] if impulse.shape[0] > 0 else NULL
+    cdef const int *ap = &active[0] if active.shape[0] > 0 else NULL
+    cdef const double *pp = _opt_pointer(p, model.p0)
+    try:
+        with nogil:
+            status = rodgen_impact_derivatives(m, pp, &q[0], &qd_minus[0], ap, &qd_plus[0], ip, &D[0, 0], work)
+    finally:
+        PyMem_Free(work)
+    return status

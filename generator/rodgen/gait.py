@@ -1,0 +1,168 @@
+"""Hybrid gaits: the Jacobian of a stride (flow, event and impact, the saltation term included), the
+Poincaré map's fixed point and its Floquet multipliers.
+
+A stride starts just after an impact with the ``stance`` contacts held and ends just after the next
+touchdown of the ``swing`` contact. The compiled hybrid simulation (RK4 of the constrained dynamics,
+the touchdown located by RK4 steps of shortened length, the plastic impact) gives the states; the
+Jacobian of the stride map y₀ → y⁺ is propagated through the same RK4 steps with the derivatives of the
+constrained dynamics (``CompiledModel.constrained_dynamics_derivatives``;
+:func:`rodgen.runtime.sensitivity.rk4_step`), then through the event and the impact:
+
+    ∂y⁺/∂y₀ = DΔ · (I - f⁻ ∇gᵀ / (∇g · f⁻)) · Φ
+
+with Φ the transition matrix of the steps up to the event state y⁻, g the swing contact's gap (its
+last constraint row), f⁻ the constrained flow at y⁻ (the middle factor is the saltation of the
+event time: a perturbation that brings the touchdown earlier or later moves y⁻ along the flow), and
+DΔ = [[I, 0], [∂q̇⁺/∂q, ∂q̇⁺/∂q̇⁻]] the impact map's derivative (``impact_derivatives``). The run uses
+no drift control (alpha = beta = 0), so that the simulated flow is the one differentiated.
+
+A periodic gait is a fixed point of a Poincaré map P on a section of the user's choosing (for a biped
+usually the state after the impact with the legs relabelled, in coordinates of the section);
+:func:`fixed_point` solves P(z) = z by Newton with P's exact Jacobian, and the gait is stable when
+every eigenvalue of ∂P/∂z (its Floquet multipliers, :func:`multipliers`) lies inside the unit circle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import RodgenError
+from .runtime.sensitivity import rk4_step
+
+
+@dataclass(frozen=True)
+class Stride:
+    """One stride of a hybrid gait and its Jacobian.
+
+    y0 : (ny,) the state at the start.
+    t_event : the time of the touchdown.
+    y_minus, y_plus : (ny,) the states just before and just after the impact.
+    active_after : the blocks held after the impact.
+    jacobian : (ny, ny) ∂y⁺/∂y₀ = impact · saltation · flow.
+    flow : (ny, ny) ∂y⁻/∂y₀ at the event time held fixed (the RK4 steps' transition matrix).
+    saltation : (ny, ny) I - f⁻ ∇gᵀ / (∇g · f⁻), the event time's share.
+    impact : (ny, ny) ∂y⁺/∂y⁻.
+    result : the simulation (SimulationResult).
+    """
+
+    y0: np.ndarray
+    t_event: float
+    y_minus: np.ndarray
+    y_plus: np.ndarray
+    active_after: list[str]
+    jacobian: np.ndarray
+    flow: np.ndarray
+    saltation: np.ndarray
+    impact: np.ndarray
+    result: Any
+
+
+def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *, t_max: float = 2.0,
+           u: Any = None, p: Any = None, arm_gap: float = 0.0, event_tol: float = 1e-13) -> Stride:
+    """The stride from ``y0`` with the ``stance`` blocks held until the ``swing`` contact touches down, and
+    its Jacobian (see the module's docstring). ``u``: constant inputs (None: zero). ``arm_gap``, ``event_tol``:
+    those of the hybrid simulation (``simulate(contacts=...)``). Models with nq = nv; the stride must end
+    at the swing contact's touchdown with no other event before it."""
+    if robot.nq != robot.nv:
+        raise ValueError(f"stride: the model {robot.name!r} has nq = {robot.nq} != nv = {robot.nv}; gait "
+                         f"Jacobians need nq = nv")
+    stance = [stance] if isinstance(stance, str) else list(stance)
+    blocks = {b.name: b for b in robot.constraints}
+    for nm in stance + [swing]:
+        if nm not in blocks:
+            raise ValueError(f"stride: the model {robot.name!r} has no constraint block {nm!r}; it has "
+                             f"{', '.join(blocks) or 'none'}")
+    if blocks[swing].kind != "contact":
+        raise ValueError(f"stride: the swing block {swing!r} is a {blocks[swing].kind}, not a contact")
+    n = robot.nv
+    uv = np.zeros(robot.nu) if u is None else np.array(u, dtype=float).reshape(-1)
+    y0 = np.array(y0, dtype=float).reshape(-1)
+    res = robot.simulate(y0, t_max, dt, u=uv if robot.nu else None, p=p, contacts=stance, disarmed=[swing],
+                         arm_gap=arm_gap, event_tol=event_tol, alpha=0.0, beta=0.0)
+    if not res.events:
+        raise RodgenError(f"stride: no touchdown of {swing!r} within {t_max} s ({res.message})")
+    first = res.events[0]
+    if first["kind"] != "touchdown" or first["block"] != swing:
+        raise RodgenError(f"stride: the first event at t = {first['t']:.6g} s is {first['kind']} of "
+                          f"{first['block']!r}, not the touchdown of {swing!r}; a stride is one phase")
+    te = float(first["t"])
+    at = np.flatnonzero(res.t == te)
+    pre, post = int(at[0]), int(at[-1])
+    Y = np.concatenate([res.q, res.qd], axis=1)
+
+    def f(t: float, y: np.ndarray) -> np.ndarray:
+        qdd, _ = robot.constrained_dynamics(y[:n], y[n:], uv, stance, p, t=t)
+        return np.concatenate([y[n:], qdd])
+
+    def jac(t: float, y: np.ndarray) -> np.ndarray:
+        d = robot.constrained_dynamics_derivatives(y[:n], y[n:], uv, stance, p, t=t)
+        return np.block([[np.zeros((n, n)), np.eye(n)], [d[0], d[1]]])
+
+    phi = np.eye(2 * n)
+    for k in range(pre):
+        _, step, _ = rk4_step(f, jac, float(res.t[k]), Y[k], float(res.t[k + 1] - res.t[k]))
+        phi = step @ phi
+    y_minus, y_plus = Y[pre], Y[post]
+    b = blocks[swing]
+    grad = np.zeros(2 * n)
+    grad[:n] = robot.constraint_jacobian(y_minus[:n], p)[b.row + b.nrows - 1]
+    f_minus = f(te, y_minus)
+    rate = float(grad @ f_minus)
+    if not rate < 0.0:
+        raise RodgenError(f"stride: the swing contact {swing!r} touches down without approaching the ground "
+                          f"(gap rate {rate:.3g}); the event time has no derivative there")
+    saltation = np.eye(2 * n) - np.outer(f_minus, grad) / rate
+    after = [nm for nm, a in res.active.items() if a[post]]
+    d = robot.impact_derivatives(y_minus[:n], y_minus[n:], after, p)
+    impact = np.block([[np.eye(n), np.zeros((n, n))], [d[0], d[1]]])
+    return Stride(y0, te, y_minus, y_plus, after, impact @ saltation @ phi, phi, saltation, impact, res)
+
+
+def multipliers(jacobian: Any) -> np.ndarray:
+    """The eigenvalues of a Poincaré map's Jacobian (its Floquet multipliers), largest modulus first."""
+    eig = np.linalg.eigvals(np.asarray(jacobian, dtype=float))
+    return eig[np.argsort(-np.abs(eig), kind="stable")]
+
+
+@dataclass(frozen=True)
+class LimitCycle:
+    """A fixed point z* = P(z*) of a Poincaré map.
+
+    z : the fixed point; residual : the largest entry of ``abs(P(z) - z)`` there; iterations : Newton
+    steps taken.
+    jacobian : ∂P/∂z at z*; multipliers : its eigenvalues, largest modulus first.
+    stable : every multiplier inside the unit circle (modulus below 1).
+    """
+
+    z: np.ndarray
+    residual: float
+    iterations: int
+    jacobian: np.ndarray
+    multipliers: np.ndarray
+
+    @property
+    def stable(self) -> bool:
+        return bool(np.all(np.abs(self.multipliers) < 1.0))
+
+
+def fixed_point(step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], z0: Any, *, tol: float = 1e-10,
+                iterations: int = 20) -> LimitCycle:
+    """Newton on P(z) - z = 0 with ``step(z) -> (P(z), ∂P/∂z)`` (the exact Jacobian, e.g. from :func:`stride`
+    and the section's own maps). Raises RodgenError when it does not converge to ``tol``."""
+    z = np.array(z0, dtype=float).reshape(-1)
+    Pz, DP = step(z)
+    for it in range(iterations + 1):
+        r = Pz - z
+        if np.max(np.abs(r)) < tol:
+            return LimitCycle(z, float(np.max(np.abs(r))), it, DP, multipliers(DP))
+        if it == iterations:
+            break
+        z = z - np.linalg.solve(DP - np.eye(z.size), r)
+        Pz, DP = step(z)
+    raise RodgenError(f"fixed_point: no periodic gait found to {tol:g} in {iterations} Newton steps "
+                      f"(last |P(z) - z| = {np.max(np.abs(Pz - z)):.3g} at z = {z})")
+
+
+__all__ = ["Stride", "stride", "multipliers", "LimitCycle", "fixed_point"]

@@ -1,0 +1,637 @@
+/*
+ * rodgen_collocation.c: direct collocation of a compiled model's dynamics y' = f(t, y, u, p), y = [q, qd],
+ * as a nonlinear program for IPOPT's C interface. Model independent: the model is reached through its
+ * rodgen_model table (rhs, rhs_jacobian, mass_matrix, input_map); the problem's own expressions (the
+ * objective's integrand and terminal term, the path constraints, with their gradients) come from the
+ * generated rodopt_problem.c. Every NLP function evaluates all points in one call.
+ *
+ * Variables: per point j (the nodes; with Hermite-Simpson also the interval midpoints, points 2k+1)
+ * z_j = [q (n), qd (n), u (nu)], then the duration T when it is free.
+ * Constraints, in this order:
+ *   defects      per interval k and defect set s: sum over the set's terms (point o, alpha, beta) of
+ *                alpha y_{k*step+o} + beta h f_{k*step+o}, h = T / nint (2n rows each);
+ *                trapezoidal: y_b - y_a - h/2 (f_a + f_b);
+ *                Hermite-Simpson: y_b - y_a - h/6 (f_a + 4 f_m + f_b) and y_m - (y_a + y_b)/2 - h/8 (f_a - f_b);
+ *   path         per point, the problem's npath expressions;
+ *   periodicity  y_last[i] - y_0[i] for the listed state entries i (the bounds hold the shift);
+ *   boundary     the problem's expressions of the first and the last point and T.
+ * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j).
+ * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
+ * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
+ * IPOPT's limited-memory approximation.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rodgen_model.h"
+#include "rodgen_runtime.h"
+#include "IpStdCInterface.h"
+
+/* generated (rodopt_problem.c) */
+int rodopt_npath(void);
+int rodopt_path_structure(int *row, int *col);
+int rodopt_integrand(double t, const double *z, const double *p, double *L, double *grad);
+int rodopt_terminal(const double *z, double T, const double *p, double *phi, double *grad);
+int rodopt_path(double t, const double *z, const double *p, double *c);
+int rodopt_path_jacobian(double t, const double *z, const double *p, double *v);
+int rodopt_hessian_available(void);
+int rodopt_nboundary(void);
+int rodopt_boundary_structure(int *row, int *col);
+int rodopt_boundary(const double *z, const double *ze, double T, const double *p, double *c);
+int rodopt_boundary_jacobian(const double *z, const double *ze, double T, const double *p, double *v);
+int rodopt_hessian_point(double t, const double *z, const double *p, double sL, const double *mu, const double *lam,
+                         double *H);
+int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
+
+#define MAXTERM 3
+typedef struct {
+    int nterm;
+    int off[MAXTERM];
+    double alpha[MAXTERM], beta[MAXTERM];
+} defect_set;
+
+static const defect_set TRAPEZOIDAL[1] = {{2, {0, 1}, {-1.0, 1.0}, {-0.5, -0.5}}};
+static const defect_set HERMITE_SIMPSON[2] = {
+    {3, {0, 1, 2}, {-1.0, 0.0, 1.0}, {-1.0 / 6.0, -4.0 / 6.0, -1.0 / 6.0}},
+    {3, {0, 1, 2}, {-0.5, 1.0, -0.5}, {-0.125, 0.0, 0.125}},
+};
+
+typedef struct rodopt_ctx {
+    const rodgen_model *m;
+    double *p;
+    int n, nu, nz, ny;
+    int npts, nint, step, nset, method;
+    const defect_set *sets;
+    int free_T;
+    double T;
+    int npath, path_nnz;
+    int *path_row, *path_col;
+    int nbnd, bnd_nnz;
+    int *bnd_row, *bnd_col;
+    int nper;
+    int *per;
+    int nvar, ncon, nnz, nnz_h, exact;
+    double *w;                 /* quadrature weights [npts] */
+    double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
+    double *Mw, *Bw;           /* [n*n], [n*nu] */
+    double *xf, *xj;           /* the x at which f and J were evaluated */
+    int have_f, have_j;
+    int iterations;
+    int status;                /* RODGEN_OK or the model's failure code at the last evaluation */
+} rodopt_ctx;
+
+static double duration(const rodopt_ctx *c, const double *x)
+{
+    return c->free_T ? x[c->npts * c->nz] : c->T;
+}
+
+static double point_time(const rodopt_ctx *c, const double *x, int j)
+{
+    return duration(c, x) * (double)j / (double)(c->npts - 1);
+}
+
+void rodopt_free(rodopt_ctx *c)
+{
+    if (!c) {
+        return;
+    }
+    free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
+    free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
+    free(c);
+}
+
+/* method 0: trapezoidal, 1: Hermite-Simpson; nodes >= 2; per: state indices (0 .. 2n-1) held periodic. */
+rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int method, int free_T, double T,
+                       int nper, const int *per)
+{
+    rodopt_ctx *c = (rodopt_ctx *)calloc(1, sizeof(rodopt_ctx));
+    int j, k, s;
+    if (!c) {
+        return NULL;
+    }
+    c->m = m;
+    c->n = m->nq;
+    c->nu = m->nu;
+    c->ny = 2 * c->n;
+    c->nz = c->ny + c->nu;
+    c->method = method;
+    c->nint = nodes - 1;
+    c->step = method == 1 ? 2 : 1;
+    c->npts = c->nint * c->step + 1;
+    c->sets = method == 1 ? HERMITE_SIMPSON : TRAPEZOIDAL;
+    c->nset = method == 1 ? 2 : 1;
+    c->free_T = free_T;
+    c->T = T;
+    c->npath = rodopt_npath();
+    c->path_nnz = rodopt_path_structure(NULL, NULL);
+    c->nbnd = rodopt_nboundary();
+    c->bnd_nnz = rodopt_boundary_structure(NULL, NULL);
+    c->bnd_row = (int *)malloc(sizeof(int) * (size_t)(c->bnd_nnz + 1));
+    c->bnd_col = (int *)malloc(sizeof(int) * (size_t)(c->bnd_nnz + 1));
+    c->nper = nper;
+    c->p = (double *)malloc(sizeof(double) * (size_t)(m->np > 0 ? m->np : 1));
+    c->path_row = (int *)malloc(sizeof(int) * (size_t)(c->path_nnz + 1));
+    c->path_col = (int *)malloc(sizeof(int) * (size_t)(c->path_nnz + 1));
+    c->per = (int *)malloc(sizeof(int) * (size_t)(nper + 1));
+    c->w = (double *)malloc(sizeof(double) * (size_t)c->npts);
+    c->f = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->ny));
+    c->J = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->ny * c->ny));
+    c->Bu = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * (c->nu > 0 ? c->nu : 1)));
+    c->Mw = (double *)malloc(sizeof(double) * (size_t)(c->n * c->n));
+    c->Bw = (double *)malloc(sizeof(double) * (size_t)(c->n * (c->nu > 0 ? c->nu : 1)));
+    c->nvar = c->npts * c->nz + (free_T ? 1 : 0);
+    c->xf = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+    c->xj = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+    if (!c->p || !c->bnd_row || !c->bnd_col || !c->path_row || !c->path_col || !c->per || !c->w || !c->f || !c->J || !c->Bu || !c->Mw
+        || !c->Bw || !c->xf || !c->xj) {
+        rodopt_free(c);
+        return NULL;
+    }
+    if (m->np > 0) {
+        memcpy(c->p, p, sizeof(double) * (size_t)m->np);
+    }
+    rodopt_path_structure(c->path_row, c->path_col);
+    rodopt_boundary_structure(c->bnd_row, c->bnd_col);
+    for (j = 0; j < nper; ++j) {
+        c->per[j] = per[j];
+    }
+    /* quadrature weights (times h) */
+    for (j = 0; j < c->npts; ++j) {
+        c->w[j] = 0.0;
+    }
+    for (k = 0; k < c->nint; ++k) {
+        if (method == 1) {
+            c->w[2 * k] += 1.0 / 6.0;
+            c->w[2 * k + 1] += 4.0 / 6.0;
+            c->w[2 * k + 2] += 1.0 / 6.0;
+        } else {
+            c->w[k] += 0.5;
+            c->w[k + 1] += 0.5;
+        }
+    }
+    c->ncon = c->nint * c->nset * c->ny + c->npts * c->npath + nper + c->nbnd;
+    c->nnz = 0;
+    for (s = 0; s < c->nset; ++s) {
+        c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
+    }
+    c->nnz += c->npts * c->path_nnz + 2 * nper + c->bnd_nnz;
+    c->exact = rodopt_hessian_available();
+    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
+    return c;
+}
+
+void rodopt_sizes(const rodopt_ctx *c, int *out)
+{
+    out[0] = c->nvar;
+    out[1] = c->ncon;
+    out[2] = c->nnz;
+    out[3] = c->npts;
+    out[4] = c->status;
+    out[5] = c->iterations;
+    out[6] = c->nnz_h;
+}
+
+/* f at every point (cached for x) */
+static int eval_f_all(rodopt_ctx *c, const double *x)
+{
+    int j;
+    if (c->have_f && memcmp(c->xf, x, sizeof(double) * (size_t)c->nvar) == 0) {
+        return 1;
+    }
+    c->have_f = 0;
+    for (j = 0; j < c->npts; ++j) {
+        const double *z = x + j * c->nz;
+        int st = c->m->rhs(point_time(c, x, j), z, z + c->ny, c->p, c->f + j * c->ny);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+    }
+    memcpy(c->xf, x, sizeof(double) * (size_t)c->nvar);
+    c->have_f = 1;
+    c->status = RODGEN_OK;
+    return 1;
+}
+
+/* rhs Jacobian and dqdd/du = M^-1 B at every point (cached for x) */
+static int eval_jac_all(rodopt_ctx *c, const double *x)
+{
+    int j, a, b, n = c->n, nu = c->nu;
+    if (c->have_j && memcmp(c->xj, x, sizeof(double) * (size_t)c->nvar) == 0) {
+        return 1;
+    }
+    c->have_j = 0;
+    for (j = 0; j < c->npts; ++j) {
+        const double *z = x + j * c->nz;
+        double *Bu = c->Bu + j * n * nu;
+        int st = c->m->rhs_jacobian(point_time(c, x, j), z, z + n, z + c->ny, c->p, c->J + j * c->ny * c->ny);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        if (nu == 0) {
+            continue;
+        }
+        c->m->mass_matrix(z, c->p, c->Mw);
+        st = rodgen_cholesky(c->Mw, n);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        c->m->input_map(z, c->p, c->Bw);
+        for (b = 0; b < nu; ++b) {
+            double col[n];
+            for (a = 0; a < n; ++a) {
+                col[a] = c->Bw[a * nu + b];
+            }
+            rodgen_cholesky_solve(c->Mw, col, n);
+            for (a = 0; a < n; ++a) {
+                Bu[a * nu + b] = col[a];
+            }
+        }
+    }
+    memcpy(c->xj, x, sizeof(double) * (size_t)c->nvar);
+    c->have_j = 1;
+    c->status = RODGEN_OK;
+    return 1;
+}
+
+int rodopt_eval_f(rodopt_ctx *c, const double *x, double *obj)
+{
+    int j;
+    double T = duration(c, x), h = T / c->nint, sum = 0.0, L, phi;
+    for (j = 0; j < c->npts; ++j) {
+        if (!rodopt_integrand(point_time(c, x, j), x + j * c->nz, c->p, &L, NULL)) {
+            return 0;
+        }
+        sum += c->w[j] * L;
+    }
+    if (!rodopt_terminal(x + (c->npts - 1) * c->nz, T, c->p, &phi, NULL)) {
+        return 0;
+    }
+    *obj = h * sum + phi;
+    return isfinite(*obj);
+}
+
+int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
+{
+    int j, i, nz = c->nz;
+    double T = duration(c, x), h = T / c->nint, L, phi, sumL = 0.0;
+    double gl[nz + 1];
+    for (j = 0; j < c->npts; ++j) {
+        if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+            return 0;
+        }
+        for (i = 0; i < nz; ++i) {
+            grad[j * nz + i] = c->w[j] * h * gl[i];
+        }
+        sumL += c->w[j] * L;
+    }
+    if (!rodopt_terminal(x + (c->npts - 1) * nz, T, c->p, &phi, gl)) {
+        return 0;
+    }
+    for (i = 0; i < nz; ++i) {
+        grad[(c->npts - 1) * nz + i] += gl[i];
+    }
+    if (c->free_T) {
+        grad[c->npts * nz] = sumL / c->nint + gl[nz];
+    }
+    return 1;
+}
+
+int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
+{
+    int k, s, t, r, j, i, row = 0, ny = c->ny, nz = c->nz;
+    double h = duration(c, x) / c->nint;
+    if (!eval_f_all(c, x)) {
+        return 0;
+    }
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            for (r = 0; r < ny; ++r) {
+                double v = 0.0;
+                for (t = 0; t < d->nterm; ++t) {
+                    int pt = k * c->step + d->off[t];
+                    v += d->alpha[t] * x[pt * nz + r] + d->beta[t] * h * c->f[pt * ny + r];
+                }
+                g[row++] = v;
+            }
+        }
+    }
+    for (j = 0; j < c->npts; ++j) {
+        if (c->npath > 0 && !rodopt_path(point_time(c, x, j), x + j * nz, c->p, g + row)) {
+            return 0;
+        }
+        row += c->npath;
+    }
+    for (i = 0; i < c->nper; ++i) {
+        g[row++] = x[(c->npts - 1) * nz + c->per[i]] - x[c->per[i]];
+    }
+    if (c->nbnd > 0 && !rodopt_boundary(x, x + (c->npts - 1) * nz, duration(c, x), c->p, g + row)) {
+        return 0;
+    }
+    row += c->nbnd;
+    for (i = 0; i < row; ++i) {
+        if (!isfinite(g[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The sparsity pattern, in the order rodopt_eval_jac fills the values. */
+void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
+{
+    int k, s, t, r, a, j, i, e = 0, row0 = 0, n = c->n, ny = c->ny, nz = c->nz;
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            for (t = 0; t < d->nterm; ++t) {
+                int col0 = (k * c->step + d->off[t]) * nz;
+                for (r = 0; r < n; ++r) {                   /* q rows: alpha on q_r, beta h on qd_r */
+                    iRow[e] = row0 + r; jCol[e++] = col0 + r;
+                    iRow[e] = row0 + r; jCol[e++] = col0 + n + r;
+                }
+                for (r = 0; r < n; ++r) {                   /* qd rows: the whole point */
+                    for (a = 0; a < nz; ++a) {
+                        iRow[e] = row0 + n + r; jCol[e++] = col0 + a;
+                    }
+                }
+            }
+            if (c->free_T) {
+                for (r = 0; r < ny; ++r) {
+                    iRow[e] = row0 + r; jCol[e++] = c->npts * nz;
+                }
+            }
+            row0 += ny;
+        }
+    }
+    for (j = 0; j < c->npts; ++j) {
+        for (i = 0; i < c->path_nnz; ++i) {
+            iRow[e] = row0 + c->path_row[i]; jCol[e++] = j * nz + c->path_col[i];
+        }
+        row0 += c->npath;
+    }
+    for (i = 0; i < c->nper; ++i) {
+        iRow[e] = row0; jCol[e++] = (c->npts - 1) * nz + c->per[i];
+        iRow[e] = row0; jCol[e++] = c->per[i];
+        row0 += 1;
+    }
+    for (i = 0; i < c->bnd_nnz; ++i) {   /* [z of the first node, z of the last, T] */
+        int v = c->bnd_col[i];
+        iRow[e] = row0 + c->bnd_row[i];
+        jCol[e++] = v < nz ? v : v < 2 * nz ? (c->npts - 1) * nz + v - nz : c->npts * nz;
+    }
+}
+
+int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
+{
+    int k, s, t, r, a, j, i, e = 0, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz;
+    double h = duration(c, x) / c->nint;
+    if (!eval_jac_all(c, x) || (c->free_T && !eval_f_all(c, x))) {
+        return 0;
+    }
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            for (t = 0; t < d->nterm; ++t) {
+                int pt = k * c->step + d->off[t];
+                double al = d->alpha[t], bh = d->beta[t] * h;
+                const double *Jp = c->J + pt * ny * ny, *Bp = c->Bu + pt * n * nu;
+                for (r = 0; r < n; ++r) {
+                    v[e++] = al;
+                    v[e++] = bh;
+                }
+                for (r = 0; r < n; ++r) {
+                    const double *Jrow = Jp + (n + r) * ny;
+                    for (a = 0; a < ny; ++a) {
+                        v[e++] = (a == n + r ? al : 0.0) + bh * Jrow[a];
+                    }
+                    for (a = 0; a < nu; ++a) {
+                        v[e++] = bh * Bp[r * nu + a];
+                    }
+                }
+            }
+            if (c->free_T) {
+                for (r = 0; r < ny; ++r) {
+                    double sum = 0.0;
+                    for (t = 0; t < d->nterm; ++t) {
+                        int pt = k * c->step + d->off[t];
+                        sum += d->beta[t] * c->f[pt * ny + r];
+                    }
+                    v[e++] = sum / c->nint;
+                }
+            }
+        }
+    }
+    /* the defects do not depend on the points' times except through T: a model whose forces depend on t
+     * gets the derivative of f by t left out (rodgen's rhs_jacobian is at fixed t) */
+    for (j = 0; j < c->npts; ++j) {
+        if (c->path_nnz > 0 && !rodopt_path_jacobian(point_time(c, x, j), x + j * nz, c->p, v + e)) {
+            return 0;
+        }
+        e += c->path_nnz;
+    }
+    for (i = 0; i < c->nper; ++i) {
+        v[e++] = 1.0;
+        v[e++] = -1.0;
+    }
+    if (c->bnd_nnz > 0 && !rodopt_boundary_jacobian(x, x + (c->npts - 1) * nz, duration(c, x), c->p, v + e)) {
+        return 0;
+    }
+    e += c->bnd_nnz;
+    for (i = 0; i < e; ++i) {
+        if (!isfinite(v[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The Hessian of the Lagrangian sigma f + lambda^T g, lower triangle: per point its z block (row by row),
+ * then with a free duration the row of T (every z, then T itself). Only with rodopt_hessian_available(). */
+void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
+{
+    int j, r, a, e = 0, nz = c->nz;
+    for (j = 0; j < c->npts; ++j) {
+        for (r = 0; r < nz; ++r) {
+            for (a = 0; a <= r; ++a) {
+                iRow[e] = j * nz + r; jCol[e++] = j * nz + a;
+            }
+        }
+    }
+    if (c->free_T) {
+        for (a = 0; a <= c->npts * nz; ++a) {
+            iRow[e] = c->npts * nz; jCol[e++] = a;
+        }
+    }
+}
+
+int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
+{
+    int k, s, t, r, a, j, i, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, tri = nz * (nz + 1) / 2;
+    int nd = c->nint * c->nset * ny, last = c->npts - 1;
+    double T = duration(c, x), h = T / c->nint, L;
+    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + 1];
+    if (!c->exact || (c->free_T && !eval_jac_all(c, x))) {
+        return 0;
+    }
+    for (i = 0; i < c->npts * n; ++i) {
+        mu[i] = 0.0;
+    }
+    for (i = 0; i < c->npts * ny; ++i) {
+        muT[i] = 0.0;
+    }
+    /* the defects' multipliers gathered per point: rows of q'' (second derivatives), all rows (by T) */
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            const double *lr = lam + (k * c->nset + s) * ny;
+            for (t = 0; t < d->nterm; ++t) {
+                int pt = k * c->step + d->off[t];
+                for (i = 0; i < n; ++i) {
+                    mu[pt * n + i] += lr[n + i] * d->beta[t] * h;
+                }
+                for (r = 0; r < ny; ++r) {
+                    muT[pt * ny + r] += lr[r] * d->beta[t] / c->nint;
+                }
+            }
+        }
+    }
+    for (j = 0; j < c->npts; ++j) {
+        if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
+                                  lam + nd + j * c->npath, v + j * tri)) {
+            return 0;
+        }
+    }
+    if (!rodopt_hessian_terminal(x + last * nz, T, c->p, Ht)) {
+        return 0;
+    }
+    for (i = 0; i < tri; ++i) {
+        v[last * tri + i] += sigma * Ht[i];
+    }
+    if (c->free_T) {
+        double *vT = v + c->npts * tri;
+        for (j = 0; j < c->npts; ++j) {
+            const double *Jp = c->J + j * ny * ny, *Bp = c->Bu + j * n * nu, *m = muT + j * ny;
+            if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+                return 0;
+            }
+            for (a = 0; a < nz; ++a) {
+                double sum = sigma * c->w[j] * gl[a] / c->nint;
+                if (a >= n && a < ny) {
+                    sum += m[a - n];                       /* d qd_r / d qd_r = 1 */
+                }
+                for (i = 0; i < n; ++i) {
+                    sum += m[n + i] * (a < ny ? Jp[(n + i) * ny + a] : Bp[i * nu + (a - ny)]);
+                }
+                vT[j * nz + a] = sum;
+            }
+        }
+        for (a = 0; a < nz; ++a) {
+            vT[last * nz + a] += sigma * Ht[tri + a];
+        }
+        vT[c->npts * nz] = sigma * Ht[tri + nz];
+    }
+    for (i = 0; i < c->nnz_h; ++i) {
+        if (!isfinite(v[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* IPOPT callbacks */
+static bool cb_f(ipindex n, ipnumber *x, bool new_x, ipnumber *obj, UserDataPtr ud)
+{
+    (void)n; (void)new_x;
+    return rodopt_eval_f((rodopt_ctx *)ud, x, obj) != 0;
+}
+
+static bool cb_grad_f(ipindex n, ipnumber *x, bool new_x, ipnumber *grad, UserDataPtr ud)
+{
+    (void)n; (void)new_x;
+    return rodopt_eval_grad_f((rodopt_ctx *)ud, x, grad) != 0;
+}
+
+static bool cb_g(ipindex n, ipnumber *x, bool new_x, ipindex m, ipnumber *g, UserDataPtr ud)
+{
+    (void)n; (void)new_x; (void)m;
+    return rodopt_eval_g((rodopt_ctx *)ud, x, g) != 0;
+}
+
+static bool cb_jac(ipindex n, ipnumber *x, bool new_x, ipindex m, ipindex nele, ipindex *iRow, ipindex *jCol,
+                   ipnumber *values, UserDataPtr ud)
+{
+    (void)n; (void)new_x; (void)m; (void)nele;
+    if (values == NULL) {
+        rodopt_jac_structure((rodopt_ctx *)ud, iRow, jCol);
+        return true;
+    }
+    return rodopt_eval_jac((rodopt_ctx *)ud, x, values) != 0;
+}
+
+/* IPOPT's C interface needs a Hessian callback even under hessian_approximation=limited-memory (which never
+ * calls it): without the exact Hessian this one reports that there is none. */
+static bool cb_h(ipindex n, ipnumber *x, bool new_x, ipnumber obj_factor, ipindex m, ipnumber *lambda,
+                 bool new_lambda, ipindex nele, ipindex *iRow, ipindex *jCol, ipnumber *values, UserDataPtr ud)
+{
+    rodopt_ctx *c = (rodopt_ctx *)ud;
+    (void)n; (void)new_x; (void)m; (void)new_lambda; (void)nele;
+    if (!c->exact) {
+        return false;
+    }
+    if (values == NULL) {
+        rodopt_hess_structure(c, iRow, jCol);
+        return true;
+    }
+    return rodopt_eval_h(c, x, obj_factor, lambda, values) != 0;
+}
+
+static bool cb_iter(ipindex alg_mod, ipindex iter, ipnumber obj, ipnumber inf_pr, ipnumber inf_du, ipnumber mu,
+                    ipnumber d_norm, ipnumber reg, ipnumber alpha_du, ipnumber alpha_pr, ipindex ls, UserDataPtr ud)
+{
+    (void)alg_mod; (void)obj; (void)inf_pr; (void)inf_du; (void)mu; (void)d_norm; (void)reg; (void)alpha_du;
+    (void)alpha_pr; (void)ls;
+    ((rodopt_ctx *)ud)->iterations = iter;
+    return true;
+}
+
+/* Solve from x (overwritten by the solution). Options: keys, values as text, kinds 0 text, 1 number, 2 integer.
+ * Returns IPOPT's ApplicationReturnStatus, or -1000 when the problem or an option could not be set. */
+int rodopt_solve(rodopt_ctx *c, double *x, double *xl, double *xu, double *gl, double *gu, int nopt,
+                 char **keys, char **values, const int *kinds, double *g, double *mult_g,
+                 double *zl, double *zu, double *obj)
+{
+    int i, status;
+    bool ok = true;
+    IpoptProblem nlp = CreateIpoptProblem(c->nvar, xl, xu, c->ncon, gl, gu, c->nnz, c->nnz_h, 0, cb_f, cb_g, cb_grad_f,
+                                          cb_jac, cb_h);
+    if (nlp == NULL) {
+        return -1000;
+    }
+    ok = ok && AddIpoptStrOption(nlp, "hessian_approximation", c->exact ? "exact" : "limited-memory");
+    ok = ok && AddIpoptStrOption(nlp, "sb", "yes");
+    ok = ok && AddIpoptIntOption(nlp, "print_level", 0);
+    for (i = 0; i < nopt && ok; ++i) {
+        if (kinds[i] == 1) {
+            ok = AddIpoptNumOption(nlp, keys[i], strtod(values[i], NULL));
+        } else if (kinds[i] == 2) {
+            ok = AddIpoptIntOption(nlp, keys[i], (ipindex)strtol(values[i], NULL, 10));
+        } else {
+            ok = AddIpoptStrOption(nlp, keys[i], values[i]);
+        }
+    }
+    if (!ok) {
+        FreeIpoptProblem(nlp);
+        return -1000 - i;
+    }
+    SetIntermediateCallback(nlp, cb_iter);
+    c->iterations = 0;
+    c->have_f = c->have_j = 0;
+    status = (int)IpoptSolve(nlp, x, g, obj, mult_g, zl, zu, c);
+    FreeIpoptProblem(nlp);
+    return status;
+}

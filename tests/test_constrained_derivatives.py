@@ -1,0 +1,142 @@
+"""Derivatives of the constrained dynamics and of the impact map (``constrained_dynamics_derivatives``,
+``impact_derivatives``): against Pinocchio 4.1's ``computeConstraintDynamicsDerivatives`` and
+``computeImpulseDynamicsDerivatives`` (3D contacts, LOCAL_WORLD_ALIGNED) on a spatial fixed-base tree,
+and against central differences of rodgen's own constrained dynamics and of the impact's KKT solution
+(from the compiled mass matrix and constraint Jacobian) for the planar compass gait and exo5_walk."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rodgen
+from conftest import EXAMPLES
+
+H = 1e-6
+
+
+@pytest.fixture(scope="module")
+def spatial(build_dir: Path) -> tuple[Any, Any]:
+    """A random spatial tree (fixed base, revolute and prismatic joints) with two 3D contacts, compiled,
+    and the same in Pinocchio with its two RigidConstraintModels."""
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(20, 6)       # two feet on chains of enough joints: J of full row rank 6
+    model.contact("ca", "L2")
+    model.contact("cb", "L5")
+    robot = rodgen.build(model, build_dir=build_dir)
+    lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    cms = pin.StdVec_RigidConstraintModel([pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm,
+                                                                    pm.getJointId(j), pin.SE3.Identity(), lwa)
+                                           for j in ("L2", "L5")])
+    return robot, (pm, cms)
+
+
+def _close(mine: np.ndarray, ref: np.ndarray, tol: float) -> bool:
+    return bool(np.abs(mine - ref).max() <= tol * max(1.0, np.abs(ref).max()))
+
+
+def test_constrained_dynamics_derivatives_are_pinocchios(spatial: tuple[Any, Any]) -> None:
+    import pinocchio as pin
+    robot, (pm, cms) = spatial
+    prox = pin.ProximalSettings(1e-14, 0.0, 1)
+    rng = np.random.default_rng(3)
+    for active, models in ((["ca", "cb"], list(cms)), (["cb"], [cms[1]])):
+        sub = pin.StdVec_RigidConstraintModel(models)
+        for _ in range(3):
+            datas = pin.StdVec_RigidConstraintData([c.createData() for c in sub])
+            data = pm.createData()
+            pin.initConstraintDynamics(pm, data, sub, datas)
+            q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+            pin.constraintDynamics(pm, data, q, qd, u, sub, datas, prox)
+            pin.computeConstraintDynamicsDerivatives(pm, data, sub, datas, prox)
+            rows = slice(0, 6) if len(active) == 2 else slice(3, 6)
+            got = robot.constrained_dynamics_derivatives(q, qd, u, active)
+            ref = (data.ddq_dq, data.ddq_dv, data.ddq_dtau, data.dlambda_dq, data.dlambda_dv, data.dlambda_dtau)
+            for k, (mine, theirs) in enumerate(zip(got, ref)):
+                assert mine.shape == ((10,) if k < 3 else (6,)) + (10,)
+                mine = mine if k < 3 else mine[rows]
+                assert _close(mine, theirs, 1e-9), (active, k, np.abs(mine - theirs).max())
+            if len(active) == 1:
+                for d in got[3:]:
+                    assert np.all(d[:3] == 0.0)      # the rows of the block left out
+
+
+def test_impact_derivatives_are_pinocchios_impulse_dynamics_derivatives(spatial: tuple[Any, Any]) -> None:
+    import pinocchio as pin
+    robot, (pm, cms) = spatial
+    prox = pin.ProximalSettings(1e-14, 0.0, 1)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        datas = pin.StdVec_RigidConstraintData([c.createData() for c in cms])   # fresh: Pinocchio's
+        data = pm.createData()                                                   # impulse data carry over
+        pin.initConstraintDynamics(pm, data, cms, datas)
+        q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+        pin.impulseDynamics(pm, data, q, qd, cms, datas, 0.0, prox)       # plastic: J v+ = 0
+        pin.computeImpulseDynamicsDerivatives(pm, data, cms, datas, 0.0, prox)
+        dv_dq, dv_dv, di_dq, di_dv = robot.impact_derivatives(q, qd, ["ca", "cb"])
+        assert _close(dv_dq, data.ddq_dq, 1e-9)
+        # Pinocchio's ddq_dv of the impulse dynamics is d(v+ - v-)/d v-
+        assert _close(dv_dv, data.ddq_dv + np.eye(pm.nv), 1e-9)
+        assert _close(di_dq, data.dlambda_dq, 1e-9)
+        assert _close(di_dv, data.dlambda_dv, 1e-9)
+
+
+def _central(f: Any, x: np.ndarray) -> np.ndarray:
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = H
+        cols.append((f(x + e) - f(x - e)) / (2 * H))
+    return np.array(cols).T
+
+
+def _impact_kkt(robot: Any, q: np.ndarray, v: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """[q̇⁺, Λ] of M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0 for the constraint rows ``rows``, Λ in every row."""
+    M, J = robot.mass_matrix(q), robot.constraint_jacobian(q)[rows]
+    k = J.shape[0]
+    sol = np.linalg.solve(np.block([[M, -J.T], [J, np.zeros((k, k))]]), np.concatenate([M @ v, np.zeros(k)]))
+    imp = np.zeros(robot.nrows)
+    imp[rows] = sol[robot.nv:]
+    return np.concatenate([sol[:robot.nv], imp])
+
+
+@pytest.mark.parametrize("example, active", [
+    ("compass_gait.yaml", ["foot_a"]),
+    ("compass_gait.yaml", ["foot_a", "foot_b"]),
+    ("exo5_walk.yaml", ["foot_a", "foot_b"]),
+])
+def test_planar_derivatives_are_central_differences(example: str, active: list[str], build_dir: Path) -> None:
+    robot = rodgen.build(rodgen.load(EXAMPLES / example), build_dir=build_dir)
+    n, nu = robot.nv, robot.nu
+    rng = np.random.default_rng(len(active))
+    q = robot.initial_state()[:n] + 0.05 * rng.normal(size=n)
+    qd, u = rng.normal(size=n), rng.normal(size=nu)
+
+    def dyn(x: np.ndarray) -> np.ndarray:
+        qdd, lam = robot.constrained_dynamics(x[:n], x[n:2 * n], x[2 * n:], active)
+        return np.concatenate([qdd, lam])
+
+    num = _central(dyn, np.concatenate([q, qd, u]))
+    got = robot.constrained_dynamics_derivatives(q, qd, u, active)
+    ana = np.block([[got[0], got[1], got[2]], [got[3], got[4], got[5]]])
+    assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
+    rows = np.concatenate([np.arange(b.row, b.row + b.nrows) for b in robot.constraints if b.name in active])
+    num = _central(lambda x: _impact_kkt(robot, x[:n], x[n:], rows), np.concatenate([q, qd]))
+    got = robot.impact_derivatives(q, qd, active)
+    ana = np.block([[got[0], got[1]], [got[2], got[3]]])
+    assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
+
+
+def test_bad_requests_are_named(build_dir: Path) -> None:
+    robot = rodgen.build(rodgen.load(EXAMPLES / "compass_gait.yaml"), build_dir=build_dir)
+    q, qd = robot.initial_state()[:robot.nq], np.zeros(robot.nv)
+    with pytest.raises(ValueError, match="'foot_a' slide"):
+        robot.constrained_dynamics_derivatives(q, qd, None, {"foot_a": "slide_plus"})
+    with pytest.raises(ValueError, match="unknown constraint block|foot_c"):
+        robot.constrained_dynamics_derivatives(q, qd, None, ["foot_c"])
+    plain = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
+    with pytest.raises(ValueError, match="no constraint blocks"):
+        plain.impact_derivatives(np.zeros(2), np.zeros(2))
