@@ -609,3 +609,35 @@ def test_sliding_friction_on_a_slope_follows_the_closed_form(H) -> None:
     assert abs(s.ev_t[0] - t_stop) < 1e-11
     assert np.all(s.active[-1] == cc.STICK) and np.max(np.abs(s.y[-1, 2:])) < 1e-9
     np.testing.assert_allclose(s.lam[-1], [-m * g * np.sin(gam), m * g * np.cos(gam)], rtol=1e-9)
+
+
+@pytest.mark.parametrize("vt0, slides", [(3.0, True), (-0.3, False)])
+def test_point_dropped_on_a_slope_takes_a_coulomb_impact(H, vt0: float, slides: bool) -> None:
+    """With on_slip = slide a touchdown whose sticking impulse leaves the cone slides through the impact:
+    normal impulse -m v_n, tangential mu times it against the tangential velocity (|v_t| - mu |v_n| left,
+    then sliding), inside the cone it sticks (the planar case of tests/test_slide_3d.py)."""
+    m, g, slope, mu = POINT_P
+    t_dir, n_dir = np.array([np.cos(slope), np.sin(slope)]), np.array([-np.sin(slope), np.cos(slope)])
+    h0, vn0 = 0.3, -0.5
+    r0, v0 = h0 * n_dir, vt0 * t_dir + vn0 * n_dir
+    s = H.simulate(POINT, POINT_P, np.concatenate([r0, v0]), [0], 0.4, 1e-3, on_slip=cc.SLIP_SLIDE,
+                   event_tol=1e-12)
+    assert s.status == cc.OK
+    # free fall: gap(t) = h0 + vn0 t - g n_y t^2 / 2 = 0
+    a = 0.5 * g * n_dir[1]
+    t_td = (vn0 + np.sqrt(vn0**2 + 4 * a * h0)) / (2 * a)
+    assert s.ev_kind[0] == cc.EVENT_TOUCHDOWN and abs(s.ev_t[0] - t_td) < 1e-11
+    v = v0 - np.array([0.0, g]) * t_td
+    vt, vn = v @ t_dir, v @ n_dir
+    lam_n = -m * vn
+    lam_t = -np.sign(vt) * min(mu * lam_n, m * abs(vt))
+    np.testing.assert_allclose(s.ev_imp[0], [lam_t, lam_n], rtol=1e-9)
+    j = np.flatnonzero(s.t == s.ev_t[0])[-1]          # the state after the impact
+    np.testing.assert_allclose(s.y[j, 2:], (vt + lam_t / m) * t_dir, atol=1e-9)
+    assert abs(s.ev_loss[0] - 0.5 * m * (vt**2 + vn**2 - (vt + lam_t / m) ** 2)) < 1e-9
+    assert (abs(vt) > mu * abs(vn)) == slides
+    assert s.active[j, 0] == cc.SLIDE_MINUS          # slides downhill after it either way (mu < tan 20)
+    if not slides:   # the impact stuck; then the sticking force leaves the cone at once
+        assert s.ev_kind[1] == cc.EVENT_SLIP and s.ev_t[1] == s.ev_t[0]
+    else:
+        assert len(s.ev_kind) == 1 or s.ev_t[1] > s.ev_t[0]

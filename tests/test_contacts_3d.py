@@ -1,7 +1,8 @@
 """Contacts, loops, limits and dry joint friction of spatial models: the vocabulary (builder, YAML, dump)
 and its checks, the constraint rows against Pinocchio's frame Jacobians and accelerations, and compiled
-loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias. The hybrid simulator
-slides 2-row contacts only: a 3-row contact that would slide is refused by name."""
+loops (3 and 6 rows) against the KKT solution from Pinocchio's mass matrix and bias; a sliding 3-row contact
+against that KKT solution with its tangential rows replaced by the friction force (tests/test_slide_3d.py
+has the hybrid simulation of 3-row contacts)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -277,10 +278,29 @@ def test_compiled_3d_contacts_dynamics_and_impact_are_the_kkt_solutions(build_di
     assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
     assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
     assert abs(loss - 0.5 * (qd @ M @ qd - qd_ref @ M @ qd_ref)) <= 1e-9 * max(1.0, qd @ M @ qd)
-    with pytest.raises(NotImplementedError, match="contact 'ca'.*3 rows"):     # 3-row contacts do not slide
-        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["ca"], on_slip="slide")
     with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # sliding along one tangent: planar only
         robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"ca": "slide_plus"})
+    # contact ca slides (its tangential rows replaced by the friction force -mu f_n v_t/|v_t|, mu = 1 by
+    # default), cb sticks: the KKT system [M, -Wᵀ; J_held, 0] with W = [J_n,a - mu v̂_tᵀ J_t,a; J_b]
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Ja, aa, _ = _pin_rows(pm, q, qd, fa)
+        Jb, ab, _ = _pin_rows(pm, q, qd, fb)
+        Jta, Jna = (T @ Ja[:3])[:2], (T @ Ja[:3])[2]
+        vhat = Jta @ qd / np.linalg.norm(Jta @ qd)
+        W = np.vstack([Jna - vhat @ Jta, T @ Jb[:3]])
+        Jh = np.vstack([Jna, T @ Jb[:3]])
+        gamma = np.concatenate([[(T @ aa[:3])[2]], T @ ab[:3]])
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        K = np.block([[M, -W.T], [Jh, np.zeros((4, 4))]])
+        sol = np.linalg.solve(K, np.concatenate([u - h, -gamma]))
+        qdd_ref, fn, lam_b = sol[:pm.nv], sol[pm.nv], sol[pm.nv + 1:]
+        lam_ref = np.concatenate([-fn * vhat, [fn], lam_b])
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active={"ca": "slide", "cb": "stick"})
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
 
 
 def _closed_loop_model(rows: int):  # type: ignore[no-untyped-def]
@@ -351,3 +371,97 @@ def test_open_spatial_loop_is_refused() -> None:
     mk.xyz = tuple(np.asarray(mk.xyz) + [0.05, 0, 0])
     with pytest.raises(ModelError, match="loop 'close'.*not closed"):
         rodgen.derive(model)
+
+
+def test_flat_foot_dynamics_and_impact_are_pinocchios_6d_contact_kkt(build_dir: Path) -> None:
+    """A flat foot (6 rows: the frame's origin and orientation held, λ = [f_t1, f_t2, f_n, m_t1, m_t2, m_n] in
+    the ground's axes): q̈ and λ are the KKT solution from Pinocchio's mass matrix, bias, 6D frame Jacobian
+    and classical acceleration (rotated into the ground's axes) to 1e-8, the impact to 1e-9."""
+    import numpy as np
+    import pinocchio as pin
+    from test_spatial_pinocchio import random_tree
+    model, pm = random_tree(5, 6)       # 8 coordinates, six of them on the way to L4
+    model.ground.normal = (0.2, 0.1, 1.0)
+    model.contact("flat", "L4", friction=0.3, rows=6)
+    vm = model.validate()
+    assert [(c.name, c.rows) for c in vm.contacts] == [("flat", 6)]
+    assert to_dict(vm)["contacts"] == [{"name": "flat", "frame": "L4", "friction": 0.3, "rows": 6}]
+    assert load_dict(to_dict(vm)).validate().contacts[0].rows == 6        # YAML's rows: 6 read back
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert [(b.name, b.kind, b.nrows) for b in robot.constraints] == [("flat", "contact", 6)]
+    ff = _pin_frame(pm, "flat", "L4")
+    n = np.array([0.2, 0.1, 1.0]) / np.linalg.norm([0.2, 0.1, 1.0])
+    t1 = np.array([1.0, 0, 0]) - n[0] * n
+    t1 /= np.linalg.norm(t1)
+    T6 = np.kron(np.eye(2), np.vstack([t1, np.cross(n, t1), n]))
+    data = pm.createData()
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q, qd, u = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        Jf, af, _ = _pin_rows(pm, q, qd, ff)
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.rnea(pm, data, q, qd, np.zeros(pm.nv))
+        qdd_ref, lam_ref = _kkt(M, T6 @ Jf, u - h, -T6 @ af)
+        qdd, lam = robot.constrained_dynamics(q, qd, u, active=["flat"])
+        assert np.abs(qdd - qdd_ref).max() <= 1e-8 * max(1.0, np.abs(qdd_ref).max())
+        assert np.abs(lam - lam_ref).max() <= 1e-8 * max(1.0, np.abs(lam_ref).max())
+    for _ in range(50):      # the plastic impact onto the flat foot, at a state where its normal impulse pushes
+        q, qd = rng.uniform(-1, 1, pm.nq), rng.normal(size=pm.nv)
+        Jf, _, _ = _pin_rows(pm, q, qd, ff)
+        M = pin.crba(pm, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        qd_ref, imp_ref = _kkt(M, T6 @ Jf, M @ qd, np.zeros(6))
+        if imp_ref[2] > 0:
+            break
+    else:
+        pytest.fail("no state with a pushing normal impulse")
+    qd_plus, impulse, after, loss = robot.impact(q, qd, ["flat"])
+    assert after == ["flat"]
+    assert np.abs(qd_plus - qd_ref).max() <= 1e-9 * max(1.0, np.abs(qd_ref).max())
+    assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
+    with pytest.raises(ValueError, match="flat foot"):
+        robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts=["flat"])
+    with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # a flat foot does not slide
+        robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"flat": "slide"})
+    bad = random_tree(5, 6)[0]
+    bad.contact("c", "L4", rows=4)
+    with pytest.raises(ModelError, match="3 rows .* or 6"):
+        bad.validate()
+
+
+def test_flat_foot_holds_a_free_body_with_its_weights_wrench(build_dir: Path) -> None:
+    """A free body (a floating base: nq = 7, nv = 6) held by a flat foot at its frame, its centre of mass c off
+    the frame's origin: at rest, in any orientation, q̈ = 0 and λ is the wrench that carries its weight,
+    [0, 0, m g] and the moment c × (0, 0, m g) about the origin; the plastic impact of the foot stops it
+    (its frame's six velocities are the body's), the impulse's force -m v_c (v_c the world velocity of the
+    centre of mass) and the energy lost all of it, ½ (m |v_c|² + ω_bᵀ I_c ω_b)."""
+    import numpy as np
+    mass, c_b, g = 2.0, np.array([0.1, -0.05, 0.2]), 9.81
+    inertia = np.array([[1.0, 0.1, 0.0], [0.1, 1.5, 0.0], [0.0, 0.0, 2.0]])      # about the centre of mass
+    model = SpatialModel("flat_free")
+    model.link("body", joint="free").body(mass, tuple(c_b), (1.0, 0.1, 0.0, 1.5, 0.0, 2.0))
+    model.contact("sole", "body", rows=6)
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert (robot.nq, robot.nv) == (7, 6)
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        x, y, z, w = quat
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        q = np.r_[rng.normal(size=3), quat]
+        qdd, lam = robot.constrained_dynamics(q, np.zeros(6), None, active=["sole"])
+        weight = np.array([0.0, 0.0, mass * g])
+        assert np.abs(qdd).max() <= 1e-12
+        assert np.allclose(lam, np.r_[weight, np.cross(R @ c_b, weight)], rtol=0, atol=1e-12)
+        v = rng.normal(size=6)                     # linear and angular velocity in the body's axes
+        v[:3] -= R.T @ np.array([0.0, 0.0, 5.0])   # falling: the normal impulse pushes
+        qd_plus, impulse, after, loss = robot.impact(q, v, ["sole"])
+        v_c = R @ (v[:3] + np.cross(v[3:], c_b))
+        assert after == ["sole"]
+        assert np.abs(qd_plus).max() <= 1e-12
+        assert np.allclose(impulse[:3], -mass * v_c, rtol=0, atol=1e-10)
+        assert abs(loss - 0.5 * (mass * v_c @ v_c + v[3:] @ inertia @ v[3:])) <= 1e-10

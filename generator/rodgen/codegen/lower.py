@@ -31,7 +31,7 @@ from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.
 #: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 (plane) or 3 (space) rows, its
 #: tangential rows first and its normal row last, a loop's 2 (plane), 3 or 6 (space: origins, orientations),
 #: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
+CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3, 6)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
                     "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
 
 

@@ -220,11 +220,12 @@ typedef struct {
     double *v;     /* [nv] */
     double *w;     /* [nrows] */
     double *Z;     /* [nrows*nv] row i: L^-1 (force direction of row i)^T (= Y when nothing slides) */
-    double *coef;  /* [nrows] sliding contact: tangential force = coef * normal force; else 0 */
+    double *coef;  /* [2*nrows] sliding contact: tangential force along its tangent j = coef[2i+j] * normal
+                      force (one tangent in the plane, two in space); else 0 */
     double *mu;    /* [nconstraints] */
     double *Sf;    /* [nrows*nrows] J M^-1 J^T of every row (constrained_terms) */
     int *rows;     /* [nrows] active rows */
-    int *trow;     /* [nrows] sliding contact: its tangential row; else -1 */
+    int *trow;     /* [nrows] sliding contact: its first tangential row (rows[i] - trow[i] tangents); else -1 */
     int *piv;      /* [nrows] LU pivots */
     int *act;      /* [nconstraints] working active set */
     int *tang;     /* [nrows] active row i is a contact's tangential row (held where it is without a target) */
@@ -238,7 +239,7 @@ typedef struct {
 static long size_doubles(const rodgen_model *m)
 {
     const long nv = RODGEN_NV(m), nr = m->nrows, nu = m->nu;
-    return nv * nv + 3 * nr * nv + 2 * nr * nr + 4 * nr + 3 * nv + nv * nu + 3L * m->nconstraints;
+    return nv * nv + 3 * nr * nv + 2 * nr * nr + 5 * nr + 3 * nv + nv * nu + 3L * m->nconstraints;
 }
 
 static long size_ints(const rodgen_model *m)
@@ -286,7 +287,7 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     w->Z = d;
     d += nr * nv;
     w->coef = d;
-    d += nr;
+    d += 2 * nr;
     w->mu = d;
     d += m->nconstraints;
     w->Sf = d;
@@ -320,7 +321,91 @@ static int is_active(const rodgen_model *m, const int *active, int i)
 static int is_sliding(const rodgen_model *m, const int *active, int i)
 {
     return m->constraints[i].kind == RODGEN_CONTACT && active != 0
-        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS);
+        && (active[i] == RODGEN_SLIDE_PLUS || active[i] == RODGEN_SLIDE_MINUS || active[i] == RODGEN_SLIDE);
+}
+
+/* The tangential rows of contact i (1 in the plane, 2 in space): rows row .. row + ntan - 1, its normal after. */
+static int ntan(const rodgen_model *m, int i)
+{
+    return m->constraints[i].nrows - 1;
+}
+
+/* The Euclidean norm of a contact's tangential entries x[r .. r + nt - 1]. */
+static double tnorm(const double *x, int r, int nt)
+{
+    return nt == 1 ? fabs(x[r]) : sqrt(x[r] * x[r] + x[r + 1] * x[r + 1]);
+}
+
+/* The unit direction of a 3-row contact's sliding motion (RODGEN_SLIDE, see rodgen_contact.h) from its
+ * tangential velocity vt [2] and reference ref [2] (NULL or zero: vt's own direction): with e = |ref| (at
+ * least RODGEN_SLIDE_REST) and r its direction, s = vt + e (1 - |vt|/(4e))^2 r below the speed 4e (vt
+ * itself above), its component along r mirrored into r's half plane, normalised, into d [2]. Returns 1
+ * when there is no direction (vt = 0, no ref). */
+static int slide_direction(const double *vt, const double *ref, double *d)
+{
+    double r0 = ref != 0 ? ref[0] : 0.0, r1 = ref != 0 ? ref[1] : 0.0, e = sqrt(r0 * r0 + r1 * r1), s0, s1, n, v;
+    if (!(e > 0.0) || !isfinite(e)) {
+        r0 = vt[0];
+        r1 = vt[1];
+        e = sqrt(r0 * r0 + r1 * r1);
+        if (!(e > 0.0) || !isfinite(e)) {
+            return 1;
+        }
+        r0 /= e;
+        r1 /= e;
+        e = RODGEN_SLIDE_REST;
+    } else {
+        r0 /= e;
+        r1 /= e;
+        e = fmax(e, RODGEN_SLIDE_REST);
+    }
+    v = sqrt(vt[0] * vt[0] + vt[1] * vt[1]);
+    s0 = vt[0];
+    s1 = vt[1];
+    if (v < 4.0 * e) {
+        const double f = 1.0 - v / (4.0 * e), w = e * f * f;
+        s0 += w * r0;
+        s1 += w * r1;
+    }
+    n = s0 * r0 + s1 * r1;
+    if (n < 0.0) {
+        /* moving back along the reference (past the stop, in a trial step): the component along it is
+         * mirrored, so the force stays against the reference and the direction field stays continuous
+         * across v_t . ref = 0 */
+        s0 -= 2.0 * n * r0;
+        s1 -= 2.0 * n * r1;
+    }
+    n = sqrt(s0 * s0 + s1 * s1);
+    if (!(n > 0.0)) {
+        s0 = r0;
+        s1 = r1;
+        n = 1.0;
+    }
+    d[0] = s0 / n;
+    d[1] = s1 / n;
+    return 0;
+}
+
+/* The tangential coefficients of the sliding 3-row contacts among the k active rows (w->coef: -mu d, d
+ * their sliding direction) from the rows' velocities vrow (vrow[r] = J_r qd of every row r) and the
+ * reference directions in target (NULL: the velocities' own). Returns RODGEN_OK or RODGEN_ERR_OPTIONS
+ * (a contact at rest without a reference direction). */
+static int slide_coefs(int k, const double *vrow, const double *target, scratch *w)
+{
+    int i;
+    for (i = 0; i < k; ++i) {
+        const int r = w->trow[i];
+        double d[2];
+        if (r < 0 || w->rows[i] - r != 2) {
+            continue;
+        }
+        if (slide_direction(vrow + r, target != 0 ? target + r : 0, d) != 0) {
+            return RODGEN_ERR_OPTIONS;
+        }
+        w->coef[2 * i] = -w->coef[2 * i] * d[0];       /* coef[2i] held mu */
+        w->coef[2 * i + 1] = -w->coef[2 * i + 1] * d[1];
+    }
+    return RODGEN_OK;
 }
 
 /* A dry-friction block (RODGEN_FRICTION): held while it sticks, its kinetic force applied while it slips. */
@@ -345,22 +430,30 @@ static int is_unilateral(const rodgen_model *m, int i)
     return m->constraints[i].kind == RODGEN_CONTACT || m->constraints[i].kind == RODGEN_LIMIT;
 }
 
-/* The row of a unilateral block that carries its normal: the gap of a contact (its last row: a contact of
- * d rows has its tangential rows row .. row + d - 2 first), the limit's row. */
+/* The row of a unilateral block that carries its normal: the gap of a contact (a contact of d = 2 or 3 rows
+ * has its d - 1 tangential rows first, then the gap; a flat foot of 6 rows the three of a point, then its
+ * orientation), the limit's row. */
 static int normal_row(const rodgen_model *m, int i)
 {
-    return m->constraints[i].kind == RODGEN_CONTACT ? m->constraints[i].row + m->constraints[i].nrows - 1
-                                                    : m->constraints[i].row;
+    const rodgen_constraint *c = m->constraints + i;
+    return c->kind == RODGEN_CONTACT ? c->row + (c->nrows < 3 ? c->nrows : 3) - 1 : c->row;
 }
 
-/* Whether row r is a tangential row of a contact (held where it is when no target is given). */
+/* Whether row k (0-based within block i) of a contact is held where it is when no target is given: every
+ * row but the gap (the tangential position, a flat foot's orientation). */
+static int held_in_place(const rodgen_model *m, int i, int k)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].row + k != normal_row(m, i);
+}
+
+/* Whether row r is a row of a contact held where it is when no target is given. */
 static int tangential_row(const rodgen_model *m, int r)
 {
     int j;
     for (j = 0; j < m->nconstraints; ++j) {
         const rodgen_constraint *c = m->constraints + j;
-        if (c->kind == RODGEN_CONTACT && r >= c->row && r < c->row + c->nrows - 1) {
-            return 1;
+        if (c->kind == RODGEN_CONTACT && r >= c->row && r < c->row + c->nrows) {
+            return held_in_place(m, j, r - c->row);
         }
     }
     return 0;
@@ -384,7 +477,9 @@ static int model_ok(const rodgen_model *m)
 }
 
 /* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
- * A sliding contact holds its gap only, its tangential force coef * normal (hold_all: every row).
+ * A sliding contact holds its gap only, its tangential force coef * normal (the coefficients of a 3-row
+ * contact are mu here, their direction set by slide_coefs); hold_all 1 (an impact of rodgen_impact): every
+ * row of an active contact held; 2 (an impact of the hybrid simulator): sliding contacts slide.
  * A dry-friction block holds its row while it sticks; while it slips its row is free and its kinetic
  * force (w->frow, fval, nfric) is applied. hold_all (impacts) leaves dry-friction blocks out: a bounded
  * friction force has no impulse. */
@@ -403,7 +498,8 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
                 w->rows[k] = row;
                 w->trow[k] = -1;
                 w->tang[k] = 0;
-                w->coef[k] = 0.0;
+                w->coef[2 * k] = 0.0;
+                w->coef[2 * k + 1] = 0.0;
                 k += 1;
                 continue;
             }
@@ -421,10 +517,12 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             w->nfric += 1;
             continue;
         }
-        if (!hold_all && is_sliding(m, active, i)) {
-            const int row = m->constraints[i].row;
-            if (m->constraint_friction == 0 || m->constraints[i].nrows != 2) {
-                return -RODGEN_ERR_OPTIONS;   /* sliding along one tangent: planar contacts only */
+        if (hold_all != 1 && is_sliding(m, active, i)) {
+            const int row = m->constraints[i].row, nt = ntan(m, i);
+            /* one tangent: SLIDE_PLUS / SLIDE_MINUS; two: SLIDE (the direction from the velocity, slide_coefs) */
+            if (m->constraint_friction == 0 || !(nt == 1 ? active[i] != RODGEN_SLIDE
+                                                          : nt == 2 && active[i] == RODGEN_SLIDE)) {
+                return -RODGEN_ERR_OPTIONS;
             }
             if (w->nslide == 0) {
                 m->constraint_friction(p, w->mu);
@@ -432,18 +530,20 @@ static int active_rows(const rodgen_model *m, const double *p, const int *active
             if (!(w->mu[i] >= 0.0)) {
                 return -RODGEN_ERR_OPTIONS;
             }
-            w->rows[k] = row + 1;
+            w->rows[k] = row + nt;
             w->trow[k] = row;
             w->tang[k] = 0;
-            w->coef[k] = (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i];
+            w->coef[2 * k] = nt == 1 ? (active[i] == RODGEN_SLIDE_PLUS ? 1.0 : -1.0) * w->mu[i] : w->mu[i];
+            w->coef[2 * k + 1] = nt == 1 ? 0.0 : w->mu[i];
             k += 1;
             w->nslide += 1;
         } else if (is_active(m, active, i)) {
             for (r = 0; r < m->constraints[i].nrows; ++r) {
                 w->rows[k] = m->constraints[i].row + r;
                 w->trow[k] = -1;
-                w->tang[k] = r < m->constraints[i].nrows - 1 && m->constraints[i].kind == RODGEN_CONTACT;
-                w->coef[k] = 0.0;
+                w->tang[k] = held_in_place(m, i, r);
+                w->coef[2 * k] = 0.0;
+                w->coef[2 * k + 1] = 0.0;
                 k += 1;
             }
         }
@@ -554,6 +654,9 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
     if (bad) {
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
+    if (w->nslide > 0 && slide_coefs(k, v, target, w) != RODGEN_OK) {   /* v: J qd of every row */
+        return RODGEN_ERR_OPTIONS;
+    }
     if (lambda != 0) {
         for (i = 0; i < nr; ++i) {
             lambda[i] = 0.0;
@@ -595,8 +698,9 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             }
             if (w->nslide > 0) {
                 for (j = 0; j < k; ++j) {
-                    if (w->trow[j] >= 0) {
-                        si[j] += w->coef[j] * sr[w->trow[j]];
+                    int tt;
+                    for (tt = 0; w->trow[j] >= 0 && tt < w->rows[j] - w->trow[j]; ++tt) {
+                        si[j] += w->coef[2 * j + tt] * sr[w->trow[j] + tt];
                     }
                 }
             }
@@ -641,13 +745,16 @@ static int cfd_terms(const rodgen_model *m, double t, const double *p, const dou
             lambda[w->rows[i]] = li;
         }
         if (w->trow[i] >= 0) {
-            const double ft = w->coef[i] * li;
-            const double *at = A + w->trow[i] * nv;
-            for (j = 0; j < nv; ++j) {
-                qdd[j] += ft * at[j];
-            }
-            if (lambda != 0) {
-                lambda[w->trow[i]] = ft;
+            int tt;
+            for (tt = 0; tt < w->rows[i] - w->trow[i]; ++tt) {
+                const double ft = w->coef[2 * i + tt] * li;
+                const double *at = A + (w->trow[i] + tt) * nv;
+                for (j = 0; j < nv; ++j) {
+                    qdd[j] += ft * at[j];
+                }
+                if (lambda != 0) {
+                    lambda[w->trow[i] + tt] = ft;
+                }
             }
         }
     }
@@ -700,9 +807,9 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
             kv[4 * r + 3] = b2;
             tg[r] = target != 0 ? target[r] : 0.0;
         }
-        if (target == 0 && c->kind == RODGEN_CONTACT) {
-            for (r = c->row; r < c->row + c->nrows - 1; ++r) {
-                kv[4 * r + 3] = 0.0;
+        for (r = 0; target == 0 && r < c->nrows; ++r) {
+            if (held_in_place(m, i, r)) {
+                kv[4 * (c->row + r) + 3] = 0.0;
             }
         }
     }
@@ -764,9 +871,14 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
     if (w->nslide > 0) {
         for (i = 0; i < k; ++i) {
             double *z = w->Z + i * nv;
+            int tt;
             for (j = 0; j < nv; ++j) {
-                z[j] = w->trow[i] >= 0 ? w->J[w->rows[i] * nv + j] + w->coef[i] * w->J[w->trow[i] * nv + j]
-                                       : w->J[w->rows[i] * nv + j];
+                z[j] = w->J[w->rows[i] * nv + j];
+            }
+            for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
+                for (j = 0; j < nv; ++j) {
+                    z[j] += w->coef[2 * i + tt] * w->J[(w->trow[i] + tt) * nv + j];
+                }
             }
             solve_lower(w->M, nv, z);
         }
@@ -838,6 +950,16 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     if (k < 0) {
         return -k;
     }
+    if (w.nslide > 0) {
+        /* the rows' velocities J qd (into w.c, which constraint_position fills later) for the directions */
+        for (i = 0; i < nr; ++i) {
+            w.c[i] = dot(w.J + i * nv, qd, nv);
+        }
+        status = slide_coefs(k, w.c, target, &w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+    }
     /* z = L^-1 (B u - bias) */
     m->bias(t, q, qd, p, w.h);
     for (i = 0; i < nv; ++i) {
@@ -890,9 +1012,10 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
                 w.z[j] += w.w[i] * zi[j];
             }
             if (lambda != 0) {
+                int tt;
                 lambda[w.rows[i]] = w.w[i];
-                if (w.trow[i] >= 0) {
-                    lambda[w.trow[i]] = w.coef[i] * w.w[i];
+                for (tt = 0; w.trow[i] >= 0 && tt < w.rows[i] - w.trow[i]; ++tt) {
+                    lambda[w.trow[i] + tt] = w.coef[2 * i + tt] * w.w[i];
                 }
             }
         }
@@ -907,14 +1030,119 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     return RODGEN_OK;
 }
 
+/* The impact map on the blocks of w->act (carved; codes: 0 inactive, RODGEN_STICK, and with ref != NULL a
+ * contact's sliding code: it slides during the impact, its tangential impulse coef * normal impulse as in
+ * the constrained dynamics, the 3-row direction from the velocity qd_minus and the reference directions of
+ * ref), the active-set rule of rodgen_impact applied to w->act. Outputs as rodgen_impact's. */
+static int impact_core(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const double *ref, const rodgen_cfd_options *o, scratch *w, double *qd_plus, double *impulse,
+    double *energy_loss)
+{
+    const int nv = RODGEN_NV(m), nr = m->nrows;
+    int k = 0, i, j, status, pass;
+    double e_minus, e_plus;
+    for (pass = 0; pass <= m->nconstraints; ++pass) {
+        int worst = -1;
+        double lmax = 0.0, lworst = 0.0;
+        k = prepare(m, p, q, w->act, ref != 0 ? 2 : 1, w);
+        if (k < 0) {
+            return -k;
+        }
+        if (w->nslide > 0) {
+            for (i = 0; i < nr; ++i) {
+                w->c[i] = dot(w->J + i * nv, qd_minus, nv);   /* the rows' velocities before the impact */
+            }
+            status = slide_coefs(k, w->c, ref, w);
+            if (status != RODGEN_OK) {
+                return status;
+            }
+        }
+        status = factor_s(m, k, o->singular_tol, w);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        /* S Lambda = -J qd_minus */
+        for (i = 0; i < k; ++i) {
+            w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
+        }
+        if (k > 0 && w->nslide > 0) {
+            lu_solve(w->S, k, w->piv, w->w);
+        } else if (k > 0) {
+            solve_lower(w->S, k, w->w);
+            solve_upper(w->S, k, w->w);
+        }
+        if (!all_finite(w->w, k)) {
+            return RODGEN_ERR_NONFINITE_RESULT;
+        }
+        for (i = 0; i < nr; ++i) {
+            w->b[i] = 0.0;   /* impulses of every row */
+        }
+        for (i = 0; i < k; ++i) {
+            int tt;
+            w->b[w->rows[i]] = w->w[i];
+            for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
+                w->b[w->trow[i] + tt] = w->coef[2 * i + tt] * w->w[i];
+            }
+            lmax = fmax(lmax, fabs(w->w[i]));
+        }
+        for (i = 0; i < m->nconstraints; ++i) {
+            if (w->act[i] && is_unilateral(m, i)) {
+                const double ln = w->b[normal_row(m, i)];
+                if (ln < -1e-12 * lmax && ln < lworst) {
+                    lworst = ln;
+                    worst = i;
+                }
+            }
+        }
+        if (worst < 0) {
+            break;
+        }
+        w->act[worst] = 0;
+    }
+    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i (Z_i: the force directions when a contact slides) */
+    for (j = 0; j < nv; ++j) {
+        w->z[j] = 0.0;
+    }
+    for (i = 0; i < k; ++i) {
+        const double *zi = (w->nslide > 0 ? w->Z : w->Y) + i * nv;
+        for (j = 0; j < nv; ++j) {
+            w->z[j] += w->w[i] * zi[j];
+        }
+    }
+    solve_upper(w->M, nv, w->z);
+    for (j = 0; j < nv; ++j) {
+        qd_plus[j] = qd_minus[j] + w->z[j];
+    }
+    /* kinetic energies |L^T qd|^2 / 2 */
+    e_minus = 0.0;
+    e_plus = 0.0;
+    for (i = 0; i < nv; ++i) {
+        double a = 0.0, b = 0.0;
+        for (j = i; j < nv; ++j) {
+            a += w->M[j * nv + i] * qd_minus[j];
+            b += w->M[j * nv + i] * qd_plus[j];
+        }
+        e_minus += 0.5 * a * a;
+        e_plus += 0.5 * b * b;
+    }
+    if (impulse != 0) {
+        for (i = 0; i < nr; ++i) {
+            impulse[i] = w->b[i];
+        }
+    }
+    if (energy_loss != 0) {
+        *energy_loss = e_minus - e_plus;
+    }
+    return all_finite(qd_plus, nv) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
 int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
     const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
     double *energy_loss, void *work)
 {
     rodgen_cfd_options def;
     scratch w;
-    int nv, nr, k, i, j, status, pass;
-    double e_minus, e_plus;
+    int i, status;
     if (!model_ok(m) || q == 0 || qd_minus == 0 || qd_plus == 0 || work == 0) {
         return RODGEN_ERR_OPTIONS;
     }
@@ -925,97 +1153,24 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
     if (p == 0) {
         p = m->default_p;
     }
-    nv = RODGEN_NV(m);
-    nr = m->nrows;
-    if (!all_finite(q, m->nq) || !all_finite(qd_minus, nv) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
+    if (!all_finite(q, m->nq) || !all_finite(qd_minus, RODGEN_NV(m))
+        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
     for (i = 0; i < m->nconstraints; ++i) {
         w.act[i] = is_active(m, active, i);
     }
-    for (pass = 0; pass <= m->nconstraints; ++pass) {
-        int worst = -1;
-        double lmax = 0.0, lworst = 0.0;
-        k = prepare(m, p, q, w.act, 1, &w);
-        if (k < 0) {
-            return -k;
-        }
-        status = factor_s(m, k, o->singular_tol, &w);
-        if (status != RODGEN_OK) {
-            return status;
-        }
-        /* S Lambda = -J qd_minus */
-        for (i = 0; i < k; ++i) {
-            w.w[i] = -dot(w.J + w.rows[i] * nv, qd_minus, nv);
-        }
-        if (k > 0) {
-            solve_lower(w.S, k, w.w);
-            solve_upper(w.S, k, w.w);
-        }
-        if (!all_finite(w.w, k)) {
-            return RODGEN_ERR_NONFINITE_RESULT;
-        }
-        for (i = 0; i < nr; ++i) {
-            w.b[i] = 0.0;   /* impulses of every row */
-        }
-        for (i = 0; i < k; ++i) {
-            w.b[w.rows[i]] = w.w[i];
-            lmax = fmax(lmax, fabs(w.w[i]));
-        }
-        for (i = 0; i < m->nconstraints; ++i) {
-            if (w.act[i] && is_unilateral(m, i)) {
-                const double ln = w.b[normal_row(m, i)];
-                if (ln < -1e-12 * lmax && ln < lworst) {
-                    lworst = ln;
-                    worst = i;
-                }
-            }
-        }
-        if (worst < 0) {
-            break;
-        }
-        w.act[worst] = 0;
-    }
-    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i */
-    for (j = 0; j < nv; ++j) {
-        w.z[j] = 0.0;
-    }
-    for (i = 0; i < k; ++i) {
-        for (j = 0; j < nv; ++j) {
-            w.z[j] += w.w[i] * w.Y[i * nv + j];
-        }
-    }
-    solve_upper(w.M, nv, w.z);
-    for (j = 0; j < nv; ++j) {
-        qd_plus[j] = qd_minus[j] + w.z[j];
-    }
-    /* kinetic energies |L^T qd|^2 / 2 */
-    e_minus = 0.0;
-    e_plus = 0.0;
-    for (i = 0; i < nv; ++i) {
-        double a = 0.0, b = 0.0;
-        for (j = i; j < nv; ++j) {
-            a += w.M[j * nv + i] * qd_minus[j];
-            b += w.M[j * nv + i] * qd_plus[j];
-        }
-        e_minus += 0.5 * a * a;
-        e_plus += 0.5 * b * b;
-    }
-    if (impulse != 0) {
-        for (i = 0; i < nr; ++i) {
-            impulse[i] = w.b[i];
-        }
+    status = impact_core(m, p, q, qd_minus, 0, o, &w, qd_plus, impulse, energy_loss);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (active_after != 0) {
         for (i = 0; i < m->nconstraints; ++i) {
             active_after[i] = w.act[i];
         }
     }
-    if (energy_loss != 0) {
-        *energy_loss = e_minus - e_plus;
-    }
-    return all_finite(qd_plus, nv) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+    return RODGEN_OK;
 }
 
 /* ---- hybrid simulation: the configuration on its manifold ------------------ */
@@ -1417,16 +1572,82 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
     if (is_friction(s->model, i)) {
         return s->mu[i] - fabs(lam[r]);
     }
-    return s->mu[i] * lam[normal_row(s->model, i)] - fabs(tangential_force(s->model, i, lam));
+    return s->mu[i] * lam[normal_row(s->model, i)] - fabs(tangential_force(s->model, i, lam));   /* the Euclidean cone */
 }
 
 /* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
- * force, -sign(force) * (tangential velocity), > 0 while it slides (w->J holds J(y)). */
+ * force, -sign(force) * (tangential velocity), > 0 while it slides; a 3-row contact's tangential velocity
+ * along its reference direction (the target's tangential entries) (w->J holds J(y)). */
 static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const double *y, int i)
 {
     const rodgen_model *m = s->model;
-    const double vt = dot(w->J + m->constraints[i].row * RODGEN_NV(m), y + m->nq, RODGEN_NV(m));
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double vt = dot(w->J + r * nv, y + m->nq, nv);
+    if (s->active[i] == RODGEN_SLIDE) {
+        return vt * s->target[r] + dot(w->J + (r + 1) * nv, y + m->nq, nv) * s->target[r + 1];
+    }
     return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+/* Contact i starts to slide against its tangential force lam [r .. r + nt - 1] (the force it could not
+ * get while sticking, or an impulse): one tangent SLIDE_PLUS / SLIDE_MINUS by its sign, two SLIDE with the
+ * reference direction -f_t/|f_t| (the way the contact moves) in the target's tangential entries. */
+static void start_slide(rodgen_hybrid_state *s, int i, const double *lam)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row;
+    if (ntan(m, i) == 1) {
+        s->active[i] = lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+    } else {
+        const double n = tnorm(lam, r, 2);
+        s->active[i] = RODGEN_SLIDE;
+        s->target[r] = (n > 0.0 ? -lam[r] / n : 1.0) * RODGEN_SLIDE_REST;   /* its length: see rest_speed */
+        s->target[r + 1] = (n > 0.0 ? -lam[r + 1] / n : 0.0) * RODGEN_SLIDE_REST;
+    }
+}
+
+/* The speed below which a 3-row sliding contact's friction turns towards its reference direction (the
+ * length of the reference vector, its rest speed): mu f_n D dt, D = trace(J_t M^-1 J_t^T) / 2 the mobility of
+ * the point in the plane, so mu f_n D is the acceleration the friction gives it and mu f_n D / |s| the rate
+ * at which it aligns the motion with the force: explicit RK4 is stable (h * rate <= about 1) where the
+ * friction's direction is the velocity's (faster than 4 times this), and below it the direction is held
+ * towards the reference. At least RODGEN_SLIDE_REST. fn: the normal force; w->work is scratch. */
+static double rest_speed(const rodgen_hybrid_state *s, const rodgen_hybrid_options *o, const hscratch *w, int i,
+    double fn)
+{
+    const rodgen_model *m = s->model;
+    const int nv = RODGEN_NV(m), r = m->constraints[i].row;
+    scratch c;
+    double d = 0.0;
+    int k, j;
+    if (!(fn > 0.0) || !isfinite(s->mu[i])) {
+        return RODGEN_SLIDE_REST;
+    }
+    carve(m, w->work, &c);
+    m->mass_matrix(s->y, s->p, c.M);
+    if (chol(c.M, nv, 0.0) != 0) {
+        return RODGEN_SLIDE_REST;
+    }
+    m->constraint_jacobian(s->y, s->p, c.J);
+    for (k = 0; k < 2; ++k) {
+        for (j = 0; j < nv; ++j) {
+            c.z[j] = c.J[(r + k) * nv + j];
+        }
+        solve_lower(c.M, nv, c.z);
+        d += 0.5 * dot(c.z, c.z, nv);
+    }
+    return fmax(RODGEN_SLIDE_REST, s->mu[i] * fn * d * o->dt);
+}
+
+/* Contact i sticks where it is (w->c holds c(y)): its tangential rows' targets are their positions. */
+static void stick_here(rodgen_hybrid_state *s, const hscratch *w, int i)
+{
+    const int r = s->model->constraints[i].row;
+    int k;
+    s->active[i] = RODGEN_STICK;
+    for (k = 0; k < ntan(s->model, i); ++k) {
+        s->target[r + k] = w->c[r + k];
+    }
 }
 
 static int any_sliding(const rodgen_hybrid_state *s)
@@ -1645,9 +1866,9 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             break;
         }
         {
-            const int r = m->constraints[worst].row;
-            s->active[worst] = w->lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
-            hy_log(s, out, RODGEN_EVENT_SLIP, worst, w->lam[r], w->lam[normal_row(m, worst)], 0.0);
+            hy_log(s, out, RODGEN_EVENT_SLIP, worst, tangential_force(m, worst, w->lam), w->lam[normal_row(m, worst)],
+                0.0);
+            start_slide(s, worst, w->lam);
         }
     }
     for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
@@ -1664,58 +1885,141 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     return RODGEN_OK;
 }
 
+/* The impact of the hybrid simulator at (s->t, s->y) on the blocks of w->act2 (their codes: a sliding
+ * contact slides during the impact, its 3-row direction referred to s->target): w->qdp, w->imp, w->after. */
+static int hy_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
+{
+    const rodgen_model *m = s->model;
+    scratch c;
+    int i, status;
+    carve(m, w->work, &c);
+    for (i = 0; i < m->nconstraints; ++i) {
+        c.act[i] = w->act2[i];
+    }
+    status = impact_core(m, s->p, s->y, s->y + m->nq, s->target, &o->cfd, &c, w->qdp, w->imp, loss);
+    for (i = 0; i < m->nconstraints; ++i) {
+        w->after[i] = c.act[i];
+    }
+    return status;
+}
+
+/* The tangential velocity of contact i at the velocities qd along its sliding motion (w->J holds J(y)):
+ * slide_speed with other velocities. */
+static double speed_at(const rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double vt = dot(w->J + r * nv, qd, nv);
+    if (s->active[i] == RODGEN_SLIDE) {
+        return vt * s->target[r] + dot(w->J + (r + 1) * nv, qd, nv) * s->target[r + 1];
+    }
+    return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
+}
+
+/* A 3-row sliding contact's reference direction re-anchored on its tangential velocity at qd (w->J holds
+ * J(y)) when that turned from it (by more than about 4e-5 rad: a straight path keeps its direction), or
+ * (always) when always is set; returns 1 when it changed, -1 when the contact is at rest (|v_t| <=
+ * RODGEN_SLIDE_REST: no direction of its own). Re-anchored after every step of a turning path, the stop
+ * v_t . d = 0 is where |v_t| reaches 0 (up to the turn within one step) rather than where the path has
+ * turned through a right angle from an old direction. */
+static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd, int i, int always)
+{
+    const rodgen_model *m = s->model;
+    const int r = m->constraints[i].row, nv = RODGEN_NV(m);
+    const double v0 = dot(w->J + r * nv, qd, nv), v1 = dot(w->J + (r + 1) * nv, qd, nv);
+    const double n = sqrt(v0 * v0 + v1 * v1), e = tnorm(s->target, r, 2);
+    if (!(n > RODGEN_SLIDE_REST)) {
+        return -1;
+    }
+    if (!always && v0 * s->target[r] + v1 * s->target[r + 1] >= (1.0 - 1e-9) * n * e) {
+        return 0;
+    }
+    s->target[r] = v0 / n * (e > 0.0 ? e : RODGEN_SLIDE_REST);   /* the direction, its length kept */
+    s->target[r + 1] = v1 / n * (e > 0.0 ? e : RODGEN_SLIDE_REST);
+    return 1;
+}
+
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
  * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
     const rodgen_model *m = s->model;
-    const int nq = m->nq, nc = m->nconstraints;
+    const int nq = m->nq, nc = m->nconstraints, sliding = o->on_slip == RODGEN_SLIP_SLIDE;
     int i, touched = 0, status, slip_block = -1;
     hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
     m->constraint_position(s->y, s->p, w->c);
+    m->constraint_jacobian(s->y, s->p, w->J);
     if (any_sliding(s)) {
         /* a sliding contact that has stopped (or turned) sticks where it is */
-        m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
             if (slides(m, s->active, i) && !(slide_speed(s, w, s->y, i) > 0.0)) {
-                const int r = m->constraints[i].row;
-                s->active[i] = RODGEN_STICK;
-                s->target[r] = w->c[r];
+                if (is_friction(m, i)) {
+                    const int r = m->constraints[i].row;
+                    s->active[i] = RODGEN_STICK;
+                    s->target[r] = w->c[r];
+                } else {
+                    stick_here(s, w, i);
+                }
                 hy_log(s, out, RODGEN_EVENT_STICK, i, 0.0, 0.0, 0.0);
             }
         }
     }
     for (i = 0; i < nc; ++i) {
-        w->act2[i] = is_active(m, s->active, i);
+        /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
+        w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
+        w->g1[i] = 0.0;
         if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
             && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
-            w->act2[i] = 2;   /* touching now */
+            w->act2[i] = RODGEN_STICK;
+            w->g1[i] = 1.0;   /* touching now */
             touched = 1;
         }
     }
     if (touched) {
         double loss = 0.0;
-        status = rodgen_impact(m, s->p, s->y, s->y + nq, w->act2, &o->cfd, w->qdp, w->imp, w->after, &loss,
-            w->work);
+        int redo = 0;
+        status = hy_impact(s, o, w, &loss);
         if (status != RODGEN_OK) {
             return status;
+        }
+        if (sliding) {
+            /* Coulomb impact: a touching contact whose sticking impulse leaves the cone slides during the
+             * impact (its tangential impulse mu * normal impulse, against its tangential velocity) */
+            for (i = 0; i < nc; ++i) {
+                const int r = m->constraints[i].row;
+                if (w->g1[i] != 0.0 && w->after[i] && m->constraints[i].kind == RODGEN_CONTACT
+                    && isfinite(s->mu[i]) && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
+                    start_slide(s, i, w->imp);
+                    w->act2[i] = s->active[i];
+                    s->active[i] = 0;
+                    redo = 1;
+                }
+            }
+            if (redo) {
+                status = hy_impact(s, o, w, &loss);
+                if (status != RODGEN_OK) {
+                    return status;
+                }
+            }
         }
         for (i = 0; i < nc; ++i) {
             const int r = m->constraints[i].row;
             const int contact = m->constraints[i].kind == RODGEN_CONTACT;
-            if (w->act2[i] == 2) {
+            if (w->g1[i] != 0.0) {
+                const int nt = contact ? ntan(m, i) : 0;
                 const double it = contact ? tangential_force(m, i, w->imp) : w->imp[r];
                 const double in = contact ? w->imp[normal_row(m, i)] : 0.0;
                 hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, it, in, loss);
                 if (w->after[i]) {
                     if (contact) {
                         int k;
-                        for (k = 0; k + 1 < m->constraints[i].nrows; ++k) {
-                            s->target[r + k] = w->c[r + k];   /* the tangential rows hold where it touched */
+                        for (k = 0; k < nt && !is_sliding(m, w->after, i); ++k) {
+                            s->target[r + k] = w->c[r + k];   /* held where it touched; a sliding one keeps its
+                                                                 direction there */
                         }
                         s->target[normal_row(m, i)] = 0.0;
-                        if (o->on_slip != RODGEN_SLIP_SLIDE && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
+                        if (!sliding && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
                             s->slipping[i] = 1;
                             hy_log(s, out, RODGEN_EVENT_SLIP, i, it, in, 0.0);
                             if (slip_block < 0) {
@@ -1736,8 +2040,6 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 if (!w->after[i]) {
                     s->armed[i] = 0;
                     s->slipping[i] = 0;
-                } else if (is_sliding(m, s->active, i)) {
-                    s->target[m->constraints[i].row] = w->c[m->constraints[i].row];   /* stuck by the impact */
                 }
                 s->active[i] = w->after[i];
             }
@@ -1745,9 +2047,17 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         for (i = 0; i < RODGEN_NV(m); ++i) {
             s->y[nq + i] = w->qdp[i];
         }
+        /* a contact that slid through the impact goes on sliding the way it moves after it (a 3-row one
+         * re-anchored on its new tangential velocity), or sticks where it is if that stopped or turned */
+        for (i = 0; i < nc; ++i) {
+            if (is_sliding(m, s->active, i)
+                && ((s->active[i] == RODGEN_SLIDE && reanchor(s, w, w->qdp, i, 1) < 0)
+                    || !(speed_at(s, w, w->qdp, i) > 0.0))) {
+                stick_here(s, w, i);
+            }
+        }
         /* the impact left the dry-friction blocks out: each slips in the direction of its velocity after
          * it, or sticks where it is if that is zero (and slips again at once if it must) */
-        m->constraint_jacobian(s->y, s->p, w->J);
         for (i = 0; i < nc; ++i) {
             if (is_friction(m, i)) {
                 friction_by_rate(s, w, s->y, i);
@@ -1853,6 +2163,18 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         }
         s->have_g = 1;
     }
+    for (i = 0; i < nc; ++i) {
+        /* a 3-row sliding contact's rest speed follows its normal force (w->lam: the forces at (t, y)) */
+        if (s->active[i] == RODGEN_SLIDE) {
+            const int r = m->constraints[i].row;
+            const double e = tnorm(s->target, r, 2), want = rest_speed(s, o, w, i, w->lam[r + 2]);
+            if (want > 2.0 * e || want < 0.5 * e) {
+                s->target[r] *= want / e;
+                s->target[r + 1] *= want / e;
+                s->g[2 * i + 1] *= want / e;   /* the speed along the reference, in proportion */
+            }
+        }
+    }
     for (i = 0; i < ny; ++i) {
         w->y0[i] = s->y[i];
     }
@@ -1893,6 +2215,10 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             }
             if (s->active[i] && s->slipping[i] && slip_margin(s, i, w->lam) >= 0.0) {
                 s->slipping[i] = 0;
+                changed = 1;
+            }
+            /* a 3-row contact sliding along a turning path: its reference direction follows (w->J: J(y1)) */
+            if (s->active[i] == RODGEN_SLIDE && reanchor(s, w, s->y + m->nq, i, 0) > 0) {
                 changed = 1;
             }
         }
@@ -2016,6 +2342,20 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
                 s->target[r + k] = w.c[r + k];   /* a contact's tangential rows, a friction block's row */
             }
         }
+        if (b->kind == RODGEN_CONTACT && s->active[i] != 0 && s->active[i] != RODGEN_STICK) {
+            /* a sliding start: one tangent SLIDE_PLUS/MINUS, two SLIDE in the direction of its velocity */
+            if ((s->active[i] == RODGEN_SLIDE) != (b->nrows == 3)) {
+                return RODGEN_ERR_OPTIONS;
+            }
+            if (b->nrows == 3) {
+                s->target[r] = 0.0;
+                s->target[r + 1] = 0.0;
+                if (reanchor(s, &w, s->y + m->nq, i, 1) < 0) {
+                    s->block = i;
+                    return RODGEN_ERR_INITIAL_STATE;   /* at rest: no direction to slide in */
+                }
+            }
+        }
         if (b->kind == RODGEN_FRICTION) {
             /* stick or slip as given, else from the coordinate's rate: at rest it sticks */
             if (active0 != 0 && (active0[i] == RODGEN_STICK || active0[i] == RODGEN_SLIDE_PLUS
@@ -2033,7 +2373,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         }
         if (s->active[i]) {
             int k;
-            for (k = 0; k < b->nrows; ++k) {
+            for (k = is_sliding(m, s->active, i) ? b->nrows - 1 : 0; k < b->nrows; ++k) {   /* sliding: its gap */
                 if (fabs(w.c[r + k] - s->target[r + k]) > o->check_tol) {
                     s->block = i;
                     return RODGEN_ERR_INITIAL_STATE;
@@ -2216,7 +2556,7 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         return RODGEN_ERR_OPTIONS;
     }
     m = s->model;
-    ny = 2 * m->nq;
+    ny = RODGEN_NY(m);
     hcarve(m, s, &w);
     out.capacity = out.n = out.event_capacity = out.ne = 0;
     out.t_out = out.y_out = out.lambda_out = out.u_out = 0;

@@ -65,10 +65,25 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
 /* Values of an active mask: 0 inactive, 1 active (a contact sticks), and for a
  * contact sliding with Coulomb friction: its gap is held and its tangential force
  * is +mu * normal (SLIDE_PLUS; the foot slides towards -t) or -mu * normal
- * (SLIDE_MINUS). */
+ * (SLIDE_MINUS) along the one tangent of a 2-row contact, or on the cone's edge
+ * against its motion in the plane for a 3-row contact (SLIDE). */
 #define RODGEN_STICK 1
 #define RODGEN_SLIDE_PLUS 2
 #define RODGEN_SLIDE_MINUS 3
+/* A 3-row contact sliding in the ground plane: its normal row is held and its tangential force is
+ * -mu * normal * s/|s| (the Euclidean cone's edge), s = v_t (the tangential velocity J_t qd) while
+ * |v_t| >= 4e, and below that s = v_t + e (1 - |v_t|/(4e))^2 d, turned towards d. d (a unit direction:
+ * the sliding motion's) and e (a speed, at least RODGEN_SLIDE_REST) are the direction and length of the
+ * contact's two tangential entries of `target` (the hybrid simulator keeps there the direction of the
+ * sticking force it could not get at a slip, re-anchored on v_t/|v_t| after each step of a turning path,
+ * with e = mu f_n D dt, D = trace(J_t M^-1 J_t^T)/2: the speed below which explicit RK4 could not follow
+ * the friction's turn of the motion), or v_t/|v_t| and RODGEN_SLIDE_REST when no target is given (then
+ * v_t = 0 is RODGEN_ERR_OPTIONS). A motion that reverses along d (v_t . d < 0, past the stop in a trial
+ * step) has the component of s along d mirrored (the force stays against d and continuous through the
+ * stop, which the hybrid simulator locates as v_t . d = 0). A 2-row (planar) contact slides with
+ * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS, a 3-row one only with RODGEN_SLIDE. */
+#define RODGEN_SLIDE 4
+#define RODGEN_SLIDE_REST 1e-6
 
 /* qdd [nv] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
  * the force elements' expressions; any value for a model without them) for the blocks with active[i] != 0 (active may be NULL: none but the loops).
@@ -129,8 +144,9 @@ typedef struct {
     double t;              /* time */
     int kind;              /* RODGEN_EVENT_... */
     int block;             /* index of the constraint block */
-    double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal);
-                              SLIP: the block's force (or impulse at an impact); otherwise 0 */
+    double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal; a
+                              3-row contact: the Euclidean norm of its two tangential rows, normal);
+                              SLIP: the block's force (or impulse at an impact), likewise; otherwise 0 */
     double energy_loss;    /* TOUCHDOWN, LIMIT: kinetic energy lost in the impact; otherwise 0 */
 } rodgen_event;
 
@@ -168,8 +184,10 @@ typedef struct {
     double t0;             /* start time */
     double t;              /* time of y */
     double *y;             /* [nq + nv] state [q, qd] */
-    double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0) */
-    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS */
+    double *target;        /* [nrows] c_target of the rows (contact: touchdown position, 0; a 3-row contact
+                              sliding: its sliding direction times its rest speed in the tangential rows) */
+    int *active;           /* [nconstraints] the phase: 0 inactive, RODGEN_STICK, RODGEN_SLIDE_PLUS/MINUS,
+                              RODGEN_SLIDE */
     int *armed;            /* [nconstraints] inactive unilateral blocks that may touch down */
     int *slipping;         /* [nconstraints] a slip event was logged and the contact is still outside */
     long steps;            /* completed grid steps */
@@ -191,8 +209,9 @@ typedef struct {
 long rodgen_hybrid_work_bytes(const rodgen_model *m);
 
 /* Start a run at t0 from y0 [nq + nv] in the phase active0 [nconstraints]
- * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a contact may
- * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS; NULL: none but the loops). disarmed0 [nconstraints]
+ * (nonzero: active, a contact sticking; with RODGEN_SLIP_SLIDE a 2-row contact may
+ * start with RODGEN_SLIDE_PLUS or RODGEN_SLIDE_MINUS, a 3-row one with RODGEN_SLIDE in the direction of
+ * its tangential velocity, which must not be 0; NULL: none but the loops). disarmed0 [nconstraints]
  * (NULL: none): inactive blocks that are allowed below their bound at the
  * start (they are armed once above it, see below).
  * Checks the initial state, returning RODGEN_ERR_INITIAL_STATE with
@@ -222,11 +241,15 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     position at touchdown and gap 0 (Baumgarte target);
  *   lift-off / limit release: the normal force of an active block < 0 -> the
  *     block is released (most negative first, again until none pulls);
- *   slip: mu * normal - |tangential| < 0 on a sticking contact -> logged, then
+ *   slip: mu * normal - |tangential| < 0 on a sticking contact (|.|: the Euclidean norm of a 3-row
+ *     contact's two tangential rows, the friction cone) -> logged, then
  *     o->on_slip; with RODGEN_SLIP_SLIDE the contact slides, its friction force
- *     in the direction of the sticking force it could not get;
+ *     in the direction of the sticking force it could not get (a 3-row contact: RODGEN_SLIDE, that
+ *     direction its reference; after each step of a turning path the reference is re-anchored on the
+ *     tangential velocity);
  *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
- *     turns -> it sticks where it is (and slides again at once if it must).
+ *     turns (a 3-row contact: its component along the reference direction) -> it sticks where it is
+ *     (and slides again at once if it must).
  *   dry friction (FRICTION blocks, whatever on_slip says): a sticking block
  *     whose force exceeds its static limit (static - |lambda| < 0) slips
  *     (RODGEN_EVENT_SLIP, impulse[0] the force that held it), its kinetic force
@@ -240,7 +263,11 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     equal up to sign at the start) is active, the FRICTION block idles
  *     (phase 0: the stop holds the coordinate); when the limit releases it
  *     takes its phase from the rate again.
- * Impacts treat every active contact as sticking.
+ * Impacts hold every sticking contact; with RODGEN_SLIP_SLIDE they are Coulomb impacts: a sliding contact
+ * slides through the impact (its tangential impulse mu times its normal impulse, against its tangential
+ * velocity before it), and so does a touching contact whose sticking impulse would leave the cone (the
+ * impact solved again with it sliding); after the impact such a contact slides on the way it moves, or
+ * sticks where it is if its tangential velocity stopped or turned.
  * Rows written: t_out [capacity], y_out [capacity*(nq+nv)],
  * lambda_out [capacity*nrows] (0 for inactive rows), active_out
  * [capacity*nconstraints] (the codes of s->active), u_out [capacity*nu]; all
@@ -265,7 +292,7 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
 /* Drop the memo of the last evaluation (after the inputs or parameters changed under the run). */
 void rodgen_hybrid_forget(rodgen_hybrid_state *s);
 
-/* dy [2 nq] = [qd, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */
+/* dy [nq + nv] = [dq/dt, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */
 int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
     double *dy, double *lambda);
 
@@ -277,7 +304,7 @@ int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_option
 int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,
     double *z);
 
-/* The event at (t, y) [2 nq]: arms the blocks risen to o->arm_gap, releases slip latches, then the jump of
+/* The event at (t, y) [nq + nv]: arms the blocks risen to o->arm_gap, releases slip latches, then the jump of
  * rodgen_hybrid_simulate (an armed block at or below its bound touches: impact; pulling blocks released;
  * slips, sticks). y receives the state after the jump (*changed: 1 if an impact changed it; may be NULL).
  * Returns as rodgen_hybrid_simulate (RODGEN_ERR_FRICTION_CONE with on_slip stop, RODGEN_ERR_TOO_MANY_EVENTS). */

@@ -53,6 +53,7 @@ cdef extern from "rodgen_contact.h" nogil:
         RODGEN_STICK
         RODGEN_SLIDE_PLUS
         RODGEN_SLIDE_MINUS
+        RODGEN_SLIDE
         RODGEN_EVENT_TOUCHDOWN
         RODGEN_EVENT_LIFTOFF
         RODGEN_EVENT_SLIP
@@ -69,8 +70,10 @@ EVENT_KINDS = {RODGEN_EVENT_TOUCHDOWN: "touchdown", RODGEN_EVENT_LIFTOFF: "lifto
                RODGEN_EVENT_STICK: "stick"}
 #: Codes of on_slip (RODGEN_SLIP_...), by name.
 SLIP_MODES = {"stop": RODGEN_SLIP_STOP, "continue": RODGEN_SLIP_CONTINUE, "slide": RODGEN_SLIP_SLIDE}
-#: Codes of an active mask: sticking, sliding towards -t (force +mu N), towards +t.
-ACTIVE_CODES = {"stick": RODGEN_STICK, "slide_plus": RODGEN_SLIDE_PLUS, "slide_minus": RODGEN_SLIDE_MINUS}
+#: Codes of an active mask: sticking, sliding towards -t (force +mu N), towards +t (a 2-row contact), sliding
+#: in the ground plane against its tangential velocity (a 3-row contact).
+ACTIVE_CODES = {"stick": RODGEN_STICK, "slide_plus": RODGEN_SLIDE_PLUS, "slide_minus": RODGEN_SLIDE_MINUS,
+                "slide": RODGEN_SLIDE}
 
 
 cdef void _cfd(rodgen_cfd_options *o, double alpha, double beta, double singular_tol):

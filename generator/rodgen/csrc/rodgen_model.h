@@ -27,11 +27,13 @@ extern "C" {
  * <prefix>_constraint_position returns them:
  *   CONTACT  d rows (nrows: 2 in a planar model, 3 in a spatial one): the tangential rows
  *                    [0 .. d-2], the point's position along the ground (tangent t; in space t1, t2),
- *                    then [d-1] its height above the ground along the normal n (the gap; > 0 above).
+ *                    then [d-1] its height above the ground along the normal n (the gap; > 0 above);
+ *                    a flat foot (6 rows, spatial) has a point's 3 rows, then the frame's orientation
+ *                    error against the ground's axes.
  *            Unilateral: when active, all rows are held (the point sticks at its
  *            touchdown position); the normal force must stay >= 0 and
  *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
- *            Sliding handles 2-row contacts only; the hybrid simulation's events 2- and 3-row contacts.
+ *            Sliding (rodgen_contact.h) and the hybrid simulation's events handle 2- and 3-row contacts.
  *   LOOP     2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows
  *            (space): frame b's origin minus frame a's (x, y, z), then the orientation error.
  *            Bilateral, always active: the loop is closed when all rows are zero.

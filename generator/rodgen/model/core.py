@@ -390,11 +390,14 @@ class Contact:
     When active the point sticks (two rows: tangential position, gap); the
     normal force must stay >= 0 and the tangential one within ``friction``
     times the normal force (Coulomb coefficient, an expression of parameters).
+    ``rows``: None (a point: 2 rows in a planar model, 3 in a spatial one) or, in a spatial model, 6 (a
+    flat foot: the frame's orientation is held too).
     """
 
     name: str
     marker: Optional[str] = None
     friction: Value = 1.0
+    rows: Optional[int] = None
 
 
 @dataclass

@@ -225,6 +225,8 @@ def _constraints(out: dict[str, Any], contacts: Sequence[ValidContact], loops: S
                 d[field] = c.marker
             if not _is(c.friction, 1.0):
                 d["friction"] = _v(c.friction)
+            if c.rows == 6:
+                d["rows"] = 6
             out["contacts"].append(d)
     if loops:
         out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b, **({"rows": lp.rows} if lp.rows != rows else {})}

@@ -295,6 +295,8 @@ _SPATIAL: tuple[Section, ...] = (
                 "name": "required; unique among contacts, loops, limits and frictions",
                 "frame": "the frame whose origin touches the ground (default: the frame named `name`)",
                 "friction": "the Coulomb friction coefficient, >= 0 (default 1)",
+                "rows": "3 (a point, default) or 6 (a flat foot: the frame's orientation is held too, its force "
+                        "[f_t1, f_t2, f_n, m_t1, m_t2, m_n] in the ground's axes)",
             }),
     Section("spatial.loop", "loops[] (spatial)", "A loop closure between two frames, always held.",
             spatial_io._LOOP_KEYS, {

@@ -10,7 +10,7 @@ import math
 from types import MappingProxyType
 from typing import Any
 
-from .core import Loop, Parameter, check_name, is_finite_number
+from .core import Contact, Loop, Parameter, check_name, is_finite_number
 from .expr import Expression
 from .spatial import (
     JOINT_TYPES,
@@ -376,7 +376,14 @@ def _constraints(ctx: _Ctx, model: SpatialModel,
                           f"closed or never; join frames of different links", lw)
         return int(rows)
 
-    return check_constraints(ctx, model, vm, "frame", frame, loop_rows)
+    def contact_rows(c: Contact, where: str) -> int:
+        rows = 3 if c.rows is None else c.rows
+        if isinstance(rows, bool) or rows not in (3, 6):
+            raise ctx.err(f"a spatial contact has 3 rows (a point: two tangential, the gap) or 6 (a flat foot: "
+                          f"its orientation too), got rows = {c.rows!r}", where)
+        return int(rows)
+
+    return check_constraints(ctx, model, vm, "frame", frame, loop_rows, contact_rows)
 
 
 def _check_masses(ctx: _Ctx, vm: ValidSpatialModel) -> None:

@@ -199,11 +199,13 @@ class ValidGround:
 @dataclass(frozen=True)
 class ValidContact:
     """A point foot at the marker ``marker`` with Coulomb coefficient ``friction`` (in a spatial model
-    ``marker`` names any frame of the model: a marker, a link's joint frame, a body, a segment's end)."""
+    ``marker`` names any frame of the model: a marker, a link's joint frame, a body, a segment's end).
+    ``rows``: 2 (planar), 3 (a spatial point) or 6 (a spatial flat foot: the frame's orientation held too)."""
 
     name: str
     marker: str
     friction: Expression
+    rows: int = 2
 
 
 @dataclass(frozen=True)

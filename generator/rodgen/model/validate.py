@@ -619,13 +619,14 @@ class _BlockTree(Protocol):
 
 
 def check_constraints(ctx: _Ctx, model: _ConstraintOwner, vm: _BlockTree, field: str,
-                      place: Callable[[object, str], str], loop_rows: Callable[[Loop, str, str, str], int]
+                      place: Callable[[object, str], str], loop_rows: Callable[[Loop, str, str, str], int],
+                      contact_rows: Callable[[Contact, str], int]
                       ) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:
     """Contacts and loops of either kind of model, and the names of every constraint block (contacts, loops,
     limits and frictions share one namespace). ``field`` names a contact's place (``marker`` in a planar
     model, ``frame`` in a spatial one), ``place(name, where)`` checks one and returns its name;
     ``loop_rows(loop, a, b, where)`` checks what a loop between two different places needs in its kind of
-    model and returns its rows."""
+    model and returns its rows; ``contact_rows(contact, where)`` a contact's rows."""
     blocks: dict[str, str] = {}
 
     def block(name: object, what: str, where: str) -> str:
@@ -643,7 +644,8 @@ def check_constraints(ctx: _Ctx, model: _ConstraintOwner, vm: _BlockTree, field:
         cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
         name = block(c.name, "contact", cw)
         at = place(c.marker if c.marker is not None else name, f"{cw}.{field}")
-        contacts.append(ValidContact(name, at, ctx.expr(c.friction, f"{cw}.friction", nonneg=True)))
+        contacts.append(ValidContact(name, at, ctx.expr(c.friction, f"{cw}.friction", nonneg=True),
+                                     contact_rows(c, f"{cw}.rows")))
     if not isinstance(model.loops, list):
         raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
     loops: list[ValidLoop] = []
@@ -685,7 +687,12 @@ def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidCo
                           f"{lw}.rows")
         return 2
 
-    return check_constraints(ctx, model, vm, "marker", marker, loop_rows)
+    def contact_rows(c: Contact, where: str) -> int:
+        if c.rows is not None and (isinstance(c.rows, bool) or c.rows != 2):
+            raise ctx.err(f"a planar contact has 2 rows (along the ground, the gap), got rows = {c.rows!r}", where)
+        return 2
+
+    return check_constraints(ctx, model, vm, "marker", marker, loop_rows, contact_rows)
 
 
 def _stretch(ctx: _Ctx, lk: ValidLink, mk: ValidMarker) -> tuple[float, ...]:

@@ -728,14 +728,11 @@ class CompiledModel:
                                  f"with a step dt")
             contacts = ()
         if contacts is not None:
-            spatial = [b.name for b in self.constraints if b.kind == "contact" and b.nrows != 2]
-            sliding = hybrid.get("on_slip") == "slide" or (isinstance(contacts, Mapping) and any(
-                contacts.get(nm) in ("slide_plus", "slide_minus") for nm in spatial))
-            if spatial and sliding:
-                raise NotImplementedError(
-                    f"the hybrid simulation slides planar 2-row contacts only; contact {spatial[0]!r} of the "
-                    f"model {self.name!r} has 3 rows (a spatial model): its contacts stick, lift off and touch "
-                    f"down (on_slip='stop' or 'continue'), or use a compliant contact (docs/contacts-3d.md)")
+            flat = [b.name for b in self.constraints if b.kind == "contact" and b.nrows == 6]
+            if flat:
+                raise ValueError(f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs point "
+                                 f"contacts; contact {flat[0]!r} of the model {self.name!r} is a flat foot (6 rows): "
+                                 f"use constrained_dynamics and impact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")
@@ -946,7 +943,8 @@ class CompiledModel:
 
     def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
         """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,
-        a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"``.
+        a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"`` (a 2-row
+        contact, a dry-friction block) or ``"slide"`` (a 3-row contact).
         Loops are always active. Raises ValueError naming an unknown block."""
         codes = self._runtime.ACTIVE_CODES
         mask = np.zeros(len(self.constraints), dtype=np.intc)
@@ -988,7 +986,9 @@ class CompiledModel:
         """(qdd (nv,), lam (nrows,)) of M qdd + bias = B u + Jᵀ λ with the ``active`` blocks held (J qdd =
         -J̇ q̇ - 2 alpha J q̇ - beta² (c - c_target); alpha = beta = 0: no drift control). ``lam`` holds every
         row, 0 in those of inactive blocks (contact: [tangential, normal] ground reaction). ``active``: block
-        names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus". Raises
+        names (loops are always active), or name -> "stick" / "slide_plus" / "slide_minus" (a 2-row contact) /
+        "slide" (a 3-row contact: its friction ``-mu f_n v_t / norm(v_t)`` against its tangential velocity,
+        not 0). Raises
         DynamicsError with the contract's message (singular constraints, M not positive definite, ...)."""
         self._need_constraints("constrained_dynamics")
         # the path of one state given as arrays (the C call and little else): the mask of a name or a list of

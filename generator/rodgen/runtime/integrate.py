@@ -347,7 +347,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     """Hybrid simulation in C: RK4 of the constrained dynamics with located events (rodgen_contact.h).
 
     ``contacts``: the initial active set, block names (loops are always active) or name -> "stick" /
-    "slide_plus" / "slide_minus". ``disarmed``: inactive blocks allowed below the ground at the start.
+    "slide_plus" / "slide_minus" (2-row contacts) / "slide" (3-row contacts). ``disarmed``: inactive blocks
+    allowed below the ground at the start.
     ``u``, ``controller``, ``p``, ``store_every``: as in :func:`simulate` (a compiled input law stays in C).
     ``alpha``, ``beta``: Baumgarte gains (default 10 1/s), ``event_tol`` (s, default 1e-10), ``arm_gap``
     (m, default 1e-6: an inactive contact can touch down once its gap exceeded it), ``check_tol`` (initial
@@ -358,7 +359,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
 
     Returns a SimulationResult with, besides t, q, qd, u and the energy: ``lam`` (N, nrows) every
     constraint row's force (0 when inactive), ``active`` dict block -> (N,) int codes (0 inactive, 1
-    sticking, 2/3 sliding), ``events`` list of dicts (t, kind, block, impulse, energy_loss), ``phases``
+    sticking, 2/3 sliding, 4 a 3-row contact sliding), ``events`` list of dicts (t, kind, block, impulse: a
+    contact's tangential (3 rows: its norm) and normal, energy_loss), ``phases``
     list of (start time, active block names). An event stores the state before and after its jump at the
     same time. A failure ends the run with ``status`` and a ``message`` naming the block.
     """

@@ -122,7 +122,8 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
     Jacobians ``eqs.frame_jacobians`` (rows 0-2 the origin's velocity, 3-5 the angular velocity, world axes).
 
     contact (3 rows): ``[t1·r, t2·r, n·r - h]`` of the frame's origin r, so that λ = [f_t1, f_t2, f_n]
-    in the ground's axes; its Jacobian ``[t1 t2 n]ᵀ J_v``.
+    in the ground's axes; its Jacobian ``[t1 t2 n]ᵀ J_v``; a flat foot (6 rows) also the orientation error
+    against the ground's axes, with the Jacobian ``[t1 t2 n]ᵀ J_ω`` (λ: the moments in those axes too).
     loop (3 rows): ``r_b - r_a``; with ``rows = 6`` also ``½ vee(R_b R_aᵀ - R_a R_bᵀ)`` (zero when the
     orientations agree), whose Jacobian is taken as the relative angular velocity ``J_ω,b - J_ω,a`` (the
     derivative of that error where it is zero); the bias is ``J̇ q̇`` of these Jacobians.
@@ -150,11 +151,17 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
     height = X(ground.height)
     T = sp.Matrix.vstack(t1.T, t2.T, n.T)
     for c in model.contacts:
-        r, _, Jf = frame(c.marker)
-        pos = T * r - sp.Matrix([0, 0, height])
+        r, R, Jf = frame(c.marker)
         raw = eqs.frame_jacobians[key(c.marker)]
-        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=T * Jf[0:3, :],
-                         bias=jdot_v(T * raw[0:3, :])))
+        pos, J, Jraw = T * r - sp.Matrix([0, 0, height]), T * Jf[0:3, :], T * raw[0:3, :]
+        if c.rows == 6:
+            # a flat foot: also ½ vee(R Rgᵀ - Rg Rᵀ) against the ground's axes Rg = Tᵀ, in those axes, whose
+            # Jacobian is taken as the frame's angular velocity (in the ground's axes), as a 6-row loop's
+            E = (R * T - T.T * R.T) / 2
+            pos = pos.col_join(T * sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
+            J = J.col_join(T * Jf[3:6, :])
+            Jraw = Jraw.col_join(T * raw[3:6, :])
+        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=J, bias=jdot_v(Jraw)))
     for lp in model.loops:
         ra, Ra, Ja = frame(lp.a)
         rb, Rb, Jb = frame(lp.b)
