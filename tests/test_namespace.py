@@ -15,7 +15,7 @@ def test_no_helpers_leak_into_rodgen() -> None:
     public = {k for k in vars(rodgen) if not k.startswith("_")}
     assert not {"annotations", "importlib", "TYPE_CHECKING"} & public
     submodules = {"errors", "model", "codegen", "symbolic", "toolchain", "runtime", "contract", "examples", "cli",
-                  "cli_sim", "cli_sweep", "analysis", "fmu", "optimize"}
+                  "cli_sim", "cli_sweep", "analysis", "fmu", "optimize", "gait"}
     assert public - submodules <= set(rodgen.__all__), public - submodules - set(rodgen.__all__)
 
 

@@ -176,11 +176,11 @@ def test_simulation_refuses_short_arrays(build_dir: Path) -> None:
         ("TABLE", {"times": z(0), "values": z(0)}, r"times must hold at least one"),
         ("TABLE", {"times": np.arange(3.0), "values": z(5)}, r"values must hold len\(times\) \* nu = 6 values, got 5"),
         ("PD", {"times": np.arange(2.0), "values": z(11), "kp": z(2), "kd": z(2)},
-         r"values must hold len\(times\) \* 3 \* nq = 12"),
+         r"values must hold len\(times\) \* \(nq \+ 2 nv\) = 12 values, got 11"),
         ("PD", {"times": np.arange(2.0), "values": z(12), "kp": z(1), "kd": z(2)}, r"kp must hold nu = 2 values"),
         ("PD", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": None}, r"kd must hold nu = 2 values"),
         ("COMPUTED_TORQUE", {"times": np.arange(2.0), "values": z(12), "kp": z(2), "kd": z(1)},
-         r"kd must hold nq = 2 values, got 1"),
+         r"kd must hold nv = 2 values, got 1"),
         ("CONSTANT", {"y0": z(3)}, r"y0 must hold nq \+ nv = 4 values, got 3"),
         ("CONSTANT", {"p": z(len(robot.parameters) - 1)}, rf"p must hold np = {len(robot.parameters)} values"),
     ]

@@ -54,6 +54,11 @@ def check_wheel_contents(wheel: Path) -> None:
     templates = {f"rodgen/templates/{t.relative_to(REPO / 'templates').as_posix()}"
                  for t in (REPO / "templates").rglob("*.jinja")}
     assert templates and templates <= names, sorted(templates - names)
+    # every C source, header and Cython include beside the package's modules (the runtime, the FMU wrapper,
+    # the collocation) is compiled at run time from the installed package
+    sources = {f"rodgen/{f.relative_to(REPO / 'generator' / 'rodgen').as_posix()}"
+               for ext in ("*.c", "*.h", "*.pxi") for f in (REPO / "generator" / "rodgen").rglob(ext)}
+    assert sources and sources <= names, sorted(sources - names)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
