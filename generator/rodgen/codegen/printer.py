@@ -24,6 +24,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from ..errors import CodegenError
+from ..model.expr import terminating_decimal
 
 #: Integers below this magnitude are printed as C integers (exact in a double and in ``long long``).
 EXACT_INT = 2 ** 53
@@ -62,25 +63,11 @@ def c_rational(p: int, q: int) -> float:
                            f"is a number of the model too large?") from None
 
 
-def decimal_literal(p: int, q: int) -> Optional[str]:
-    """The exact decimal of p/q (lowest terms) when q > 9 has no prime factors but 2 and 5 and the decimal has
-    at most 17 significant digits: the number a model file wrote (0.035 for 7/200, as the derivation keeps
-    it); else None (halves, quarters and fifths stay ``1.0/2.0``). A C compiler rounds the literal to the
-    nearest double, as it rounds the division of the two exact doubles, so the value is the same."""
-    if q < 10:
-        return None
-    k, power = q, {2: 0, 5: 0}
-    for f in power:
-        while k % f == 0:
-            k //= f
-            power[f] += 1
-    if k != 1:
-        return None
-    places = max(power.values())
-    digits = str(abs(p) * 10 ** places // q).rjust(places + 1, "0")
-    if len(digits.lstrip("0")) > 17:
-        return None
-    return ("-" if p < 0 else "") + f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
+#: The exact decimal of p/q where a model file wrote a decimal (7/200 -> ``0.035``), else None: the symbolic
+#: and code stages' rule for printed numbers (:func:`rodgen.model.expr.terminating_decimal`), used for C
+#: literals too. A C compiler rounds the literal to the nearest double, as it rounds the division of the two
+#: exact doubles, so the value is the same.
+decimal_literal = terminating_decimal
 
 
 class SlotPrinter(C99CodePrinter):

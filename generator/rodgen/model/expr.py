@@ -26,7 +26,7 @@ import operator
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 #: Functions allowed in expressions, with their number of arguments.
 FUNCTIONS: dict[str, int] = {
@@ -79,6 +79,27 @@ class Expression:
 
 
 Value = Union[float, int, str, Expression]
+
+
+def terminating_decimal(p: int, q: int) -> Optional[str]:
+    """The exact decimal text of p/q (lowest terms) when q > 9 has no prime factors but 2 and 5 and the text
+    has at most 17 significant digits (a number a file wrote as a decimal: 7/200 -> ``0.035``); else None.
+    Halves, quarters and fifths stay fractions."""
+    if q < 10:
+        return None
+    k, power = q, {2: 0, 5: 0}
+    for f in power:
+        while k % f == 0:
+            k //= f
+            power[f] += 1
+    if k != 1:
+        return None
+    places = max(power.values())
+    digits = str(abs(p) * 10 ** places // q).rjust(places + 1, "0")
+    if len(digits.lstrip("0")) > 17:
+        return None
+    text = f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
+    return ("-" if p < 0 else "") + text
 
 
 def parse(text: str) -> Expression:
