@@ -134,9 +134,9 @@ def test_co_simulation_slides_to_the_closed_form_stop(puck: Any, puck_fmus: dict
 @pytest.mark.parametrize("version", VERSIONS)
 def test_model_exchange_drops_slides_and_stops(puck: Any, drop_fmus: dict[str, Path], version: str) -> None:
     """Model Exchange through CVode, the hybrid simulator's own event indicators: dropped from h with V0, the puck
-    touches down at sqrt(2 h / g) (a Coulomb impact: the vertical velocity goes, the tangential one stays as the
-    impulse is mu times a normal impulse of m sqrt(2 g h), which would stop less than it has), slides and sticks
-    where the closed form says."""
+    touches down at sqrt(2 h / g) in a Coulomb impact (the normal impulse m sqrt(2 g h) takes the vertical
+    velocity, the tangential impulse, mu times that and too small to stop the puck, takes mu sqrt(2 g h) off
+    its speed), slides and sticks at the closed form's time and place."""
     h = 0.05
     t_touch = np.sqrt(2 * h / G)
     y0 = sliding_start()
@@ -147,7 +147,6 @@ def test_model_exchange_drops_slides_and_stops(puck: Any, drop_fmus: dict[str, P
     got = columns(res, puck)
     t = res["time"]
     events = t[np.flatnonzero(np.diff(t) == 0)]
-    # the impact: the normal impulse m sqrt(2 g h), the tangential one mu times it against V0
     speed = np.linalg.norm(V0) - MU * np.sqrt(2 * G * h)
     vhat = V0 / np.linalg.norm(V0)
     t_stop = t_touch + speed / (MU * G)
@@ -160,6 +159,23 @@ def test_model_exchange_drops_slides_and_stops(puck: Any, drop_fmus: dict[str, P
     assert np.abs(psi - (YAW + SPIN * t)).max() < 1e-6
     assert np.abs(np.linalg.norm(got[:, 3:7], axis=1) - 1.0).max() < 1e-8
     assert abs(res["force.foot.n"][-1] - MASS * G) < 1e-6
+
+
+def test_fmu_state_of_a_floating_hybrid_run(puck: Any, puck_fmus: dict[str, Path]) -> None:
+    """The FMU state carries the 13 states and the sliding contact's phase: taken while sliding, the run through
+    the stick repeats exactly after setting it back, and in a fresh instance from its serialized bytes."""
+    names = list(states(puck, sliding_start())) + ["force.foot.t1", "force.foot.t2"]
+    a = Instance(puck_fmus["3.0"]).start(states(puck, sliding_start()) | {"fmu.max_step": 1e-3})
+    a.run(0.0, 50, 1e-3, names)
+    state = a.fmu.getFMUState()
+    blob = a.fmu.serializeFMUState(state)
+    first = a.run(0.05, 250, 1e-3, names)
+    assert np.abs(first[0, -2:]).max() > 1.0 and np.abs(first[-1, 7:13] - [0, 0, 0, 0, 0, SPIN]).max() < 1e-8
+    a.fmu.setFMUState(state)
+    assert np.array_equal(a.run(0.05, 250, 1e-3, names), first)
+    b = Instance(puck_fmus["3.0"]).start({})
+    b.fmu.setFMUState(b.fmu.deserializeFMUState(blob))
+    assert np.array_equal(b.run(0.05, 250, 1e-3, names), first)
 
 
 def test_point_mass_lifts_off_when_pushed_up(build_dir: Path, tmp_path: Path) -> None:
