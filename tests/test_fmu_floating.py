@@ -4,7 +4,8 @@ onto its four feet under the compiled PD law); a free body sliding on a contact 
 the closed-form stop at |v0| / (mu g), in Co-Simulation and through CVode in Model Exchange (touch-down, slide,
 stick as events); a point mass lifting off when its push exceeds its weight (closed form); a tumbling free body
 in flight conserving energy, momentum and its quaternion's norm; the quaternion put back onto the unit sphere
-at the event update; the refusals (directional derivatives on the tangent space, flat feet)."""
+at the event update; a spherical pendulum in both interfaces; the refusals (directional derivatives on the tangent
+space, flat feet)."""
 from __future__ import annotations
 
 import sys
@@ -311,3 +312,30 @@ def test_flat_foot_is_refused_by_name(build_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(rodgen.BuildError, match=r"contact 'sole' of the model 'flat_fmu' is a flat foot \(6 rows\)"):
         rodgen.export_fmu(robot, tmp_path / "flat.fmu")
     assert not (tmp_path / "flat.fmu").exists()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_spherical_joint_in_both_interfaces(build_dir: Path, tmp_path: Path, version: str) -> None:
+    """A spherical pendulum (nq 4: the quaternion, nv 3: the angular velocity in the bob's frame): Co-Simulation
+    is robot.simulate's RK4 to 1e-12; Model Exchange through CVode is its DOPRI5 at 1e-12 to the solver's
+    tolerance, with the energy and the quaternion's norm kept."""
+    m = SpatialModel("spherical_fmu")
+    m.link("bob", joint="spherical").body(1.0, (0, 0, -0.5), (0.01, 0, 0, 0.02, 0, 0.03))
+    robot = rodgen.build(m, build_dir=build_dir)
+    assert rodgen.fmu.velocity_names(robot) == ["bob_wx", "bob_wy", "bob_wz"]
+    fmu = rodgen.export_fmu(robot, tmp_path / "spherical.fmu", kind="both", fmi_version=version)
+    assert validate_fmu(str(fmu)) == []
+    quat = np.array([0.3, 0.1, 0.0, 1.0])
+    y0 = np.r_[quat / np.linalg.norm(quat), 0.5, -1.0, 2.0]
+    names = list(states(robot, y0))
+    res = simulate_fmu(str(fmu), fmi_type="CoSimulation", stop_time=1.0, step_size=1e-3, output_interval=1e-3,
+                       start_values=states(robot, y0), output=names)
+    ref = robot.simulate(y0, 1.0, 1e-3)
+    assert np.abs(columns(res, robot) - np.column_stack([ref.q, ref.qd])).max() < 1e-12
+    res = simulate_fmu(str(fmu), fmi_type="ModelExchange", stop_time=1.0, relative_tolerance=1e-11,
+                       output_interval=1e-3, start_values=states(robot, y0), output=names + ["energy.total"])
+    y, e = columns(res, robot), res["energy.total"]
+    ref = robot.simulate(y0, 1.0, method="dopri5", rtol=1e-12, atol=1e-12)
+    assert np.abs(y[-1] - np.r_[ref.q[-1], ref.qd[-1]]).max() < 1e-7
+    assert np.abs(e - e[0]).max() < 1e-7 and np.abs(np.linalg.norm(y[:, :4], axis=1) - 1.0).max() < 1e-8
+    assert np.ptp(y[:, 0]) > 0.1
