@@ -2500,6 +2500,7 @@ void rodgen_hybrid_forget(rodgen_hybrid_state *s)
     hcarve(s->model, s, &w);
     w.memo[0] = NAN;
     s->have_g = 0;
+    s->settled = 0;   /* a block may pull (or slip) under the new inputs: rodgen_hybrid_simulate checks first */
 }
 
 int rodgen_hybrid_derivatives(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, double t, const double *y,

@@ -289,7 +289,8 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
  * indicators and calls rodgen_hybrid_event where one changes sign. s->y and s->t follow only the events;
  * the caller holds the state it integrates. */
 
-/* Drop the memo of the last evaluation (after the inputs or parameters changed under the run). */
+/* Drop the memo of the last evaluation (after the inputs or parameters changed under the run); the next
+ * rodgen_hybrid_simulate checks the phase first (a block that pulls is released, a slip handled) as at the start. */
 void rodgen_hybrid_forget(rodgen_hybrid_state *s);
 
 /* dy [nq + nv] = [dq/dt, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */

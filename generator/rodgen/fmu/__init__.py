@@ -109,9 +109,11 @@ def control_of(robot: "CompiledModel", controller: Any) -> Control:
             if a.shape != (robot.nu,):
                 raise ValueError(f"the PD's {name} has {a.size} gains; the model {robot.name!r} has {robot.nu} inputs")
             gains.append(a)
+        velocities = velocity_names(robot)
         names = tuple(f"pd.{k}.{u}" for k in ("kp", "kd") for u in robot.inputs) + tuple(
-            f"pd.{k}.{c}" for k in ("q_ref", "qd_ref", "qdd_ref") for c in robot.coordinates)
-        start = np.concatenate(gains + [ref.q[0], ref.qd[0], ref.qdd[0]])
+            f"pd.q_ref.{c}" for c in robot.coordinates) + tuple(
+            f"pd.{k}.{c}" for k in ("qd_ref", "qdd_ref") for c in velocities)
+        start = np.concatenate(gains + [ref.rows(robot.nv)[0]])
         return Control(1, names, tuple(float(x) for x in start))
     if isinstance(controller, CController):
         if controller.source is None or not Path(controller.source).is_file():
@@ -121,6 +123,14 @@ def control_of(robot: "CompiledModel", controller: Any) -> Control:
         return Control(2, tuple(f"controller.params[{i}]" for i in range(len(params))), params,
                        tuple(float(x) for x in controller.state), Path(controller.source), controller.symbol)
     raise TypeError(f"controller must be None, a rodgen.PD or a rodgen.CController; got {type(controller).__name__}")
+
+
+def velocity_names(robot: "CompiledModel") -> list[str]:
+    """The names of the velocities in the FMU (``qd.<name>``): a coordinate's name for its rate, a free,
+    spherical or planar joint's velocities ``<link>_vx ... <link>_wz`` (in the link's frame)."""
+    if robot.nv == robot.nq and not robot.lie_joints:
+        return list(robot.coordinates)
+    return [v[:-1] if v.endswith("'") else v for v in robot.velocities]
 
 
 def force_names(robot: "CompiledModel") -> list[tuple[str, str]]:
@@ -142,9 +152,12 @@ def force_names(robot: "CompiledModel") -> list[tuple[str, str]]:
 
 
 def variables(robot: "CompiledModel", control: Control = Control()) -> list[Variable]:
-    """The FMU's variables in value-reference order (as ``rodgen_fmu_core.h`` numbers them)."""
+    """The FMU's variables in value-reference order (as ``rodgen_fmu_core.h`` numbers them): the states
+    [q (nq), qd (nv)], their derivatives (the configuration rate, the accelerations), inputs, parameters,
+    outputs, event indicators, ``fmu.max_step`` and ``time``."""
     nq = robot.nq
     q0 = list(robot.initial_state()[:nq]) if nq else []
+    velocities = velocity_names(robot)
     units = {p.name: p.unit for p in getattr(robot.model, "parameters", ())}
     docs = {p.name: p.doc for p in getattr(robot.model, "parameters", ())}
     p0 = list(robot.parameter_vector())
@@ -155,11 +168,12 @@ def variables(robot: "CompiledModel", control: Control = Control()) -> list[Vari
 
     for i, c in enumerate(robot.coordinates):
         add(f"q.{c}", "local", "continuous", float(q0[i]), "exact", description=f"coordinate {c}")
-    for c in robot.coordinates:
-        add(f"qd.{c}", "local", "continuous", 0.0, "exact", description=f"velocity of {c}")
+    for c in velocities:
+        add(f"qd.{c}", "local", "continuous", 0.0, "exact", description=f"velocity of {c}" if c in robot.coordinates
+            else f"velocity {c} (of a free, spherical or planar joint, in its link's frame)")
     for i, c in enumerate(robot.coordinates):
         add(f"der(q.{c})", "local", "continuous", initial="calculated", derivative=i + 1)
-    for i, c in enumerate(robot.coordinates):
+    for i, c in enumerate(velocities):
         add(f"der(qd.{c})", "local", "continuous", initial="calculated", derivative=nq + i + 1)
     for c in robot.inputs:
         add(f"u.{c}", "input", "continuous", 0.0, description=f"input {c}")
@@ -228,26 +242,11 @@ def _units(vars_: list[Variable]) -> list[str]:
     return ["  <UnitDefinitions>"] + [f"    <Unit name={quoteattr(u)}/>" for u in units] + ["  </UnitDefinitions>"]
 
 
-def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
-                      sources: list[str], version: str = "2.0", caps: Capabilities = Capabilities()) -> str:
-    """The text of modelDescription.xml (FMI 2.0 or 3.0)."""
-    if version == "3.0":
-        return _model_description3(robot, vars_, guid=guid, kind=kind, identifier=identifier, caps=caps)
-    lines = _common(vars_, robot, version="2.0", guid=guid)
-    files = "".join(f'\n      <File name={quoteattr(s)}/>' for s in sources)
-    yes = {True: "true", False: "false"}
-    common = ('needsExecutionTool="false" canBeInstantiatedOnlyOncePerProcess="false" '
-              f'canNotUseMemoryManagementFunctions="false" canGetAndSetFMUstate="{yes[caps.states]}" '
-              f'canSerializeFMUstate="{yes[caps.states]}" providesDirectionalDerivative="{yes[caps.directional]}"')
-    if kind in ("me", "both"):
-        lines.append(f'  <ModelExchange modelIdentifier="{identifier}" completedIntegratorStepNotNeeded="true" '
-                     f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </ModelExchange>')
-    if kind in ("cs", "both"):
-        lines.append(f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
-                     f'{common}>\n    <SourceFiles>{files}\n    </SourceFiles>\n  </CoSimulation>')
-    lines += _units(vars_)
-    lines.append('  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="0.001"/>')
-    lines.append("  <ModelVariables>")
+def _model_variables(vars_: list[Variable], version: str) -> list[str]:
+    """The ModelVariables element: one writer, the version's spelling. FMI 2.0 wraps each variable in a
+    ScalarVariable with a Real child for its type's attributes and names a state by its 1-based index; FMI 3.0
+    writes a Float64 with all attributes and names a state by its value reference."""
+    lines = ["  <ModelVariables>"]
     for k, v in enumerate(vars_):
         attrs = [f"name={quoteattr(v.name)}", f'valueReference="{v.vr}"']
         if v.description:
@@ -255,77 +254,71 @@ def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: st
         attrs += [f'causality="{v.causality}"', f'variability="{v.variability}"']
         if v.initial:
             attrs.append(f'initial="{v.initial}"')
-        real = []
+        typed = []
         if v.unit:
-            real.append(f"unit={quoteattr(v.unit)}")
+            typed.append(f"unit={quoteattr(v.unit)}")
         if v.start is not None:
-            real.append(f'start="{_xml_number(v.start)}"')
+            typed.append(f'start="{_xml_number(v.start)}"')
         if v.derivative is not None:
-            real.append(f'derivative="{v.derivative}"')
-        lines.append(f"    <!-- index {k + 1} -->")
-        lines.append(f"    <ScalarVariable {' '.join(attrs)}>")
-        lines.append(f"      <Real{''.join(' ' + r for r in real)}/>")
-        lines.append("    </ScalarVariable>")
+            state = v.derivative if version == "2.0" else vars_[v.derivative - 1].vr
+            typed.append(f'derivative="{state}"')
+        if version == "2.0":
+            lines += [f"    <!-- index {k + 1} -->", f"    <ScalarVariable {' '.join(attrs)}>",
+                      f"      <Real{''.join(' ' + r for r in typed)}/>", "    </ScalarVariable>"]
+        else:
+            lines.append(f"    <Float64 {' '.join(attrs + typed)}/>")
     lines.append("  </ModelVariables>")
-    index = {v.vr: k + 1 for k, v in enumerate(vars_)}
-    outputs = [index[v.vr] for v in vars_ if v.causality == "output"]
-    ders = [index[v.vr] for v in vars_ if v.derivative is not None]
-    lines.append("  <ModelStructure>")
-    if outputs:
-        lines.append("    <Outputs>")
-        lines += [f'      <Unknown index="{i}"/>' for i in outputs]
-        lines.append("    </Outputs>")
-    lines.append("    <Derivatives>")
-    lines += [f'      <Unknown index="{i}"/>' for i in ders]
-    lines.append("    </Derivatives>")
-    lines.append("    <InitialUnknowns>")
-    lines += [f'      <Unknown index="{i}"/>' for i in sorted(outputs + ders)]
-    lines.append("    </InitialUnknowns>")
+    return lines
+
+
+def _model_structure(vars_: list[Variable], version: str) -> list[str]:
+    """The ModelStructure element: FMI 2.0 lists variables by their 1-based index, FMI 3.0 by value reference
+    (with the event indicators)."""
+    key = {v.vr: k + 1 for k, v in enumerate(vars_)} if version == "2.0" else {v.vr: v.vr for v in vars_}
+    outputs = [key[v.vr] for v in vars_ if v.causality == "output"]
+    ders = [key[v.vr] for v in vars_ if v.derivative is not None]
+    lines = ["  <ModelStructure>"]
+    if version == "2.0":
+        def block(tag: str, refs: list[int]) -> list[str]:
+            return [f"    <{tag}>"] + [f'      <Unknown index="{i}"/>' for i in refs] + [f"    </{tag}>"]
+        lines += (block("Outputs", outputs) if outputs else []) + block("Derivatives", ders) + \
+            block("InitialUnknowns", sorted(outputs + ders))
+    else:
+        lines += [f'    <Output valueReference="{r}"/>' for r in outputs]
+        lines += [f'    <ContinuousStateDerivative valueReference="{r}"/>' for r in ders]
+        lines += [f'    <InitialUnknown valueReference="{r}"/>' for r in sorted(outputs + ders)]
+        lines += [f'    <EventIndicator valueReference="{v.vr}"/>' for v in vars_ if v.indicator]
     lines.append("  </ModelStructure>")
-    lines.append("</fmiModelDescription>")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def _model_description3(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
-                        caps: Capabilities) -> str:
-    """modelDescription.xml of FMI 3.0: every variable a scalar Float64, the event indicators in the model
-    structure, the derivative of a state named by its value reference."""
-    lines = _common(vars_, robot, version="3.0", guid=guid)
+def model_description(robot: "CompiledModel", vars_: list[Variable], *, guid: str, kind: str, identifier: str,
+                      sources: list[str], version: str = "2.0", caps: Capabilities = Capabilities()) -> str:
+    """The text of modelDescription.xml (FMI 2.0 or 3.0)."""
+    lines = _common(vars_, robot, version=version, guid=guid)
     yes = {True: "true", False: "false"}
-    common = (f'canGetAndSetFMUState="{yes[caps.states]}" canSerializeFMUState="{yes[caps.states]}" '
-              f'providesDirectionalDerivatives="{yes[caps.directional]}"')
+    if version == "2.0":
+        files = "".join(f'\n      <File name={quoteattr(s)}/>' for s in sources)
+        common = ('needsExecutionTool="false" canBeInstantiatedOnlyOncePerProcess="false" '
+                  f'canNotUseMemoryManagementFunctions="false" canGetAndSetFMUstate="{yes[caps.states]}" '
+                  f'canSerializeFMUstate="{yes[caps.states]}" '
+                  f'providesDirectionalDerivative="{yes[caps.directional]}"')
+        body = f">\n    <SourceFiles>{files}\n    </SourceFiles>\n  </{{}}>"
+        me = f'modelIdentifier="{identifier}" completedIntegratorStepNotNeeded="true" {common}'
+    else:
+        common = (f'canGetAndSetFMUState="{yes[caps.states]}" canSerializeFMUState="{yes[caps.states]}" '
+                  f'providesDirectionalDerivatives="{yes[caps.directional]}"')
+        body = "/>"
+        me = f'modelIdentifier="{identifier}" needsCompletedIntegratorStep="false" {common}'
+    cs = f'modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" {common}'
     if kind in ("me", "both"):
-        lines.append(f'  <ModelExchange modelIdentifier="{identifier}" needsCompletedIntegratorStep="false" '
-                     f'{common}/>')
+        lines.append(f"  <ModelExchange {me}{body.format('ModelExchange')}")
     if kind in ("cs", "both"):
-        lines.append(f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
-                     f'{common}/>')
+        lines.append(f"  <CoSimulation {cs}{body.format('CoSimulation')}")
     lines += _units(vars_)
     lines.append('  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="0.001"/>')
-    lines.append("  <ModelVariables>")
-    for v in vars_:
-        attrs = [f"name={quoteattr(v.name)}", f'valueReference="{v.vr}"']
-        if v.description:
-            attrs.append(f"description={quoteattr(v.description)}")
-        attrs += [f'causality="{v.causality}"', f'variability="{v.variability}"']
-        if v.initial:
-            attrs.append(f'initial="{v.initial}"')
-        if v.unit:
-            attrs.append(f"unit={quoteattr(v.unit)}")
-        if v.start is not None:
-            attrs.append(f'start="{_xml_number(v.start)}"')
-        if v.derivative is not None:
-            attrs.append(f'derivative="{vars_[v.derivative - 1].vr}"')
-        lines.append(f"    <Float64 {' '.join(attrs)}/>")
-    lines.append("  </ModelVariables>")
-    outputs = [v.vr for v in vars_ if v.causality == "output"]
-    ders = [v.vr for v in vars_ if v.derivative is not None]
-    lines.append("  <ModelStructure>")
-    lines += [f'    <Output valueReference="{r}"/>' for r in outputs]
-    lines += [f'    <ContinuousStateDerivative valueReference="{r}"/>' for r in ders]
-    lines += [f'    <InitialUnknown valueReference="{r}"/>' for r in sorted(outputs + ders)]
-    lines += [f'    <EventIndicator valueReference="{v.vr}"/>' for v in vars_ if v.indicator]
-    lines.append("  </ModelStructure>")
+    lines += _model_variables(vars_, version)
+    lines += _model_structure(vars_, version)
     lines.append("</fmiModelDescription>")
     return "\n".join(lines) + "\n"
 
@@ -438,7 +431,9 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
 
     Parameters
     ----------
-    model : a model file's path, a Model / ValidModel (built with ``rodgen.build``), or a CompiledModel.
+    model : a model file's path, a Model / ValidModel (built with ``rodgen.build``), or a CompiledModel; a
+        floating base (free, spherical or planar joints) has the states [q (nq), qd (nv)], q with each joint's
+        quaternion, qd its velocities (``qd.<link>_vx`` ... ``_wz``).
     path : the FMU file to write (its folder must exist).
     kind : ``"cs"`` (Co-Simulation: RK4 inside ``DoStep``), ``"me"`` (Model Exchange) or ``"both"``.
     fmi_version : the FMI version, ``"2.0"`` or ``"3.0"`` (``2`` and ``3`` too); ``fmi=`` is the same.
@@ -451,10 +446,12 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
         (Co-Simulation), or as event indicators and jumps at events (Model Exchange); these set its initial
         phase (the initial active set, the blocks allowed below the ground at the start), the arming gap and
         the event tolerance (None: the defaults); ``on_slip`` ("stop", "continue", "slide") and
-        ``max_events`` (0: no limit) as for ``simulate``.
+        ``max_events`` (0: no limit) as for ``simulate``. Point contacts of 2 rows (planar) and 3 rows (spatial)
+        touch down, stick, slide and lift off; a flat foot (6 rows) is refused (BuildError).
     directional_derivatives : compile the RHS Jacobian in and provide directional derivatives (True: build
         it if the model was built without it; None: if the compiled model has it loaded; False: no). Not
-        with a controller or constraint blocks.
+        with a controller, constraint blocks, or free, spherical or planar joints (their Jacobian is on the
+        tangent space).
     build_dir : the build cache of ``rodgen.build``.
     binary : compile the binary for this platform (else a source-only FMU).
     """
@@ -471,16 +468,12 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
     if not os.access(path.parent, os.W_OK):
         raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
     robot = _robot(model, build_dir)
-    if robot.nv != robot.nq:
-        raise BuildError(f"the model {robot.name!r} has free, spherical or planar joints (nq {robot.nq}, nv "
-                         f"{robot.nv}): rodgen's FMU takes the states [q, qd] with qd the rates of q, which "
-                         f"such a model does not have")
     hybrid = None
-    spatial = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows != 2]
-    if spatial:
-        raise BuildError(f"contact {spatial[0]!r} of the model {robot.name!r} has 3 rows (a spatial "
-                         f"model): the hybrid simulation that an FMU runs (touchdown, lift-off, stick and slide "
-                         f"events) handles planar 2-row contacts only")
+    flat = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows == 6]
+    if flat:
+        raise BuildError(f"contact {flat[0]!r} of the model {robot.name!r} is a flat foot (6 rows): the hybrid "
+                         f"simulation that an FMU runs (touchdown, lift-off, stick and slide events) takes point "
+                         f"contacts (2 rows in the plane, 3 in space), not flat feet")
     if robot.nrows:
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),
@@ -492,6 +485,8 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
     if directional_derivatives or (directional_derivatives is None and robot.jacobian_built):
         why = ("a controller is compiled in" if control.kind else
                "the model has constraint blocks" if hybrid is not None else
+               f"the model has free, spherical or planar joints (nq {robot.nq}, nv {robot.nv}): its RHS Jacobian "
+               f"is on the tangent space, not in the FMU's states [q, qd]" if robot.lie_joints else
                "" if robot.has_jacobian else "the model was compiled without its RHS Jacobian")
         if why and directional_derivatives:
             raise ValueError(f"directional_derivatives=True: the FMU of {robot.name!r} cannot provide them ({why})")
@@ -570,5 +565,5 @@ def _compile(src: Path, out: Path, identifier: str, sources: list[str], version:
         shutil.copy2(work / lib, out / lib)
 
 
-__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "force_names", "fmi_headers",
-           "Variable", "Capabilities", "KINDS", "VERSIONS"]
+__all__ = ["export_fmu", "Control", "control_of", "model_description", "variables", "force_names", "velocity_names",
+           "fmi_headers", "Variable", "Capabilities", "KINDS", "VERSIONS"]

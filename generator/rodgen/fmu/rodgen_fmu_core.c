@@ -21,7 +21,7 @@ void rodgen_fmu_message(const rodgen_fmu *f, int status, const char *message)
 
 /* The model's inputs of this instance: the FMU's inputs (RODGEN_FMU_CONTROL 0); the runtime's PD law
  * (RODGEN_INPUT_PD, 1) toward the set point in the controller's parameters [kp (nu), kd (nu), q_ref (nq),
- * qd_ref (nq), qdd_ref (nq)] with the FMU's inputs as its feedforward; or the user's C controller
+ * qd_ref (nv), qdd_ref (nv)] with the FMU's inputs as its feedforward; or the user's C controller
  * (rodgen.CController, 2) with its parameters and memory, the FMU's inputs added to its output. */
 #if RODGEN_FMU_CONTROL == 2
 int RODGEN_FMU_CONTROLLER(void *context, double t, const double *y, double *u);
@@ -33,7 +33,7 @@ static int rodgen_fmu_input_fn(void *context, double t, const double *y, double 
     if (RODGEN_FMU_CONTROLLER(&f->ctl, t, y, u) != 0) {
         return 1;
     }
-    for (i = 0; i < f->nu; ++i) {
+    for (i = 0; i < f->m->nu; ++i) {
         u[i] += f->u[i];
     }
     return 0;
@@ -49,8 +49,8 @@ static void rodgen_fmu_input(rodgen_fmu *f, rodgen_input *inp)
     inp->n = 1;
     inp->times = &f->t_ref;
     inp->kp = f->c;
-    inp->kd = f->c + f->nu;
-    inp->values = f->c + 2 * f->nu;
+    inp->kd = f->c + f->m->nu;
+    inp->values = f->c + 2 * f->m->nu;
 #elif RODGEN_FMU_CONTROL == 2
     inp->kind = RODGEN_INPUT_CALLBACK;
     inp->fn = rodgen_fmu_input_fn;
@@ -93,7 +93,7 @@ static int rodgen_fmu_hybrid_begin(rodgen_fmu *f)
     }
     f->ho.on_slip = RODGEN_FMU_ON_SLIP;
     f->ho.max_events = RODGEN_FMU_MAX_EVENTS;
-    status = rodgen_hybrid_start(&f->hs, f->m, f->p, f->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, &f->ho,
+    status = rodgen_hybrid_start(&f->hs, f->m, f->p, f->m->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, &f->ho,
                                  f->t, f->y, active0, disarmed0, f->hwork);
     f->status = status;
     if (status != RODGEN_OK) {
@@ -106,23 +106,42 @@ static int rodgen_fmu_hybrid_begin(rodgen_fmu *f)
 }
 #endif
 
+/* The state at which the model is evaluated: y, with the quaternion of each free or spherical joint divided
+ * by its norm (in f->yq). The configuration rate 1/2 quat (x) (w, 0) is orthogonal to quat, so the norm of a
+ * quaternion is constant along the exact flow of Model Exchange's states; an external solver's error moves it
+ * by its tolerance, which the dynamics do not see; the event update puts the states back onto the unit
+ * sphere (rodgen_fmu_event_update). */
+static const double *rodgen_fmu_state(rodgen_fmu *f)
+{
+    int i;
+    if (f->m->nlie == 0) {
+        return f->y;
+    }
+    for (i = 0; i < RODGEN_FMU_NY(f); ++i) {
+        f->yq[i] = f->y[i];
+    }
+    rodgen_normalize(f->m, f->yq);
+    return f->yq;
+}
+
 /* dy (and lambda) at (t, y): the rhs with the input law, or the constrained dynamics of the hybrid run's phase. */
 static int rodgen_fmu_derivatives(rodgen_fmu *f)
 {
     if (!f->fresh) {
+        const double *y = rodgen_fmu_state(f);
         int s;
 #if RODGEN_FMU_HYBRID
         s = rodgen_fmu_hybrid_begin(f);
         if (s == RODGEN_OK) {
-            s = rodgen_hybrid_derivatives(&f->hs, &f->ho, f->t, f->y, f->dy, f->lam);
+            s = rodgen_hybrid_derivatives(&f->hs, &f->ho, f->t, y, f->dy, f->lam);
         }
 #else
-        double u[f->nu ? f->nu : 1];
+        double u[f->m->nu ? f->m->nu : 1];
         rodgen_input inp;
         rodgen_fmu_input(f, &inp);
-        s = rodgen_input_eval(f->m, &inp, f->t, f->y, f->p, u);
+        s = rodgen_input_eval(f->m, &inp, f->t, y, f->p, u);
         if (s == RODGEN_OK) {
-            s = f->m->rhs(f->t, f->y, u, f->p, f->dy);
+            s = f->m->rhs(f->t, y, u, f->p, f->dy);
         }
 #endif
         f->status = s;
@@ -155,7 +174,7 @@ static void rodgen_fmu_outputs_at(rodgen_fmu *f, const double *y, double *out)
         }
     }
 #endif
-    f->m->energy(y, y + f->nq, f->p, e);
+    f->m->energy(y, y + f->m->nq, f->p, e);
     out[np] = e[0];
     out[np + 1] = e[1];
     out[np + 2] = e[0] + e[1];
@@ -168,14 +187,16 @@ void rodgen_fmu_reset(rodgen_fmu *f)
     static const double ctrl[RODGEN_FMU_NCTRL > 0 ? RODGEN_FMU_NCTRL : 1] = RODGEN_FMU_CTRL_START;
     static const double mem[RODGEN_FMU_NSTATE > 0 ? RODGEN_FMU_NSTATE : 1] = RODGEN_FMU_STATE_START;
     f->t = 0.0;
-    for (i = 0; i < f->nq; ++i) {
+    for (i = 0; i < m->nq; ++i) {
         f->y[i] = m->initial_q[i];
-        f->y[f->nq + i] = 0.0;
     }
-    for (i = 0; i < f->nu; ++i) {
+    for (i = m->nq; i < RODGEN_NY(m); ++i) {
+        f->y[i] = 0.0;
+    }
+    for (i = 0; i < f->m->nu; ++i) {
         f->u[i] = 0.0;
     }
-    for (i = 0; i < f->np; ++i) {
+    for (i = 0; i < f->m->np; ++i) {
         f->p[i] = m->default_p[i];
     }
     for (i = 0; i < f->nc; ++i) {
@@ -215,23 +236,21 @@ rodgen_fmu *rodgen_fmu_new(const char *name, int cs, void *(*alloc)(size_t, size
     f->logger = logger;
     f->name = name;
     f->cs = cs;
-    f->nq = m->nq;
-    f->nu = m->nu;
-    f->np = m->np;
     f->nc = RODGEN_FMU_NCTRL;
     f->nout = 2 * m->npoints + 3 * RODGEN_FMU_NFRAMES + 3;
     f->nlam = RODGEN_FMU_HYBRID ? m->nrows : 0;
     f->nz = RODGEN_FMU_HYBRID ? 2 * m->nconstraints : 0;
-    f->nv = 4 * f->nq + f->nu + f->np + f->nc + f->nout + f->nlam + f->nz + 2;
-    f->y = (double *)rodgen_fmu_alloc(f, (size_t)(2 * f->nq));
-    f->dy = (double *)rodgen_fmu_alloc(f, (size_t)(2 * f->nq));
+    f->nvr = RODGEN_FMU_VR_OUT(f) + f->nout + f->nlam + f->nz + 2;
+    f->y = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_NY(m));
+    f->dy = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_NY(m));
+    f->yq = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_NY(m));
     f->lam = (double *)rodgen_fmu_alloc(f, (size_t)f->nlam);
-    f->u = (double *)rodgen_fmu_alloc(f, (size_t)f->nu);
-    f->p = (double *)rodgen_fmu_alloc(f, (size_t)f->np);
+    f->u = (double *)rodgen_fmu_alloc(f, (size_t)m->nu);
+    f->p = (double *)rodgen_fmu_alloc(f, (size_t)m->np);
     f->c = (double *)rodgen_fmu_alloc(f, (size_t)f->nc);
     f->out = (double *)rodgen_fmu_alloc(f, (size_t)(2 * f->nout));
-    f->work = (double *)rodgen_fmu_alloc(f, (size_t)(RODGEN_SIM_STORAGE(f->nq) + 4 * (1 + 2 * f->nq + f->nu)
-                                                     + 5 * f->nq * f->nq + f->nq * f->nu + f->nz));
+    f->work = (double *)rodgen_fmu_alloc(f, (size_t)(RODGEN_SIM_STORAGE(m->nq) + 4 * (1 + 2 * m->nq + m->nu)
+                                                     + 5 * m->nq * m->nq + m->nq * m->nu + f->nz));
     f->mem = (double *)rodgen_fmu_alloc(f, (size_t)RODGEN_FMU_NSTATE);
 #if RODGEN_FMU_HYBRID
     f->hwork = (double *)rodgen_fmu_alloc(f, (size_t)(rodgen_hybrid_work_bytes(m) / (long)sizeof(double) + 2));
@@ -240,7 +259,7 @@ rodgen_fmu *rodgen_fmu_new(const char *name, int cs, void *(*alloc)(size_t, size
         return NULL;
     }
 #endif
-    if (!f->mem || !f->y || !f->dy || !f->lam || !f->u || !f->p || !f->c || !f->out || !f->work) {
+    if (!f->mem || !f->y || !f->dy || !f->yq || !f->lam || !f->u || !f->p || !f->c || !f->out || !f->work) {
         rodgen_fmu_free(f);
         return NULL;
     }
@@ -255,6 +274,7 @@ void rodgen_fmu_free(rodgen_fmu *f)
     }
     f->release(f->y);
     f->release(f->dy);
+    f->release(f->yq);
     f->release(f->lam);
     f->release(f->u);
     f->release(f->p);
@@ -278,7 +298,7 @@ void rodgen_fmu_set_time(rodgen_fmu *f, double t)
  * (a C controller's memory sees the same calls: the start, every RK4 stage, the end of every step). */
 int rodgen_fmu_exit_initialization(rodgen_fmu *f)
 {
-    double u[f->nu ? f->nu : 1];
+    double u[f->m->nu ? f->m->nu : 1];
     rodgen_input inp;
     rodgen_fmu_input(f, &inp);
     if (rodgen_input_eval(f->m, &inp, f->t, f->y, f->p, u) != RODGEN_OK) {
@@ -290,33 +310,34 @@ int rodgen_fmu_exit_initialization(rodgen_fmu *f)
 
 int rodgen_fmu_get(rodgen_fmu *f, const unsigned int vr[], size_t nvr, double value[])
 {
-    const unsigned nq = (unsigned)f->nq, nu = (unsigned)f->nu, np = (unsigned)f->np;
+    const unsigned ny = (unsigned)RODGEN_FMU_NY(f), u0 = (unsigned)RODGEN_FMU_VR_U(f);
+    const unsigned p0 = (unsigned)RODGEN_FMU_VR_P(f), c0 = (unsigned)RODGEN_FMU_VR_CTRL(f);
     const unsigned out0 = (unsigned)RODGEN_FMU_VR_OUT(f), lam0 = (unsigned)RODGEN_FMU_VR_LAM(f);
     const unsigned z0 = (unsigned)RODGEN_FMU_VR_Z(f);
     int outputs = 0, indicators = 0;
     size_t i;
     for (i = 0; i < nvr; ++i) {
         unsigned r = vr[i];
-        if (r >= (unsigned)f->nv) {
+        if (r >= (unsigned)f->nvr) {
             rodgen_fmu_message(f, RODGEN_FMU_ERROR, "get: unknown value reference");
             return RODGEN_FMU_ERROR;
         }
-        if (r < 2 * nq) {
+        if (r < ny) {
             value[i] = f->y[r];
-        } else if (r < 4 * nq || (r >= lam0 && r < z0)) {
+        } else if (r < u0 || (r >= lam0 && r < z0)) {
             if (rodgen_fmu_derivatives(f) != RODGEN_OK) {
                 return RODGEN_FMU_ERROR;
             }
-            value[i] = r < 4 * nq ? f->dy[r - 2 * nq] : f->lam[r - lam0];
-        } else if (r < 4 * nq + nu) {
-            value[i] = f->u[r - 4 * nq];
-        } else if (r < 4 * nq + nu + np) {
-            value[i] = f->p[r - 4 * nq - nu];
+            value[i] = r < u0 ? f->dy[r - ny] : f->lam[r - lam0];
+        } else if (r < p0) {
+            value[i] = f->u[r - u0];
+        } else if (r < c0) {
+            value[i] = f->p[r - p0];
         } else if (r < out0) {
-            value[i] = f->c[r - 4 * nq - nu - np];
+            value[i] = f->c[r - c0];
         } else if (r < lam0) {
             if (!outputs) {
-                rodgen_fmu_outputs_at(f, f->y, f->out);
+                rodgen_fmu_outputs_at(f, rodgen_fmu_state(f), f->out);
                 outputs = 1;
             }
             value[i] = f->out[r - out0];
@@ -338,21 +359,23 @@ int rodgen_fmu_get(rodgen_fmu *f, const unsigned int vr[], size_t nvr, double va
 
 int rodgen_fmu_set(rodgen_fmu *f, const unsigned int vr[], size_t nvr, const double value[])
 {
-    const unsigned nq = (unsigned)f->nq, nu = (unsigned)f->nu, np = (unsigned)f->np, nc = (unsigned)f->nc;
+    const unsigned ny = (unsigned)RODGEN_FMU_NY(f), u0 = (unsigned)RODGEN_FMU_VR_U(f);
+    const unsigned p0 = (unsigned)RODGEN_FMU_VR_P(f), c0 = (unsigned)RODGEN_FMU_VR_CTRL(f);
+    const unsigned out0 = (unsigned)RODGEN_FMU_VR_OUT(f);
     size_t i;
     for (i = 0; i < nvr; ++i) {
         unsigned r = vr[i];
-        if (r < 2 * nq) {
+        if (r < ny) {
             f->y[r] = value[i];
 #if RODGEN_FMU_HYBRID
             f->hstarted = 0;
 #endif
-        } else if (r >= 4 * nq && r < 4 * nq + nu) {
-            f->u[r - 4 * nq] = value[i];
-        } else if (r >= 4 * nq + nu && r < 4 * nq + nu + np) {
-            f->p[r - 4 * nq - nu] = value[i];
-        } else if (r >= 4 * nq + nu + np && r < 4 * nq + nu + np + nc) {
-            f->c[r - 4 * nq - nu - np] = value[i];
+        } else if (r >= u0 && r < p0) {
+            f->u[r - u0] = value[i];
+        } else if (r >= p0 && r < c0) {
+            f->p[r - p0] = value[i];
+        } else if (r >= c0 && r < out0) {
+            f->c[r - c0] = value[i];
         } else if (r == (unsigned)RODGEN_FMU_VR_MAX_STEP(f)) {
             f->max_step = value[i];
         } else {
@@ -371,14 +394,14 @@ int rodgen_fmu_set(rodgen_fmu *f, const unsigned int vr[], size_t nvr, const dou
 
 /* ---- Model Exchange ------------------------------------------------------- */
 
-size_t rodgen_fmu_nx(const rodgen_fmu *f) { return (size_t)(2 * f->nq); }
+size_t rodgen_fmu_nx(const rodgen_fmu *f) { return (size_t)RODGEN_FMU_NY(f); }
 size_t rodgen_fmu_nz(const rodgen_fmu *f) { return (size_t)f->nz; }
 
 int rodgen_fmu_get_states(rodgen_fmu *f, double x[], size_t nx)
 {
     size_t i;
     if (nx != rodgen_fmu_nx(f)) {
-        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not 2 nq");
+        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not nq + nv");
         return RODGEN_FMU_ERROR;
     }
     for (i = 0; i < nx; ++i) {
@@ -391,7 +414,7 @@ int rodgen_fmu_set_states(rodgen_fmu *f, const double x[], size_t nx)
 {
     size_t i;
     if (nx != rodgen_fmu_nx(f)) {
-        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not 2 nq");
+        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not nq + nv");
         return RODGEN_FMU_ERROR;
     }
     for (i = 0; i < nx; ++i) {
@@ -405,7 +428,7 @@ int rodgen_fmu_get_derivatives(rodgen_fmu *f, double dx[], size_t nx)
 {
     size_t i;
     if (nx != rodgen_fmu_nx(f)) {
-        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not 2 nq");
+        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "the number of states is not nq + nv");
         return RODGEN_FMU_ERROR;
     }
     if (rodgen_fmu_derivatives(f) != RODGEN_OK) {
@@ -427,7 +450,7 @@ int rodgen_fmu_get_indicators(rodgen_fmu *f, double z[], size_t nz)
     if (nz > 0) {
         int s = rodgen_fmu_hybrid_begin(f);
         if (s == RODGEN_OK) {
-            s = rodgen_hybrid_indicators(&f->hs, &f->ho, f->t, f->y, z);
+            s = rodgen_hybrid_indicators(&f->hs, &f->ho, f->t, rodgen_fmu_state(f), z);
         }
         f->status = s;
         if (s != RODGEN_OK) {
@@ -443,15 +466,25 @@ int rodgen_fmu_get_indicators(rodgen_fmu *f, double z[], size_t nz)
 
 int rodgen_fmu_event_update(rodgen_fmu *f, int *changed, int *terminate)
 {
+    int i;
     *changed = 0;
     *terminate = 0;
-    (void)f;
+    if (f->m->nlie > 0) {   /* the quaternions back onto the unit sphere (see rodgen_fmu_state) */
+        const double *y = rodgen_fmu_state(f);
+        for (i = 0; i < f->m->nq; ++i) {
+            *changed |= y[i] != f->y[i];
+            f->y[i] = y[i];
+        }
+        f->fresh = 0;
+    }
 #if RODGEN_FMU_HYBRID
     {
+        int jumped = 0;
         int s = rodgen_fmu_hybrid_begin(f);
         if (s == RODGEN_OK) {
-            s = rodgen_hybrid_event(&f->hs, &f->ho, f->t, f->y, changed);
+            s = rodgen_hybrid_event(&f->hs, &f->ho, f->t, f->y, &jumped);
         }
+        *changed |= jumped;
         f->status = s;
         f->fresh = 0;
         if (s == RODGEN_ERR_FRICTION_CONE || s == RODGEN_ERR_TOO_MANY_EVENTS) {
@@ -480,8 +513,8 @@ int rodgen_fmu_event_update(rodgen_fmu *f, int *changed, int *terminate)
  * t0 + k dt, dt = fmu.max_step (0: the first communication step size). */
 static int rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
 {
-    const int ny = 2 * f->nq;
-    double *rows = f->work + RODGEN_SIM_STORAGE(f->nq);
+    const int ny = RODGEN_FMU_NY(f);
+    double *rows = f->work + RODGEN_SIM_STORAGE(f->m->nq);
     long n, ne;
     int status, i;
     f->t = t;
@@ -514,8 +547,8 @@ static int rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
 
 int rodgen_fmu_do_step(rodgen_fmu *f, double t, double h)
 {
-    const int ny = 2 * f->nq;
-    double *rows = f->work + RODGEN_SIM_STORAGE(f->nq);
+    const int ny = RODGEN_FMU_NY(f);
+    double *rows = f->work + RODGEN_SIM_STORAGE(f->m->nq);
     rodgen_sim_options o;
     rodgen_sim_state s;
     rodgen_input inp;
@@ -563,13 +596,13 @@ int rodgen_fmu_do_step(rodgen_fmu *f, double t, double h)
 
 /* ---- FMU states ------------------------------------------------------------ */
 
-/* A saved state: its size in bytes, then doubles [t, y (2 nq), u, p, c, mem, t_ref, max_step, hstarted,
+/* A saved state: its size in bytes, then doubles [t, y (nq + nv), u, p, c, mem, t_ref, max_step, hstarted,
  * the hybrid options' dt], then the hybrid run (rodgen_hybrid_save). */
 #define RODGEN_FMU_MAGIC 0x52474653u   /* "RGFS" */
 
 static size_t rodgen_fmu_state_doubles(const rodgen_fmu *f)
 {
-    return (size_t)(1 + 2 * f->nq + f->nu + f->np + f->nc + RODGEN_FMU_NSTATE + 4);
+    return (size_t)(1 + RODGEN_FMU_NY(f) + f->m->nu + f->m->np + f->nc + RODGEN_FMU_NSTATE + 4);
 }
 
 static size_t rodgen_fmu_state_bytes(const rodgen_fmu *f)
@@ -588,13 +621,13 @@ static void rodgen_fmu_save(rodgen_fmu *f, double *d)
     d[0] = (double)RODGEN_FMU_MAGIC;
     d[1] = (double)rodgen_fmu_state_bytes(f);
     d[k++] = f->t;
-    for (i = 0; i < 2 * f->nq; ++i) {
+    for (i = 0; i < RODGEN_FMU_NY(f); ++i) {
         d[k++] = f->y[i];
     }
-    for (i = 0; i < f->nu; ++i) {
+    for (i = 0; i < f->m->nu; ++i) {
         d[k++] = f->u[i];
     }
-    for (i = 0; i < f->np; ++i) {
+    for (i = 0; i < f->m->np; ++i) {
         d[k++] = f->p[i];
     }
     for (i = 0; i < f->nc; ++i) {
@@ -626,13 +659,13 @@ static int rodgen_fmu_load(rodgen_fmu *f, const double *d)
         return RODGEN_FMU_ERROR;
     }
     f->t = d[k++];
-    for (i = 0; i < 2 * f->nq; ++i) {
+    for (i = 0; i < RODGEN_FMU_NY(f); ++i) {
         f->y[i] = d[k++];
     }
-    for (i = 0; i < f->nu; ++i) {
+    for (i = 0; i < f->m->nu; ++i) {
         f->u[i] = d[k++];
     }
-    for (i = 0; i < f->np; ++i) {
+    for (i = 0; i < f->m->np; ++i) {
         f->p[i] = d[k++];
     }
     for (i = 0; i < f->nc; ++i) {
@@ -657,7 +690,7 @@ static int rodgen_fmu_load(rodgen_fmu *f, const double *d)
         f->ho.max_events = RODGEN_FMU_MAX_EVENTS;
         f->ho.dt = d[k];
         f->ho.t_end = f->t;
-        rodgen_hybrid_restore(&f->hs, f->m, f->p, f->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, d + k + 1,
+        rodgen_hybrid_restore(&f->hs, f->m, f->p, f->m->nu > 0 ? rodgen_fmu_hybrid_input : NULL, f, d + k + 1,
                               f->hwork);
     }
 #endif
@@ -742,8 +775,8 @@ int rodgen_fmu_directional(rodgen_fmu *f, const unsigned int unknowns[], size_t 
                            const unsigned int knowns[], size_t nknowns, const double seed[], double sensitivity[])
 {
 #if RODGEN_FMU_JACOBIAN
-    const int nq = f->nq, nu = f->nu, ny = 2 * nq;
-    const unsigned out0 = (unsigned)RODGEN_FMU_VR_OUT(f), lam0 = (unsigned)RODGEN_FMU_VR_LAM(f);
+    const int nq = f->m->nq, nu = f->m->nu, ny = 2 * nq;   /* nq = nv: not compiled in with such joints */
+    const unsigned u0 = (unsigned)RODGEN_FMU_VR_U(f), out0 = (unsigned)RODGEN_FMU_VR_OUT(f), lam0 = (unsigned)RODGEN_FMU_VR_LAM(f);
     double *dy = f->work;                 /* [2 nq] the direction in the states */
     double *du = dy + ny;                 /* [nu] in the inputs */
     double *ddy = du + (nu ? nu : 1);     /* [2 nq] the derivatives' change */
@@ -762,8 +795,8 @@ int rodgen_fmu_directional(rodgen_fmu *f, const unsigned int unknowns[], size_t 
         const unsigned r = knowns[i];
         if (r < (unsigned)ny) {
             dy[r] += seed[i];
-        } else if (r >= (unsigned)(4 * nq) && r < (unsigned)(4 * nq + nu)) {
-            du[r - 4 * nq] += seed[i];
+        } else if (r >= u0 && r < u0 + (unsigned)nu) {
+            du[r - u0] += seed[i];
             any_u = 1;
         } else {
             rodgen_fmu_message(f, RODGEN_FMU_ERROR, "directional derivative: a known is not a state or an input");

@@ -3,15 +3,17 @@
  * FMI 2.0 and 3.0 layers (rodgen_fmi2.c, rodgen_fmi3.c) are thin wrappers around these functions;
  * the model comes in through rodgen_fmu.h, written by rodgen.export_fmu beside this file.
  *
- * Value references (the same in modelDescription.xml), from the table's sizes:
- *   [0, nq)                q         continuous states
- *   [nq, 2nq)              qd        continuous states
- *   [2nq, 3nq)             der(q)    = qd
- *   [3nq, 4nq)             der(qd)   = qdd, the forward (or constrained) dynamics
- *   [4nq, 4nq+nu)          u         continuous inputs
+ * Value references (the same in modelDescription.xml), from the table's sizes (ny = nq + nv, the
+ * state's size: nv = nq but with free, spherical or planar joints, whose velocities are not their
+ * coordinates' rates):
+ *   [0, nq)                q         continuous states (a free joint's x, y, z and quaternion)
+ *   [nq, ny)               qd        continuous states (the nv velocities)
+ *   [ny, ny+nq)            der(q)    = the configuration rate (qd itself but for such joints)
+ *   [ny+nq, 2ny)           der(qd)   = qdd, the forward (or constrained) dynamics
+ *   [2ny, 2ny+nu)          u         continuous inputs
  *   next np                p         tunable parameters
- *   next RODGEN_FMU_NCTRL  the controller's parameters (tunable): PD [kp, kd (nu), q_ref, qd_ref,
- *                          qdd_ref (nq)], or a C controller's params
+ *   next RODGEN_FMU_NCTRL  the controller's parameters (tunable): PD [kp, kd (nu), q_ref (nq), qd_ref,
+ *                          qdd_ref (nv)], or a C controller's params
  *   next 2 npoints         the named points of a planar model (x, y each)
  *   next 3 RODGEN_FMU_NFRAMES  the positions of a spatial model's frames (x, y, z each)
  *   next 3                 kinetic, potential and total energy
@@ -56,10 +58,11 @@ typedef struct rodgen_fmu_s {
     void (*logger)(void);     /* the layer's: the importer's logger (cast back by the layer) */
     const char *name;
     int cs;
-    int nq, nu, np, nc, nout, nlam, nz, nv;
+    int nc, nout, nlam, nz, nvr;   /* the sizes the FMU adds to its table's (f->m->nq, nv, nu, np) */
     double t;
-    double *y;        /* [2 nq] */
-    double *dy;       /* [2 nq] the derivatives at (t, y), valid when fresh */
+    double *y;        /* [ny] the state [q, qd] */
+    double *dy;       /* [ny] the derivatives at (t, y), valid when fresh */
+    double *yq;       /* [ny] y with its quaternions normalised, where the model is evaluated */
     double *lam;      /* [nrows] the constraint forces at (t, y), valid when fresh */
     double *u;        /* [nu] */
     double *p;        /* [np] */
@@ -81,11 +84,15 @@ typedef struct rodgen_fmu_s {
 } rodgen_fmu;
 
 /* Value references of the parts (see above). */
-#define RODGEN_FMU_VR_OUT(f) (4 * (f)->nq + (f)->nu + (f)->np + (f)->nc)
+#define RODGEN_FMU_NY(f) RODGEN_NY((f)->m)
+#define RODGEN_FMU_VR_U(f) (2 * RODGEN_FMU_NY(f))
+#define RODGEN_FMU_VR_P(f) (RODGEN_FMU_VR_U(f) + (f)->m->nu)
+#define RODGEN_FMU_VR_CTRL(f) (RODGEN_FMU_VR_P(f) + (f)->m->np)
+#define RODGEN_FMU_VR_OUT(f) (RODGEN_FMU_VR_CTRL(f) + (f)->nc)
 #define RODGEN_FMU_VR_LAM(f) (RODGEN_FMU_VR_OUT(f) + (f)->nout)
 #define RODGEN_FMU_VR_Z(f) (RODGEN_FMU_VR_LAM(f) + (f)->nlam)
-#define RODGEN_FMU_VR_MAX_STEP(f) ((f)->nv - 2)
-#define RODGEN_FMU_VR_TIME(f) ((f)->nv - 1)
+#define RODGEN_FMU_VR_MAX_STEP(f) ((f)->nvr - 2)
+#define RODGEN_FMU_VR_TIME(f) ((f)->nvr - 1)
 
 /* A new instance with the model's defaults (NULL: out of memory). */
 rodgen_fmu *rodgen_fmu_new(const char *name, int cs, void *(*alloc)(size_t, size_t), void (*release)(void *),
