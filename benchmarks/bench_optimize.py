@@ -108,7 +108,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model = rodgen.build(rodgen.load(ROOT / "examples" / "double_pendulum.yaml"), build_dir=tmp)
-        model.jacobian_table()
+        model.jacobian_model()
         out["rodgen"]["model_build_cold_seconds"] = time.perf_counter() - t0
         for hessian in ("limited-memory", "exact"):
             t0 = time.perf_counter()
