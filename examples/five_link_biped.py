@@ -91,7 +91,11 @@ def _text(h: dict[tuple[int, int], float], end: str, sign: float = 1.0) -> list[
 def step_constraints(model: Any) -> list[tuple[str, float, float]]:
     """Kelly's step constraints (stepConstraint.m) as boundary constraints in ``q<i>_start``, ``q<i>_end``,
     ``q<i>_dot_start``, ``q<i>_dot_end``: the swap, the heel strike, the step length, the foot's velocity."""
-    p = dict(model.parameters)
+    return step_constraints_for(dict(model.parameters))
+
+
+def step_constraints_for(p: dict[str, float]) -> list[tuple[str, float, float]]:
+    """:func:`step_constraints` for the parameter values ``p``."""
     P = kelly_points(p)
     P0: dict[int, float] = {}
     # the links before the impact and the point (the new stance foot P5, its knee P4, the hip), the same links
