@@ -16,7 +16,9 @@ with Kelly's bounds (|q| <= pi/2, |qd| <= 10 rad/s, |u| <= 100 N m, no ankle tor
 impact are written here from Kelly's kinematics (each angular momentum a sum of cos(q_a - q_b) q_b' terms),
 independently of rodgen's derivation.
 
-    python examples/five_link_biped.py [--nodes 25] [--method hermite-simpson]
+    python examples/five_link_biped.py [OUT_DIR] [--nodes 25] [--method hermite-simpson]
+
+Writes OUT_DIR/five_link_biped.png (the torques, and the step as stick figures).
 """
 from __future__ import annotations
 
@@ -158,8 +160,43 @@ def solve(model: Any, nodes: int = 25, method: str = "hermite-simpson", build_di
     return nlp.solve(guess(nlp), options=dict(options or {"tol": 1e-8}))
 
 
+def figure(result: Any, path: str) -> None:
+    """The torques over the step, and the robot drawn at a dozen instants (Kelly's points)."""
+    from rodgen.runtime.plot import new_figure
+    p = dict(result.nlp.problem.model.parameters)
+    pts = kelly_points(p)
+    fig = new_figure(10, 4)
+    ax1 = fig.add_subplot(1, 2, 1)
+    for k, name in enumerate(INPUTS):
+        ax1.plot(result.t, result.u[:, k], label=name)
+    ax1.set_xlabel("t [s]")
+    ax1.set_ylabel("torque [N m]")
+    ax1.legend(fontsize=8)
+    ax2 = fig.add_subplot(1, 2, 2)
+
+    def at(q: np.ndarray, point: str) -> tuple[float, float]:
+        c = pts[point]
+        return (sum(-SIGN[k] * v * math.sin(q[k]) for k, v in c.items()),
+                sum(SIGN[k] * v * math.cos(q[k]) for k, v in c.items()))
+
+    n = len(result.t)
+    for j in range(0, n, max(1, n // 12)):
+        q = result.q[j]
+        chain = [(0.0, 0.0)] + [at(q, k) for k in ("P1", "P2", "P3", "P2", "P4", "P5")]
+        xy = np.array(chain)
+        ax2.plot(xy[:, 0], xy[:, 1], "-o", color=(j / n, 0.3, 1 - j / n), ms=2)
+    ax2.axhline(0.0, color="0.5", lw=0.8)
+    ax2.set_aspect("equal")
+    ax2.set_xlabel("x [m]")
+    ax2.set_ylabel("y [m]")
+    ax2.set_title("one step, blue: start, red: end")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=90)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir", nargs="?", default=os.path.join(HERE, "out"))
     ap.add_argument("--nodes", type=int, default=25)
     ap.add_argument("--method", default="hermite-simpson", choices=list(optimize.METHODS))
     args = ap.parse_args()
@@ -168,6 +205,7 @@ def main() -> None:
     r = solve(model, args.nodes, args.method)
     print(f"{r.message}: integral of torque squared {r.objective:.6g} N^2 m^2 s in {r.iterations} iterations, "
           f"{time.perf_counter() - start:.2f} s with the build (solve {r.solve_seconds:.3f} s)")
+    figure(r, os.path.join(args.out_dir, "five_link_biped.png"))
 
 
 if __name__ == "__main__":
