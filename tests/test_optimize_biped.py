@@ -186,3 +186,28 @@ def test_hermite_simpson_gait_resimulated_interval_by_interval(biped: Any, build
     (J25, e25), (J49, e49) = out
     assert e25 < 1e-3 and e49 < e25 / 4, out
     assert abs(J49 - J25) < 1e-5 * J49, out
+
+
+def test_gait_stance_foot_force_within_a_friction_cone(biped: Any, build_dir: Path) -> None:
+    """The ground's force on the stance foot along the example's gait (Kelly's contactForces: the robot's
+    mass times its CoM's acceleration minus its weight, the CoM from Kelly's kinematics in CasADi, the
+    accelerations from the compiled model under the solution's torques) pushes up everywhere and stays
+    inside a friction cone of mu = 0.5: the pinned stance foot neither pulls on the ground nor slips."""
+    r = flb.solve(biped, 25, build_dir=build_dir)
+    p = dict(biped.parameters)
+    pts = flb.kelly_points(p)
+    q, dq, ddq = ca.SX.sym("q", 5), ca.SX.sym("dq", 5), ca.SX.sym("ddq", 5)
+    masses = [p["m_tibia"], p["m_femur"], p["m_torso"], p["m_femur"], p["m_tibia"]]
+    mG = 0
+    for i, mi in enumerate(masses):
+        c = pts[f"G{i + 1}"]
+        mG += mi * ca.vertcat(sum(-flb.SIGN[k] * v * ca.sin(q[k]) for k, v in c.items()),
+                              sum(flb.SIGN[k] * v * ca.cos(q[k]) for k, v in c.items()))
+    v = ca.jtimes(mG, q, dq)
+    force = ca.Function("F", [q, dq, ddq], [ca.jtimes(v, q, dq) + ca.jtimes(v, dq, ddq)
+                                            + ca.vertcat(0, sum(masses) * p["g"])])
+    F = np.array([np.asarray(force(r.q[k], r.qd[k], np.asarray(biped.rhs(0.0, np.concatenate([r.q[k], r.qd[k]]),
+                                                                         u=r.u[k]))[5:])).ravel()
+                  for k in range(len(r.t))])
+    assert F[:, 1].min() > 100.0, F[:, 1].min()
+    assert np.abs(F[:, 0] / F[:, 1]).max() < 0.5
