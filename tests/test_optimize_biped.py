@@ -211,3 +211,16 @@ def test_gait_stance_foot_force_within_a_friction_cone(biped: Any, build_dir: Pa
                   for k in range(len(r.t))])
     assert F[:, 1].min() > 100.0, F[:, 1].min()
     assert np.abs(F[:, 0] / F[:, 1]).max() < 0.5
+
+
+def test_problem_expressions_may_be_longer_than_a_model_files(biped: Any) -> None:
+    """A boundary constraint of a few thousand characters (the heel strike's) is accepted, one beyond
+    MAX_EXPRESSION_LENGTH is an OptimizeError naming it."""
+    from rodgen.model.expr import MAX_LENGTH
+    from rodgen.optimize.problem import MAX_EXPRESSION_LENGTH
+    longest = max(len(text) for text, _, _ in flb.step_constraints(biped))
+    assert MAX_LENGTH < longest < MAX_EXPRESSION_LENGTH
+    flb.problem(biped).check()
+    text = flb._balanced(["q1_end"] * (MAX_EXPRESSION_LENGTH // 8))
+    with pytest.raises(optimize.OptimizeError, match=rf"boundary\[0\]: expression longer than {MAX_EXPRESSION_LENGTH}"):
+        optimize.Problem(biped, boundary=[(text, 0, 0)]).check()
