@@ -8,6 +8,11 @@ transcription written in CasADi (SX expressions of the textbook M, h, G of the d
 against the compiled model's rhs), solved by the same IPOPT (CasADi's wheel) with the same options; the
 objectives must agree to 1e-6 relative. Each solve time is a median of ``--repeat`` solves.
 
+Kelly's five-link biped (examples/five_link_biped.py: one step of 0.7 s and 0.5 m, least torque squared,
+25 Hermite-Simpson nodes, the heel strike as boundary constraints): the model's build, the problem's compile
+and the solve from Kelly's guess, cold (a fresh build folder) and warm (the same folder again: both from the
+cache); the anchor of its optimum is tests/test_optimize_biped.py (the same NLP in CasADi).
+
 Writes ``results/optimize.json``.
 
     python benchmarks/bench_optimize.py [--repeat 5]
@@ -99,6 +104,29 @@ def casadi_solve(model: object, hessian: str, repeat: int) -> dict:
             "solve_seconds": statistics.median(times), "build_seconds": build}
 
 
+def biped(repeat: int) -> dict:
+    """Kelly's five-link biped: build + compile + solve, cold and warm (the median of ``repeat`` warm runs)."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    import five_link_biped as flb
+    out: dict = {"nodes": 25, "method": "hermite-simpson"}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for _ in range(1 + repeat):
+            t0 = time.perf_counter()
+            model = flb.build(tmp)
+            nlp = optimize.compile_problem(flb.problem(model, 25), build_dir=tmp)
+            res = nlp.solve(flb.guess(nlp), options={"tol": 1e-8})
+            runs.append((time.perf_counter() - t0, res))
+            assert res.success, res.message
+        warm = statistics.median(t for t, _ in runs[1:])
+        res = runs[-1][1]
+        out.update({"cold_seconds_with_build": runs[0][0], "warm_seconds_with_build": warm,
+                    "solve_seconds": res.solve_seconds, "objective": res.objective, "iterations": res.iterations})
+        print(f"five-link biped: {runs[0][0]:.2f} s cold, {warm:.2f} s warm with the build; solve "
+              f"{res.solve_seconds * 1e3:.0f} ms, {res.iterations} iterations, J = {res.objective:.10g}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -108,7 +136,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model = rodgen.build(rodgen.load(ROOT / "examples" / "double_pendulum.yaml"), build_dir=tmp)
-        model.jacobian_table()
+        model.jacobian_model()
         out["rodgen"]["model_build_cold_seconds"] = time.perf_counter() - t0
         for hessian in ("limited-memory", "exact"):
             t0 = time.perf_counter()
@@ -142,6 +170,7 @@ def main() -> None:
                   f"{ref['solve_seconds'] * 1e3:8.1f} ms, {ref['iterations']} iterations, J = {ref['objective']:.10g}"
                   f" (relative difference {rel:.1e})")
             assert rel < 1e-6, "rodgen and CasADi disagree on the optimum"
+    out["five_link_biped"] = biped(args.repeat)
     write_json("optimize", out)
 
 

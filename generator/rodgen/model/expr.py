@@ -102,15 +102,18 @@ def terminating_decimal(p: int, q: int) -> Optional[str]:
     return ("-" if p < 0 else "") + text
 
 
-def parse(text: str) -> Expression:
-    """Parse and check ``text``; raise :class:`ExpressionError` if it is not plain arithmetic."""
+def parse(text: str, max_length: int = MAX_LENGTH) -> Expression:
+    """Parse and check ``text``; raise :class:`ExpressionError` if it is not plain arithmetic.
+
+    ``max_length``: the longest text accepted (model files: :data:`MAX_LENGTH`; the statements of a
+    trajectory optimisation take longer, generated equations such as an impact's momentum balances)."""
     if not isinstance(text, str):
         raise ExpressionError(f"expected a number or an expression, got {type(text).__name__}")
     src = text.strip()
     if not src:
         raise ExpressionError("empty expression")
-    if len(src) > MAX_LENGTH:
-        raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+    if len(src) > max_length:
+        raise ExpressionError(f"expression longer than {max_length} characters")
     try:
         with warnings.catch_warnings():  # "1jx", "'\\d'": Python's own warnings; the text is refused below
             warnings.simplefilter("ignore", SyntaxWarning)

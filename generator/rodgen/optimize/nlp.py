@@ -75,7 +75,8 @@ class CollocationNLP:
         self.library = Path(library)
         self.build_seconds = build_seconds
         cm = problem.model
-        self._table = cm.jacobian_table()          # keeps the model's library (with rhs_jacobian) loaded
+        self._jmodel = cm.jacobian_model()         # keeps the model's library (with rhs_jacobian) loaded
+        self._table = self._jmodel.table
         self._lib = _load(self.library)
         self._p = np.ascontiguousarray(problem.p, dtype=float)
         per = np.array([i for i, _ in problem.periodic] or [0], dtype=np.intc)

@@ -29,6 +29,9 @@ HESSIANS = ("limited-memory", "exact")
 DURATION = "duration"
 #: The name of the time (from the phase's start) in the integrand and the path constraints.
 TIME = "t"
+#: The longest expression of a problem (model files allow 500 characters; an impact's momentum balances
+#: written out for a five-link walker take a few thousand).
+MAX_EXPRESSION_LENGTH = 20000
 
 
 class OptimizeError(RodgenError, ValueError):
@@ -190,7 +193,7 @@ def _expression(text: Any, where: str, allowed: Sequence[str], what: str) -> Exp
     if not isinstance(text, str):
         raise OptimizeError(f"expected an expression as text, got {type(text).__name__}", where=where)
     try:
-        expr = parse(text)
+        expr = parse(text, MAX_EXPRESSION_LENGTH)
     except ExpressionError as exc:
         raise OptimizeError(str(exc), where=where) from None
     for name in expr.names:

@@ -58,7 +58,7 @@ def compile_problem(problem: Problem | ValidProblem, *, build_dir: Any = None,
     key = quick_key(valid, compiler)
     lib = f"librodopt{library_suffix()}"
     folder = cache.read_index(root, key)
-    valid.model.jacobian_table()   # a deferred RHS Jacobian is built now, so its time counts as the build's
+    valid.model.jacobian_model()   # a deferred RHS Jacobian is built now, so its time counts as the build's
     if folder is not None and cache.complete(folder, lib):
         library = folder / lib
     else:

@@ -629,16 +629,11 @@ class CompiledModel:
     def jacobian_model(self) -> "CompiledModel":
         """The compiled model whose library holds ``rhs_jacobian``: this one, or the deferred build of the same
         equations (built now if it is not yet); RodgenError without one. Its files are those an FMU with
-        directional derivatives compiles."""
+        directional derivatives compiles; its ``table.address()`` is the ``const rodgen_model *`` that C
+        extensions of the runtime (the collocation of :mod:`rodgen.optimize`) call (keep the model while they
+        use it)."""
         self._jacobian_kernel()
         return getattr(self, "_jacobian_model", self)
-
-    def jacobian_table(self) -> Any:
-        """The runtime's ``Model`` around the table that holds ``rhs_jacobian`` (this library's, or the deferred
-        Jacobian's, built first): its ``address`` is the ``const rodgen_model *`` that C extensions of the
-        runtime (the collocation of :mod:`rodgen.optimize`) call; keep the object while they use it."""
-        self._jacobian_kernel()
-        return self._jacobian_table
 
     def _no_jacobian(self) -> str:
         return (f"the model {self.name!r} was built without the Jacobian of its right-hand side (CodegenOptions("

@@ -16,14 +16,10 @@ runtime's business (:class:`rodgen.runtime.CController`).
 from __future__ import annotations
 
 import re
-import sys
-import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..errors import BuildError
-from . import cache
-from .compiler import _finish, _Log, _start, compiler_identity, find_compiler, library_suffix
 
 #: Flags of a controller's library (besides -std=c99 -shared and the include folders). -O3: a controller is
 #: small, so it compiles in a second or two, and its loops over the model's sizes (triangular solves,
@@ -47,8 +43,8 @@ def compile_controller(source: Union[str, Path], *, include_dirs: Sequence[Union
     Raises BuildError naming the file when it does not exist or does not compile (with the compiler's
     diagnostics in the message).
     """
-    from .. import __version__
-    from ..codegen.runtime import files_digest, runtime_sources
+    from ..codegen.runtime import runtime_sources
+    from .cached import compile_cached
     src = Path(source)
     if not src.is_file():
         raise BuildError(f"the controller source {src} does not exist")
@@ -56,36 +52,15 @@ def compile_controller(source: Union[str, Path], *, include_dirs: Sequence[Union
     text = src.read_text(encoding="utf-8", errors="replace")
     dirs = [src.parent] + [Path(d).resolve() for d in include_dirs]
     runtime = runtime_sources()
-    cc = find_compiler(compiler)
     flags = list(CONTROLLER_CFLAGS) + [str(f) for f in cflags]
-    parts = {"source": text, "source_path": str(src), "runtime": files_digest(runtime), "rodgen": __version__,
-             "compiler": " ".join(cc) + "\n" + compiler_identity(cc), "cflags": " ".join(flags),
-             "include_dirs": "\n".join(map(str, dirs)), "platform": sys.platform}
+    parts = {"source": text, "source_path": str(src)}
     for d in dirs:
         parts.update({f"header:{k}": v for k, v in _headers(d).items()})
-    digest = cache.build_hash(parts)
     stem = re.sub(r"[^A-Za-z0-9_]", "_", src.stem) or "controller"
-    key = f"controller-{stem}-{digest[:12]}"
-    root = Path(build_dir) if build_dir is not None else cache.default_build_dir()
-    lib = f"lib{stem}{library_suffix()}"
-
-    def make(tmp: Path) -> dict[str, object]:
-        start = time.perf_counter()
-        for name, body in runtime.items():
-            (tmp / name).write_text(body, encoding="utf-8")
-        c_files = sorted(n for n in runtime if n.endswith(".c"))
-        cmd = (list(cc) + ["-std=c99", "-shared"] + flags + ["-I."] + [f"-I{d}" for d in dirs]
-               + [str(src)] + c_files + ["-o", lib, "-lm"])
-        _finish(_start(cmd, tmp), cmd, tmp, _Log(tmp / "build.log"), f"compiling the controller {src}")
-        return {"controller": str(src), "library": lib, "build_hash": digest, "cflags": flags,
-                "compiler": " ".join(cc), "compile_seconds": round(time.perf_counter() - start, 3)}
-
-    def failure(exc: BuildError, failed: Path) -> BuildError:
-        return BuildError(f"compiling the controller {src} failed:\n{exc.log.strip()}",
-                          command=exc.command, returncode=exc.returncode, folder=str(failed))
-
-    return cache.build_folder(root, key, lib, make, failure,
-                              advice="choose a writable build_dir= (or $RODGEN_CACHE_DIR) with free space")
+    return compile_cached(f"controller-{stem}", runtime, compile=[str(src)] + sorted(n for n in runtime
+                          if n.endswith(".c")), flags=flags, link=["-lm"], include_dirs=dirs, key_parts=parts,
+                          library=f"lib{stem}", what=f"the controller {src}", meta={"controller": str(src)},
+                          build_dir=build_dir, compiler=compiler)
 
 
 __all__ = ["compile_controller", "CONTROLLER_CFLAGS"]
