@@ -464,6 +464,14 @@ FUNCTIONS: tuple[Function, ...] = (
              "RODGEN_PIVOT_RTOL times its diagonal entry."),
     Function("void", "rodgen_cholesky_solve", "const double *L, double *b, int n",
              "Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky."),
+    Function("int", "rodgen_cholesky_rel", "double *A, int n, double tol",
+             "Cholesky factorisation A = L L^T in place as rodgen_cholesky, but a pivot must exceed tol times "
+             "the largest diagonal entry of A (the test of the constraint systems J M^-1 J^T, whose rows may "
+             "be dependent). Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot is not above "
+             "it or the largest diagonal entry is not positive and finite (n = 0 is RODGEN_OK)."),
+    Function("void", "rodgen_cholesky_solve_block", "const double *L, int n, double *X, int w",
+             "Solve L L^T X = B in place for the w columns of X (n x w, row-major; B on entry), L from "
+             "rodgen_cholesky or rodgen_cholesky_rel: row by row, the inner loops over the contiguous columns."),
     Function("void", "rodgen_sim_start",
              "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
              "Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] "

@@ -11,95 +11,6 @@
  * (rodgen_cfd_defaults' singular_tol). */
 #define CDERIV_SINGULAR_TOL 1e-10
 
-/* In-place Cholesky A = L L^T (row-major, lower triangle); 1 when a pivot is <= tol * max diag(A). */
-static int cd_chol(double *A, int n, double tol)
-{
-    double dmax = 0.0;
-    int i, j, k;
-    for (i = 0; i < n; ++i) {
-        if (A[i * n + i] > dmax) {
-            dmax = A[i * n + i];
-        }
-    }
-    if (n > 0 && (!(dmax > 0.0) || !isfinite(dmax))) {
-        return 1;
-    }
-    for (j = 0; j < n; ++j) {
-        double d = A[j * n + j];
-        for (k = 0; k < j; ++k) {
-            d -= A[j * n + k] * A[j * n + k];
-        }
-        if (!(d > tol * dmax)) {
-            return 1;
-        }
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (i = j + 1; i < n; ++i) {
-            double s = A[i * n + j];
-            for (k = 0; k < j; ++k) {
-                s -= A[i * n + k] * A[j * n + k];
-            }
-            A[i * n + j] = s / d;
-        }
-    }
-    return 0;
-}
-
-/* Solve L L^T x = b in place, x[i * stride] (a column of a row-major matrix when stride > 1). */
-static void cd_solve(const double *L, int n, double *x, int stride)
-{
-    int i, k;
-    for (i = 0; i < n; ++i) {
-        double s = x[i * stride];
-        for (k = 0; k < i; ++k) {
-            s -= L[i * n + k] * x[k * stride];
-        }
-        x[i * stride] = s / L[i * n + i];
-    }
-    for (i = n - 1; i >= 0; --i) {
-        double s = x[i * stride];
-        for (k = i + 1; k < n; ++k) {
-            s -= L[k * n + i] * x[k * stride];
-        }
-        x[i * stride] = s / L[i * n + i];
-    }
-}
-
-/* Solve L L^T X = B in place for the w columns of X (n x w, row-major) at once: row by row, the inner
- * loops over the contiguous columns (they vectorise, instead of one latency-bound solve per column). */
-static void cd_solve_block(const double *L, int n, double *X, int w)
-{
-    int i, k, c;
-    for (i = 0; i < n; ++i) {
-        double *xi = X + i * w;
-        const double inv = 1.0 / L[i * n + i];
-        for (k = 0; k < i; ++k) {
-            const double lik = L[i * n + k];
-            const double *xk = X + k * w;
-            for (c = 0; c < w; ++c) {
-                xi[c] -= lik * xk[c];
-            }
-        }
-        for (c = 0; c < w; ++c) {
-            xi[c] *= inv;
-        }
-    }
-    for (i = n - 1; i >= 0; --i) {
-        double *xi = X + i * w;
-        const double inv = 1.0 / L[i * n + i];
-        for (k = i + 1; k < n; ++k) {
-            const double lki = L[k * n + i];
-            const double *xk = X + k * w;
-            for (c = 0; c < w; ++c) {
-                xi[c] -= lki * xk[c];
-            }
-        }
-        for (c = 0; c < w; ++c) {
-            xi[c] *= inv;
-        }
-    }
-}
-
 static int cd_finite(const double *x, int n)
 {
     int i;
@@ -211,7 +122,7 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
             s->S[i * na + j] = acc;
         }
     }
-    if (cd_chol(s->S, na, CDERIV_SINGULAR_TOL)) {
+    if (rodgen_cholesky_rel(s->S, na, CDERIV_SINGULAR_TOL) != RODGEN_OK) {
         return RODGEN_ERR_SINGULAR_CONSTRAINTS;
     }
     *na_out = na;
@@ -235,7 +146,7 @@ static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *
             s->T[i * w + c] = acc - s->T[i * w + c];
         }
     }
-    cd_solve_block(s->S, na, s->T, w);
+    rodgen_cholesky_solve_block(s->S, na, s->T, w);
     for (k = 0; k < n; ++k) {
         for (c = 0; c < w; ++c) {
             double acc = -s->X[k * w + c];
@@ -301,7 +212,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
         }
         s.lam0[i] = -acc;
     }
-    cd_solve(s.S, na, s.lam0, 1);
+    rodgen_cholesky_solve(s.S, s.lam0, na);
     for (i = 0; i < na; ++i) {
         lam[s.rows[i]] = s.lam0[i];
         for (k = 0; k < n; ++k) {
@@ -318,7 +229,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
             s.X[k * w + 2 * n + j] = -s.B[k * nu + j];
         }
     }
-    cd_solve_block(s.L, n, s.X, w);
+    rodgen_cholesky_solve_block(s.L, n, s.X, w);
     for (i = 0; i < na; ++i) {
         for (j = 0; j < w; ++j) {
             s.T[i * w + j] = j < 2 * n ? s.dk[s.rows[i] * 2 * n + j] : 0.0;
@@ -357,7 +268,7 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
         }
         s.lam0[i] = -acc;
     }
-    cd_solve(s.S, na, s.lam0, 1);
+    rodgen_cholesky_solve(s.S, s.lam0, na);
     for (k = 0; k < n; ++k) {
         qd_plus[k] = qd_minus[k];
     }
@@ -394,7 +305,7 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
             s.X[k * w + n + j] = 0.0;
         }
     }
-    cd_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
+    rodgen_cholesky_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
     for (k = 0; k < n; ++k) {
         s.X[k * w + n + k] = -1.0;
     }
