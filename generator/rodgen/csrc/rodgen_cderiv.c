@@ -89,7 +89,7 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
 {
     const int n = m->nv;
     int i, j, k, na;
-    if (m->constraint_partials == 0 || m->nq != m->nv || m->nconstraints == 0) {
+    if (m->constraint_partials == 0 || m->nconstraints == 0) {
         return RODGEN_ERR_OPTIONS;
     }
     na = cd_rows(m, active, impact, s->rows);
