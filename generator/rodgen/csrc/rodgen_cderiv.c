@@ -83,7 +83,37 @@ static int cd_rows(const rodgen_model *m, const int *active, int impact, int *ro
     return na;
 }
 
-/* M and its factor, J, the held rows, Y (row i = M^-1 J_i^T of held row i) and the factor of S = J M^-1 J^T. */
+/* y[c] += sum_k a[k * as] B[k][c] for the w columns of B (kn x w, row-major): four columns at a time held in
+ * registers over k (see rodgen_linalg.c's block solve). */
+static void cd_accumulate(double *y, int w, const double *a, int as, const double *B, int kn)
+{
+    int c, k;
+    for (c = 0; c + 4 <= w; c += 4) {
+        double y0 = y[c], y1 = y[c + 1], y2 = y[c + 2], y3 = y[c + 3];
+        for (k = 0; k < kn; ++k) {
+            const double ak = a[k * as];
+            const double *bk = B + k * w + c;
+            y0 += ak * bk[0];
+            y1 += ak * bk[1];
+            y2 += ak * bk[2];
+            y3 += ak * bk[3];
+        }
+        y[c] = y0;
+        y[c + 1] = y1;
+        y[c + 2] = y2;
+        y[c + 3] = y3;
+    }
+    for (; c < w; ++c) {
+        double acc = y[c];
+        for (k = 0; k < kn; ++k) {
+            acc += a[k * as] * B[k * w + c];
+        }
+        y[c] = acc;
+    }
+}
+
+/* M and its factor, J, the held rows, Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
+ * row i) and the factor of S = J M^-1 J^T. */
 static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
                      cd_scratch *s, int *na_out)
 {
@@ -104,23 +134,17 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     m->constraint_jacobian(q, p, s->J);
-    for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
-        double *y = s->Y + i * n;
-        for (k = 0; k < n; ++k) {
-            y[k] = Ji[k];
+    for (k = 0; k < n; ++k) {
+        for (i = 0; i < na; ++i) {
+            s->Y[k * na + i] = s->J[s->rows[i] * n + k];
         }
-        rodgen_cholesky_solve(s->L, y, n);
     }
+    rodgen_cholesky_solve_block(s->L, n, s->Y, na);
     for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
         for (j = 0; j < na; ++j) {
-            double acc = 0.0;
-            for (k = 0; k < n; ++k) {
-                acc += Ji[k] * s->Y[j * n + k];
-            }
-            s->S[i * na + j] = acc;
+            s->S[i * na + j] = 0.0;
         }
+        cd_accumulate(s->S + i * na, na, s->J + s->rows[i] * n, 1, s->Y, n);
     }
     if (rodgen_cholesky_rel(s->S, na, CDERIV_SINGULAR_TOL) != RODGEN_OK) {
         return RODGEN_ERR_SINGULAR_CONSTRAINTS;
@@ -130,31 +154,27 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
 }
 
 /* With X = M^-1 dg/dx (n x w) and T = dk/dx of the held rows (na x w) given: T <- S^-1 (J X - T) (the
- * derivatives of lambda) and the derivatives of the accelerations -X + Y^T T into D (n x w); D's rows
+ * derivatives of lambda) and the derivatives of the accelerations -X + Y T into D (n x w); D's rows
  * n + row the derivatives of lambda (0 for rows not held). */
 static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *D)
 {
     const int n = m->nv, r = m->nrows;
     int i, c, k;
     for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
+        double *ti = s->T + i * w;
         for (c = 0; c < w; ++c) {
-            double acc = 0.0;
-            for (k = 0; k < n; ++k) {
-                acc += Ji[k] * s->X[k * w + c];
-            }
-            s->T[i * w + c] = acc - s->T[i * w + c];
+            ti[c] = -ti[c];
         }
+        cd_accumulate(ti, w, s->J + s->rows[i] * n, 1, s->X, n);
     }
     rodgen_cholesky_solve_block(s->S, na, s->T, w);
     for (k = 0; k < n; ++k) {
+        double *dk = D + k * w;
+        const double *xk = s->X + k * w;
         for (c = 0; c < w; ++c) {
-            double acc = -s->X[k * w + c];
-            for (i = 0; i < na; ++i) {
-                acc += s->Y[i * n + k] * s->T[i * w + c];
-            }
-            D[k * w + c] = acc;
+            dk[c] = -xk[c];
         }
+        cd_accumulate(dk, w, s->Y + k * na, 1, s->T, na);
     }
     for (i = 0; i < r * w; ++i) {
         D[n * w + i] = 0.0;
@@ -216,7 +236,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
     for (i = 0; i < na; ++i) {
         lam[s.rows[i]] = s.lam0[i];
         for (k = 0; k < n; ++k) {
-            qdd[k] += s.Y[i * n + k] * s.lam0[i];
+            qdd[k] += s.Y[k * na + i] * s.lam0[i];
         }
     }
     /* the partials at the solution; X = M^-1 [dg/dx, -B], T = [dk/dx, 0] of the held rows */
@@ -275,7 +295,7 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
     for (i = 0; i < na; ++i) {
         impulse[s.rows[i]] = s.lam0[i];
         for (k = 0; k < n; ++k) {
-            qd_plus[k] += s.Y[i * n + k] * s.lam0[i];
+            qd_plus[k] += s.Y[k * na + i] * s.lam0[i];
         }
     }
     /* partials at qd = 0 (u = 0; the inputs, the time and the velocity terms cancel in the differences):
