@@ -183,8 +183,8 @@ ROUTINES: tuple[Routine, ...] = (
                                     _out("dg", "2*nv*nv", "d g/d[q, qd], row-major", "nv,2*nv"),
                                     _out("dk", "2*nrows*nv", "d k/d[q, qd], row-major", "nrows,2*nv")),
             "Partials of the constrained dynamics' KKT system g = M qdd + bias - B u - J^T lam and "
-            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; generated with the RHS "
-            "Jacobian for models with nq = nv), from which rodgen_constrained_derivatives and "
+            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; by q on the tangent space "
+            "where nq != nv; generated with the RHS Jacobian), from which rodgen_constrained_derivatives and "
             "rodgen_impact_derivatives solve the derivatives of qdd, lambda and the impact map.", optional=True),
 )
 

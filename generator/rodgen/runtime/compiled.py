@@ -1070,6 +1070,11 @@ class CompiledModel:
         mask = self.active_mask(active)
         self._jacobian_kernel()            # builds the deferred Jacobian's library if needed
         table = self._jacobian_table
+        if not table.info()["routines"].get("constraint_partials") and self.nq != self.nv:
+            raise ValueError(f"{what}: the model {self.name!r} has free, spherical or planar joints (nq = "
+                             f"{self.nq}, nv = {self.nv}) and no derivative of the recursive Newton-Euler "
+                             f"algorithm (coupled coordinates, or more pairs of joints on one branch than "
+                             f"rodgen.symbolic.rnea_derivatives.MAX_PAIRS), which its constraint partials need")
         if not table.info()["routines"].get("constraint_partials"):
             raise RodgenError(f"{what}: the library of the model {self.name!r} has no constraint_partials (it "
                               f"is generated with the RHS Jacobian); rebuild the model with this rodgen")
