@@ -177,7 +177,8 @@ void rodgen_cholesky_solve(const double *L, double *b, int n);
 int rodgen_cholesky_rel(double *A, int n, double tol);
 
 /* Solve L L^T X = B in place for the w columns of X (n x w, row-major; B on entry), L from
- * rodgen_cholesky or rodgen_cholesky_rel: row by row, the inner loops over the contiguous columns. */
+ * rodgen_cholesky or rodgen_cholesky_rel: row by row, four contiguous columns at a time held in
+ * registers. */
 void rodgen_cholesky_solve_block(const double *L, int n, double *X, int w);
 
 /* Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] doubles,
