@@ -41,7 +41,8 @@ def constraint_partials(eqs: "Equations") -> tuple[list[tuple[sp.Symbol, sp.Expr
     the recursive Newton-Euler algorithm (:meth:`Equations.inverse_dynamics_derivatives`, O(n · depth))
     where they apply, else from forward-mode derivatives of :meth:`Equations.inverse_dynamics`
     (:func:`rodgen.symbolic.derivative.forward_derivatives`, 2 nv times its size); -Jᵀ λ and k are
-    differentiated in forward mode (the constraint rows' Jacobians and biases are short).
+    differentiated in forward mode through the kinematics' assignments (for solo12's four feet that part is
+    about 25 k of the routine's 40 k operations after the code stage's CSE, the Newton-Euler part 15 k).
     """
     n, nq = len(eqs.qd), len(eqs.q)
     jac = sp.Matrix.vstack(*[c.jacobian for c in eqs.constraints]) if eqs.constraints else sp.zeros(0, n)
