@@ -367,15 +367,19 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def python_row(name: str, model: rodgen.SpatialModel, pm: Any, *, repeat: int) -> dict[str, Any]:
-    """One state per call from Python: ``robot.rhs_jacobian`` (as ``rodgen.build`` compiles it) against
-    ``pinocchio.computeABADerivatives`` through Pinocchio's bindings; medians of interleaved runs."""
+def python_row(name: str, model: rodgen.SpatialModel, pm: Any, *, repeat: int, opt: str = "O1") -> dict[str, Any]:
+    """One state per call from Python: ``robot.rhs_jacobian`` (as ``rodgen.build`` compiles it, at its default
+    -O1 unless ``opt`` says otherwise) against ``pinocchio.computeABADerivatives`` through Pinocchio's bindings;
+    medians of interleaved runs."""
     import statistics
 
     import pinocchio as pin
 
+    from rodgen.toolchain import BuildOptions
+
     from common import median_time
-    robot = rodgen.build(model, codegen=CodegenOptions(jacobian=True), defer_jacobian=False)
+    robot = rodgen.build(model, codegen=CodegenOptions(jacobian=True), defer_jacobian=False,
+                         options=BuildOptions(optimization=opt))
     nq, nv = robot.nq, robot.nv
     qi, vi = coordinate_maps(list(robot.coordinates), nq, nv, pm)
     data = pm.createData()
@@ -398,7 +402,7 @@ def python_row(name: str, model: rodgen.SpatialModel, pm: Any, *, repeat: int) -
         t_rod.append(median_time(lambda: robot.rhs_jacobian(q, v, u), number=2000, repeat=1))
         t_pin.append(median_time(lambda: pin.computeABADerivatives(pm, data, pq, pv, tau), number=2000, repeat=1))
     one_rod, one_pin = statistics.median(t_rod), statistics.median(t_pin)
-    return {"model": name, "nv": nv, "python_rhs_jacobian_us": one_rod * 1e6,
+    return {"model": name, "nv": nv, "optimization": opt, "python_rhs_jacobian_us": one_rod * 1e6,
             "pinocchio_computeABADerivatives_us": one_pin * 1e6, "ratio": one_rod / one_pin,
             "max_abs_difference": diff}
 
@@ -423,18 +427,24 @@ def main() -> None:
     ap.add_argument("--python", action="store_true",
                     help="also time robot.rhs_jacobian from Python (rodgen.build's flags) against "
                          "pinocchio.computeABADerivatives, one state per call")
+    ap.add_argument("--python-only", action="store_true", help="only the --python rows (no C++ harness)")
+    ap.add_argument("--python-opt", nargs="+", default=["O1"], choices=["O1", "O2", "O3"],
+                    help="the optimisation levels to build the --python rows' models at (rodgen.build's default O1)")
     args = ap.parse_args()
+    args.python = args.python or args.python_only
     try:
         import pinocchio  # noqa: F401
     except ImportError:
         raise SystemExit("pinocchio is not importable: pip install pin") from None
-    include, libdir = prefix_dirs()
-    eigen = eigen_dir(include)
-    cc, cxx = tool("gcc"), tool("g++")
-    obj = harness_object(include, eigen)
     table = robots()
-    rows = []
-    for name in args.robots or list(table):
+    rows: list[dict[str, Any]] = []
+    cc = cxx = ""
+    if not args.python_only:
+        include, libdir = prefix_dirs()
+        eigen = eigen_dir(include)
+        cc, cxx = tool("gcc"), tool("g++")
+        obj = harness_object(include, eigen)
+    for name in [] if args.python_only else args.robots or list(table):
         model, pm = table[name]()
         row = run_robot(name, model, pm, obj, libdir, states=args.states, rounds=args.rounds, cc=cc, cxx=cxx)
         rows.append(row)
@@ -445,11 +455,11 @@ def main() -> None:
             " | max diff " + " ".join(f"{k} {v:.1e}" for k, v in row["max_abs_difference"].items()), flush=True)
     python_rows = []
     if args.python:
-        for name in args.robots or list(table):
+        for name, opt in [(nm, o) for nm in args.robots or list(table) for o in args.python_opt]:
             model, pm = table[name]()
-            prow = python_row(name, model, pm, repeat=7)
+            prow = python_row(name, model, pm, repeat=7, opt=opt)
             python_rows.append(prow)
-            print(f"{name:11s} from Python, one state: rhs_jacobian {prow['python_rhs_jacobian_us']:.2f} us, "
+            print(f"{name:11s} from Python, one state, -{opt}: rhs_jacobian {prow['python_rhs_jacobian_us']:.2f} us, "
                   f"pinocchio.computeABADerivatives {prow['pinocchio_computeABADerivatives_us']:.2f} us, "
                   f"ratio {prow['ratio']:.2f} | max diff {prow['max_abs_difference']:.1e}", flush=True)
     chains = [r for r in rows if r["model"].startswith("chain")]
@@ -459,11 +469,13 @@ def main() -> None:
             slopes[k] = {"rodgen": slope(chains, k, "rodgen_ns"), "pinocchio": slope(chains, k, "pinocchio_ns")}
         print("log-log slope with n over the chains: " + ", ".join(
             f"{k} rodgen {v['rodgen']:.2f} pinocchio {v['pinocchio']:.2f}" for k, v in slopes.items()))
-    write_json(args.out, {"machine": machine(), "cflags": CFLAGS, "c_compiler": compiler_version(cc),
-                          "cxx_compiler": compiler_version(cxx), "pinocchio": importlib.metadata.version("pin"),
+    write_json(args.out, {"machine": machine(), "cflags": CFLAGS,
+                          "c_compiler": compiler_version(cc) if cc else "",
+                          "cxx_compiler": compiler_version(cxx) if cxx else "",
+                          "pinocchio": importlib.metadata.version("pin"),
                           "label": args.label, "states": args.states, "rounds": args.rounds, "rows": rows,
                           "chain_slopes": slopes, "targets": TARGETS, "python": python_rows})
-    if not math.isfinite(sum(r["times"]["jacobian"]["ratio"] for r in rows)):
+    if rows and not math.isfinite(sum(r["times"]["jacobian"]["ratio"] for r in rows)):
         raise SystemExit("a timing is not finite")
 
 

@@ -23,25 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
+from rodgen.examples import chain_urdf  # noqa: E402
 
 from common import write_json  # noqa: E402
 
 SIZES = (50, 100, 200, 400)
 TARGETS = {"ratio_400_over_100": 32.0, "seconds_400": 5.0}
-
-
-def chain_urdf(n: int) -> str:
-    """A serial chain of ``n`` revolute links (axes x, y, z in turn), each with its own mass and inertia."""
-    out = ['<robot name="chain">', '<link name="base"/>']
-    for i in range(n):
-        out.append(f'<link name="l{i}"><inertial><origin xyz="0.01 0 0.05" rpy="0 0 0"/>'
-                   f'<mass value="{1.0 + 0.01 * i}"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" '
-                   f'izz="0.005"/></inertial></link>')
-        axis = ("1 0 0", "0 1 0", "0 0 1")[i % 3]
-        out.append(f'<joint name="j{i}" type="revolute"><parent link="{"base" if i == 0 else f"l{i - 1}"}"/>'
-                   f'<child link="l{i}"/><origin xyz="0 0 0.1" rpy="0 0 0.1"/><axis xyz="{axis}"/>'
-                   f'<limit lower="-2" upper="2" effort="10" velocity="1"/></joint>')
-    return "\n".join(out + ["</robot>"])
 
 
 def main() -> None:

@@ -40,10 +40,11 @@ L = ctypes.POINTER(ctypes.c_long)
 
 
 def build(out_dir: Path) -> ctypes.CDLL:
-    """Compile rodgen_contact.c and the harness with the strict flags into a shared library."""
+    """Compile rodgen_contact.c, its Cholesky (rodgen_linalg.c) and the harness with the strict flags into a
+    shared library."""
     lib = out_dir / "libcontact_harness.so"
     cmd = [CC, *STRICT, "-O2", "-fPIC", "-shared", f"-I{CSRC}", str(HARNESS), str(CSRC / "rodgen_contact.c"),
-           "-o", str(lib), "-lm"]
+           str(CSRC / "rodgen_linalg.c"), "-o", str(lib), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(lib))
 

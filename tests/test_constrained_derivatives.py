@@ -1,8 +1,9 @@
 """Derivatives of the constrained dynamics and of the impact map (``constrained_dynamics_derivatives``,
 ``impact_derivatives``): against Pinocchio 4.1's ``computeConstraintDynamicsDerivatives`` and
-``computeImpulseDynamicsDerivatives`` (3D contacts, LOCAL_WORLD_ALIGNED) on a spatial fixed-base tree,
-and against central differences of rodgen's own constrained dynamics and of the impact's KKT solution
-(from the compiled mass matrix and constraint Jacobian) for the planar compass gait and exo5_walk."""
+``computeImpulseDynamicsDerivatives`` (3D contacts, LOCAL_WORLD_ALIGNED) on a spatial fixed-base tree and
+on solo12's floating base with its four feet held (derivatives by q on the tangent space), and against central
+differences of rodgen's own constrained dynamics and of the impact's KKT solution (from the compiled mass
+matrix and constraint Jacobian) for the planar compass gait, exo5_walk and solo12 (q moved by ``integrate``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -140,3 +141,137 @@ def test_bad_requests_are_named(build_dir: Path) -> None:
     plain = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
     with pytest.raises(ValueError, match="no constraint blocks"):
         plain.impact_derivatives(np.zeros(2), np.zeros(2))
+
+
+@pytest.fixture(scope="module")
+def solo12(build_dir: Path) -> tuple[Any, Any]:
+    """solo12 (free-flyer root) with its four foot contacts, compiled, and Pinocchio's model of the same URDF
+    with a CONTACT_3D RigidConstraintModel at each foot frame (its parent joint and placement)."""
+    import pinocchio as pin
+    from test_floating_contacts import FEET, SOLO, solo
+
+    from _robots import robot_file
+    robot = rodgen.build(solo(), build_dir=build_dir)
+    pm = pin.buildModelFromUrdf(str(robot_file(SOLO)), pin.JointModelFreeFlyer())
+    cms = []
+    for leg in FEET:
+        frame = pm.frames[pm.getFrameId(f"{leg}_FOOT")]
+        cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, frame.parentJoint, frame.placement,
+                                            pin.ReferenceFrame.LOCAL))
+    return robot, (pm, cms)
+
+
+def _world_aligned(R: list[np.ndarray], lam: np.ndarray, dlam: np.ndarray) -> np.ndarray:
+    """Pinocchio's derivatives of contact forces in the feet's LOCAL frames, ``dlam`` (3 per foot), turned into
+    the ground's axes, rodgen's rows: f_world = R f_local, so d f_world = R d f_local + (dR) f_local. The
+    rotation's own derivative needs the frames' angular Jacobians: ``R`` holds (R, J_ang) per foot, J_ang the
+    frame's angular Jacobian in the world axes (d R / dδ_j = [J_ang e_j]× R)."""
+    out = np.empty_like(dlam)
+    for k, (Rk, Jw) in enumerate(R):
+        rows = slice(3 * k, 3 * k + 3)
+        out[rows] = Rk @ dlam[rows]
+        if Jw is not None:
+            f = Rk @ lam[rows]
+            out[rows] += np.cross(Jw.T, f).T
+    return out
+
+
+def _pin_solo(pm: Any, cms: list[Any], pq: np.ndarray, pv: np.ndarray, ptau: np.ndarray) -> tuple[Any, ...]:
+    """Pinocchio's constrained dynamics and its derivatives with the contacts in LOCAL frames, converted to
+    rodgen's rows in the ground's axes: (ddq, lambda, ddq_dq, ddq_dv, ddq_dtau, dlam_dq, dlam_dv, dlam_dtau)."""
+    import pinocchio as pin
+    sub = pin.StdVec_RigidConstraintModel(cms)
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in sub])
+    data = pm.createData()
+    pin.initConstraintDynamics(pm, data, sub, datas)
+    prox = pin.ProximalSettings(1e-14, 0.0, 1)
+    pin.constraintDynamics(pm, data, pq, pv, ptau, sub, datas, prox)
+    pin.computeConstraintDynamicsDerivatives(pm, data, sub, datas, prox)
+    lam_local = data.lambda_c.copy()
+    out = [data.ddq.copy(), None, data.ddq_dq.copy(), data.ddq_dv.copy(), data.ddq_dtau.copy()]
+    pin.computeJointJacobians(pm, data, pq)
+    pin.updateFramePlacements(pm, data)
+    frames = []
+    for c in cms:
+        Mc = data.oMi[c.joint1_id] * c.joint1_placement
+        J = pin.getJointJacobian(pm, data, c.joint1_id, pin.ReferenceFrame.WORLD)
+        frames.append((Mc.rotation, J[3:]))
+    rot = [(R, None) for R, _ in frames]
+    out[1] = _world_aligned(rot, lam_local, lam_local[:, None])[:, 0]
+    out += [_world_aligned(frames, lam_local, data.dlambda_dq), _world_aligned(rot, lam_local, data.dlambda_dv),
+            _world_aligned(rot, lam_local, data.dlambda_dtau)]
+    return tuple(out)
+
+
+def test_floating_base_derivatives_are_pinocchios_with_local_contact_frames(solo12: tuple[Any, Any]) -> None:
+    """solo12, four feet held: rodgen's rows are the feet's positions in the ground's axes; Pinocchio's contacts
+    here are LOCAL (forces in the foot frames), converted explicitly: λ_world = R λ_local, its derivative by q
+    with the frame's rotation turning too (d R/dδ = [ω_δ]× R, ω_δ the foot's angular Jacobian in world axes);
+    q̈ and its derivatives do not depend on the frames the forces are written in."""
+    from test_floating_contacts import FEET, _maps, _state
+    robot, (pm, cms) = solo12
+    qi, vi = _maps(robot, pm)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        pq, pv, ptau = _state(pm, rng)
+        ptau[:6] = 0.0                      # the base is not actuated
+        q, v, u = pq[qi], pv[vi], ptau[vi][6:]
+        ref = _pin_solo(pm, cms, pq, pv, ptau)
+        qdd, lam = robot.constrained_dynamics(q, v, u, active=list(FEET))
+        assert _close(qdd, ref[0][vi], 1e-9) and _close(lam, ref[1], 1e-9)
+        got = robot.constrained_dynamics_derivatives(q, v, u, list(FEET))
+        want = (ref[2][np.ix_(vi, vi)], ref[3][np.ix_(vi, vi)], ref[4][np.ix_(vi, vi[6:])],
+                ref[5][:, vi], ref[6][:, vi], ref[7][:, vi[6:]])
+        for k, (mine, theirs) in enumerate(zip(got, want)):
+            assert mine.shape == theirs.shape and mine.shape[1] == (12 if k % 3 == 2 else 18)
+            assert _close(mine, theirs, 1e-9), (k, np.abs(mine - theirs).max())
+
+
+def test_floating_base_impact_derivatives_are_pinocchios(solo12: tuple[Any, Any]) -> None:
+    import pinocchio as pin
+    from test_floating_contacts import FEET, _maps, _state
+    robot, (pm, cms) = solo12
+    qi, vi = _maps(robot, pm)
+    lwa = [pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, c.joint1_id, c.joint1_placement,
+                                    pin.ReferenceFrame.LOCAL_WORLD_ALIGNED) for c in cms]
+    sub = pin.StdVec_RigidConstraintModel(lwa)
+    prox = pin.ProximalSettings(1e-14, 0.0, 1)
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        pq, pv, _tau = _state(pm, rng)
+        datas = pin.StdVec_RigidConstraintData([c.createData() for c in sub])
+        data = pm.createData()
+        pin.initConstraintDynamics(pm, data, sub, datas)
+        pin.impulseDynamics(pm, data, pq, pv, sub, datas, 0.0, prox)
+        pin.computeImpulseDynamicsDerivatives(pm, data, sub, datas, 0.0, prox)
+        dv_dq, dv_dv, di_dq, di_dv = robot.impact_derivatives(pq[qi], pv[vi], list(FEET))
+        assert _close(dv_dq, data.ddq_dq[np.ix_(vi, vi)], 1e-9)
+        assert _close(dv_dv, data.ddq_dv[np.ix_(vi, vi)] + np.eye(pm.nv), 1e-9)
+        assert _close(di_dq, data.dlambda_dq[:, vi], 1e-9)
+        assert _close(di_dv, data.dlambda_dv[:, vi], 1e-9)
+
+
+def test_floating_base_derivatives_are_central_differences_on_the_tangent_space(solo12: tuple[Any, Any]) -> None:
+    """Against rodgen's own constrained dynamics and impact KKT solution at ``integrate(q, δ)``: central
+    differences in δ (the tangent space), in v and in u; two feet held, so the other two rows of λ stay 0."""
+    robot, _ = solo12
+    n, nu = robot.nv, robot.nu
+    rng = np.random.default_rng(13)
+    q = robot.integrate(robot.initial_state()[:robot.nq], 0.3 * rng.normal(size=n))
+    v, u = rng.normal(size=n), rng.normal(size=nu)
+    active = ["FL", "HR"]
+
+    def dyn(x: np.ndarray) -> np.ndarray:
+        qdd, lam = robot.constrained_dynamics(robot.integrate(q, x[:n]), x[n:2 * n], x[2 * n:], active)
+        return np.concatenate([qdd, lam])
+
+    num = _central(dyn, np.concatenate([np.zeros(n), v, u]))
+    got = robot.constrained_dynamics_derivatives(q, v, u, active)
+    ana = np.block([[got[0], got[1], got[2]], [got[3], got[4], got[5]]])
+    assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
+    rows = np.concatenate([np.arange(b.row, b.row + b.nrows) for b in robot.constraints if b.name in active])
+    num = _central(lambda x: _impact_kkt(robot, robot.integrate(q, x[:n]), x[n:], rows),
+                   np.concatenate([np.zeros(n), v]))
+    got = robot.impact_derivatives(q, v, active)
+    ana = np.block([[got[0], got[1]], [got[2], got[3]]])
+    assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())

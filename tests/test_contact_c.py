@@ -521,7 +521,8 @@ def test_runs_clean_under_address_and_undefined_behaviour_sanitizers(tmp_path) -
     exe = tmp_path / "sanitized"
     flags = [*cc.STRICT, "-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
              "-fno-omit-frame-pointer", f"-I{cc.CSRC}"]
-    sources = [cc.HARNESS.parent / "sanitize_main.c", cc.HARNESS, cc.CSRC / "rodgen_contact.c"]
+    sources = [cc.HARNESS.parent / "sanitize_main.c", cc.HARNESS, cc.CSRC / "rodgen_contact.c",
+               cc.CSRC / "rodgen_linalg.c"]
     built = subprocess.run([cc.CC, *flags, *map(str, sources), "-o", str(exe), "-lm"], check=False,
                            capture_output=True, text=True)
     if built.returncode != 0:

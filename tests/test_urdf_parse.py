@@ -10,6 +10,7 @@ import pytest
 
 from _robots import robot_file
 from rodgen.errors import ModelError
+from rodgen.examples import chain_urdf
 from rodgen.model.urdf import UrdfRobot, moving_bodies, read_urdf, read_urdf_bytes, rpy_matrix
 
 pin = pytest.importorskip("pinocchio")
@@ -274,20 +275,6 @@ def test_errors_of_the_spatial_model_name_the_urdf_element(tmp_path: Path) -> No
         rodgen.from_urdf(path)
     assert info.value.where == "line 3, link 'arm', <inertial>"
     assert "triangle inequality" in info.value.detail
-
-
-def chain_urdf(n: int) -> str:
-    """A serial chain of ``n`` revolute links (axes x, y, z in turn), each with its own mass and inertia."""
-    out = ['<robot name="chain">', '<link name="base"/>']
-    for i in range(n):
-        out.append(f'<link name="l{i}"><inertial><origin xyz="0.01 0 0.05" rpy="0 0 0"/>'
-                   f'<mass value="{1.0 + 0.01 * i}"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" '
-                   f'izz="0.005"/></inertial></link>')
-        axis = ("1 0 0", "0 1 0", "0 0 1")[i % 3]
-        out.append(f'<joint name="j{i}" type="revolute"><parent link="{"base" if i == 0 else f"l{i - 1}"}"/>'
-                   f'<child link="l{i}"/><origin xyz="0 0 0.1" rpy="0 0 0.1"/><axis xyz="{axis}"/>'
-                   f'<limit lower="-2" upper="2" effort="10" velocity="1"/></joint>')
-    return "\n".join(out + ["</robot>"])
 
 
 def test_a_robot_of_400_links_loads_in_seconds(tmp_path: Path) -> None:

@@ -183,8 +183,8 @@ ROUTINES: tuple[Routine, ...] = (
                                     _out("dg", "2*nv*nv", "d g/d[q, qd], row-major", "nv,2*nv"),
                                     _out("dk", "2*nrows*nv", "d k/d[q, qd], row-major", "nrows,2*nv")),
             "Partials of the constrained dynamics' KKT system g = M qdd + bias - B u - J^T lam and "
-            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; generated with the RHS "
-            "Jacobian for models with nq = nv), from which rodgen_constrained_derivatives and "
+            "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; by q on the tangent space "
+            "where nq != nv; generated with the RHS Jacobian), from which rodgen_constrained_derivatives and "
             "rodgen_impact_derivatives solve the derivatives of qdd, lambda and the impact map.", optional=True),
 )
 
@@ -464,6 +464,14 @@ FUNCTIONS: tuple[Function, ...] = (
              "RODGEN_PIVOT_RTOL times its diagonal entry."),
     Function("void", "rodgen_cholesky_solve", "const double *L, double *b, int n",
              "Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky."),
+    Function("int", "rodgen_cholesky_rel", "double *A, int n, double tol",
+             "Cholesky factorisation A = L L^T in place as rodgen_cholesky, but a pivot must exceed tol times "
+             "the largest diagonal entry of A (the test of the constraint systems J M^-1 J^T, whose rows may "
+             "be dependent). Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot is not above "
+             "it or the largest diagonal entry is not positive and finite (n = 0 is RODGEN_OK)."),
+    Function("void", "rodgen_cholesky_solve_block", "const double *L, int n, double *X, int w",
+             "Solve L L^T X = B in place for the w columns of X (n x w, row-major; B on entry), L from "
+             "rodgen_cholesky or rodgen_cholesky_rel: row by row, four contiguous columns at a time held in registers."),
     Function("void", "rodgen_sim_start",
              "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
              "Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] "

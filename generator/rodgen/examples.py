@@ -13,6 +13,9 @@
 
 ``chain(n, link_model)`` builds an n-link chain of one of Borisov's link
 models (SEEDS §1.2), for tests that run over every model and every n.
+
+``chain_urdf(n)`` is the text of a URDF serial chain of n revolute links, the
+robot of the URDF loading test and benchmark (benchmarks/bench_urdf_load.py).
 """
 from __future__ import annotations
 
@@ -145,4 +148,21 @@ def snake(n: int = 8, *, friction: str = "anisotropic") -> Model:
     return model
 
 
-__all__ = ["vl_chain", "chain", "snake", "LINK_MODELS"]
+def chain_urdf(n: int) -> str:
+    """The URDF text of a serial chain of ``n`` revolute links (axes x, y, z in turn, each joint 0.1 up and
+    turned 0.1 rad about z from its parent), each link with its own mass ``1 + 0.01 i`` and inertia."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"chain_urdf(n) needs an integer n >= 1, got {n!r}")
+    out = ['<robot name="chain">', '<link name="base"/>']
+    for i in range(n):
+        out.append(f'<link name="l{i}"><inertial><origin xyz="0.01 0 0.05" rpy="0 0 0"/>'
+                   f'<mass value="{1.0 + 0.01 * i}"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" '
+                   f'izz="0.005"/></inertial></link>')
+        axis = ("1 0 0", "0 1 0", "0 0 1")[i % 3]
+        out.append(f'<joint name="j{i}" type="revolute"><parent link="{"base" if i == 0 else f"l{i - 1}"}"/>'
+                   f'<child link="l{i}"/><origin xyz="0 0 0.1" rpy="0 0 0.1"/><axis xyz="{axis}"/>'
+                   f'<limit lower="-2" upper="2" effort="10" velocity="1"/></joint>')
+    return "\n".join(out + ["</robot>"])
+
+
+__all__ = ["vl_chain", "chain", "snake", "chain_urdf", "LINK_MODELS"]

@@ -72,7 +72,7 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     if jacobian:
         r += jacobian_routines(eqs, prefix, g, options)
     r += constraint_routines(eqs, prefix, g, options, blocks)
-    if jacobian and blocks and nv == n:
+    if jacobian and blocks and (nv == n or eqs.inverse_dynamics_derivatives() is not None):
         r.append(constraint_partials_routine(eqs, prefix, g, options))
     r += force_routines(eqs, prefix, g, options)
     if spatial:
@@ -380,7 +380,7 @@ def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options
     and lam, from which the runtime's C solves the derivatives of the constrained dynamics and the impact
     map (generated with the RHS Jacobian)."""
     n = len(eqs.qd)
-    NQ = g.NQ
+    NQ = g.NV
     assignments, lam, dg, dk = eqs.constraint_partials()
     nrows = len(lam)
     w = 2 * n

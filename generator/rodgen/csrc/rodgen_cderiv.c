@@ -11,95 +11,6 @@
  * (rodgen_cfd_defaults' singular_tol). */
 #define CDERIV_SINGULAR_TOL 1e-10
 
-/* In-place Cholesky A = L L^T (row-major, lower triangle); 1 when a pivot is <= tol * max diag(A). */
-static int cd_chol(double *A, int n, double tol)
-{
-    double dmax = 0.0;
-    int i, j, k;
-    for (i = 0; i < n; ++i) {
-        if (A[i * n + i] > dmax) {
-            dmax = A[i * n + i];
-        }
-    }
-    if (n > 0 && (!(dmax > 0.0) || !isfinite(dmax))) {
-        return 1;
-    }
-    for (j = 0; j < n; ++j) {
-        double d = A[j * n + j];
-        for (k = 0; k < j; ++k) {
-            d -= A[j * n + k] * A[j * n + k];
-        }
-        if (!(d > tol * dmax)) {
-            return 1;
-        }
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (i = j + 1; i < n; ++i) {
-            double s = A[i * n + j];
-            for (k = 0; k < j; ++k) {
-                s -= A[i * n + k] * A[j * n + k];
-            }
-            A[i * n + j] = s / d;
-        }
-    }
-    return 0;
-}
-
-/* Solve L L^T x = b in place, x[i * stride] (a column of a row-major matrix when stride > 1). */
-static void cd_solve(const double *L, int n, double *x, int stride)
-{
-    int i, k;
-    for (i = 0; i < n; ++i) {
-        double s = x[i * stride];
-        for (k = 0; k < i; ++k) {
-            s -= L[i * n + k] * x[k * stride];
-        }
-        x[i * stride] = s / L[i * n + i];
-    }
-    for (i = n - 1; i >= 0; --i) {
-        double s = x[i * stride];
-        for (k = i + 1; k < n; ++k) {
-            s -= L[k * n + i] * x[k * stride];
-        }
-        x[i * stride] = s / L[i * n + i];
-    }
-}
-
-/* Solve L L^T X = B in place for the w columns of X (n x w, row-major) at once: row by row, the inner
- * loops over the contiguous columns (they vectorise, instead of one latency-bound solve per column). */
-static void cd_solve_block(const double *L, int n, double *X, int w)
-{
-    int i, k, c;
-    for (i = 0; i < n; ++i) {
-        double *xi = X + i * w;
-        const double inv = 1.0 / L[i * n + i];
-        for (k = 0; k < i; ++k) {
-            const double lik = L[i * n + k];
-            const double *xk = X + k * w;
-            for (c = 0; c < w; ++c) {
-                xi[c] -= lik * xk[c];
-            }
-        }
-        for (c = 0; c < w; ++c) {
-            xi[c] *= inv;
-        }
-    }
-    for (i = n - 1; i >= 0; --i) {
-        double *xi = X + i * w;
-        const double inv = 1.0 / L[i * n + i];
-        for (k = i + 1; k < n; ++k) {
-            const double lki = L[k * n + i];
-            const double *xk = X + k * w;
-            for (c = 0; c < w; ++c) {
-                xi[c] -= lki * xk[c];
-            }
-        }
-        for (c = 0; c < w; ++c) {
-            xi[c] *= inv;
-        }
-    }
-}
-
 static int cd_finite(const double *x, int n)
 {
     int i;
@@ -172,13 +83,43 @@ static int cd_rows(const rodgen_model *m, const int *active, int impact, int *ro
     return na;
 }
 
-/* M and its factor, J, the held rows, Y (row i = M^-1 J_i^T of held row i) and the factor of S = J M^-1 J^T. */
+/* y[c] += sum_k a[k * as] B[k][c] for the w columns of B (kn x w, row-major): four columns at a time held in
+ * registers over k (see rodgen_linalg.c's block solve). */
+static void cd_accumulate(double *y, int w, const double *a, int as, const double *B, int kn)
+{
+    int c, k;
+    for (c = 0; c + 4 <= w; c += 4) {
+        double y0 = y[c], y1 = y[c + 1], y2 = y[c + 2], y3 = y[c + 3];
+        for (k = 0; k < kn; ++k) {
+            const double ak = a[k * as];
+            const double *bk = B + k * w + c;
+            y0 += ak * bk[0];
+            y1 += ak * bk[1];
+            y2 += ak * bk[2];
+            y3 += ak * bk[3];
+        }
+        y[c] = y0;
+        y[c + 1] = y1;
+        y[c + 2] = y2;
+        y[c + 3] = y3;
+    }
+    for (; c < w; ++c) {
+        double acc = y[c];
+        for (k = 0; k < kn; ++k) {
+            acc += a[k * as] * B[k * w + c];
+        }
+        y[c] = acc;
+    }
+}
+
+/* M and its factor, J, the held rows, Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
+ * row i) and the factor of S = J M^-1 J^T. */
 static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
                      cd_scratch *s, int *na_out)
 {
     const int n = m->nv;
     int i, j, k, na;
-    if (m->constraint_partials == 0 || m->nq != m->nv || m->nconstraints == 0) {
+    if (m->constraint_partials == 0 || m->nconstraints == 0) {
         return RODGEN_ERR_OPTIONS;
     }
     na = cd_rows(m, active, impact, s->rows);
@@ -193,25 +134,19 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     m->constraint_jacobian(q, p, s->J);
-    for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
-        double *y = s->Y + i * n;
-        for (k = 0; k < n; ++k) {
-            y[k] = Ji[k];
+    for (k = 0; k < n; ++k) {
+        for (i = 0; i < na; ++i) {
+            s->Y[k * na + i] = s->J[s->rows[i] * n + k];
         }
-        rodgen_cholesky_solve(s->L, y, n);
     }
+    rodgen_cholesky_solve_block(s->L, n, s->Y, na);
     for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
         for (j = 0; j < na; ++j) {
-            double acc = 0.0;
-            for (k = 0; k < n; ++k) {
-                acc += Ji[k] * s->Y[j * n + k];
-            }
-            s->S[i * na + j] = acc;
+            s->S[i * na + j] = 0.0;
         }
+        cd_accumulate(s->S + i * na, na, s->J + s->rows[i] * n, 1, s->Y, n);
     }
-    if (cd_chol(s->S, na, CDERIV_SINGULAR_TOL)) {
+    if (rodgen_cholesky_rel(s->S, na, CDERIV_SINGULAR_TOL) != RODGEN_OK) {
         return RODGEN_ERR_SINGULAR_CONSTRAINTS;
     }
     *na_out = na;
@@ -219,31 +154,27 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
 }
 
 /* With X = M^-1 dg/dx (n x w) and T = dk/dx of the held rows (na x w) given: T <- S^-1 (J X - T) (the
- * derivatives of lambda) and the derivatives of the accelerations -X + Y^T T into D (n x w); D's rows
+ * derivatives of lambda) and the derivatives of the accelerations -X + Y T into D (n x w); D's rows
  * n + row the derivatives of lambda (0 for rows not held). */
 static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *D)
 {
     const int n = m->nv, r = m->nrows;
     int i, c, k;
     for (i = 0; i < na; ++i) {
-        const double *Ji = s->J + s->rows[i] * n;
+        double *ti = s->T + i * w;
         for (c = 0; c < w; ++c) {
-            double acc = 0.0;
-            for (k = 0; k < n; ++k) {
-                acc += Ji[k] * s->X[k * w + c];
-            }
-            s->T[i * w + c] = acc - s->T[i * w + c];
+            ti[c] = -ti[c];
         }
+        cd_accumulate(ti, w, s->J + s->rows[i] * n, 1, s->X, n);
     }
-    cd_solve_block(s->S, na, s->T, w);
+    rodgen_cholesky_solve_block(s->S, na, s->T, w);
     for (k = 0; k < n; ++k) {
+        double *dk = D + k * w;
+        const double *xk = s->X + k * w;
         for (c = 0; c < w; ++c) {
-            double acc = -s->X[k * w + c];
-            for (i = 0; i < na; ++i) {
-                acc += s->Y[i * n + k] * s->T[i * w + c];
-            }
-            D[k * w + c] = acc;
+            dk[c] = -xk[c];
         }
+        cd_accumulate(dk, w, s->Y + k * na, 1, s->T, na);
     }
     for (i = 0; i < r * w; ++i) {
         D[n * w + i] = 0.0;
@@ -301,11 +232,11 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
         }
         s.lam0[i] = -acc;
     }
-    cd_solve(s.S, na, s.lam0, 1);
+    rodgen_cholesky_solve(s.S, s.lam0, na);
     for (i = 0; i < na; ++i) {
         lam[s.rows[i]] = s.lam0[i];
         for (k = 0; k < n; ++k) {
-            qdd[k] += s.Y[i * n + k] * s.lam0[i];
+            qdd[k] += s.Y[k * na + i] * s.lam0[i];
         }
     }
     /* the partials at the solution; X = M^-1 [dg/dx, -B], T = [dk/dx, 0] of the held rows */
@@ -318,7 +249,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
             s.X[k * w + 2 * n + j] = -s.B[k * nu + j];
         }
     }
-    cd_solve_block(s.L, n, s.X, w);
+    rodgen_cholesky_solve_block(s.L, n, s.X, w);
     for (i = 0; i < na; ++i) {
         for (j = 0; j < w; ++j) {
             s.T[i * w + j] = j < 2 * n ? s.dk[s.rows[i] * 2 * n + j] : 0.0;
@@ -357,14 +288,14 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
         }
         s.lam0[i] = -acc;
     }
-    cd_solve(s.S, na, s.lam0, 1);
+    rodgen_cholesky_solve(s.S, s.lam0, na);
     for (k = 0; k < n; ++k) {
         qd_plus[k] = qd_minus[k];
     }
     for (i = 0; i < na; ++i) {
         impulse[s.rows[i]] = s.lam0[i];
         for (k = 0; k < n; ++k) {
-            qd_plus[k] += s.Y[i * n + k] * s.lam0[i];
+            qd_plus[k] += s.Y[k * na + i] * s.lam0[i];
         }
     }
     /* partials at qd = 0 (u = 0; the inputs, the time and the velocity terms cancel in the differences):
@@ -394,7 +325,7 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
             s.X[k * w + n + j] = 0.0;
         }
     }
-    cd_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
+    rodgen_cholesky_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
     for (k = 0; k < n; ++k) {
         s.X[k * w + n + k] = -1.0;
     }

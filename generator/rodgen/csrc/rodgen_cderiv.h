@@ -2,7 +2,9 @@
  * rodgen_cderiv.h: derivatives of the constrained forward dynamics and of the
  * plastic impact map for a fixed active set of constraint blocks, on a
  * `const rodgen_model *` whose table holds constraint_partials (generated with
- * the RHS Jacobian for a model with constraints and nq = nv).
+ * the RHS Jacobian for a model with constraints). Derivatives by q are on the
+ * tangent space where the model has free, spherical or planar joints (nq != nv):
+ * along q (+) dq, as the RHS Jacobian's.
  *
  * The constrained dynamics (rodgen_contact.h, without drift control)
  *     M qdd + bias = B u + J^T lambda,   J qdd + Jdot qd = 0   (active rows)
@@ -36,7 +38,7 @@ long rodgen_cderiv_work_bytes(const rodgen_model *m);
  * derivatives: qdd [nv], lambda [nrows] (0 in the rows of blocks left out) and D [(nv + nrows) x
  * (2 nv + nu)], row-major: rows 0..nv-1 d qdd/d[q, qd, u], rows nv + i d lambda_i/d[q, qd, u] (0 for
  * rows left out). Returns RODGEN_OK, RODGEN_ERR_OPTIONS (no constraint_partials in the table,
- * nq != nv, a sliding mode in `active`), RODGEN_ERR_NONFINITE_INPUT, RODGEN_ERR_NOT_POSITIVE_DEFINITE,
+ * a sliding mode in `active`), RODGEN_ERR_NONFINITE_INPUT, RODGEN_ERR_NOT_POSITIVE_DEFINITE,
  * RODGEN_ERR_SINGULAR_CONSTRAINTS or RODGEN_ERR_NONFINITE_RESULT. */
 int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double *p, const double *q,
                                    const double *qd, const double *u, const int *active, double *qdd,

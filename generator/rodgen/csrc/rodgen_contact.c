@@ -8,41 +8,6 @@
 
 /* ---- small dense linear algebra (row-major) ------------------------------ */
 
-/* In-place Cholesky A = L L^T, L in the lower triangle. Fails (returns 1) when a
- * pivot is <= tol * max diag(A) or not finite. */
-static int chol(double *A, int n, double tol)
-{
-    double dmax = 0.0;
-    int i, j, k;
-    for (i = 0; i < n; ++i) {
-        if (A[i * n + i] > dmax) {
-            dmax = A[i * n + i];
-        }
-    }
-    if (!(dmax > 0.0) || !isfinite(dmax)) {
-        return 1;
-    }
-    for (j = 0; j < n; ++j) {
-        double d = A[j * n + j];
-        for (k = 0; k < j; ++k) {
-            d -= A[j * n + k] * A[j * n + k];
-        }
-        if (!(d > tol * dmax)) {
-            return 1;
-        }
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (i = j + 1; i < n; ++i) {
-            double s = A[i * n + j];
-            for (k = 0; k < j; ++k) {
-                s -= A[i * n + k] * A[j * n + k];
-            }
-            A[i * n + j] = s / d;
-        }
-    }
-    return 0;
-}
-
 /* x <- L^-1 x */
 static void solve_lower(const double *L, int n, double *x)
 {
@@ -558,7 +523,7 @@ static int prepare(const rodgen_model *m, const double *p, const double *q, cons
 {
     int k;
     m->mass_matrix(q, p, w->M);
-    if (chol(w->M, RODGEN_NV(m), 0.0) != 0) {
+    if (rodgen_cholesky_rel(w->M, RODGEN_NV(m), 0.0) != RODGEN_OK) {
         return -RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     k = active_rows(m, p, active, hold_all, w);
@@ -580,7 +545,7 @@ static double row_target(const rodgen_model *m, const double *target, const doub
 
 /* x <- S^-1 x for a symmetric positive definite S [k*k], by S = L D L^T (unit L in the strict lower
  * triangle, L D^T in the strict upper one, 1/D on the diagonal: no square roots). Fails (returns 1)
- * when a pivot D_j is <= tol * max diag(S) or not finite: the test of chol, whose pivots are
+ * when a pivot D_j is <= tol * max diag(S) or not finite: the test of rodgen_cholesky_rel, whose pivots are
  * sqrt(D_j). The small systems of the constrained dynamics in one pass. */
 static int spd_solve(double *S, int k, double *x, double tol)
 {
@@ -896,7 +861,7 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
             w->S[j * k + i] = s;
         }
     }
-    return k > 0 && chol(w->S, k, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
+    return k > 0 && rodgen_cholesky_rel(w->S, k, tol) != RODGEN_OK ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
 }
 
 static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
@@ -1625,7 +1590,7 @@ static double rest_speed(const rodgen_hybrid_state *s, const rodgen_hybrid_optio
     }
     carve(m, w->work, &c);
     m->mass_matrix(s->y, s->p, c.M);
-    if (chol(c.M, nv, 0.0) != 0) {
+    if (rodgen_cholesky_rel(c.M, nv, 0.0) != RODGEN_OK) {
         return RODGEN_SLIDE_REST;
     }
     m->constraint_jacobian(s->y, s->p, c.J);

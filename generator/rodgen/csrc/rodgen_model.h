@@ -127,9 +127,9 @@ typedef struct rodgen_model {
     void (*kinetic_friction)(const double *p, double *mu_k);            /* mu_k [nconstraints] */
 
     /* Partials of the KKT system of the constrained dynamics (NULL when not generated: generated with the
-     * RHS Jacobian when the model has constraints and nq = nv): with g = M qdd + bias - B u - J^T lam and
+     * RHS Jacobian when the model has constraints): with g = M qdd + bias - B u - J^T lam and
      * k = J qdd + Jdot qd, dg [nv*2nv] = dg/d[q, qd] and dk [nrows*2nv] = dk/d[q, qd], row-major, at fixed
-     * qdd [nv], u [nu] and lam [nrows]. */
+     * qdd [nv], u [nu] and lam [nrows]; by q on the tangent space (along q (+) dq) where nq != nv. */
     void (*constraint_partials)(double t, const double *q, const double *qd, const double *qdd,
                                 const double *u, const double *lam, const double *p, double *dg, double *dk);
 

@@ -170,6 +170,17 @@ int rodgen_cholesky(double *A, int n);
 /* Solve L L^T x = b in place (b is overwritten by x), L from rodgen_cholesky. */
 void rodgen_cholesky_solve(const double *L, double *b, int n);
 
+/* Cholesky factorisation A = L L^T in place as rodgen_cholesky, but a pivot must exceed tol times the
+ * largest diagonal entry of A (the test of the constraint systems J M^-1 J^T, whose rows may be
+ * dependent). Returns RODGEN_OK, or RODGEN_ERR_NOT_POSITIVE_DEFINITE when a pivot is not above it or
+ * the largest diagonal entry is not positive and finite (n = 0 is RODGEN_OK). */
+int rodgen_cholesky_rel(double *A, int n, double tol);
+
+/* Solve L L^T X = B in place for the w columns of X (n x w, row-major; B on entry), L from
+ * rodgen_cholesky or rodgen_cholesky_rel: row by row, four contiguous columns at a time held in
+ * registers. */
+void rodgen_cholesky_solve_block(const double *L, int n, double *X, int w);
+
 /* Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] doubles,
  * owned by the caller, holds s->y and s->f for the life of the simulation. The quaternions of y0 are
  * normalised (rodgen_normalize). */

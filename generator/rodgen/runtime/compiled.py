@@ -1057,10 +1057,6 @@ class CompiledModel:
         if hit is not None:
             return hit
         self._need_constraints(what)
-        if self.nq != self.nv:
-            raise ValueError(f"{what}: the model {self.name!r} has a free, spherical or planar joint (nq = "
-                             f"{self.nq}, nv = {self.nv}); derivatives of the constrained dynamics and impacts "
-                             f"need nq = nv")
         if isinstance(active, Mapping):
             sliding = [nm for nm, how in active.items() if how != "stick"]
             if sliding:
@@ -1069,6 +1065,11 @@ class CompiledModel:
         mask = self.active_mask(active)
         self._jacobian_kernel()            # builds the deferred Jacobian's library if needed
         table = self._jacobian_table
+        if not table.info()["routines"].get("constraint_partials") and self.nq != self.nv:
+            raise ValueError(f"{what}: the model {self.name!r} has free, spherical or planar joints (nq = "
+                             f"{self.nq}, nv = {self.nv}) and no derivative of the recursive Newton-Euler "
+                             f"algorithm (coupled coordinates, or more pairs of joints on one branch than "
+                             f"rodgen.symbolic.rnea_derivatives.MAX_PAIRS), which its constraint partials need")
         if not table.info()["routines"].get("constraint_partials"):
             raise RodgenError(f"{what}: the library of the model {self.name!r} has no constraint_partials (it "
                               f"is generated with the RHS Jacobian); rebuild the model with this rodgen")
@@ -1091,8 +1092,9 @@ class CompiledModel:
         (nrows, nv), (nrows, nv), (nrows, nu); the rows of λ of blocks left out are 0. From the KKT
         system M q̈ + bias = B u + Jᵀ λ, J q̈ + J̇ q̇ = 0 differentiated at fixed active set
         (``rodgen_constrained_derivatives`` of ``csrc/rodgen_cderiv.c``, the partials generated with the
-        RHS Jacobian). Models with nq = nv. Raises DynamicsError (singular constraints, M not positive
-        definite, ...)."""
+        RHS Jacobian). With free, spherical or planar joints the derivatives by q are on the tangent space
+        (along ``integrate(q, dq)``, as ``rhs_jacobian``'s). Raises DynamicsError (singular constraints, M not
+        positive definite, ...)."""
         table, mask = self._partials_table("constrained_dynamics_derivatives", active)
         qv, qdv = self._one_vector(q, "q"), self._one_vector(qd, "qd")
         uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
@@ -1114,8 +1116,8 @@ class CompiledModel:
         """Derivatives of the plastic impact onto the ``active`` blocks (the set after the impact, held as
         given: none released; friction blocks left out), M (q̇⁺ - q̇⁻) = Jᵀ Λ, J q̇⁺ = 0:
         ``(dqd_plus_dq, dqd_plus_dqd_minus, dimpulse_dq, dimpulse_dqd_minus)``, shapes (nv, nv), (nv, nv),
-        (nrows, nv), (nrows, nv) (``rodgen_impact_derivatives`` of ``csrc/rodgen_cderiv.c``). Models with
-        nq = nv."""
+        (nrows, nv), (nrows, nv) (``rodgen_impact_derivatives`` of ``csrc/rodgen_cderiv.c``); by q on the
+        tangent space as ``constrained_dynamics_derivatives``."""
         table, mask = self._partials_table("impact_derivatives", active)
         qv, qdv = self._one_vector(q, "q"), self._one_vector(qd_minus, "qd")
         pv = _NO_P if p is None else self._one_params(p)

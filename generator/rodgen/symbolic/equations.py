@@ -312,7 +312,8 @@ class Equations:
         """(assignments, λ symbols, dg, dk): the partials of the constrained dynamics' KKT system
         g = M a + bias - B u - Jᵀ λ and k = J a + J̇ qd by [q, qd] at fixed a (the ``qdd`` symbols),
         u and λ (see :func:`rodgen.symbolic.constrained_derivative.constraint_partials`). Built on
-        each call; needs ``constraints`` and nq = nv."""
+        each call; needs ``constraints``, and for nq != nv the derivative of the recursive Newton-Euler
+        algorithm (the columns by q then on the tangent space)."""
         from .constrained_derivative import constraint_partials
         return constraint_partials(self)
 
