@@ -207,3 +207,10 @@ def test_sole_field_yaml_and_errors() -> None:
     model.contacts[0].rows = None
     with pytest.raises(ModelError, match="flat foot"):
         model.validate()
+
+
+def test_fmu_export_refuses_a_flat_foot(box: Any, tmp_path: Path) -> None:
+    """The FMU's hybrid simulation does not run flat feet: the export names the contact."""
+    from rodgen.errors import BuildError
+    with pytest.raises(BuildError, match="contact 'sole' .* flat foot"):
+        rodgen.export_fmu(box, tmp_path / "flatbox.fmu", contacts=["sole"])
