@@ -188,6 +188,11 @@ def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None
     assert np.abs(res.q[-1, :3]).max() < 1e-9                                 # the body stays
 
 
+def test_compiled_model_lists_the_sole(box: Any) -> None:
+    """The C table carries the sole to the compiled model's block list."""
+    assert [(b.name, b.nrows, b.sole) for b in box.constraints] == [("sole", 6, SOLE)]
+
+
 def test_sole_field_yaml_and_errors() -> None:
     """The sole reads and writes back through YAML; a sole on a point contact, of other than four numbers or
     with an empty side is a ModelError naming the contact's sole."""
