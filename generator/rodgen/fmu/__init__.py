@@ -473,7 +473,8 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
     if flat:
         raise BuildError(f"contact {flat[0]!r} of the model {robot.name!r} is a flat foot (6 rows): the hybrid "
                          f"simulation that an FMU runs (touchdown, lift-off, stick and slide events) takes point "
-                         f"contacts (2 rows in the plane, 3 in space), not flat feet")
+                         f"contacts (2 rows in the plane, 3 in space), not flat feet; simulate it with "
+                         f"simulate(..., contacts=...) (docs/contacts-3d.md)")
     if robot.nrows:
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),
