@@ -1,6 +1,6 @@
 """The five-link exoskeleton walks: virtual constraints, variable-length legs, heel-strike impacts.
 
-    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python]
+    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python] [--stability]
 
 The model (examples/exo5_walk.yaml) has a free hip, so single support,
 double support and the impacts between them are all phases of one model;
@@ -33,6 +33,10 @@ stage with no Python in the loop (``VirtualConstraints.c_params`` hands it the
 gains and output matrices). The class VirtualConstraints below is the readable
 reference (``--controller python``, called back from C at every stage); the
 two give the same heel strikes to 1e-9 s (tests/test_ccontroller.py).
+
+``--stability`` finds the period-one gait under the controller (its stance leg held over each step) as the
+fixed point of the step-to-step map, by Newton with the map's Jacobian from ``rodgen.gait.stride``, and
+prints its Floquet multipliers: the gait is stable when they all lie inside the unit circle.
 """
 from __future__ import annotations
 
@@ -281,7 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-animation", action="store_true")
     ap.add_argument("--controller", choices=("c", "python"), default="c",
                     help="the walking law compiled from exo5_walk_controller.c (default) or the Python reference")
+    ap.add_argument("--stability", action="store_true",
+                    help="find the period-one gait and print its Floquet multipliers (no walk, no plots)")
     args = ap.parse_args(argv)
+    if args.stability:
+        _, _, cycle = stability(args.dt)
+        print(f"period-one gait: |P(z) - z| = {cycle.residual:.1e} after {cycle.iterations} Newton steps")
+        print("largest Floquet multipliers (modulus):", np.array2string(np.abs(cycle.multipliers[:4]), precision=4))
+        print("stable" if cycle.stable else "unstable")
+        return 0 if cycle.stable else 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     robot, res, strikes = walk(args.steps, args.dt, controller=args.controller)
