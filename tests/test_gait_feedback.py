@@ -34,7 +34,6 @@ def simulated_map(ex: Any, robot: Any, ctrl: Any, z: np.ndarray) -> np.ndarray:
     strike = next(e for e in res.events if e["kind"] == "touchdown")
     assert strike["block"] == "foot_b"
     i = int(np.flatnonzero(res.t == strike["t"])[-1])
-    n = robot.nq
     names = list(robot.coordinates)
     other = {"a": "b", "b": "a"}
     swapped = [names.index("_".join(other.get(w, w) for w in nm.split("_"))) for nm in names[2:]]
