@@ -67,13 +67,14 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     its Jacobian (see the module's docstring). Models with nq = nv; the stride must end at the swing
     contact's touchdown with no other event before it.
 
-    u : constant inputs (None: zero), or a feedback law: a function u(t, q, qd) (or u(t, y)) or a
-        :class:`rodgen.CController`. The closed loop's flow Jacobian is ∂f/∂y + ∂f/∂u ∂u/∂y, with ∂f/∂y and
-        ∂f/∂u those of the constrained dynamics (exact) and ∂u/∂y from ``input_jacobian(t, y) -> (nu, ny)``
-        when given, else by central differences of the law alone (step ``input_step`` times max(1, |yⱼ|)).
-        The law must be a function of (t, y) over the stride: a controller with memory must keep it
-        unchanged until the touchdown (it is evaluated here with its initial ``state``).
-    arm_gap, event_tol, on_slip : those of the hybrid simulation (``simulate(contacts=...)``)."""
+    ``u``: constant inputs (None: zero), or a feedback law: a function u(t, q, qd) (or u(t, y)) or a
+    :class:`rodgen.CController`. The closed loop's flow Jacobian is ∂f/∂y + ∂f/∂u ∂u/∂y, with ∂f/∂y and
+    ∂f/∂u those of the constrained dynamics (exact) and ∂u/∂y from ``input_jacobian(t, y) -> (nu, ny)``
+    when given, else by central differences of the law alone (step ``input_step`` times max(1, abs(yⱼ))).
+    The law must be a function of (t, y) over the stride: a controller with memory must keep it
+    unchanged until the touchdown (it is evaluated here with its initial ``state``).
+
+    ``arm_gap``, ``event_tol``, ``on_slip``: those of the hybrid simulation (``simulate(contacts=...)``)."""
     if robot.nq != robot.nv:
         raise ValueError(f"stride: the model {robot.name!r} has nq = {robot.nq} != nv = {robot.nv}; gait "
                          f"Jacobians need nq = nv")

@@ -82,8 +82,7 @@ class Transition:
     y : (K + 1, ny) the states at them (as ``simulate`` with RK4 computes them).
     phi : (ny, ny) ∂y(t_end)/∂y(t0).
     du : (ny, nu) ∂y(t_end)/∂u for the constant input u.
-    dp : (ny, np) ∂y(t_end)/∂p, columns in the order of the model's ``parameters`` (with ``parameters=True``,
-        else None).
+    dp : (ny, np) ∂y(t_end)/∂p in the order of the model's ``parameters`` (None without ``parameters=True``).
     """
 
     t: np.ndarray
