@@ -98,6 +98,30 @@ def test_c_law_from_python_is_the_python_reference(cycle: Any) -> None:
         ctrl.evaluate(robot, 0.0, y0[:5])
 
 
+def test_a_python_law_with_its_jacobian_gives_the_same_stride(cycle: Any) -> None:
+    ex, robot, ctrl, lc = cycle
+    y0, _ = ex.section_state(robot, lc.z)
+    law = ctrl.function(robot)
+    calls = []
+
+    def du_dy(t: float, y: np.ndarray) -> np.ndarray:
+        calls.append(t)
+        D = np.zeros((robot.nu, y.size))
+        for j in range(y.size):
+            e = np.zeros(y.size)
+            e[j] = 1e-6 * max(1.0, abs(y[j]))
+            D[:, j] = (law(t, y + e) - law(t, y - e)) / (2 * e[j])
+        return D
+
+    kw = dict(arm_gap=ex.ARM_GAP, on_slip="continue", t_max=ex.STEP_T_MAX)
+    s_c = gait.stride(robot, y0, ["foot_a"], "foot_b", DT, u=ctrl, **kw)
+    s_py = gait.stride(robot, y0, ["foot_a"], "foot_b", DT, u=lambda t, q, qd: law(t, np.r_[q, qd]),
+                       input_jacobian=du_dy, **kw)
+    assert len(calls) > 4 * 200
+    assert s_py.t_event == pytest.approx(s_c.t_event, abs=1e-12)
+    np.testing.assert_allclose(s_py.jacobian, s_c.jacobian, rtol=0, atol=1e-9 * np.abs(s_c.jacobian).max())
+
+
 def test_bad_feedback_arguments_are_named(cycle: Any) -> None:
     ex, robot, ctrl, lc = cycle
     y0, _ = ex.section_state(robot, lc.z)
