@@ -152,7 +152,11 @@ def _input_law(robot: Any, u: Any, p: Any, input_jacobian: Optional[Callable[[fl
     """(u(t, y), ∂u/∂y(t, y)) of a feedback law, or (None, None) for constant inputs."""
     from .runtime.callables import input_function
     from .runtime.ccontroller import CController
+    from .runtime.control import PD, ComputedTorque
     ny = robot.nq + robot.nv
+    if isinstance(u, (PD, ComputedTorque)):
+        raise TypeError(f"stride: a {type(u).__name__} law is not differentiated by stride; write it as a "
+                        f"function u(t, q, qd) (its ∂u/∂y then by differences, or give input_jacobian)")
     if isinstance(u, CController):
         law = u.function(robot, p)
     elif callable(u):
