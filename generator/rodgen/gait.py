@@ -14,7 +14,8 @@ with Φ the transition matrix of the steps up to the event state y⁻, g the swi
 last constraint row), f⁻ the constrained flow at y⁻ (the middle factor is the saltation of the
 event time: a perturbation that brings the touchdown earlier or later moves y⁻ along the flow), and
 DΔ = [[I, 0], [∂q̇⁺/∂q, ∂q̇⁺/∂q̇⁻]] the impact map's derivative (``impact_derivatives``). The run uses
-no drift control (alpha = beta = 0), so that the simulated flow is the one differentiated.
+no drift control (alpha = beta = 0), so that the simulated flow is the one differentiated. Under a
+feedback law u(t, y) the flow's Jacobian is the closed loop's, ∂f/∂y + ∂f/∂u ∂u/∂y (:func:`stride`).
 
 A periodic gait is a fixed point of a Poincaré map P on a section of the user's choosing (for a biped
 usually the state after the impact with the legs relabelled, in coordinates of the section);
