@@ -1,6 +1,6 @@
 """The five-link exoskeleton walks: virtual constraints, variable-length legs, heel-strike impacts.
 
-    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python]
+    python examples/exo5_walk.py [OUT_DIR] [--steps N] [--controller c|python] [--stability]
 
 The model (examples/exo5_walk.yaml) has a free hip, so single support,
 double support and the impacts between them are all phases of one model;
@@ -33,6 +33,10 @@ stage with no Python in the loop (``VirtualConstraints.c_params`` hands it the
 gains and output matrices). The class VirtualConstraints below is the readable
 reference (``--controller python``, called back from C at every stage); the
 two give the same heel strikes to 1e-9 s (tests/test_ccontroller.py).
+
+``--stability`` finds the period-one gait under the controller (its stance leg held over each step) as the
+fixed point of the step-to-step map, by Newton with the map's Jacobian from ``rodgen.gait.stride``, and
+prints its Floquet multipliers: the gait is stable when they all lie inside the unit circle.
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ from typing import Any
 import numpy as np
 
 import rodgen
+from rodgen import gait
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,9 +57,11 @@ class VirtualConstraints:
     """The walking controller: u(t, q, qd) for the hybrid simulation (see the module docstring)."""
 
     def __init__(self, model: Any, *, alpha0: float = 0.2, lean: float = 0.25,
-                 shorten: float = 0.05, kp: float = 400.0, kd: float = 40.0) -> None:
+                 shorten: float = 0.05, kp: float = 400.0, kd: float = 40.0, hold_stance: bool = False) -> None:
         self.sys = model
         self.alpha0, self.lean, self.shorten, self.kp, self.kd = alpha0, lean, shorten, kp, kd
+        #: keep the stance leg (no switch before the touchdown): one step is then one smooth law of (t, q, qd)
+        self.hold_stance = hold_stance
         names = list(model.coordinates)
         self.ix = {n: i for i, n in enumerate(names)}
         self.nq = len(names)
@@ -95,11 +102,12 @@ class VirtualConstraints:
 
     def stance(self, q: np.ndarray) -> str:
         """The stance leg. It changes when the swing foot is down (gap below 1 mm), ahead of the stance
-        foot, late in the step (the phase past 0.7): the heel strike the hybrid simulation has just applied."""
+        foot, late in the step (the phase past 0.7): the heel strike the hybrid simulation has just applied
+        (never with ``hold_stance``)."""
         c = self.sys.constraint_position(q)
         s, w = self.current, ("b" if self.current == "a" else "a")
         rs, rw = self.rows[f"foot_{s}"][0], self.rows[f"foot_{w}"][0]
-        if c[rw + 1] < 1e-3 and c[rw] > c[rs] and self.phase(q, s) > 0.7:
+        if not self.hold_stance and c[rw + 1] < 1e-3 and c[rw] > c[rs] and self.phase(q, s) > 0.7:
             self.current = w
         return self.current
 
@@ -147,7 +155,8 @@ class VirtualConstraints:
     def c_controller(self, build_dir: str | None = None) -> Any:
         """This law as a rodgen.CController (exo5_walk_controller.c), starting on stance leg a."""
         return rodgen.CController(HERE / "exo5_walk_controller.c", "exo5_walk_controller", params=self.c_params(),
-                                  state=[0.0 if self.current == "a" else 1.0], build_dir=build_dir)
+                                  state=[0.0 if self.current == "a" else 1.0] + [1.0] * self.hold_stance,
+                                  build_dir=build_dir)
 
     def initial_state(self, theta_dot: float = -1.5) -> np.ndarray:
         """The model's initial posture (a step's start, foot_a ahead) moving with the phase rate theta_dot,
@@ -159,6 +168,92 @@ class VirtualConstraints:
         A = np.vstack([J, C - np.outer(dh * (-1.0 / (2 * self.alpha0)), c), c])
         qd = np.linalg.solve(A, np.concatenate([np.zeros(10), [theta_dot]]))
         return np.concatenate([q, qd])
+
+
+# --- the gait's stability: the step-to-step map and its Floquet multipliers (--stability) ---------------
+#
+# The section is the state just after a heel strike, with the legs relabelled so that the new stance leg is
+# leg a: z = (r, rd), r the nine coordinates after the hip's (x, y). The hip's position and velocity follow
+# from the stance foot held at the origin (section_state). One step of the walking law with its stance leg
+# held (VirtualConstraints(hold_stance=True): the law does not switch in the last millisecond before the
+# touchdown, so a step is one smooth law of the state) is rodgen.gait.stride; its Jacobian has the
+# constrained dynamics' derivatives, the controller's by central differences, the saltation term of the
+# touchdown and the impact's derivative. The gait is the fixed point of z -> P(z).
+
+ARM_GAP = 0.01     # the trailing foot may touch down again once it has risen 1 cm
+STEP_T_MAX = 0.45  # s: a step takes about 0.28 s
+
+
+def relabelling(robot: Any) -> np.ndarray:
+    """(18, 22) E: z = (r, rd) of a state after foot_b's heel strike, legs a and b swapped."""
+    names = list(robot.coordinates)
+    n = len(names)
+    swap = [names.index(nm.replace("_a", "_#").replace("_b", "_a").replace("_#", "_b")) for nm in names[2:]]
+    E = np.zeros((2 * (n - 2), 2 * n))
+    for i, j in enumerate(swap):
+        E[i, j] = E[n - 2 + i, n + j] = 1.0
+    return E
+
+
+def section_state(robot: Any, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The state y(z) with foot_a at the origin and at rest, and dy/dz (22 x 18). The hip is (x, y) = -g(r)
+    with g the foot's position relative to the hip, and (xd, yd) = -J_r(r) rd; the derivative of J_r rd by
+    r is the foot's velocity product J̇ v, a quadratic form in v, taken apart exactly by polarisation:
+    ∂(J w)/∂q e = (J̇(w + e) - J̇(w - e)) / 4."""
+    n = robot.nq
+    k = n - 2
+    row = next(b.row for b in robot.constraints if b.name == "foot_a")
+    r, rd = np.asarray(z[:k], float), np.asarray(z[k:], float)
+    q = np.concatenate([[0.0, 0.0], r])
+    q[:2] = -robot.constraint_position(q)[row:row + 2]
+    J = robot.constraint_jacobian(q)[row:row + 2]
+    w = np.concatenate([[0.0, 0.0], rd])
+    qd = w.copy()
+    qd[:2] = -J[:, 2:] @ rd
+    S = np.zeros((2 * n, 2 * k))
+    S[2:n, :k] = S[n + 2:, k:] = np.eye(k)
+    S[:2, :k] = -J[:, 2:]
+    S[n:n + 2, k:] = -J[:, 2:]
+    for j in range(k):
+        e = np.zeros(n)
+        e[2 + j] = 1.0
+        dJw = (robot.constraint_bias(q, w + e) - robot.constraint_bias(q, w - e))[row:row + 2] / 4.0
+        S[n:n + 2, j] = -dJw
+    return np.concatenate([q, qd]), S
+
+
+def poincare(robot: Any, law: Any, z: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """P(z) and its Jacobian: one step from the section state with foot_a held until foot_b strikes, under
+    ``law`` (a controller whose stance leg stays a)."""
+    y0, S = section_state(robot, z)
+    s = gait.stride(robot, y0, ["foot_a"], "foot_b", dt, u=law, arm_gap=ARM_GAP, on_slip="continue",
+                    t_max=STEP_T_MAX)
+    E = relabelling(robot)
+    return E @ s.y_plus, E @ s.jacobian @ S
+
+
+def walk_to_section(robot: Any, law: VirtualConstraints, steps: int = 8, dt: float = 1e-3,
+                    build_dir: str | None = None) -> np.ndarray:
+    """z after the last of ``steps`` heel strikes of the walking law (relabelled when foot_b struck): a first
+    guess of the gait's fixed point."""
+    res = robot.simulate(law.initial_state(), 0.4 * steps, dt, u=law.c_controller(build_dir), contacts=["foot_a"],
+                         arm_gap=ARM_GAP, on_slip="continue", max_events=4 * steps + 8)
+    last = [e for e in res.events if e["kind"] == "touchdown"][-1]
+    i = int(np.flatnonzero(res.t == last["t"])[-1])
+    y = np.concatenate([res.q[i], res.qd[i]])
+    if last["block"] == "foot_b":
+        return relabelling(robot) @ y
+    return np.concatenate([y[2:robot.nq], y[robot.nq + 2:]])
+
+
+def stability(dt: float = 1e-3, build_dir: str | None = None) -> tuple[Any, Any, Any]:
+    """(compiled model, the held-stance C controller, the LimitCycle of the gait: fixed point, multipliers)."""
+    robot = rodgen.build(rodgen.load(HERE / "exo5_walk.yaml"), build_dir=build_dir)
+    law = VirtualConstraints(robot, hold_stance=True)
+    ctrl = law.c_controller(build_dir)
+    z0 = walk_to_section(robot, VirtualConstraints(robot), dt=dt, build_dir=build_dir)
+    cycle = gait.fixed_point(lambda z: poincare(robot, ctrl, z, dt), z0, tol=1e-9)
+    return robot, ctrl, cycle
 
 
 def walk(steps: int = 12, dt: float = 1e-3, build_dir: str | None = None,
@@ -190,7 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-animation", action="store_true")
     ap.add_argument("--controller", choices=("c", "python"), default="c",
                     help="the walking law compiled from exo5_walk_controller.c (default) or the Python reference")
+    ap.add_argument("--stability", action="store_true",
+                    help="find the period-one gait and print its Floquet multipliers (no walk, no plots)")
     args = ap.parse_args(argv)
+    if args.stability:
+        _, _, cycle = stability(args.dt)
+        print(f"period-one gait: |P(z) - z| = {cycle.residual:.1e} after {cycle.iterations} Newton steps")
+        print("largest Floquet multipliers (modulus):", np.array2string(np.abs(cycle.multipliers[:4]), precision=4))
+        print("stable" if cycle.stable else "unstable")
+        return 0 if cycle.stable else 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     robot, res, strikes = walk(args.steps, args.dt, controller=args.controller)

@@ -7,7 +7,8 @@
  * law, step by step:
  *
  *   1. the stance leg (state[0]: 0 = foot_a, 1 = foot_b) changes when the swing foot is down (gap below
- *      1 mm), ahead of the stance foot, late in the step (phase past 0.7);
+ *      1 mm), ahead of the stance foot, late in the step (phase past 0.7); a second, optional state entry
+ *      other than 0 holds the stance leg instead (one step as one smooth law, for rodgen.gait.stride);
  *   2. the constrained dynamics of single support on the stance foot:
  *      M qdd + bias = B u + J^T lambda, J qdd = -Jdot qd (no drift correction);
  *   3. eight outputs y = C q - h(s), h a function of the phase s = (alpha0 - (theta + pi/2)) / (2 alpha0),
@@ -134,7 +135,7 @@ int exo5_walk_controller(void *context, double t, const double *y, double *u)
         return 1;
     }
     stance = c->state[0] != 0.0;
-    {
+    if (c->nstate < 2 || c->state[1] == 0.0) {
         /* 1. the stance leg */
         double pos[nr > 0 ? nr : 1];
         const double *cs = par + HEAD + stance * (NOUT + 1) * n + NOUT * n;

@@ -146,6 +146,25 @@ def test_failing_c_controller_stops_the_run_naming_it(pendulum, pd_source, build
     assert 0.24 <= res.t[-1] <= 0.25
 
 
+def test_c_controller_called_from_python(pendulum, pd_source, build_dir) -> None:
+    sys_ = pendulum
+    q_ref, kp, kd = np.array([0.3, -0.2]), np.array([30.0, 20.0]), np.array([5.0, 3.0])
+    ctrl = rodgen.CController(pd_source, "pd_hold", params=_pd_params(q_ref, kp, kd), state=[0.0],
+                              build_dir=build_dir)
+    y = np.array([0.1, 0.4, -0.7, 0.2])
+    B = sys_.input_map(y[:2])
+    expect = kp * (B.T @ (q_ref - y[:2])) + kd * (B.T @ -y[2:])
+    np.testing.assert_allclose(ctrl.evaluate(sys_, 0.0, y), expect, rtol=1e-14, atol=1e-12)
+    law = ctrl.function(sys_)
+    np.testing.assert_allclose(law(0.0, y), law(0.0, y), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="state has 1 entries, got 2"):
+        ctrl.function(sys_, state=[0.0, 0.0])
+    failing = rodgen.CController(pd_source, "fails_later", params=[0.25], build_dir=build_dir)
+    assert np.all(failing.evaluate(sys_, 0.1, y) == 0.0)
+    with pytest.raises(rodgen.RodgenError, match=r"'fails_later' \(.*pd_hold.c\) returned status 7"):
+        failing.evaluate(sys_, 0.5, y)
+
+
 def test_missing_symbol_names_file_and_symbol(pd_source, build_dir) -> None:
     with pytest.raises(rodgen.BuildError) as err:
         rodgen.CController(pd_source, "pd_hodl", build_dir=build_dir)

@@ -186,6 +186,11 @@ ROUTINES: tuple[Routine, ...] = (
             "k = J qdd + Jdot qd by [q, qd] at fixed qdd, u and lam (every constraint row; by q on the tangent space "
             "where nq != nv; generated with the RHS Jacobian), from which rodgen_constrained_derivatives and "
             "rodgen_impact_derivatives solve the derivatives of qdd, lambda and the impact map.", optional=True),
+    Routine("parameter_partials", (_t, _q, _qd, _qdd, _u, _p,
+                                   _out("dg", "nv*np", "d g/dp, row-major", "nv,np")),
+            "Partial derivative of g = M qdd + bias - B u by the parameters p at fixed q, qd, qdd and u; at the "
+            "forward dynamics' qdd, d qdd/dp = -M^-1 dg (generated on request: "
+            "CodegenOptions(parameter_derivatives=True)).", optional=True),
 )
 
 

@@ -14,7 +14,8 @@ with Φ the transition matrix of the steps up to the event state y⁻, g the swi
 last constraint row), f⁻ the constrained flow at y⁻ (the middle factor is the saltation of the
 event time: a perturbation that brings the touchdown earlier or later moves y⁻ along the flow), and
 DΔ = [[I, 0], [∂q̇⁺/∂q, ∂q̇⁺/∂q̇⁻]] the impact map's derivative (``impact_derivatives``). The run uses
-no drift control (alpha = beta = 0), so that the simulated flow is the one differentiated.
+no drift control (alpha = beta = 0), so that the simulated flow is the one differentiated. Under a
+feedback law u(t, y) the flow's Jacobian is the closed loop's, ∂f/∂y + ∂f/∂u ∂u/∂y (:func:`stride`).
 
 A periodic gait is a fixed point of a Poincaré map P on a section of the user's choosing (for a biped
 usually the state after the impact with the legs relabelled, in coordinates of the section);
@@ -24,7 +25,7 @@ every eigenvalue of ∂P/∂z (its Floquet multipliers, :func:`multipliers`) lie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -60,11 +61,21 @@ class Stride:
 
 
 def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *, t_max: float = 2.0,
-           u: Any = None, p: Any = None, arm_gap: float = 0.0, event_tol: float = 1e-13) -> Stride:
+           u: Any = None, p: Any = None, arm_gap: float = 0.0, event_tol: float = 1e-13,
+           input_jacobian: Optional[Callable[[float, np.ndarray], Any]] = None, input_step: float = 1e-6,
+           on_slip: str = "stop") -> Stride:
     """The stride from ``y0`` with the ``stance`` blocks held until the ``swing`` contact touches down, and
-    its Jacobian (see the module's docstring). ``u``: constant inputs (None: zero). ``arm_gap``, ``event_tol``:
-    those of the hybrid simulation (``simulate(contacts=...)``). Models with nq = nv; the stride must end
-    at the swing contact's touchdown with no other event before it."""
+    its Jacobian (see the module's docstring). Models with nq = nv; the stride must end at the swing
+    contact's touchdown with no other event before it.
+
+    ``u``: constant inputs (None: zero), or a feedback law: a function u(t, q, qd) (or u(t, y)) or a
+    :class:`rodgen.CController`. The closed loop's flow Jacobian is ∂f/∂y + ∂f/∂u ∂u/∂y, with ∂f/∂y and
+    ∂f/∂u those of the constrained dynamics (exact) and ∂u/∂y from ``input_jacobian(t, y) -> (nu, ny)``
+    when given, else by central differences of the law alone (step ``input_step`` times max(1, abs(yⱼ))).
+    The law must be a function of (t, y) over the stride: a controller with memory must keep it
+    unchanged until the touchdown (it is evaluated here with its initial ``state``).
+
+    ``arm_gap``, ``event_tol``, ``on_slip``: those of the hybrid simulation (``simulate(contacts=...)``)."""
     if robot.nq != robot.nv:
         raise ValueError(f"stride: the model {robot.name!r} has nq = {robot.nq} != nv = {robot.nv}; gait "
                          f"Jacobians need nq = nv")
@@ -77,10 +88,12 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     if blocks[swing].kind != "contact":
         raise ValueError(f"stride: the swing block {swing!r} is a {blocks[swing].kind}, not a contact")
     n = robot.nv
-    uv = np.zeros(robot.nu) if u is None else np.array(u, dtype=float).reshape(-1)
     y0 = np.array(y0, dtype=float).reshape(-1)
-    res = robot.simulate(y0, t_max, dt, u=uv if robot.nu else None, p=p, contacts=stance, disarmed=[swing],
-                         arm_gap=arm_gap, event_tol=event_tol, alpha=0.0, beta=0.0)
+    law, dlaw = _input_law(robot, u, p, input_jacobian, input_step)
+    uc = _constant_inputs(robot, u) if law is None else np.zeros(robot.nu)
+    u_sim = (u if law is not None else uc) if robot.nu else None
+    res = robot.simulate(y0, t_max, dt, u=u_sim, p=p, contacts=stance, disarmed=[swing],
+                         arm_gap=arm_gap, event_tol=event_tol, alpha=0.0, beta=0.0, on_slip=on_slip)
     if not res.events:
         raise RodgenError(f"stride: no touchdown of {swing!r} within {t_max} s ({res.message})")
     first = res.events[0]
@@ -92,13 +105,19 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     pre, post = int(at[0]), int(at[-1])
     Y = np.concatenate([res.q, res.qd], axis=1)
 
+    def inputs(t: float, y: np.ndarray) -> np.ndarray:
+        return uc if law is None else law(t, y)
+
     def f(t: float, y: np.ndarray) -> np.ndarray:
-        qdd, _ = robot.constrained_dynamics(y[:n], y[n:], uv, stance, p, t=t)
+        qdd, _ = robot.constrained_dynamics(y[:n], y[n:], inputs(t, y), stance, p, t=t)
         return np.concatenate([y[n:], qdd])
 
     def jac(t: float, y: np.ndarray) -> np.ndarray:
-        d = robot.constrained_dynamics_derivatives(y[:n], y[n:], uv, stance, p, t=t)
-        return np.block([[np.zeros((n, n)), np.eye(n)], [d[0], d[1]]])
+        d = robot.constrained_dynamics_derivatives(y[:n], y[n:], inputs(t, y), stance, p, t=t)
+        lower = np.hstack([d[0], d[1]])
+        if dlaw is not None:
+            lower = lower + d[2] @ dlaw(t, y)          # the closed loop: ∂q̈/∂u ∂u/∂y
+        return np.vstack([np.hstack([np.zeros((n, n)), np.eye(n)]), lower])
 
     phi = np.eye(2 * n)
     for k in range(pre):
@@ -118,6 +137,58 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     d = robot.impact_derivatives(y_minus[:n], y_minus[n:], after, p)
     impact = np.block([[np.eye(n), np.zeros((n, n))], [d[0], d[1]]])
     return Stride(y0, te, y_minus, y_plus, after, impact @ saltation @ phi, phi, saltation, impact, res)
+
+
+def _constant_inputs(robot: Any, u: Any) -> np.ndarray:
+    """A constant input vector of the model (None: zeros), checked for its size."""
+    uv = np.zeros(robot.nu) if u is None else np.array(u, dtype=float).reshape(-1)
+    if uv.size != robot.nu:
+        raise ValueError(f"stride: u of the model {robot.name!r} has {robot.nu} entries, got {uv.size}")
+    return uv
+
+
+def _input_law(robot: Any, u: Any, p: Any, input_jacobian: Optional[Callable[[float, np.ndarray], Any]],
+               step: float) -> tuple[Optional[Callable[[float, np.ndarray], np.ndarray]],
+                                     Optional[Callable[[float, np.ndarray], np.ndarray]]]:
+    """(u(t, y), ∂u/∂y(t, y)) of a feedback law, or (None, None) for constant inputs."""
+    from .runtime.callables import input_function
+    from .runtime.ccontroller import CController
+    from .runtime.control import PD, ComputedTorque
+    ny = robot.nq + robot.nv
+    if isinstance(u, (PD, ComputedTorque)):
+        raise TypeError(f"stride: a {type(u).__name__} law is not differentiated by stride; write it as a "
+                        f"function u(t, q, qd) (its ∂u/∂y then by differences, or give input_jacobian)")
+    if isinstance(u, CController):
+        law = u.function(robot, p)
+    elif callable(u):
+        fn = input_function(u, nq=robot.nq, inputs=robot.inputs, model=robot.name)
+
+        def law(t: float, y: np.ndarray) -> np.ndarray:
+            return np.asarray(fn(t, np.array(y, dtype=float)), dtype=float).reshape(-1)
+    else:
+        if input_jacobian is not None:
+            raise ValueError("stride: input_jacobian is for a feedback law u(t, q, qd) or a CController; u is "
+                             "constant")
+        return None, None
+    if not (step > 0):
+        raise ValueError(f"stride: input_step must be positive; got {step}")
+
+    def dlaw(t: float, y: np.ndarray) -> np.ndarray:
+        if input_jacobian is not None:
+            D = np.asarray(input_jacobian(t, np.array(y, dtype=float)), dtype=float)
+            if D.shape != (robot.nu, ny):
+                raise ValueError(f"stride: input_jacobian gave shape {D.shape}; the model {robot.name!r} needs "
+                                 f"(nu, ny) = ({robot.nu}, {ny})")
+            return D
+        D = np.zeros((robot.nu, ny))
+        for j in range(ny):
+            h = step * max(1.0, abs(y[j]))
+            e = np.zeros(ny)
+            e[j] = h
+            D[:, j] = (law(t, y + e) - law(t, y - e)) / (2.0 * h)
+        return D
+
+    return law, dlaw
 
 
 def multipliers(jacobian: Any) -> np.ndarray:

@@ -21,6 +21,7 @@ import sympy as sp
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
+from ..symbolic.parameter_derivative import parameter_partials
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
 from .slots import slots_of
@@ -79,6 +80,8 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         r += frame_routines(full, prefix, g, options)
     if options.regressor:
         r += regressor_routines(eqs, prefix, g, options)
+    if options.parameter_derivatives:
+        r.append(parameter_partials_routine(eqs, prefix, g, options))
     if lie:
         r += configuration_routines(eqs, prefix, g, options)
     forward_ops = (_find(r, "articulated").ops if fd is not None
@@ -396,6 +399,25 @@ def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options
           [(f"dg[{i * w + j}]", dg[i][j]) for i in range(n) for j in range(w)]),
          ("dk", "d(J qdd + Jdot qd)/d[q, qd]",
           [(f"dk[{i * w + j}]", dk[i][j]) for i in range(nrows) for j in range(w)])],
+        [], assignments, options)
+
+
+def parameter_partials_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+    """``<prefix>_parameter_partials``: d(M qdd + bias - B u)/dp at fixed q, qd, qdd and u
+    (:func:`rodgen.symbolic.parameter_derivative.parameter_partials`); generated on request
+    (``CodegenOptions(parameter_derivatives=True)``)."""
+
+    n, npar = len(eqs.qd), len(eqs.params)
+    NQ = g.NQ
+    assignments, dg = parameter_partials(eqs)
+    return build_routine(
+        "parameter_partials", f"{prefix}_parameter_partials",
+        "Partial derivative of M qdd + bias - B u by the parameters at fixed q, qd, qdd and u.",
+        (f"dg: {n} x {npar} = d(M qdd + bias - B u)/dp, row-major; d qdd/dp = -M^-1 dg at the forward "
+         f"dynamics' qdd.",),
+        [g.t, g.q, g.qd, g.qdd, g.u, g.p, output("dg", f"{NQ}*{max(npar, 1)}", "d g/dp, row-major")],
+        [("dg", "d(M qdd + bias - B u)/dp", [(f"dg[{i * npar + k}]", dg[i][k]) for i in range(n)
+                                              for k in range(npar)])],
         [], assignments, options)
 
 

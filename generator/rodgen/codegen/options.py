@@ -73,6 +73,9 @@ class CodegenOptions:
         ``M qdd + h + G = Y theta`` (``Equations.regressor``, see :mod:`rodgen.symbolic.regressor`),
         exported beside the table with ``<prefix>_ntheta()`` and ``<prefix>_theta_list()``; off by
         default, so existing builds do not grow.
+    parameter_derivatives : generate ``<prefix>_parameter_partials(t, q, qd, qdd, u, p, dg)``, the
+        derivative of ``M qdd + bias - B u`` by the parameters (:mod:`rodgen.symbolic.parameter_derivative`),
+        which ``state_transition(..., parameters=True)`` needs for ∂y(T)/∂p; off by default.
     """
 
     cse: bool = True
@@ -82,6 +85,7 @@ class CodegenOptions:
     constrained_terms: Optional[bool] = None
     real: str = "double"
     regressor: bool = False
+    parameter_derivatives: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -98,8 +102,13 @@ class CodegenOptions:
                                f"got {self.constrained_terms!r}")
         if self.regressor not in (True, False):
             raise CodegenError(f"regressor must be True or False, got {self.regressor!r}")
+        if self.parameter_derivatives not in (True, False):
+            raise CodegenError(f"parameter_derivatives must be True or False, got {self.parameter_derivatives!r}")
         if self.real not in REAL_TYPES:
             raise CodegenError(f"real must be one of {', '.join(REAL_TYPES)}, got {self.real!r}")
+        if self.real == "float" and self.parameter_derivatives:
+            raise CodegenError("parameter_derivatives is for rodgen's double-precision runtime; use it with "
+                               "real='double'")
         if self.real == "float" and self.jacobian:
             raise CodegenError("the RHS Jacobian is generated in double only; use jacobian=None or False with "
                                "real='float'")

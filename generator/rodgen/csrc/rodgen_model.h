@@ -136,6 +136,12 @@ typedef struct rodgen_model {
     void (*constraint_partials)(double t, const double *q, const double *qd, const double *qdd,
                                 const double *u, const double *lam, const double *p, double *dg, double *dk);
 
+    /* Partial derivative of g = M qdd + bias - B u by the parameters (NULL when not generated: generated on
+     * request, CodegenOptions(parameter_derivatives=True)): dg [nv*np] = dg/dp, row-major, at fixed q, qd,
+     * qdd [nv] and u [nu]; at the forward dynamics' qdd, d qdd/dp = -M^-1 dg. */
+    void (*parameter_partials)(double t, const double *q, const double *qd, const double *qdd,
+                               const double *u, const double *p, double *dg);
+
     /* Names and provenance, for bindings and tools (NULL where a list is empty). */
     const char *const *coordinate_names;    /* [nq] */
     const char *const *input_names;         /* [nu] */

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import contract
-from ..errors import BuildError
+from ..errors import BuildError, RodgenError
 from ..toolchain import cache
 
 #: Suffixes taken as a compiled shared library (anything else is compiled as C source).
@@ -45,6 +45,10 @@ def _struct(name: str) -> type:
 
 #: ``rodgen_controller`` as a ctypes structure.
 ControllerContext = _struct("rodgen_controller")
+
+#: ``rodgen_input_fn``: int f(void *context, double t, const double *y, double *u)
+_INPUT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_double, ctypes.POINTER(ctypes.c_double),
+                             ctypes.POINTER(ctypes.c_double))
 
 
 
@@ -137,6 +141,47 @@ class CController:
     def bind(self, model_address: int, p: np.ndarray) -> ControllerBinding:
         """The context of one run on the model whose table is at ``model_address`` with parameters ``p``."""
         return ControllerBinding(self, model_address, p)
+
+    def function(self, robot: Any, p: Any = None, state: Optional[Sequence[float]] = None
+                 ) -> Callable[[float, np.ndarray], np.ndarray]:
+        """This controller as a Python function u(t, y) (y = [q, qd]) on the compiled model ``robot`` with the
+        parameters ``p``: every call starts from the memory ``state`` (default: its initial ``state``; what a
+        call leaves in it is dropped), so the function depends on (t, y) alone. Raises RodgenError naming the
+        file when the C returns a status other than 0."""
+        ny = robot.nq + robot.nv
+        pv, rows = robot._params(p)
+        if rows > 1:
+            raise ValueError(f"CController.function takes one parameter vector; got {rows} rows")
+        pv = np.ascontiguousarray(pv.reshape(-1), dtype=float).copy()
+        binding = self.bind(robot._m.address(), pv)
+        mem = binding.state.copy()
+        if state is not None:
+            mem = _vector(state, "state")
+            if mem.size != binding.state.size:
+                raise ValueError(f"CController.function: the controller's state has {binding.state.size} entries, "
+                                 f"got {mem.size}")
+        fn = _INPUT_FN(self.address)
+        context = ctypes.addressof(binding.context)
+        dptr = ctypes.POINTER(ctypes.c_double)
+        nu, name, where = robot.nu, robot.name, self.where
+
+        def law(t: float, y: Any) -> np.ndarray:
+            yv = np.ascontiguousarray(np.asarray(y, dtype=float).reshape(-1))
+            if yv.size != ny:
+                raise ValueError(f"the controller's y on the model {name!r} has {ny} entries, got {yv.size}")
+            binding.state[:] = mem
+            out = np.zeros(nu)
+            status = fn(context, float(t), yv.ctypes.data_as(dptr), out.ctypes.data_as(dptr))
+            if status != 0:
+                raise RodgenError(f"the controller {self.symbol!r} ({where}) returned status {status} at t = {t:g}")
+            return out
+
+        return law
+
+    def evaluate(self, robot: Any, t: float, y: Any, p: Any = None, state: Optional[Sequence[float]] = None
+                 ) -> np.ndarray:
+        """The inputs u (nu,) at time ``t`` and state ``y`` = [q, qd]: one call of :meth:`function`."""
+        return self.function(robot, p, state)(t, y)
 
     def __repr__(self) -> str:
         return (f"CController({self.where!r}, {self.symbol!r}, params={self.params.tolist()}, "

@@ -493,6 +493,19 @@ class CompiledModel:
         return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nv,
                          t=t)
 
+    def parameter_partials(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, u: Optional[ArrayLike] = None,
+                           p: Params = None, *, t: Union[float, ArrayLike] = 0.0) -> np.ndarray:
+        """∂(M qdd + bias - B u)/∂p at fixed q, qd, qdd and u (default zero), at time ``t``: (nv, np), or (N,
+        nv, np) for stacked inputs, columns in the order of :attr:`parameters`. At the forward dynamics' qdd,
+        ∂qdd/∂p = -M⁻¹ times it. Needs a build with ``CodegenOptions(parameter_derivatives=True)``."""
+        if not self._m.info()["routines"].get("parameter_partials"):
+            raise TypeError(f"{self.name!r} was built without the parameter derivatives: "
+                            "rodgen.build(model, codegen=CodegenOptions(parameter_derivatives=True))")
+        uu = np.zeros(self.nu) if u is None else u
+        res = self._vec("parameter_partials", (q, "q"), (qd, "qd"), (qdd, "qdd"), (uu, "u"), p=p, out=None,
+                        width=self.nv * self.np, t=t)
+        return res.reshape(res.shape[:-1] + (self.nv, self.np))
+
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
         """dy/dt for y = [q, qd] at time t: (nq + nv,) or (N, nq + nv). ``u`` defaults to zero."""

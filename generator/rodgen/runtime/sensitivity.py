@@ -10,7 +10,8 @@ equations discretised exactly as the integrator, not integrated beside it) gives
 
 with Aᵢ = ∂f/∂y at the stage (the compiled RHS Jacobian), and Φ(T) the product of the steps: the
 exact derivative of the computed final state, up to rounding. A constant input u enters the same way
-with ∂f/∂u = [0; M⁻¹ B(q)].
+with ∂f/∂u = [0; M⁻¹ B(q)], and the model's parameters p with ∂f/∂p = [0; -M⁻¹ ∂g/∂p], g = M q̈ + bias - B u
+at the stage's q̈ (the generated ``parameter_partials``).
 """
 from __future__ import annotations
 
@@ -81,20 +82,23 @@ class Transition:
     y : (K + 1, ny) the states at them (as ``simulate`` with RK4 computes them).
     phi : (ny, ny) ∂y(t_end)/∂y(t0).
     du : (ny, nu) ∂y(t_end)/∂u for the constant input u.
+    dp : (ny, np) ∂y(t_end)/∂p in the order of the model's ``parameters`` (None without ``parameters=True``).
     """
 
     t: np.ndarray
     y: np.ndarray
     phi: np.ndarray
     du: np.ndarray
+    dp: Optional[np.ndarray] = None
 
 
 def state_transition(robot: Any, y0: Any, t_end: float, dt: float, u: Any = None, p: Params = None, *,
-                     t0: float = 0.0) -> Transition:
+                     t0: float = 0.0, parameters: bool = False) -> Transition:
     """∂y(t_end)/∂y₀ (and ∂y(t_end)/∂u) of ``robot.simulate(y0, t_end, dt, u=u)`` (RK4, constant input u),
     propagated through the integrator's own stages with the compiled RHS Jacobian (see the module's
     docstring). Models with nq = nv (the RHS Jacobian of free, spherical and planar joints is on the
-    tangent space, not d f/d y)."""
+    tangent space, not d f/d y). ``parameters=True`` adds ∂y(t_end)/∂p (``Transition.dp``); the model must
+    be built with ``CodegenOptions(parameter_derivatives=True)``."""
     if robot.nq != robot.nv:
         raise ValueError(f"state_transition: the model {robot.name!r} has a free, spherical or planar joint (nq = "
                          f"{robot.nq}, nv = {robot.nv}); the state-transition matrix needs nq = nv")
@@ -118,14 +122,32 @@ def state_transition(robot: Any, y0: Any, t_end: float, dt: float, u: Any = None
             out[n:] = np.linalg.solve(robot.mass_matrix(x[:n], p), robot.input_map(x[:n], p))
         return out
 
+    npar = robot.np
+    if parameters:
+        robot.parameter_partials(y[:n], y[n:], np.zeros(n), uv, p)     # a build without them: its TypeError
+
+    def fp(t: float, x: np.ndarray) -> np.ndarray:
+        out = np.zeros((2 * n, npar))
+        qdd = robot.forward_dynamics(x[:n], x[n:], uv, p, t=t)
+        dg = robot.parameter_partials(x[:n], x[n:], qdd, uv, p, t=t)
+        out[n:] = -np.linalg.solve(robot.mass_matrix(x[:n], p), dg)
+        return out
+
+    def extra(t: float, x: np.ndarray) -> np.ndarray:
+        """∂f/∂[u, p] (the columns asked for)."""
+        cols = [fu(t, x)] + ([fp(t, x)] if parameters else [])
+        return np.hstack(cols)
+
+    width = nu + (npar if parameters else 0)
     times = rk4_grid(t0, t_end, dt)
     ys = [y]
     phi = np.eye(2 * n)
-    du = np.zeros((2 * n, nu))
+    sens = np.zeros((2 * n, width))
     for k in range(len(times) - 1):
         h = times[k + 1] - times[k]
-        y, step, step_u = rk4_step(f, jac, times[k], y, h, fu if nu else None)
+        y, step, step_e = rk4_step(f, jac, times[k], y, h, extra if width else None)
         phi = step @ phi
-        du = step @ du + (step_u if step_u is not None else 0.0)
+        sens = step @ sens + (step_e if step_e is not None else 0.0)
         ys.append(y)
-    return Transition(times, np.array(ys), phi, du)
+    du, dp = sens[:, :nu], (sens[:, nu:] if parameters else None)
+    return Transition(times, np.array(ys), phi, du, dp)

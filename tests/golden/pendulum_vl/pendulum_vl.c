@@ -555,6 +555,7 @@ const rodgen_model *pendulum_vl_model(void)
         0,   /* element_forces */
         0,   /* kinetic_friction */
         0,   /* constraint_partials */
+        0,   /* parameter_partials */
         pendulum_vl_coordinate_names,
         pendulum_vl_input_names,
         pendulum_vl_parameter_names,
