@@ -12,11 +12,13 @@ from .equations import ConstraintEquations, Equations, ForceEquations, ForwardDy
 
 class Method(str, enum.Enum):
     """Derivation methods. ``lagrange`` is the reference; ``matrix`` the closed-form matrix method;
-    ``recursive`` a link-by-link recursion emitted as small assignments (fast for long chains)."""
+    ``recursive`` a link-by-link recursion emitted as small assignments (fast for long chains); ``tree`` a
+    planar model's expanded tree lowered onto the spatial recursions (:mod:`rodgen.symbolic.planar_tree`)."""
 
     LAGRANGE = "lagrange"
     MATRIX = "matrix"
     RECURSIVE = "recursive"
+    TREE = "tree"
 
 
 def available_methods() -> list[str]:
@@ -26,6 +28,7 @@ def available_methods() -> list[str]:
         out.append("recursive")
     except ImportError:
         pass
+    out.append("tree")
     return out
 
 
@@ -45,7 +48,8 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     ----------
     model : a :class:`rodgen.Model` (validated on the way in, each call: later changes to it are
         seen by the next call) or a :class:`~rodgen.model.valid.ValidModel`.
-    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``. A :class:`rodgen.SpatialModel` is derived
+    method : ``"lagrange"``, ``"matrix"``, ``"recursive"`` or ``"tree"`` (a planar model derived by the spatial
+        recursions over its expanded tree lowered to 3D, :mod:`rodgen.symbolic.planar_tree`). A :class:`rodgen.SpatialModel` is derived
         by the spatial recursive method (:mod:`rodgen.symbolic.spatial`), for ``"matrix"`` then substituted
         and simplified to closed form where the model is small enough (:mod:`rodgen.symbolic.closed_form`;
         else ``Equations.closed_form_reason`` says why not), or by ``"lagrange"`` (the reference, for small
@@ -60,6 +64,8 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(available_methods())}") from None
     vm = valid_model(model)
     if isinstance(vm, ValidSpatialModel):
+        if m is Method.TREE:   # a spatial model is derived on its tree by the recursive method already
+            m = Method.RECURSIVE
         from .spatial import derive_spatial_model
         return derive_spatial_model(vm, m.value)
     if m is Method.LAGRANGE:
@@ -68,6 +74,9 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     elif m is Method.MATRIX:
         from .matrix import derive_matrix
         eqs = derive_matrix(vm)
+    elif m is Method.TREE:
+        from .planar_tree import derive_tree
+        eqs = derive_tree(vm)
     else:
         try:
             from .recursive import derive_recursive
@@ -80,8 +89,12 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     _check_inertia(eqs)
     from .forces import apply_forces
     apply_forces(eqs)
-    from .recursive import articulated_body
-    eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
+    if m is Method.TREE:
+        from .planar_tree import tree_articulated
+        eqs.articulated, eqs.articulated_reason = tree_articulated(eqs)
+    else:
+        from .recursive import articulated_body
+        eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
     from .constraints import constraint_equations
     eqs.constraints = constraint_equations(eqs)
     return eqs
