@@ -746,15 +746,15 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     # --- world frames: energies and marker frames ----------------------------------------------------------
     world = _world_frames(nodes, J, e)
     T: sp.Expr = _0
-    Vg: list[sp.Expr] = []
     for i in range(N):
         m, hb, Ib = body[i]
         if m == 0 and all(x == 0 for row in Ib for x in row):
             continue
         w, v = vel[i]
         T = e(T + _dot(w, _mv(Ib, w)) / 2 + m * _dot(v, v) / 2 + _dot(w, _cross(hb, v)), f"{i}_T")
-        Rw, pw = world[i]
-        Vg.append(-_dot(k.gravity, _add(_scale(m, pw), _mv(Rw, hb))))
+    # V from the composite first moment of each root's subtree in the ground frame, R h + m p (no world frames)
+    Vg = [-_dot(k.gravity, _add(_scale(comp[i][0], J.p[i]), _mv(J.R[i], comp[i][1])))
+          for i in range(N) if nodes[i].parent < 0]
     V = e(sp.Add(*Vg), "Vg") + spring_energy(k)  # type: ignore[arg-type]
     frames = {}
     jacobians = {}
@@ -1020,18 +1020,18 @@ def _to_parent(e: _Emitter, J: _Joints, i: int, par: int, Ia: list[list[sp.Expr]
     Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
     Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
     px = _skew(p)
-    BrT = _mt(Br)
-    # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
+    # B'' = B + [p]x C ; A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x = A + [p]x Bᵀ - B'' [p]x ; C'' = C
+    # (B'' emitted once and reused in A'', as the congruence (Xᵀ Ia) X of the planar recursion does)
     pC = _mm(px, Cr)
-    A2 = _mm(Br, px)
-    A3 = _mm(px, BrT)
-    A4 = _mm(pC, px)
+    B2 = [[e(_sum((Br[r][c], pC[r][c])), f"{i}_IrD{r}{c}") for c in range(3)] for r in range(3)]
+    A2 = _mm(B2, px)
+    A3 = _mm(px, _mt(Br))
     for r in range(3):
         for c in range(3):
             if c >= r:
-                IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
+                IA[par][r][c].append(_sum((Ar[r][c], A3[r][c], -A2[r][c])))
                 IA[par][r + 3][c + 3].append(Cr[r][c])
-            IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
+            IA[par][r][c + 3].append(B2[r][c])
     pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
     for r in range(3):
         pA[par][r].append(pn[r])
