@@ -27,16 +27,18 @@ straight-line pass drops them. The named points stay the planar kinematics' clos
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import sympy as sp
 
 from ..errors import DerivationError
-from ..model.valid import ValidModel
+from ..model.expr import Expression
+from ..model.valid import ValidForce, ValidModel
 from .equations import Equations, ForwardDynamics
 from .kinematics import Kinematics, build_kinematics
-from .recursive import Node, _TreeBuilder
-from .spatial import SNode, SpatialKinematics, SRef, derive_spatial, spatial_forward_dynamics
+from .forces import LINK_FRAME_LAWS, link_frame_law
+from .recursive import Node, Ref, _Emitter, _TreeBuilder
+from .spatial import NodeForce, SNode, SpatialKinematics, SRef, derive_spatial, spatial_forward_dynamics
 
 _0 = sp.Integer(0)
 _1 = sp.Integer(1)
@@ -63,22 +65,25 @@ def lower_node(nd: Node) -> SNode:
     return SNode(nd.name, nd.parent, False, eye, p0, [nd.axis[0], nd.axis[1], _0], nd.coord, bodies)
 
 
-def lower(model: ValidModel, k: Optional[Kinematics] = None) -> tuple[SpatialKinematics, LoweredTree, Kinematics]:
-    """The spatial kinematics and expanded tree of a planar model (and its planar kinematics)."""
+def lower(model: ValidModel, k: Optional[Kinematics] = None
+          ) -> tuple[SpatialKinematics, LoweredTree, Kinematics, _TreeBuilder]:
+    """The spatial kinematics and expanded tree of a planar model (and its planar kinematics and tree
+    builder, which knows the node of each named point)."""
     k = k or build_kinematics(model)
-    nodes = _TreeBuilder(model, k).build()
+    builder = _TreeBuilder(model, k)
+    nodes = builder.build()
     gx, gy = k.gravity
     sk = SpatialKinematics(model, list(k.q), list(k.qd), list(k.qdd), list(k.u),  # type: ignore[arg-type]
                            list(k.params), dict(k.param_values), [gx, gy, _0], generalized=list(k.generalized),
                            springs=list(k.springs), dampers=list(k.dampers), vq=list(k.q),
                            vel_of={qi: i for i, qi in enumerate(k.q)})
-    return sk, LoweredTree([lower_node(nd) for nd in nodes]), k
+    return sk, LoweredTree([lower_node(nd) for nd in nodes]), k, builder
 
 
 def derive_tree(model: ValidModel) -> Equations:
     """Equations of motion of a planar model by the spatial recursions over its lowered tree; the same
     fields as :func:`rodgen.symbolic.recursive.derive_recursive` (``method`` is ``"tree"``)."""
-    sk, tree, k = lower(model)
+    sk, tree, k, _ = lower(model)
     eqs = derive_spatial(model, sk, tree)  # type: ignore[arg-type]
     eqs.method = "tree"
     eqs.points = {nm: v.cartesian() for nm, v in k.points.items()}
@@ -88,13 +93,37 @@ def derive_tree(model: ValidModel) -> Equations:
 
 def tree_forward_dynamics(eqs: Equations) -> ForwardDynamics:
     """The articulated-body forward dynamics of a planar model's equations by the spatial recursion over the
-    lowered tree (force elements' generalized forces Jᵀ F join the joint forces)."""
+    lowered tree. A viscous or Coulomb force element at a point of the tree acts as a force on its node (the
+    point's velocity from the node's, the law in the node's frame, which is its link's: O(1) per element);
+    any other adds its generalized force Jᵀ F to the joint forces."""
     model = eqs.model
     if not isinstance(model, ValidModel):
-        raise DerivationError("the tree path takes planar models")
-    sk, tree, _ = lower(model)
-    return spatial_forward_dynamics(model, sk, tree, eqs.F if eqs.forces else None,  # type: ignore[arg-type]
-                                    eqs.assignments)
+        raise DerivationError("the planar tree path takes planar models")
+    sk, tree, _, builder = lower(model)
+    valid = {f.name: f for f in model.forces}
+    rest = sp.zeros(len(eqs.qd), 1)
+    on_nodes: list[tuple[int, NodeForce]] = []
+    for el in eqs.forces:
+        f = valid[el.name]
+        ref = builder.point_ref(f.point) if f.type in LINK_FRAME_LAWS else None
+        if ref is None or ref.node < 0:
+            rest += el.generalized
+        else:
+            on_nodes.append((ref.node, _link_frame_force(f, ref, len(on_nodes), builder.X)))
+    return spatial_forward_dynamics(model, sk, tree, rest if eqs.forces else None,  # type: ignore[arg-type]
+                                    eqs.assignments, on_nodes)
+
+
+def _link_frame_force(f: ValidForce, ref: Ref, j: int, X: Callable[[Expression], sp.Expr]) -> NodeForce:
+    """The force of a viscous or Coulomb element at the point ``ref`` of its node, as a law of the node's
+    velocity: the point's velocity ``v + w x r`` in the node's (= its link's) frame, the law along and
+    across, and its moment ``r x f`` about the node's origin."""
+    def law(w: list, v: list, e: _Emitter) -> tuple[list, list]:
+        va = e(v[0] - w[2] * ref.y, f"e{j}_va")
+        vc = e(v[1] + w[2] * ref.x, f"e{j}_vc")
+        fa, fc = (e(x, f"e{j}_f{nm}") for x, nm in zip(link_frame_law(f, va, vc, X), "ac"))
+        return [_0, _0, ref.x * fc - ref.y * fa], [fa, fc, _0]
+    return law
 
 
 def tree_articulated(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:

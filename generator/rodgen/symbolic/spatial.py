@@ -45,7 +45,7 @@ the node becomes ``(R n + p × R f, R f)`` in the parent frame.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
@@ -62,6 +62,8 @@ _1 = sp.Integer(1)
 
 V3 = list  # a 3-vector: list of 3 SymPy expressions
 M3 = list  # a 3x3 matrix: list of 3 rows
+#: an external force on a node from the node's velocity (w, v): (moment about its origin, force), node frame
+NodeForce = Callable[[V3, V3, _Emitter], tuple[V3, V3]]
 
 
 def _eye() -> M3:
@@ -827,13 +829,17 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
 
 def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
                              tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None,
-                             F_assignments: Sequence[tuple[sp.Symbol, sp.Expr]] = ()) -> ForwardDynamics:
+                             F_assignments: Sequence[tuple[sp.Symbol, sp.Expr]] = (),
+                             node_forces: Sequence[tuple[int, NodeForce]] = ()) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
 
     ``F`` (n x 1, in q, qd, the time, the parameters and the symbols of ``F_assignments``: the derivation's
     world frames, on which the force elements' laws are written) are the force elements' generalized forces
     Jᵀ F: they join the joint forces (not applied on the nodes). The assignments F needs are emitted first
     (those this recursion emits itself, the joints' rotations, are the same symbols and kept once).
+    ``node_forces`` are external forces applied on nodes instead, O(1) each: ``(node, law)`` with ``law(w, v,
+    e)`` the force ``(n, f)`` in the node's frame (moment about its origin) from the node's velocity ``(w, v)``
+    (``e`` emits intermediates).
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
@@ -901,6 +907,12 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         xn = _add(_cross(w, In), _cross(v, If))
         xf = _cross(w, If)
         pA.append([[x] for x in six(xn, xf)])
+    # external forces on their nodes: the bias force takes minus the external force
+    for node, law in node_forces:
+        fn, ff = law(vel[node][0], vel[node][1], e)
+        for r, x in enumerate(six(fn, ff)):
+            if not _z(x):
+                pA[node][r].append(-x)
     # pass 2 (inward): articulated inertias and bias forces
     U: list[list[sp.Expr]] = [[]] * N
     Dinv: list[sp.Expr] = [_0] * NC
