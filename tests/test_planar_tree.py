@@ -1,7 +1,8 @@
-"""Planar models derived by the spatial recursions over their lowered tree (``derive(model, method="tree")``,
-rodgen.symbolic.planar_tree) against the planar recursion (rodgen.symbolic.recursive), an independent
-derivation: M, h, G, K, D, B, the inverse dynamics, the energies, the points and the articulated-body forward
-dynamics agree to 1e-10 at random states, for every planar example model, Borisov's chains and vl_chain(n).
+"""Planar models derived by the spatial recursions over their lowered tree (``derive(model,
+method="recursive")``, rodgen.symbolic.planar_tree) against the planar recursion (``method="planar"``,
+rodgen.symbolic.recursive), an independent derivation in 2D spatial algebra: M, h, G, K, D, B, the inverse
+dynamics, the energies, the points and the articulated-body forward dynamics agree to 1e-10 at random states,
+for every planar example model, Borisov's chains and vl_chain(n).
 """
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ def _values(eqs: rodgen.Equations, state: dict) -> dict[str, np.ndarray]:
 
 
 def _compare(model: rodgen.Model, seeds: Sequence[int] = (0, 1)) -> None:
-    ref = rodgen.derive(model, method="recursive")
-    tree = rodgen.derive(model, method="tree")
-    assert tree.method == "tree"
+    ref = rodgen.derive(model, method="planar")
+    tree = rodgen.derive(model, method="recursive")
+    assert (ref.method, tree.method) == ("planar", "recursive")
     for field in ("q", "qd", "qdd", "u", "params"):
         assert list(getattr(tree, field)) == list(getattr(ref, field)), field
     assert tree.param_values == ref.param_values
@@ -112,7 +113,7 @@ def test_chain_with_absolute_angles_and_masses_inside_variable_segments() -> Non
 def test_the_constraints_follow_the_tree_equations() -> None:
     # exo5_walk's feet: the constrained solve on the tree path's M and bias equals the planar path's
     model = rodgen.load(EXAMPLES / "exo5_walk.yaml")
-    ref, tree = (rodgen.derive(model, method=m) for m in ("recursive", "tree"))
+    ref, tree = (rodgen.derive(model, method=m) for m in ("planar", "recursive"))
     cs_ref, cs_tree = ref.constrained_solve(), tree.constrained_solve()
     rng = np.random.default_rng(3)
     inputs = [*ref.q, *ref.qd, *ref.u, *ref.params, *cs_ref.gains, *cs_ref.targets]
@@ -139,6 +140,22 @@ def test_lowered_nodes_turn_about_z_and_slide_in_the_plane() -> None:
             assert c[2] == 0 and Ic[0][0] == Ic[1][1] == 0
 
 
-def test_tree_method_of_a_spatial_model_is_its_recursive_method() -> None:
-    arm = rodgen.load(EXAMPLES / "spatial" / sorted(p.name for p in (EXAMPLES / "spatial").glob("*.yaml"))[0])
-    assert rodgen.derive(arm, method="tree").method == "recursive"
+def test_the_planar_method_refuses_spatial_models() -> None:
+    arm = rodgen.load(EXAMPLES / "spatial" / "arm3.yaml")
+    with pytest.raises(ValueError, match="method 'planar' derives planar models"):
+        rodgen.derive(arm, method="planar")
+
+
+@pytest.mark.parametrize("method", ["matrix", "lagrange"])
+def test_every_planar_method_takes_the_tree_articulated_body_algorithm(method: str) -> None:
+    # the forward dynamics of the matrix and Lagrange methods are the spatial ABA over the lowered tree: the
+    # same accelerations as the planar recursion's ABA
+    model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    eqs, ref = rodgen.derive(model, method=method), rodgen.derive(model, method="planar")
+    t = sp.Symbol("t", real=True)
+    inputs = [*ref.q, *ref.qd, *ref.u, *ref.params, t]
+    values = [0.4, -1.1, 0.7, 0.3] + [0.5] * len(ref.u) + [ref.param_values[s] for s in ref.params] + [0.0]
+    got = [_program(e.articulated.assignments, list(e.articulated.qdd), inputs)(values) for e in (eqs, ref)]
+    # the spatial recursion's names (6 x 6 articulated inertias, 3-vectors: Ia44, Ivf0; the planar one's: Ia22, Ivx)
+    assert {"r_1_Ia44", "r_1_Ivf0"} <= {str(s) for s, _ in eqs.articulated.assignments}
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-12, atol=1e-12)

@@ -22,7 +22,9 @@ straight-line pass drops them. The named points stay the planar kinematics' clos
 ``points`` routine), and the coordinates, inputs, parameters, springs and dampers are those of
 :func:`rodgen.symbolic.kinematics.build_kinematics`, in the same order.
 
-``rodgen.derive(model, method="tree")`` takes this path (see docs/deriving.md).
+``rodgen.derive(model, method="recursive")`` takes this path for planar models, and every planar method takes
+its articulated-body forward dynamics (:func:`tree_articulated`); ``method="planar"`` keeps the planar
+recursion of :mod:`rodgen.symbolic.recursive` (see docs/deriving.md).
 """
 from __future__ import annotations
 
@@ -35,8 +37,8 @@ from ..errors import DerivationError
 from ..model.expr import Expression
 from ..model.valid import ValidForce, ValidModel
 from .equations import Equations, ForwardDynamics
-from .kinematics import Kinematics, build_kinematics
 from .forces import LINK_FRAME_LAWS, link_frame_law
+from .kinematics import Kinematics, build_kinematics
 from .recursive import Node, Ref, _Emitter, _TreeBuilder
 from .spatial import NodeForce, SNode, SpatialKinematics, SRef, derive_spatial, spatial_forward_dynamics
 
@@ -82,10 +84,9 @@ def lower(model: ValidModel, k: Optional[Kinematics] = None
 
 def derive_tree(model: ValidModel) -> Equations:
     """Equations of motion of a planar model by the spatial recursions over its lowered tree; the same
-    fields as :func:`rodgen.symbolic.recursive.derive_recursive` (``method`` is ``"tree"``)."""
+    fields as :func:`rodgen.symbolic.recursive.derive_recursive` (``method`` is ``"recursive"``)."""
     sk, tree, k, _ = lower(model)
     eqs = derive_spatial(model, sk, tree)  # type: ignore[arg-type]
-    eqs.method = "tree"
     eqs.points = {nm: v.cartesian() for nm, v in k.points.items()}
     eqs.frames, eqs.frame_jacobians = {}, {}
     return eqs
@@ -134,6 +135,10 @@ def tree_articulated(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
         fd = tree_forward_dynamics(eqs)
     except DerivationError as exc:
         return None, str(exc)
+    same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
+            and set(fd.params) <= set(eqs.params))
+    if not same:
+        return None, "the equations do not use the symbols of the model's kinematics"
     pivots = [sp.sympify(d) for d in fd.inverse_pivots]
     if len(pivots) != len(eqs.q) or any(d.is_Number and not (d.is_finite and d > 0) for d in pivots):
         return None, "an articulated inertia of the model is not positive"
