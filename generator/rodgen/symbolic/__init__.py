@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from typing import Union
 
-from ..errors import DerivationError, ModelError
+from ..errors import ModelError
 from ..model.core import Model
 from ..model.valid import AnyModel, ValidModel, valid_model
 from .equations import ConstraintEquations, Equations, ForceEquations, ForwardDynamics
@@ -12,21 +12,20 @@ from .equations import ConstraintEquations, Equations, ForceEquations, ForwardDy
 
 class Method(str, enum.Enum):
     """Derivation methods. ``lagrange`` is the reference; ``matrix`` the closed-form matrix method;
-    ``recursive`` a link-by-link recursion emitted as small assignments (fast for long chains)."""
+    ``recursive`` the composite-body, Newton-Euler and articulated-body recursions of
+    :mod:`rodgen.symbolic.spatial` over the model's expanded tree, emitted as small assignments (fast for
+    long chains; a planar model's tree is lowered onto it by :mod:`rodgen.symbolic.planar_tree`); ``planar``
+    the same recursions written in planar spatial algebra (:mod:`rodgen.symbolic.recursive`, planar models
+    only), kept as a second derivation to test and measure the recursive method against."""
 
     LAGRANGE = "lagrange"
     MATRIX = "matrix"
     RECURSIVE = "recursive"
+    PLANAR = "planar"
 
 
 def available_methods() -> list[str]:
-    out = ["lagrange", "matrix"]
-    try:
-        from . import recursive  # noqa: F401
-        out.append("recursive")
-    except ImportError:
-        pass
-    return out
+    return [m.value for m in Method]
 
 
 def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
@@ -45,7 +44,9 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     ----------
     model : a :class:`rodgen.Model` (validated on the way in, each call: later changes to it are
         seen by the next call) or a :class:`~rodgen.model.valid.ValidModel`.
-    method : ``"lagrange"``, ``"matrix"`` or ``"recursive"``. A :class:`rodgen.SpatialModel` is derived
+    method : ``"lagrange"``, ``"matrix"``, ``"recursive"`` (the spatial recursions over the expanded tree, a
+        planar model's lowered to it: :mod:`rodgen.symbolic.planar_tree`) or ``"planar"`` (the planar
+        recursion of :mod:`rodgen.symbolic.recursive`; planar models only). A :class:`rodgen.SpatialModel` is derived
         by the spatial recursive method (:mod:`rodgen.symbolic.spatial`), for ``"matrix"`` then substituted
         and simplified to closed form where the model is small enough (:mod:`rodgen.symbolic.closed_form`;
         else ``Equations.closed_form_reason`` says why not), or by ``"lagrange"`` (the reference, for small
@@ -60,6 +61,9 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(available_methods())}") from None
     vm = valid_model(model)
     if isinstance(vm, ValidSpatialModel):
+        if m is Method.PLANAR:
+            raise ValueError(f"method 'planar' derives planar models; {vm.name!r} is a spatial model (use "
+                             f"'recursive')")
         from .spatial import derive_spatial_model
         return derive_spatial_model(vm, m.value)
     if m is Method.LAGRANGE:
@@ -68,20 +72,25 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     elif m is Method.MATRIX:
         from .matrix import derive_matrix
         eqs = derive_matrix(vm)
+    elif m is Method.RECURSIVE:
+        from .planar_tree import derive_tree
+        eqs = derive_tree(vm)
     else:
-        try:
-            from .recursive import derive_recursive
-        except ImportError:
-            raise DerivationError("the recursive method is not available in this version") from None
+        from .recursive import derive_recursive
         eqs = derive_recursive(vm)
+        eqs.method = Method.PLANAR.value
     if vm.couplings:
         from .coupling import reduce_couplings
         eqs = reduce_couplings(eqs)
     _check_inertia(eqs)
     from .forces import apply_forces
     apply_forces(eqs)
-    from .recursive import articulated_body
-    eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
+    if m is Method.PLANAR:
+        from .recursive import articulated_body
+        eqs.articulated, eqs.articulated_reason = articulated_body(eqs)
+    else:   # the articulated-body algorithm of the spatial recursion, over the lowered tree
+        from .planar_tree import tree_articulated
+        eqs.articulated, eqs.articulated_reason = tree_articulated(eqs)
     from .constraints import constraint_equations
     eqs.constraints = constraint_equations(eqs)
     return eqs

@@ -45,7 +45,7 @@ the node becomes ``(R n + p × R f, R f)`` in the parent frame.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
@@ -62,6 +62,8 @@ _1 = sp.Integer(1)
 
 V3 = list  # a 3-vector: list of 3 SymPy expressions
 M3 = list  # a 3x3 matrix: list of 3 rows
+#: an external force on a node from the node's velocity (w, v): (moment about its origin, force), node frame
+NodeForce = Callable[[V3, V3, _Emitter], tuple[V3, V3]]
 
 
 def _eye() -> M3:
@@ -746,15 +748,15 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     # --- world frames: energies and marker frames ----------------------------------------------------------
     world = _world_frames(nodes, J, e)
     T: sp.Expr = _0
-    Vg: list[sp.Expr] = []
     for i in range(N):
         m, hb, Ib = body[i]
         if m == 0 and all(x == 0 for row in Ib for x in row):
             continue
         w, v = vel[i]
         T = e(T + _dot(w, _mv(Ib, w)) / 2 + m * _dot(v, v) / 2 + _dot(w, _cross(hb, v)), f"{i}_T")
-        Rw, pw = world[i]
-        Vg.append(-_dot(k.gravity, _add(_scale(m, pw), _mv(Rw, hb))))
+    # V from the composite first moment of each root's subtree in the ground frame, R h + m p (no world frames)
+    Vg = [-_dot(k.gravity, _add(_scale(comp[i][0], J.p[i]), _mv(J.R[i], comp[i][1])))
+          for i in range(N) if nodes[i].parent < 0]
     V = e(sp.Add(*Vg), "Vg") + spring_energy(k)  # type: ignore[arg-type]
     frames = {}
     jacobians = {}
@@ -827,13 +829,17 @@ def _frame_of(ref: SRef, world: list[tuple[M3, V3]]) -> tuple[V3, M3]:
 
 def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinematics] = None,
                              tree: Optional[SpatialTree] = None, F: Optional[sp.Matrix] = None,
-                             F_assignments: Sequence[tuple[sp.Symbol, sp.Expr]] = ()) -> ForwardDynamics:
+                             F_assignments: Sequence[tuple[sp.Symbol, sp.Expr]] = (),
+                             node_forces: Sequence[tuple[int, NodeForce]] = ()) -> ForwardDynamics:
     """Forward dynamics of a spatial model by the articulated-body algorithm, O(n) straight-line code.
 
     ``F`` (n x 1, in q, qd, the time, the parameters and the symbols of ``F_assignments``: the derivation's
     world frames, on which the force elements' laws are written) are the force elements' generalized forces
     Jᵀ F: they join the joint forces (not applied on the nodes). The assignments F needs are emitted first
     (those this recursion emits itself, the joints' rotations, are the same symbols and kept once).
+    ``node_forces`` are external forces applied on nodes instead, O(1) each: ``(node, law)`` with ``law(w, v,
+    e)`` the force ``(n, f)`` in the node's frame (moment about its origin) from the node's velocity ``(w, v)``
+    (``e`` emits intermediates).
 
     Applies when the expanded tree has one node per coordinate (no couplings, no absolute two-angle link
     below another, no mass at an intermediate fraction of a variable segment); DerivationError otherwise.
@@ -901,6 +907,12 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
         xn = _add(_cross(w, In), _cross(v, If))
         xf = _cross(w, If)
         pA.append([[x] for x in six(xn, xf)])
+    # external forces on their nodes: the bias force takes minus the external force
+    for node, law in node_forces:
+        fn, ff = law(vel[node][0], vel[node][1], e)
+        for r, x in enumerate(six(fn, ff)):
+            if not _z(x):
+                pA[node][r].append(-x)
     # pass 2 (inward): articulated inertias and bias forces
     U: list[list[sp.Expr]] = [[]] * N
     Dinv: list[sp.Expr] = [_0] * NC
@@ -1020,18 +1032,18 @@ def _to_parent(e: _Emitter, J: _Joints, i: int, par: int, Ia: list[list[sp.Expr]
     Br = [[e(x, f"{i}_IrB{r}{c}") for c, x in enumerate(row)] for r, row in enumerate(_mm(R, _mm(B, _mt(R))))]
     Cr = _sym_emit(e, _mm(R, _mm(C, _mt(R))), f"{i}_IrC")
     px = _skew(p)
-    BrT = _mt(Br)
-    # A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x ; B'' = B + [p]x C ; C'' = C
+    # B'' = B + [p]x C ; A'' = A - B[p]x + [p]x Bᵀ - [p]x C [p]x = A + [p]x Bᵀ - B'' [p]x ; C'' = C
+    # (B'' emitted once and reused in A'', as the congruence (Xᵀ Ia) X of the planar recursion does)
     pC = _mm(px, Cr)
-    A2 = _mm(Br, px)
-    A3 = _mm(px, BrT)
-    A4 = _mm(pC, px)
+    B2 = [[e(_sum((Br[r][c], pC[r][c])), f"{i}_IrD{r}{c}") for c in range(3)] for r in range(3)]
+    A2 = _mm(B2, px)
+    A3 = _mm(px, _mt(Br))
     for r in range(3):
         for c in range(3):
             if c >= r:
-                IA[par][r][c].append(Ar[r][c] - A2[r][c] + A3[r][c] - A4[r][c])
+                IA[par][r][c].append(_sum((Ar[r][c], A3[r][c], -A2[r][c])))
                 IA[par][r + 3][c + 3].append(Cr[r][c])
-            IA[par][r][c + 3].append(Br[r][c] + pC[r][c])
+            IA[par][r][c + 3].append(B2[r][c])
     pn, pf = J.force_out(i, pa[:3], pa[3:], f"{i}_pp")
     for r in range(3):
         pA[par][r].append(pn[r])
