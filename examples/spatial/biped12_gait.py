@@ -1,0 +1,251 @@
+"""A quasi-static walking gait of the 12-joint biped (examples/spatial/biped12.yaml) and its joint controller.
+
+The gait is planned ahead of time, in Python, and tabulated; a joint-level law in C
+(biped12_walk_controller.c, through ``rodgen.CController``) tracks the table in the simulation.
+
+Plan (x forward, y to the left, z up; the pelvis kept level and facing forward, its centre of mass at a
+constant height). Each step has three parts:
+
+* **shift**: in double support, the centre of mass (CoM) moves over the next stance foot (a quintic in time,
+  zero velocity and acceleration at both ends);
+* **swing**: the other foot rises (a sine bump of height ``clearance``), moves forward by two step lengths
+  (one for the first and last step) and comes down flat at its foothold, the CoM staying over the stance
+  foot (the ground's reaction point stays in the stance sole: slow motion, the CoM above the sole);
+* the swing foot lands at rest; the next step's shift starts.
+
+Every table row comes from inverse kinematics: Newton's method on the 18 velocities with the 18 tasks
+[CoM position (3), pelvis orientation (3), left sole pose (6), right sole pose (6)], the sole poses and
+their Jacobians from the compiled model's constraint rows (``constraint_position``/``constraint_jacobian``
+of the flat-foot contacts, whose rows are the frame's position and orientation error against the ground's
+axes) and the CoM and its Jacobian from the mass matrix of the free-flyer base (its linear-angular block is
+``-m [c]x``, ``m R^T v_com = M[:3] v``). Velocities and accelerations are central differences of the table
+on the configuration's manifold (``robot.difference``). The feedforward joint torques are the constrained
+inverse dynamics along the plan: ``M a + bias = B tau + J_s^T lambda`` over the feet in contact, in double
+support with the ground's force shared between the feet as the plan's CoM position between them says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SIDES = ("l", "r")
+JOINTS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_pitch", "ankle_roll")
+#: joint PD gains per joint of a leg: stance (the leg carries the body) and swing (the leg is in the air)
+KP_STANCE = (1500.0, 2500.0, 2500.0, 2500.0, 2000.0, 2000.0)
+KD_STANCE = (30.0, 50.0, 50.0, 50.0, 40.0, 40.0)
+KP_SWING = (200.0, 400.0, 400.0, 300.0, 60.0, 40.0)
+KD_SWING = (4.0, 8.0, 8.0, 5.0, 1.0, 0.5)
+#: phase codes of the table: double support, left foot stance (right swings), right foot stance
+DOUBLE, STANCE_L, STANCE_R = 0, 1, 2
+
+
+def com(robot: Any, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The centre of mass (3,) of the whole robot in the ground frame and its Jacobian (3, nv), from the
+    free-flyer block of the mass matrix: M[:3, 3:6] = -m [c]x with c the CoM in the pelvis frame, and
+    M[:3] v = m R^T v_com."""
+    M = robot.mass_matrix(q)
+    m = M[0, 0]
+    c = np.array([M[1, 5], -M[0, 5], M[0, 4]]) / m
+    x, y, z, w = q[3:7]
+    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                  [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                  [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return q[:3] + R @ c, R @ M[:3] / m
+
+
+def solve_ik(robot: Any, q: np.ndarray, com_ref: np.ndarray, feet: dict[str, np.ndarray],
+             tol: float = 1e-11, iters: int = 30) -> np.ndarray:
+    """The configuration with the CoM at ``com_ref``, the pelvis level and facing +x, and each sole at
+    ``feet[side] = (x, y, height)`` flat and facing +x; Newton from ``q``. Raises RuntimeError if it does not
+    converge."""
+    rows = {b.name: b.row for b in robot.constraints}
+    nv = robot.nv
+    for _ in range(iters):
+        c, Jc = com(robot, q)
+        pos = robot.constraint_position(q)
+        J = robot.constraint_jacobian(q)
+        err = [com_ref - c, -2.0 * q[3:6] * np.sign(q[6])]       # the pelvis quaternion's vector part to 0
+        Jt = [Jc, np.eye(3, nv, 3)]
+        for side in SIDES:
+            r = rows[f"sole_{side}"]
+            err.append(np.r_[feet[side], 0.0, 0.0, 0.0] - pos[r:r + 6])
+            Jt.append(J[r:r + 6])
+        e = np.concatenate(err)
+        if np.abs(e).max() < tol:
+            return q
+        q = robot.integrate(q, np.linalg.solve(np.vstack(Jt), e))
+    raise RuntimeError(f"inverse kinematics did not converge (error {np.abs(e).max():.3g})")
+
+
+def _quintic(s: np.ndarray) -> np.ndarray:
+    s = np.clip(s, 0.0, 1.0)
+    return s ** 3 * (10 - 15 * s + 6 * s * s)
+
+
+@dataclass
+class Gait:
+    """The tabulated gait: sample times, configurations (N, nq), velocities and accelerations (N, nv),
+    feedforward joint torques (N, 12), phase codes (N,), and per step its stance side, start time,
+    touch-down time and the swing foot's foothold."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    tau: np.ndarray
+    phase: np.ndarray
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    footholds: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    def params(self, robot: Any) -> np.ndarray:
+        """The parameters of biped12_walk_controller.c: [N, dt_table, kp_stance (6), kd_stance (6),
+        kp_swing (6), kd_swing (6), index of the first joint coordinate in q and in v, then per sample
+        q_joints (12), v_joints (12), tau (12), phase]."""
+        n = len(self.t)
+        dt = float(self.t[1] - self.t[0])
+        first_q, first_v = robot.nq - 12, robot.nv - 12
+        head = [n, dt, *KP_STANCE, *KD_STANCE, *KP_SWING, *KD_SWING, first_q, first_v]
+        table = np.column_stack([self.q[:, first_q:], self.v[:, first_v:], self.tau, self.phase])
+        return np.concatenate([head, table.reshape(-1)])
+
+
+def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: float = 0.80,
+         shift: float = 0.8, swing: float = 0.8, settle: float = 0.4, clearance: float = 0.04,
+         over: float = 0.9, dt: float = 0.005) -> Gait:
+    """Plan ``steps`` steps (the first with the right foot, stepping ``step_length`` ahead of the left;
+    every later one two step lengths; the last brings the feet together), tabulated every ``dt`` seconds.
+
+    ``shift``, ``swing``: the durations of the CoM shift and of the swing; ``settle``: double support at the
+    start and at the end; ``over``: the fraction of the way from the middle of the feet to the stance foot's
+    centre line that the CoM shifts sideways."""
+    width = 2 * abs(robot.frames(robot.initial_state()[:robot.nq])["foot_l"][0][1])
+    foot = {"l": np.array([0.0, width / 2, 0.0]), "r": np.array([0.0, -width / 2, 0.0])}
+    footholds: dict[str, list[np.ndarray]] = {s: [foot[s].copy()] for s in SIDES}
+    # the schedule: (t0, t1, kind, stance, data) pieces
+    pieces: list[tuple[float, float, str, str, Any]] = []
+    t = 0.0
+    pieces.append((t, t + settle, "hold", "", None))
+    t += settle
+    com_xy = np.zeros(2)
+    step_info: list[dict[str, Any]] = []
+    for k in range(steps):
+        swing_side = "r" if k % 2 == 0 else "l"
+        stance = "l" if swing_side == "r" else "r"
+        target_xy = foot[stance][:2] * np.array([1.0, over])
+        pieces.append((t, t + shift, "shift", stance, (com_xy.copy(), target_xy.copy())))
+        t += shift
+        com_xy = target_xy
+        start = foot[swing_side].copy()
+        last = k == steps - 1
+        goal = start.copy()
+        goal[0] = foot[stance][0] + (0.0 if last else step_length)
+        pieces.append((t, t + swing, "swing", stance, (swing_side, start, goal)))
+        step_info.append({"stance": stance, "swing": swing_side, "lift": t, "land": t + swing,
+                          "foothold": goal.copy(), "length": float(goal[0] - start[0])})
+        t += swing
+        foot[swing_side] = goal
+        footholds[swing_side].append(goal.copy())
+    mid = np.array([(foot["l"][0] + foot["r"][0]) / 2, 0.0])
+    pieces.append((t, t + shift, "shift", "", (com_xy.copy(), mid)))
+    t += shift
+    pieces.append((t, t + settle, "hold", "", None))
+    t += settle
+
+    times = np.arange(int(round(t / dt)) + 1) * dt
+    q = robot.initial_state()[:robot.nq].copy()
+    qs, phases = [], []
+    feet = {s: footholds[s][0].copy() for s in SIDES}
+    com_now = np.zeros(2)
+    for tk in times:
+        piece = next((p for p in pieces if p[0] <= tk < p[1] + 1e-12), pieces[-1])
+        t0, t1, kind, stance, data = piece
+        s = (tk - t0) / (t1 - t0)
+        code = DOUBLE
+        if kind == "shift":
+            a, b = data
+            com_now = a + (b - a) * _quintic(s)
+        elif kind == "swing":
+            side, start, goal = data
+            code = STANCE_L if stance == "l" else STANCE_R
+            feet[side] = start + (goal - start) * _quintic(s)
+            feet[side][2] = clearance * np.sin(np.pi * _quintic(s))
+            if s >= 1.0 - 1e-12:
+                feet[side] = goal.copy()
+        q = solve_ik(robot, q, np.r_[com_now, com_height], feet)
+        qs.append(q)
+        phases.append(code)
+    Q = np.array(qs)
+    # velocities and accelerations: central differences on the manifold (one-sided at the ends: at rest)
+    V = np.zeros((len(times), robot.nv))
+    dq = robot.difference(Q[:-1], Q[1:]) / dt                  # the mean velocity over each interval
+    V[1:-1] = 0.5 * (dq[:-1] + dq[1:])
+    A = np.zeros_like(V)
+    A[1:-1] = (dq[1:] - dq[:-1]) / dt
+    gait = Gait(times, Q, V, A, np.zeros((len(times), 12)), np.array(phases, float), step_info, footholds)
+    gait.tau = feedforward(robot, gait)
+    return gait
+
+
+def feedforward(robot: Any, gait: Gait) -> np.ndarray:
+    """The joint torques of the constrained inverse dynamics along the plan, M a + bias = B tau + J^T lambda
+    over the feet in contact (single support: exact; double support: the feet's vertical forces shared by the
+    CoM's position between them, the rest by least squares)."""
+    rows = {b.name: b.row for b in robot.constraints}
+    taus = np.zeros((len(gait.t), 12))
+    mg = robot.mass_matrix(gait.q[0])[0, 0] * 9.81
+    for k, (q, v, a, code) in enumerate(zip(gait.q, gait.v, gait.a, gait.phase)):
+        Q = robot.inverse_dynamics(q, v, a)
+        B = robot.input_map(q)
+        J = robot.constraint_jacobian(q)
+        if code == DOUBLE:
+            Jl, Jr = J[rows["sole_l"]:rows["sole_l"] + 6], J[rows["sole_r"]:rows["sole_r"] + 6]
+            c, _ = com(robot, q)
+            pl, pr = robot.constraint_position(q)[[rows["sole_l"] + 1, rows["sole_r"] + 1]]
+            wl = float(np.clip((c[1] - pr) / (pl - pr), 0.0, 1.0))
+            # unknowns [tau (12), lambda_l (6), lambda_r (6)]: the 18 equations of motion, and the split of
+            # the vertical forces (fz_l - wl (fz_l + fz_r) = 0)
+            E = np.hstack([B, -Jl.T, -Jr.T])
+            split = np.zeros(24)
+            split[12 + 2], split[18 + 2] = 1.0 - wl, -wl
+            A_ = np.vstack([E, split])
+            rhs = np.r_[Q, 0.0]
+            # the least-squares solution of smallest norm among the exact ones (weights: forces / mg)
+            W = np.r_[np.ones(12), np.full(12, mg)]
+            x = W * np.linalg.lstsq(A_ * W, rhs, rcond=None)[0]
+            taus[k] = x[:12]
+        else:
+            st = "sole_l" if code == STANCE_L else "sole_r"
+            Js = J[rows[st]:rows[st] + 6]
+            x = np.linalg.solve(np.hstack([B, -Js.T]), Q)
+            taus[k] = x[:12]
+    return taus
+
+
+def law(gait: Gait, robot: Any, t: float, y: np.ndarray) -> np.ndarray:
+    """The law of biped12_walk_controller.c in NumPy (the readable reference): the table interpolated at t,
+    u = tau_ff + kp (q_ref - q) + kd (v_ref - v) on the 12 joints, a leg's gains by the nearer sample's
+    phase (stance or swing)."""
+    n, dt = len(gait.t), float(gait.t[1] - gait.t[0])
+    s = t / dt
+    k, w = (0, 0.0) if s <= 0 else (n - 2, 1.0) if s >= n - 1 else (int(s), s - int(s))
+    fq, fv = robot.nq - 12, robot.nv - 12
+
+    def lerp(a: np.ndarray) -> np.ndarray:
+        return a[k] + w * (a[k + 1] - a[k])
+
+    phase = gait.phase[k] if w < 0.5 else gait.phase[k + 1]
+    kp = np.r_[KP_SWING if phase == STANCE_R else KP_STANCE, KP_SWING if phase == STANCE_L else KP_STANCE]
+    kd = np.r_[KD_SWING if phase == STANCE_R else KD_STANCE, KD_SWING if phase == STANCE_L else KD_STANCE]
+    q, v = y[:robot.nq], y[robot.nq:]
+    return (lerp(gait.tau) + kp * (lerp(gait.q[:, fq:]) - q[fq:])
+            + kd * (lerp(gait.v[:, fv:]) - v[fv:]))
+
+
+def controller(gait: Gait, robot: Any, build_dir: str | None = None) -> Any:
+    """The law compiled from biped12_walk_controller.c as a rodgen.CController with the gait's table."""
+    import rodgen
+    return rodgen.CController(HERE / "biped12_walk_controller.c", "biped12_walk_controller",
+                              params=gait.params(robot), build_dir=build_dir)
