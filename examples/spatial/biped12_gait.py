@@ -36,11 +36,14 @@ SIDES = ("l", "r")
 JOINTS = ("hip_yaw", "hip_roll", "hip_pitch", "knee", "ankle_pitch", "ankle_roll")
 #: joint PD gains per joint of a leg: stance (the leg carries the body) and swing (the leg is in the air)
 KP_STANCE = (1500.0, 2500.0, 2500.0, 2500.0, 2000.0, 2000.0)
-KD_STANCE = (30.0, 50.0, 50.0, 50.0, 40.0, 40.0)
+KD_STANCE = (10.0, 40.0, 40.0, 40.0, 10.0, 10.0)
 KP_SWING = (200.0, 400.0, 400.0, 300.0, 60.0, 40.0)
 KD_SWING = (4.0, 8.0, 8.0, 5.0, 1.0, 0.5)
 #: phase codes of the table: double support, left foot stance (right swings), right foot stance
 DOUBLE, STANCE_L, STANCE_R = 0, 1, 2
+#: the sole rectangle: its centre from the sole frame foot_<side> (x, y, 0) and its half length and width
+SOLE_CENTRE = np.array([0.03, 0.0, 0.0])
+SOLE_HALF = np.array([0.11, 0.05])
 
 
 def com(robot: Any, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +115,7 @@ class Gait:
         return np.concatenate([head, table.reshape(-1)])
 
 
-def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: float = 0.80,
+def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: float = 0.83,
          shift: float = 0.8, swing: float = 0.8, settle: float = 0.4, clearance: float = 0.04,
          over: float = 0.9, dt: float = 0.005) -> Gait:
     """Plan ``steps`` steps (the first with the right foot, stepping ``step_length`` ahead of the left;
@@ -249,3 +252,77 @@ def controller(gait: Gait, robot: Any, build_dir: str | None = None) -> Any:
     import rodgen
     return rodgen.CController(HERE / "biped12_walk_controller.c", "biped12_walk_controller",
                               params=gait.params(robot), build_dir=build_dir)
+
+
+def _f(x: float) -> str:
+    return f"{float(x):.17g}"
+
+
+def mjcf(robot: Any, dt: float = 1e-3) -> str:
+    """The biped for MuJoCo: the bodies, joints and inertias of biped12.yaml with the compiled model's
+    parameter values (the pelvis and the torso lumped into one body, as MuJoCo wants one inertia per body),
+    hinge joints with motors (gear 1, unlimited), box soles of SOLE_HALF (1 cm thick, their bottom faces at
+    the sole frames) on a plane, RK4 with time step ``dt``. The only geometry that collides is the soles with
+    the plane (friction 0.8)."""
+    p = robot.parameters
+
+    def inertial(m: float, c: Any, inertia: Any) -> str:
+        i = np.asarray(inertia, float)
+        return (f'<inertial pos="{_f(c[0])} {_f(c[1])} {_f(c[2])}" mass="{_f(m)}" '
+                f'fullinertia="{_f(i[0, 0])} {_f(i[1, 1])} {_f(i[2, 2])} {_f(i[0, 1])} {_f(i[0, 2])} {_f(i[1, 2])}"/>')
+
+    def small(m: float, i: float) -> str:
+        return inertial(m, (0, 0, 0), np.eye(3) * i)
+
+    # pelvis and torso: one body, by the parallel-axis theorem
+    bodies = [(p["m_pelvis"], np.zeros(3), np.diag([0.08, 0.05, 0.08])),
+              (p["m_torso"], np.array([0.0, 0.0, 0.3]), np.diag([1.0, 0.9, 0.3]))]
+    m = sum(b[0] for b in bodies)
+    c = sum(b[0] * b[1] for b in bodies) / m
+    inertia = sum(b[2] + b[0] * ((b[1] - c) @ (b[1] - c) * np.eye(3) - np.outer(b[1] - c, b[1] - c)) for b in bodies)
+    fh = p["foot_height"]
+    legs = []
+    for s, side in ((1, "l"), (-1, "r")):
+        legs.append(f"""
+      <body name="hip_yaw_{side}" pos="0 {_f(s * p['hip_width'] / 2)} -0.06">
+        <joint name="hip_yaw_{side}" axis="0 0 1"/>{small(0.5, 0.001)}
+        <body name="hip_roll_{side}"><joint name="hip_roll_{side}" axis="1 0 0"/>{small(0.5, 0.001)}
+          <body name="hip_pitch_{side}"><joint name="hip_pitch_{side}" axis="0 1 0"/>
+            {inertial(p['m_thigh'], (0, 0, -p['l_thigh'] / 2), np.diag([0.095, 0.095, 0.012]))}
+            <body name="knee_{side}" pos="0 0 {_f(-p['l_thigh'])}"><joint name="knee_{side}" axis="0 1 0"/>
+              {inertial(p['m_shank'], (0, 0, -p['l_shank'] / 2), np.diag([0.047, 0.047, 0.004]))}
+              <body name="ankle_pitch_{side}" pos="0 0 {_f(-p['l_shank'])}">
+                <joint name="ankle_pitch_{side}" axis="0 1 0"/>{small(0.3, 0.0003)}
+                <body name="ankle_roll_{side}"><joint name="ankle_roll_{side}" axis="1 0 0"/>
+                  {inertial(p['m_foot'], (0.03, 0, -fh / 2), np.diag([0.002, 0.006, 0.007]))}
+                  <geom name="sole_{side}" type="box" contype="1" conaffinity="1" friction="0.8 0.005 0.0001"
+                        size="{_f(SOLE_HALF[0])} {_f(SOLE_HALF[1])} 0.005"
+                        pos="{_f(SOLE_CENTRE[0])} {_f(SOLE_CENTRE[1])} {_f(-fh + 0.005)}"/>
+                </body>
+              </body>
+            </body>
+          </body>
+        </body>
+      </body>""")
+    motors = "\n".join(f'    <motor name="{j}_{sd}" joint="{j}_{sd}" gear="1" ctrllimited="false"/>'
+                        for sd in SIDES for j in JOINTS)
+    return f"""<mujoco model="biped12">
+  <option timestep="{_f(dt)}" integrator="RK4" gravity="0 0 -9.81"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="20 20 0.1" contype="1" conaffinity="1"/>
+    <body name="pelvis" pos="0 0 1">
+      <freejoint name="pelvis"/>
+      {inertial(m, c, inertia)}{''.join(legs)}
+    </body>
+  </worldbody>
+  <actuator>
+{motors}
+  </actuator>
+</mujoco>
+"""
+
+
+def mujoco_qpos(q: np.ndarray) -> np.ndarray:
+    """rodgen's q of the biped (x y z, quaternion x y z w, 12 joints) as MuJoCo's qpos (w first)."""
+    q = np.asarray(q, float)
+    return np.r_[q[:3], q[6], q[3:6], q[7:]]
