@@ -288,6 +288,7 @@ class StatusCode(enum.IntEnum):
     ERR_INITIAL_STATE = 14, ("the initial state violates a constraint (a contact point below the ground or a loop "
                              "not closed)")
     ERR_TOO_MANY_EVENTS = 15, "too many events in one step or run"
+    ERR_TIPPED = 16, "a flat foot tipped: its centre of pressure left its sole"
 
     @classmethod
     def find(cls, code: int) -> "StatusCode | None":

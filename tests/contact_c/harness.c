@@ -138,8 +138,8 @@ static void cg_friction(const double *p, double *mu)
 }
 
 static const rodgen_constraint cg_blocks[2] = {
-    {"foot1", RODGEN_CONTACT, 0, 2},
-    {"foot2", RODGEN_CONTACT, 2, 2},
+    {"foot1", RODGEN_CONTACT, 0, 2, {0.0, 0.0, 0.0, 0.0}},
+    {"foot2", RODGEN_CONTACT, 2, 2, {0.0, 0.0, 0.0, 0.0}},
 };
 static const double cg_p[7] = {5.0, 10.0, 0.5, 0.5, 9.81, -0.05235987755982988, 0.8};
 static const double cg_q0[4] = {0.0, 1.0, 0.0, 0.0};
@@ -278,13 +278,13 @@ static void fb2_cjac(const double *q, const double *p, double *J) { fb_cjac_n(q,
 static void fb2_cbias(const double *q, const double *qd, const double *p, double *b) { fb_cbias_n(q, qd, p, b, 2); }
 
 static const rodgen_constraint fb_blocks[2] = {
-    {"loop", RODGEN_LOOP, 0, 2},
-    {"th1_lower", RODGEN_LIMIT, 2, 1},
+    {"loop", RODGEN_LOOP, 0, 2, {0.0, 0.0, 0.0, 0.0}},
+    {"th1_lower", RODGEN_LIMIT, 2, 1, {0.0, 0.0, 0.0, 0.0}},
 };
 static const rodgen_constraint fb2_blocks[3] = {
-    {"loop", RODGEN_LOOP, 0, 2},
-    {"loop_again", RODGEN_LOOP, 2, 2},
-    {"th1_lower", RODGEN_LIMIT, 4, 1},
+    {"loop", RODGEN_LOOP, 0, 2, {0.0, 0.0, 0.0, 0.0}},
+    {"loop_again", RODGEN_LOOP, 2, 2, {0.0, 0.0, 0.0, 0.0}},
+    {"th1_lower", RODGEN_LIMIT, 4, 1, {0.0, 0.0, 0.0, 0.0}},
 };
 static const double fb_p[10] = {1.0, 1.0, 1.0, 1.0, 2.0, 1.5, 9.81, 1.2, 0.0, -0.3};
 static const double fb_q0[3] = {0.5, 1.5, -0.5};
@@ -380,7 +380,7 @@ static void pm_friction(const double *p, double *mu)
     mu[0] = p[3];
 }
 
-static const rodgen_constraint pm_blocks[1] = {{"point", RODGEN_CONTACT, 0, 2}};
+static const rodgen_constraint pm_blocks[1] = {{"point", RODGEN_CONTACT, 0, 2, {0.0, 0.0, 0.0, 0.0}}};
 static const double pm_p[4] = {2.0, 9.81, -0.3490658503988659, 0.2};
 static const double pm_q0[2] = {0.0, 0.0};
 static const rodgen_model pm_model = {

@@ -423,7 +423,7 @@ def constraint_blocks(eqs: Equations) -> tuple[ConstraintBlock, ...]:
             if got != shape:
                 raise CodegenError(f"{where}: {field_name} has shape {got}; a {c.kind} block has {rows} "
                                    f"row(s) and the model {n} velocities, so {shape} was expected")
-        blocks.append(ConstraintBlock(c.name, c.kind, macro, code, row, rows))
+        blocks.append(ConstraintBlock(c.name, c.kind, macro, code, row, rows, c.sole))
         row += rows
     return tuple(blocks)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ class ConstraintBlock:
 
     ``name`` is a validated identifier (safe inside a C string); ``kind`` is ``"contact"``,
     ``"loop"`` or ``"limit"``, ``macro`` its C constant (``RODGEN_CONTACT``...) and ``code``
-    that constant's value; ``row`` the block's first row, ``nrows`` its rows.
+    that constant's value; ``row`` the block's first row, ``nrows`` its rows; ``sole`` a flat foot's
+    sole ``(x_min, x_max, y_min, y_max)`` or None (the table's ``sole`` is then zero: no sole).
     """
 
     name: str
@@ -113,6 +115,7 @@ class ConstraintBlock:
     code: int
     row: int
     nrows: int
+    sole: Optional[tuple[float, float, float, float]] = None
 
 
 @dataclass(frozen=True)

@@ -1575,6 +1575,50 @@ static double slip_margin(const rodgen_hybrid_state *s, int i, const double *lam
     return s->mu[i] * lam[normal_row(s->model, i)] - fabs(tangential_force(s->model, i, lam));   /* the Euclidean cone */
 }
 
+/* A flat foot: a contact of 6 rows (a point's three, then the orientation), held whole; it does not slide. */
+static int is_flat(const rodgen_model *m, int i)
+{
+    return m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows == 6;
+}
+
+/* Whether flat foot i has a sole (a rectangle of positive size; all zero: none). */
+static int has_sole(const rodgen_model *m, int i)
+{
+    const double *b = m->constraints[i].sole;
+    return is_flat(m, i) && b[1] > b[0] && b[3] > b[2];
+}
+
+/* How far the centre of pressure of flat foot i is inside its sole, from its wrench lam [f_t1, f_t2, f_n,
+ * m_t1, m_t2, m_n] (about the frame's origin, in the ground's axes): the centre of pressure is
+ * (x, y) = (-m_t2 / f_n, m_t1 / f_n), and each side of the sole gives f_n times its distance from it,
+ *   f_n x_max + m_t2, -m_t2 - f_n x_min, f_n y_max - m_t1, m_t1 - f_n y_min,
+ * the smallest divided by the sole's larger side (a force, as slip_margin's). Negative: it tips over that
+ * edge (*edge: 0 x_max, 1 x_min, 2 y_max, 3 y_min, may be NULL). Without a sole: 1. */
+static double tip_margin(const rodgen_model *m, int i, const double *lam, int *edge)
+{
+    const double *b = m->constraints[i].sole, *w = lam + m->constraints[i].row;
+    double g[4], best;
+    int k, e = 0;
+    if (!has_sole(m, i)) {
+        return 1.0;
+    }
+    g[0] = w[2] * b[1] + w[4];
+    g[1] = -w[4] - w[2] * b[0];
+    g[2] = w[2] * b[3] - w[3];
+    g[3] = w[3] - w[2] * b[2];
+    best = g[0];
+    for (k = 1; k < 4; ++k) {
+        if (g[k] < best) {
+            best = g[k];
+            e = k;
+        }
+    }
+    if (edge != 0) {
+        *edge = e;
+    }
+    return best / fmax(b[1] - b[0], b[3] - b[2]);
+}
+
 /* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
  * force, -sign(force) * (tangential velocity), > 0 while it slides; a 3-row contact's tangential velocity
  * along its reference direction (the target's tangential entries) (w->J holds J(y)). */
@@ -1701,6 +1745,9 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
                 g[2 * i + 1] = slip_margin(s, i, w->lam);
             }
+            if (is_flat(m, i)) {   /* a flat foot also tips: the first of the two margins to reach 0 */
+                g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam, 0));
+            }
         } else if (s->armed[i]) {
             g[2 * i] = w->c[normal_row(m, i)];
         }
@@ -1806,10 +1853,12 @@ static void friction_sync(rodgen_hybrid_state *s, hscratch *w)
 }
 
 /* Release pulling blocks (most negative normal force first, until none pulls),
- * then log contacts outside the friction cone. Returns a status; *slip_block
- * receives a contact that slipped (or stays -1). */
+ * then log contacts outside the friction cone and flat feet whose centre of pressure left their sole.
+ * Returns a status; *slip_block receives a contact that slipped, *tip_block a flat foot that tipped (or
+ * they stay -1). A flat foot does not slide: with RODGEN_SLIP_SLIDE its slip is logged as with
+ * RODGEN_SLIP_STOP. */
 static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
-    int *slip_block)
+    int *slip_block, int *tip_block)
 {
     const rodgen_model *m = s->model;
     int pass, i, status;
@@ -1856,7 +1905,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
          * its friction force keeping the direction of the sticking force */
         lworst = 0.0;
         for (i = 0; i < m->nconstraints; ++i) {
-            if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT
+            if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && !is_flat(m, i)
                 && slip_margin(s, i, w->lam) < lworst) {
                 lworst = slip_margin(s, i, w->lam);
                 worst = i;
@@ -1871,7 +1920,20 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             start_slide(s, worst, w->lam);
         }
     }
-    for (i = 0; i < m->nconstraints && o->on_slip != RODGEN_SLIP_SLIDE; ++i) {
+    for (i = 0; i < m->nconstraints; ++i) {
+        int edge = 0;
+        if (s->active[i] && is_flat(m, i) && tip_margin(m, i, w->lam, &edge) < 0.0) {
+            /* its centre of pressure (in the frame's tangential axes) left the sole over one edge */
+            const double *f = w->lam + m->constraints[i].row;
+            hy_log(s, out, RODGEN_EVENT_TIP, i, f[2] != 0.0 ? -f[4] / f[2] : 0.0, f[2] != 0.0 ? f[3] / f[2] : 0.0,
+                0.0);
+            if (*tip_block < 0) {
+                *tip_block = i;
+            }
+        }
+        if (o->on_slip == RODGEN_SLIP_SLIDE && !is_flat(m, i)) {
+            continue;
+        }
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
             && slip_margin(s, i, w->lam) < 0.0) {
             s->slipping[i] = 1;
@@ -1939,6 +2001,22 @@ static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd,
     return 1;
 }
 
+/* How a jump ends the run: a flat foot that tipped (RODGEN_ERR_TIPPED), a contact that slipped unless
+ * on_slip is RODGEN_SLIP_CONTINUE (RODGEN_ERR_FRICTION_CONE: with RODGEN_SLIP_SLIDE only a flat foot's slip
+ * is logged), else RODGEN_OK; s->block: the block. */
+static int stop_status(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, int slip_block, int tip_block)
+{
+    if (tip_block >= 0) {
+        s->block = tip_block;
+        return RODGEN_ERR_TIPPED;
+    }
+    if (slip_block >= 0 && o->on_slip != RODGEN_SLIP_CONTINUE) {
+        s->block = slip_block;
+        return RODGEN_ERR_FRICTION_CONE;
+    }
+    return RODGEN_OK;
+}
+
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
  * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
@@ -1946,7 +2024,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
 {
     const rodgen_model *m = s->model;
     const int nq = m->nq, nc = m->nconstraints, sliding = o->on_slip == RODGEN_SLIP_SLIDE;
-    int i, touched = 0, status, slip_block = -1;
+    int i, touched = 0, status, slip_block = -1, tip_block = -1;
     hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
     m->constraint_position(s->y, s->p, w->c);
     m->constraint_jacobian(s->y, s->p, w->J);
@@ -1988,7 +2066,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
              * impact (its tangential impulse mu * normal impulse, against its tangential velocity) */
             for (i = 0; i < nc; ++i) {
                 const int r = m->constraints[i].row;
-                if (w->g1[i] != 0.0 && w->after[i] && m->constraints[i].kind == RODGEN_CONTACT
+                if (w->g1[i] != 0.0 && w->after[i] && m->constraints[i].kind == RODGEN_CONTACT && !is_flat(m, i)
                     && isfinite(s->mu[i]) && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
                     start_slide(s, i, w->imp);
                     w->act2[i] = s->active[i];
@@ -2007,19 +2085,20 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             const int r = m->constraints[i].row;
             const int contact = m->constraints[i].kind == RODGEN_CONTACT;
             if (w->g1[i] != 0.0) {
-                const int nt = contact ? ntan(m, i) : 0;
                 const double it = contact ? tangential_force(m, i, w->imp) : w->imp[r];
                 const double in = contact ? w->imp[normal_row(m, i)] : 0.0;
                 hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, it, in, loss);
                 if (w->after[i]) {
                     if (contact) {
                         int k;
-                        for (k = 0; k < nt && !is_sliding(m, w->after, i); ++k) {
-                            s->target[r + k] = w->c[r + k];   /* held where it touched; a sliding one keeps its
-                                                                 direction there */
+                        for (k = 0; k < m->constraints[i].nrows && !is_sliding(m, w->after, i); ++k) {
+                            if (held_in_place(m, i, k)) {   /* held where it touched (a flat foot's orientation
+                                                               too); a sliding one keeps its direction there */
+                                s->target[r + k] = w->c[r + k];
+                            }
                         }
                         s->target[normal_row(m, i)] = 0.0;
-                        if (!sliding && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
+                        if ((!sliding || is_flat(m, i)) && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
                             s->slipping[i] = 1;
                             hy_log(s, out, RODGEN_EVENT_SLIP, i, it, in, 0.0);
                             if (slip_block < 0) {
@@ -2070,7 +2149,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             return status;
         }
     }
-    status = hy_settle(s, o, w, out, &slip_block);
+    status = hy_settle(s, o, w, out, &slip_block, &tip_block);
     if (status != RODGEN_OK) {
         return status;
     }
@@ -2082,9 +2161,9 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         s->quiet_jumps = 0;
     }
     s->last_jump = s->t;
-    if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
-        s->block = slip_block;
-        return RODGEN_ERR_FRICTION_CONE;
+    status = stop_status(s, o, slip_block, tip_block);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (s->quiet_jumps > 2 * nc + 4 || (o->max_events > 0 && s->events > o->max_events)) {
         return RODGEN_ERR_TOO_MANY_EVENTS;
@@ -2264,9 +2343,13 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         return RODGEN_ERR_NONFINITE_INPUT;
     }
     nc = m->nconstraints;
-    for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential..., normal) */
-        if (m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows != 2 && m->constraints[i].nrows != 3) {
+    for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential..., normal[, orientation]) */
+        if (m->constraints[i].kind == RODGEN_CONTACT && m->constraints[i].nrows != 2 && m->constraints[i].nrows != 3
+            && m->constraints[i].nrows != 6) {
             return RODGEN_ERR_OPTIONS;
+        }
+        if (is_flat(m, i) && active0 != 0 && active0[i] != 0 && active0[i] != RODGEN_STICK) {
+            return RODGEN_ERR_OPTIONS;   /* a flat foot sticks or is free: it does not slide */
         }
     }
     s->model = m;
@@ -2338,8 +2421,11 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
         s->slipping[i] = 0;
         if (b->kind == RODGEN_CONTACT || b->kind == RODGEN_FRICTION) {
             int k;
-            for (k = 0; k < (b->kind == RODGEN_CONTACT ? b->nrows - 1 : 1); ++k) {
-                s->target[r + k] = w.c[r + k];   /* a contact's tangential rows, a friction block's row */
+            for (k = 0; k < b->nrows; ++k) {
+                if (b->kind == RODGEN_FRICTION || held_in_place(m, i, k)) {
+                    s->target[r + k] = w.c[r + k];   /* a contact's tangential rows (a flat foot's orientation
+                                                        too), a friction block's row */
+                }
             }
         }
         if (b->kind == RODGEN_CONTACT && s->active[i] != 0 && s->active[i] != RODGEN_STICK) {
@@ -2437,15 +2523,14 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
             }
         }
         if (!s->settled) {
-            int slip_block = -1;
-            status = hy_settle(s, o, &w, &out, &slip_block);
+            int slip_block = -1, tip_block = -1;
+            status = hy_settle(s, o, &w, &out, &slip_block, &tip_block);
             if (status != RODGEN_OK) {
                 break;
             }
             s->settled = 1;
-            if (slip_block >= 0 && o->on_slip == RODGEN_SLIP_STOP) {
-                s->block = slip_block;
-                status = RODGEN_ERR_FRICTION_CONE;
+            status = stop_status(s, o, slip_block, tip_block);
+            if (status != RODGEN_OK) {
                 break;
             }
         }
@@ -2538,6 +2623,9 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
             z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
+            if (is_flat(m, i)) {
+                z[2 * i + 1] = fmin(z[2 * i + 1], tip_margin(m, i, w.lam, 0));
+            }
         }
     }
     return RODGEN_OK;

@@ -134,6 +134,7 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 #define RODGEN_EVENT_LIMIT 3           /* a limit reached: plastic impact, now active */
 #define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
 #define RODGEN_EVENT_STICK 5           /* a sliding contact stopped (its tangential velocity turned): sticks */
+#define RODGEN_EVENT_TIP 6             /* a flat foot's centre of pressure left its sole: the run stops */
 
 /* What a slip (friction cone left) does. */
 #define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
@@ -146,7 +147,8 @@ typedef struct {
     int block;             /* index of the constraint block */
     double impulse[2];     /* TOUCHDOWN, LIMIT: the block's impulse rows (contact: tangential, normal; a
                               3-row contact: the Euclidean norm of its two tangential rows, normal);
-                              SLIP: the block's force (or impulse at an impact), likewise; otherwise 0 */
+                              SLIP: the block's force (or impulse at an impact), likewise; TIP: the centre of
+                              pressure (x, y) in the flat foot's tangential axes; otherwise 0 */
     double energy_loss;    /* TOUCHDOWN, LIMIT: kinetic energy lost in the impact; otherwise 0 */
 } rodgen_event;
 
@@ -247,6 +249,11 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
  *     in the direction of the sticking force it could not get (a 3-row contact: RODGEN_SLIDE, that
  *     direction its reference; after each step of a turning path the reference is re-anchored on the
  *     tangential velocity);
+ *   flat foot (a 6-row CONTACT: a point's rows, then the orientation): touchdown, lift-off and slip as
+ *     above on its point's rows (its impact on all six, its orientation held where it touched); it does not
+ *     slide (its slip stops the run with RODGEN_ERR_FRICTION_CONE also with RODGEN_SLIP_SLIDE); with a sole
+ *     (rodgen_constraint.sole) its centre of pressure (-m_t2/f_n, m_t1/f_n) leaving the sole -> tip
+ *     (RODGEN_EVENT_TIP), the run stops with RODGEN_ERR_TIPPED (s->block: the foot);
  *   stick (RODGEN_SLIP_SLIDE): the tangential velocity of a sliding contact
  *     turns (a 3-row contact: its component along the reference direction) -> it sticks where it is
  *     (and slides again at once if it must).

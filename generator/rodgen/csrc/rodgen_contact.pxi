@@ -60,6 +60,7 @@ cdef extern from "rodgen_contact.h" nogil:
         RODGEN_EVENT_LIMIT
         RODGEN_EVENT_LIMIT_RELEASE
         RODGEN_EVENT_STICK
+        RODGEN_EVENT_TIP
         RODGEN_SLIP_STOP
         RODGEN_SLIP_CONTINUE
         RODGEN_SLIP_SLIDE
@@ -67,7 +68,7 @@ cdef extern from "rodgen_contact.h" nogil:
 #: Names of the event kinds (RODGEN_EVENT_...), by code.
 EVENT_KINDS = {RODGEN_EVENT_TOUCHDOWN: "touchdown", RODGEN_EVENT_LIFTOFF: "liftoff", RODGEN_EVENT_SLIP: "slip",
                RODGEN_EVENT_LIMIT: "limit", RODGEN_EVENT_LIMIT_RELEASE: "limit_release",
-               RODGEN_EVENT_STICK: "stick"}
+               RODGEN_EVENT_STICK: "stick", RODGEN_EVENT_TIP: "tip"}
 #: Codes of on_slip (RODGEN_SLIP_...), by name.
 SLIP_MODES = {"stop": RODGEN_SLIP_STOP, "continue": RODGEN_SLIP_CONTINUE, "slide": RODGEN_SLIP_SLIDE}
 #: Codes of an active mask: sticking, sliding towards -t (force +mu N), towards +t (a 2-row contact), sliding

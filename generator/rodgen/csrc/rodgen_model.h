@@ -33,7 +33,8 @@ extern "C" {
  *            Unilateral: when active, all rows are held (the point sticks at its
  *            touchdown position); the normal force must stay >= 0 and
  *            |tangential force| <= mu * normal force (mu from <prefix>_constraint_friction).
- *            Sliding (rodgen_contact.h) and the hybrid simulation's events handle 2- and 3-row contacts.
+ *            Sliding (rodgen_contact.h) handles 2- and 3-row contacts, the hybrid simulation's events
+ *            2-, 3- and 6-row ones (a flat foot sticks or is free; its centre of pressure stays in its sole).
  *   LOOP     2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows
  *            (space): frame b's origin minus frame a's (x, y, z), then the orientation error.
  *            Bilateral, always active: the loop is closed when all rows are zero.
@@ -61,7 +62,9 @@ typedef struct {
     const char *name;   /* the contact's, loop's or limit's name in the model */
     int kind;           /* RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION */
     int row;            /* its first row in the constraint arrays */
-    int nrows;          /* 2, 2, 1 or 1 */
+    int nrows;          /* CONTACT 2, 3 or 6; LOOP 2, 3 or 6; LIMIT 1; FRICTION 1 */
+    double sole[4];     /* a flat foot's sole (6-row CONTACT): x_min, x_max, y_min, y_max of the rectangle in
+                           the frame's tangential axes its centre of pressure must stay in; all 0: none */
 } rodgen_constraint;
 
 typedef struct rodgen_model {

@@ -44,6 +44,7 @@ extern "C" {
 #define RODGEN_ERR_FRICTION_CONE 13   /* a contact force left its friction cone */
 #define RODGEN_ERR_INITIAL_STATE 14   /* the initial state violates a constraint (a contact point below the ground or a loop not closed) */
 #define RODGEN_ERR_TOO_MANY_EVENTS 15   /* too many events in one step or run */
+#define RODGEN_ERR_TIPPED 16   /* a flat foot tipped: its centre of pressure left its sole */
 
 /* Smallest accepted ratio of a Cholesky pivot to its diagonal entry. */
 #ifndef RODGEN_PIVOT_RTOL

@@ -391,13 +391,16 @@ class Contact:
     normal force must stay >= 0 and the tangential one within ``friction``
     times the normal force (Coulomb coefficient, an expression of parameters).
     ``rows``: None (a point: 2 rows in a planar model, 3 in a spatial one) or, in a spatial model, 6 (a
-    flat foot: the frame's orientation is held too).
+    flat foot: the frame's orientation is held too). ``sole``: a flat foot's sole, the rectangle
+    ``(x_min, x_max, y_min, y_max)`` in the frame's two tangential axes (metres) its centre of pressure
+    must stay in (the hybrid simulation stops with a ``"tip"`` event when it leaves it); None: no limit.
     """
 
     name: str
     marker: Optional[str] = None
     friction: Value = 1.0
     rows: Optional[int] = None
+    sole: Optional[tuple[float, float, float, float]] = None
 
 
 @dataclass

@@ -227,6 +227,8 @@ def _constraints(out: dict[str, Any], contacts: Sequence[ValidContact], loops: S
                 d["friction"] = _v(c.friction)
             if c.rows == 6:
                 d["rows"] = 6
+            if c.sole is not None:
+                d["sole"] = list(c.sole)
             out["contacts"].append(d)
     if loops:
         out["loops"] = [{"name": lp.name, "a": lp.a, "b": lp.b, **({"rows": lp.rows} if lp.rows != rows else {})}

@@ -297,6 +297,9 @@ _SPATIAL: tuple[Section, ...] = (
                 "friction": "the Coulomb friction coefficient, >= 0 (default 1)",
                 "rows": "3 (a point, default) or 6 (a flat foot: the frame's orientation is held too, its force "
                         "[f_t1, f_t2, f_n, m_t1, m_t2, m_n] in the ground's axes)",
+                "sole": "a flat foot's sole `[x_min, x_max, y_min, y_max]` (m): the rectangle in the frame's two "
+                        "tangential axes its centre of pressure must stay in; the hybrid simulation stops with a "
+                        "`tip` event when it leaves it (default: none, no tipping test)",
             }),
     Section("spatial.loop", "loops[] (spatial)", "A loop closure between two frames, always held.",
             spatial_io._LOOP_KEYS, {

@@ -343,12 +343,14 @@ class SpatialModel(ForceBuilder):
         self.couplings[coordinate] = expression
         return coordinate
 
-    def contact(self, name: str, frame: Optional[str] = None, friction: Value = 1.0, rows: int = 3) -> Contact:
+    def contact(self, name: str, frame: Optional[str] = None, friction: Value = 1.0, rows: int = 3,
+                sole: Optional[tuple[float, float, float, float]] = None) -> Contact:
         """Declare a point contact at the origin of the named frame ``frame`` (default: the frame named
         ``name``; a marker, a link (its joint frame), a body or a segment's end ``<segment>.end``) against
         the ground plane, with Coulomb coefficient ``friction``; ``rows=6``: a flat foot (the frame's
-        orientation is held too); return it."""
-        c = Contact(name, frame, friction, None if rows == 3 else rows)
+        orientation is held too) whose ``sole`` ``(x_min, x_max, y_min, y_max)`` (in the frame's two
+        tangential axes) bounds its centre of pressure in the hybrid simulation; return it."""
+        c = Contact(name, frame, friction, None if rows == 3 else rows, sole)
         self.contacts.append(c)
         return c
 

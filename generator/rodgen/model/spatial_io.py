@@ -56,7 +56,7 @@ from .spatial import (
 
 _MODEL_KEYS = {"name", "doc", "spatial", "gravity", "ground", "parameters", "links", "couplings", "forces",
                "contacts", "loops"}
-_CONTACT_KEYS = {"name", "frame", "friction", "rows"}
+_CONTACT_KEYS = {"name", "frame", "friction", "rows", "sole"}
 _LOOP_KEYS = {"name", "a", "b", "rows"}
 _GROUND_KEYS = {"normal", "height"}
 _LINK_KEYS = {"name", "parent", "at", "joint", "along", "bodies", "segments", "markers"}
@@ -104,7 +104,7 @@ class _SpatialReader(_Reader):
             c = self.mapping(cd, cw, _CONTACT_KEYS, ("name",))
             model.contacts.append(Contact(self.string(c["name"], f"{cw}.name"),
                                           None if c.get("frame") is None else self.string(c["frame"], f"{cw}.frame"),
-                                          c.get("friction", 1.0), c.get("rows")))
+                                          c.get("friction", 1.0), c.get("rows"), c.get("sole")))
         for i, ld in enumerate(self.seq(d.get("loops"), "loops")):
             name = ld.get("name") if isinstance(ld, dict) else None
             lw = f"loop {name!r}" if isinstance(name, str) else f"loops[{i}]"

@@ -200,12 +200,14 @@ class ValidGround:
 class ValidContact:
     """A point foot at the marker ``marker`` with Coulomb coefficient ``friction`` (in a spatial model
     ``marker`` names any frame of the model: a marker, a link's joint frame, a body, a segment's end).
-    ``rows``: 2 (planar), 3 (a spatial point) or 6 (a spatial flat foot: the frame's orientation held too)."""
+    ``rows``: 2 (planar), 3 (a spatial point) or 6 (a spatial flat foot: the frame's orientation held too);
+    ``sole`` a flat foot's sole ``(x_min, x_max, y_min, y_max)`` in the frame's tangential axes, or None."""
 
     name: str
     marker: str
     friction: Expression
     rows: int = 2
+    sole: Optional[tuple[float, float, float, float]] = None
 
 
 @dataclass(frozen=True)

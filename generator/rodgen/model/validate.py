@@ -8,6 +8,7 @@ any), the place (link, segment, field) and what was expected.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Callable, Optional, Protocol, TypeVar
@@ -644,8 +645,9 @@ def check_constraints(ctx: _Ctx, model: _ConstraintOwner, vm: _BlockTree, field:
         cw = f"contact {c.name!r}" if isinstance(c.name, str) else f"contacts[{i}]"
         name = block(c.name, "contact", cw)
         at = place(c.marker if c.marker is not None else name, f"{cw}.{field}")
-        contacts.append(ValidContact(name, at, ctx.expr(c.friction, f"{cw}.friction", nonneg=True),
-                                     contact_rows(c, f"{cw}.rows")))
+        rows = contact_rows(c, f"{cw}.rows")
+        contacts.append(ValidContact(name, at, ctx.expr(c.friction, f"{cw}.friction", nonneg=True), rows,
+                                     _sole(ctx, getattr(c, "sole", None), rows, f"{cw}.sole")))
     if not isinstance(model.loops, list):
         raise ctx.err(f"expected a list of loops, got {type(model.loops).__name__}", "loops")
     loops: list[ValidLoop] = []
@@ -664,6 +666,22 @@ def check_constraints(ctx: _Ctx, model: _ConstraintOwner, vm: _BlockTree, field:
         where = f"link {fr.link!r}" + (f", segment {fr.segment!r}.friction" if fr.segment else ".joint.friction")
         block(fr.name, "friction", where)
     return tuple(contacts), tuple(loops)
+
+
+def _sole(ctx: _Ctx, sole: object, rows: int, where: str) -> Optional[tuple[float, float, float, float]]:
+    """A flat foot's sole (x_min, x_max, y_min, y_max): four finite numbers, each minimum below its maximum."""
+    if sole is None:
+        return None
+    if rows != 6:
+        raise ctx.err(f"a sole belongs to a flat foot (rows: 6); this contact has {rows} rows", where)
+    if (not isinstance(sole, (list, tuple)) or len(sole) != 4
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in sole)):
+        raise ctx.err(f"a sole is four finite numbers [x_min, x_max, y_min, y_max] (metres, in the frame's "
+                      f"tangential axes), got {sole!r}", where)
+    x0, x1, y0, y1 = (float(x) for x in sole)
+    if not (x0 < x1 and y0 < y1):
+        raise ctx.err(f"a sole needs x_min < x_max and y_min < y_max, got {list(sole)!r}", where)
+    return (x0, x1, y0, y1)
 
 
 def _constraints(ctx: _Ctx, model: Model, vm: ValidModel) -> tuple[tuple[ValidContact, ...], tuple[ValidLoop, ...]]:

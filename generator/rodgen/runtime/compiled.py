@@ -728,11 +728,6 @@ class CompiledModel:
                                  f"with a step dt")
             contacts = ()
         if contacts is not None:
-            flat = [b.name for b in self.constraints if b.kind == "contact" and b.nrows == 6]
-            if flat:
-                raise ValueError(f"the hybrid simulation (touchdown, lift-off, stick and slide events) runs point "
-                                 f"contacts; contact {flat[0]!r} of the model {self.name!r} is a flat foot (6 rows): "
-                                 f"use constrained_dynamics and impact (docs/contacts-3d.md)")
             if method != "rk4" or max_steps is not None or h_max is not None or h_min:
                 raise ValueError("the hybrid simulation (contacts=...) is RK4 with a fixed step dt; method, "
                                  "max_steps, h_max and h_min do not apply")

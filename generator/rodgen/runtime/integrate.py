@@ -347,8 +347,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     """Hybrid simulation in C: RK4 of the constrained dynamics with located events (rodgen_contact.h).
 
     ``contacts``: the initial active set, block names (loops are always active) or name -> "stick" /
-    "slide_plus" / "slide_minus" (2-row contacts) / "slide" (3-row contacts). ``disarmed``: inactive blocks
-    allowed below the ground at the start.
+    "slide_plus" / "slide_minus" (2-row contacts) / "slide" (3-row contacts); a flat foot (6 rows) sticks.
+    ``disarmed``: inactive blocks allowed below the ground at the start.
     ``u``, ``controller``, ``p``, ``store_every``: as in :func:`simulate` (a compiled input law stays in C).
     ``alpha``, ``beta``: Baumgarte gains (default 10 1/s), ``event_tol`` (s, default 1e-10), ``arm_gap``
     (m, default 1e-6: an inactive contact can touch down once its gap exceeded it), ``check_tol`` (initial
@@ -360,7 +360,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     Returns a SimulationResult with, besides t, q, qd, u and the energy: ``lam`` (N, nrows) every
     constraint row's force (0 when inactive), ``active`` dict block -> (N,) int codes (0 inactive, 1
     sticking, 2/3 sliding, 4 a 3-row contact sliding), ``events`` list of dicts (t, kind, block, impulse: a
-    contact's tangential (3 rows: its norm) and normal, energy_loss), ``phases``
+    contact's tangential (3 or 6 rows: its norm) and normal; of a "tip" the flat foot's centre of pressure
+    (x, y) as it left the sole, energy_loss), ``phases``
     list of (start time, active block names). An event stores the state before and after its jump at the
     same time. A failure ends the run with ``status`` and a ``message`` naming the block.
     """
@@ -396,6 +397,10 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise ValueError(f"{nm} must be positive; got {v!r}")
     active0 = sys.active_mask(contacts)
+    for b, a in zip(sys.constraints, active0):
+        if b.kind == "contact" and b.nrows == 6 and a not in (0, rt.ACTIVE_CODES["stick"]):
+            raise ValueError(f"contact {b.name!r} of the model {sys.name!r} is a flat foot (6 rows): it sticks "
+                             f"(\"stick\") or is free; it does not slide")
     disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
     pv = _parameters(sys, p)
     kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)
@@ -444,7 +449,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             raise ValueError(f"the hybrid simulation of {sys.name!r} rejected its options")
         status, why = _failure(code, law.error, u if controller is None else controller)
         if run.block >= 0 and code in (StatusCode.ERR_FRICTION_CONE, StatusCode.ERR_EVENT_NOT_LOCATED,
-                                       StatusCode.ERR_INITIAL_STATE):
+                                       StatusCode.ERR_INITIAL_STATE, StatusCode.ERR_TIPPED):
             why += f" (block {block_name(run.block)!r})"
         message = f"stopped at t = {run.t:.9g}: {why}"
         break

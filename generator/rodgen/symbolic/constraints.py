@@ -30,7 +30,7 @@ default parameter values); otherwise :func:`constraint_equations` raises a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
@@ -161,7 +161,8 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
             pos = pos.col_join(T * sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(T * Jf[3:6, :])
             Jraw = Jraw.col_join(T * raw[3:6, :])
-        out.append(block(c.name, "contact", pos, X(c.friction), jacobian=J, bias=jdot_v(Jraw)))
+        out.append(replace(block(c.name, "contact", pos, X(c.friction), jacobian=J, bias=jdot_v(Jraw)),
+                           sole=getattr(c, "sole", None)))
     for lp in model.loops:
         ra, Ra, Ja = frame(lp.a)
         rb, Rb, Jb = frame(lp.b)

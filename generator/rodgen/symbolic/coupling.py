@@ -89,7 +89,7 @@ def _project(c: ConstraintEquations, J: sp.Matrix, jdqd: sp.Matrix, x: Callable[
     """The rows of one constraint block in the independent coordinates (see the module docstring)."""
     Jc = x(c.jacobian)
     return ConstraintEquations(c.name, c.kind, x(c.position), _tidy(Jc * J), _tidy(x(c.bias) + Jc * jdqd),
-                               c.friction, c.kinetic)
+                               c.friction, c.kinetic, c.sole)
 
 
 def _tidy(m: sp.Matrix) -> sp.Matrix:

@@ -43,6 +43,7 @@ class ConstraintEquations:
     friction : the Coulomb coefficient of a contact, the static limit of a ``"friction"`` block (dry
         friction with stiction on a coordinate, 1 row: the coordinate); None otherwise.
     kinetic : the kinetic limit of a ``"friction"`` block; None otherwise.
+    sole : a flat foot's sole ``(x_min, x_max, y_min, y_max)`` (its frame's tangential axes); None otherwise.
     """
 
     name: str
@@ -52,6 +53,7 @@ class ConstraintEquations:
     bias: sp.Matrix
     friction: Optional[sp.Expr] = None
     kinetic: Optional[sp.Expr] = None
+    sole: Optional[tuple[float, float, float, float]] = None
 
     @property
     def nrows(self) -> int:
@@ -256,7 +258,7 @@ class Equations:
                          {k: v.xreplace(subs) for k, v in self.couplings.items()},
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
                                               None if c.friction is None else c.friction.xreplace(subs),
-                                              None if c.kinetic is None else c.kinetic.xreplace(subs))
+                                              None if c.kinetic is None else c.kinetic.xreplace(subs), c.sole)
                           for c in self.constraints],
                          self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),

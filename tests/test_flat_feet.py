@@ -1,0 +1,186 @@
+"""Flat feet (6-row contacts) in the hybrid simulation: touchdown, rest, lift-off, tipping (the centre of
+pressure leaving the sole) and slip, each against a closed form of a rigid box on a free joint; two flat feet
+going from double to single support; the sole's model field, YAML key and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rodgen
+from rodgen.errors import ModelError
+from rodgen.model import load_dict, to_dict
+from rodgen.model.spatial import SpatialModel
+
+M, G, CX, HC, HF = 2.0, 9.81, 0.02, 0.1, 0.3    # mass, gravity, centre of mass (x, height), push height
+SOLE = (-0.05, 0.15, -0.04, 0.04)               # x_min, x_max, y_min, y_max of the sole
+MU = 0.8
+
+
+def _box() -> SpatialModel:
+    """A rigid box on a free joint standing on a flat foot at its frame's origin, its centre of mass at
+    (CX, 0, HC): a push along x at height HF (kx t), a push along y at the sole's origin (ky t) and a lift
+    at the centre of mass (kz t)."""
+    model = SpatialModel("flatbox")
+    for k in ("kx", "ky", "kz"):
+        model.parameter(k, 0.0)
+    body = model.link("body", joint="free")
+    body.body(M, (CX, 0.0, HC), (0.01, 0.0, 0.0, 0.02, 0.0, 0.03))
+    body.marker("hand", xyz=(0.0, 0.0, HF))
+    body.marker("heel", xyz=(0.0, 0.0, 0.0))
+    body.marker("com", xyz=(CX, 0.0, HC))
+    model.point_force("push", "hand", ("kx*t", 0, 0))
+    model.point_force("shove", "heel", (0, "ky*t", 0))
+    model.point_force("lift", "com", (0, 0, "kz*t"))
+    model.contact("sole", "body", friction=MU, rows=6, sole=SOLE)
+    return model
+
+
+@pytest.fixture(scope="module")
+def box(build_dir: Path) -> Any:
+    return rodgen.build(_box(), build_dir=build_dir)
+
+
+def _rest(z: float = 0.0) -> np.ndarray:
+    return np.r_[0.0, 0.0, z, 0.0, 0.0, 0.0, 1.0, np.zeros(6)]
+
+
+def test_dropped_box_lands_flat_at_the_free_fall_time_and_rests_on_its_weight(box: Any) -> None:
+    """Dropped flat from h: touchdown at sqrt(2h/g) (event located to 1e-9 s), the plastic impact on all six
+    rows stops it (normal impulse m sqrt(2 g h), energy lost m g h), then it rests with the wrench of its
+    weight: f_n = m g, m_t2 = -CX m g (the centre of pressure under the centre of mass), the rest 0."""
+    h = 0.2
+    res = box.simulate(_rest(h), 0.5, 1e-3, contacts=[])
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    [td] = res.events
+    assert td["kind"] == "touchdown" and td["block"] == "sole"
+    assert abs(td["t"] - np.sqrt(2 * h / G)) < 1e-9
+    assert abs(td["impulse"][1] - M * np.sqrt(2 * G * h)) < 1e-6 * M * np.sqrt(2 * G * h)
+    assert abs(td["energy_loss"] - M * G * h) < 1e-6 * M * G * h
+    after = np.searchsorted(res.t, td["t"], side="right")      # the rows after the jump
+    assert np.abs(res.qd[after:]).max() < 1e-9
+    assert np.allclose(res.lam[-1], [0, 0, M * G, 0, -CX * M * G, 0], rtol=0, atol=1e-8)  # drift control: 1e-9
+    assert abs(res.q[-1, 2]) < 1e-9
+    assert np.all(res.active["sole"][after:] == 1)
+
+
+def test_box_pushed_above_its_sole_tips_where_the_moment_of_the_push_beats_the_weights(box: Any) -> None:
+    """F = k t along x at height HF: the centre of pressure -m_t2/f_n = (CX m g + HF F)/(m g) reaches the
+    sole's x_max at t = m g (x_max - CX) / (HF k): the run stops there with a "tip" event (its centre of
+    pressure on the edge) and status ERR_TIPPED; F stays inside the friction cone (mu m g)."""
+    k = 10.0
+    res = box.simulate(_rest(), 2.0, 1e-3, contacts=["sole"], p={"kx": k})
+    t_tip = M * G * (SOLE[1] - CX) / (HF * k)
+    assert k * t_tip < MU * M * G
+    [tip] = res.events
+    assert tip["kind"] == "tip" and tip["block"] == "sole"
+    assert abs(tip["t"] - t_tip) < 1e-9
+    assert np.allclose(tip["impulse"], [SOLE[1], 0.0], atol=1e-8)
+    assert res.status == rodgen.runtime.result.Status.FAILED
+    assert "tipped" in res.message and "'sole'" in res.message
+    assert abs(res.t[-1] - t_tip) < 1e-9
+    # while it stood, the centre of pressure followed the closed form
+    cop = -res.lam[:-1, 4] / res.lam[:-1, 2]
+    assert np.allclose(cop, (CX * M * G + HF * k * res.t[:-1]) / (M * G), rtol=0, atol=1e-9)
+    # pushed the other way it tips over x_min
+    res = box.simulate(_rest(), 2.0, 1e-3, contacts=["sole"], p={"kx": -k})
+    [tip] = res.events
+    assert abs(tip["t"] - M * G * (CX - SOLE[0]) / (HF * k)) < 1e-9
+    assert np.allclose(tip["impulse"], [SOLE[0], 0.0], atol=1e-8)
+
+
+def test_box_pulled_up_lifts_off_when_the_normal_force_reaches_zero(box: Any) -> None:
+    """A lift k t at the centre of mass: f_n = m g - k t reaches 0 at t1 = m g / k (lift-off, not a tip: the
+    centre of pressure stays under the centre of mass); then z = k (t - t1)^3 / (6 m)."""
+    k = 40.0
+    res = box.simulate(_rest(), 1.0, 1e-3, contacts=["sole"], p={"kz": k})
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    [off] = res.events
+    t1 = M * G / k
+    assert off["kind"] == "liftoff" and abs(off["t"] - t1) < 1e-9
+    before = res.t < t1
+    assert np.allclose(res.lam[before, 2], M * G - k * res.t[before], rtol=0, atol=1e-9)
+    assert abs(res.q[-1, 2] - k * (1.0 - t1) ** 3 / (6 * M)) < 1e-6
+    assert np.all(res.active["sole"][res.t > off["t"]] == 0) and res.active["sole"][-1] == 0
+
+
+def test_box_shoved_at_its_sole_slips_and_stops_a_flat_foot_does_not_slide(box: Any) -> None:
+    """F = k t along y at the sole's origin (no moment: no tipping) leaves the cone at mu m g = k t: a "slip"
+    event and status ERR_FRICTION_CONE, also with on_slip="slide" (a flat foot does not slide); with
+    on_slip="continue" it is logged and the foot keeps sticking."""
+    k = 20.0
+    t_slip = MU * M * G / k
+    for mode in ("stop", "slide"):
+        res = box.simulate(_rest(), 1.5, 1e-3, contacts=["sole"], p={"ky": k}, on_slip=mode)
+        [slip] = res.events
+        assert slip["kind"] == "slip" and abs(slip["t"] - t_slip) < 1e-9
+        assert "friction cone" in res.message and "'sole'" in res.message
+    res = box.simulate(_rest(), 1.0, 1e-3, contacts=["sole"], p={"ky": k}, on_slip="continue")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS
+    assert [e["kind"] for e in res.events] == ["slip"]
+    assert np.abs(res.q[-1, :3]).max() < 1e-9
+    with pytest.raises(ValueError, match="flat foot .* does not slide"):
+        box.simulate(_rest(), 0.1, 1e-3, contacts={"sole": "slide"}, on_slip="slide")
+
+
+def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None:
+    """A body on a free joint standing on its own flat foot, and a second foot on a passive chain of three
+    sliders and three hinges from it (so its six coordinates carry no force between the two): both feet
+    stick (double support, each carrying its own weight), a lift k t on the second foot takes it off at
+    m2 g / k (single support), the first foot keeps the body's weight, and the second rises as
+    k (t - t1)^3 / (6 m2)."""
+    m1, m2, k = 3.0, 0.5, 10.0
+    model = SpatialModel("biped2")
+    model.parameter("k", k)
+    model.link("pelvis", joint="free").body(m1, (0.0, 0.0, 0.2), (0.05, 0.0, 0.0, 0.05, 0.0, 0.05))
+    parent = "pelvis"
+    for i, (kind, axis) in enumerate([("prismatic", (1, 0, 0)), ("prismatic", (0, 1, 0)),
+                                      ("prismatic", (0, 0, 1)), ("revolute", (1, 0, 0)),
+                                      ("revolute", (0, 1, 0)), ("revolute", (0, 0, 1))]):
+        lk = model.link(f"r{i}", parent, joint=kind, axis=axis, xyz=(0.0, -0.2, 0.0) if i == 0 else (0, 0, 0))
+        parent = lk.name
+    foot = model.link("rfoot", parent, joint="fixed")
+    foot.body(m2, (0.0, 0.0, 0.05), (0.01, 0.0, 0.0, 0.01, 0.0, 0.01))
+    foot.marker("rcom", xyz=(0.0, 0.0, 0.05))
+    model.point_force("lift", "rcom", (0, 0, "k*t"))
+    model.contact("left", "pelvis", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
+    model.contact("right", "rfoot", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
+    robot = rodgen.build(model, build_dir=build_dir)
+    assert (robot.nq, robot.nv) == (13, 12)
+    y0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros(6), np.zeros(12)]
+    res = robot.simulate(y0, 0.8, 1e-3, contacts=["left", "right"])
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    [off] = res.events
+    t1 = m2 * G / k
+    assert off["kind"] == "liftoff" and off["block"] == "right" and abs(off["t"] - t1) < 1e-9
+    assert np.all(res.active["left"] == 1)
+    assert np.all(res.active["right"][res.t < off["t"]] == 1) and np.all(res.active["right"][res.t > off["t"]] == 0)
+    before = res.t < t1
+    assert np.allclose(res.lam[:, 2], m1 * G, rtol=0, atol=1e-8)           # the left foot: the body's weight
+    assert np.allclose(res.lam[before, 8], m2 * G - k * res.t[before], rtol=0, atol=1e-8)
+    assert abs(res.q[-1, 9] - k * (0.8 - t1) ** 3 / (6 * m2)) < 1e-6          # the right foot's height
+    assert np.abs(res.q[-1, :3]).max() < 1e-9                                 # the body stays
+
+
+def test_sole_field_yaml_and_errors() -> None:
+    """The sole reads and writes back through YAML; a sole on a point contact, of other than four numbers or
+    with an empty side is a ModelError naming the contact's sole."""
+    vm = _box().validate()
+    assert vm.contacts[0].sole == SOLE
+    d = to_dict(vm)
+    assert d["contacts"][0]["sole"] == list(SOLE)
+    assert load_dict(d).validate().contacts[0].sole == SOLE
+    for bad, match in (((0.1, 0.2, 0.3), "four finite numbers"), ((0.1, -0.1, 0.0, 1.0), "x_min < x_max"),
+                       ((0.0, 1.0, 0.0, float("nan")), "four finite numbers")):
+        model = _box()
+        model.contacts[0].sole = bad  # type: ignore[assignment]
+        with pytest.raises(ModelError, match=match) as err:
+            model.validate()
+        assert "sole" in str(err.value)
+    model = _box()
+    model.contacts[0].rows = None
+    with pytest.raises(ModelError, match="flat foot"):
+        model.validate()
