@@ -21,7 +21,7 @@ axes) and the CoM and its Jacobian from the mass matrix of the free-flyer base (
 ``-m [c]x``, ``m R^T v_com = M[:3] v``). Velocities and accelerations are central differences of the table
 on the configuration's manifold (``robot.difference``). The feedforward joint torques are the constrained
 inverse dynamics along the plan: ``M a + bias = B tau + J_s^T lambda`` over the feet in contact, in double
-support with the ground's force shared between the feet as the plan's CoM position between them says.
+support with each foot's centre of pressure at the centre of its sole.
 """
 from __future__ import annotations
 
@@ -92,7 +92,9 @@ def _quintic(s: np.ndarray) -> np.ndarray:
 @dataclass
 class Gait:
     """The tabulated gait: sample times, configurations (N, nq), velocities and accelerations (N, nv),
-    feedforward joint torques (N, 12), phase codes (N,), and per step its stance side, start time,
+    feedforward joint torques (N, 12), phase codes (N,: the feet on the ground), the gains' codes (N,: which
+    leg has the swing gains, a little ahead of the swing), the load factor of the foot about to swing (N,:
+    from 1 to 0 over the end of the shift), and per step its stance side, start time,
     touch-down time and the swing foot's foothold."""
     t: np.ndarray
     q: np.ndarray
@@ -100,30 +102,34 @@ class Gait:
     a: np.ndarray
     tau: np.ndarray
     phase: np.ndarray
+    gains: np.ndarray
+    load: np.ndarray
     steps: list[dict[str, Any]] = field(default_factory=list)
     footholds: dict[str, list[np.ndarray]] = field(default_factory=dict)
 
     def params(self, robot: Any) -> np.ndarray:
         """The parameters of biped12_walk_controller.c: [N, dt_table, kp_stance (6), kd_stance (6),
         kp_swing (6), kd_swing (6), index of the first joint coordinate in q and in v, then per sample
-        q_joints (12), v_joints (12), tau (12), phase]."""
+        q_joints (12), v_joints (12), tau (12), gains code]."""
         n = len(self.t)
         dt = float(self.t[1] - self.t[0])
         first_q, first_v = robot.nq - 12, robot.nv - 12
         head = [n, dt, *KP_STANCE, *KD_STANCE, *KP_SWING, *KD_SWING, first_q, first_v]
-        table = np.column_stack([self.q[:, first_q:], self.v[:, first_v:], self.tau, self.phase])
+        table = np.column_stack([self.q[:, first_q:], self.v[:, first_v:], self.tau, self.gains])
         return np.concatenate([head, table.reshape(-1)])
 
 
 def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: float = 0.83,
-         shift: float = 0.8, swing: float = 0.8, settle: float = 0.4, clearance: float = 0.04,
-         over: float = 0.9, dt: float = 0.005) -> Gait:
+         shift: float = 1.6, swing: float = 0.8, settle: float = 0.4, clearance: float = 0.04,
+         over: float = 0.75, unload: float = 0.3, dt: float = 0.005) -> Gait:
     """Plan ``steps`` steps (the first with the right foot, stepping ``step_length`` ahead of the left;
     every later one two step lengths; the last brings the feet together), tabulated every ``dt`` seconds.
 
     ``shift``, ``swing``: the durations of the CoM shift and of the swing; ``settle``: double support at the
     start and at the end; ``over``: the fraction of the way from the middle of the feet to the stance foot's
-    centre line that the CoM shifts sideways."""
+    centre line that the CoM shifts sideways; ``unload``: the fraction of the shift after which the foot about
+    to swing unloads (the feedforward's share of the ground force on it goes to 0) and its leg gets the swing
+    gains."""
     width = 2 * abs(robot.frames(robot.initial_state()[:robot.nq])["foot_l"][0][1])
     foot = {"l": np.array([0.0, width / 2, 0.0]), "r": np.array([0.0, -width / 2, 0.0])}
     footholds: dict[str, list[np.ndarray]] = {s: [foot[s].copy()] for s in SIDES}
@@ -132,12 +138,12 @@ def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: 
     t = 0.0
     pieces.append((t, t + settle, "hold", "", None))
     t += settle
-    com_xy = np.zeros(2)
+    com_xy = SOLE_CENTRE[:2].copy()
     step_info: list[dict[str, Any]] = []
     for k in range(steps):
         swing_side = "r" if k % 2 == 0 else "l"
         stance = "l" if swing_side == "r" else "r"
-        target_xy = foot[stance][:2] * np.array([1.0, over])
+        target_xy = foot[stance][:2] * np.array([1.0, over]) + SOLE_CENTRE[:2]
         pieces.append((t, t + shift, "shift", stance, (com_xy.copy(), target_xy.copy())))
         t += shift
         com_xy = target_xy
@@ -151,7 +157,7 @@ def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: 
         t += swing
         foot[swing_side] = goal
         footholds[swing_side].append(goal.copy())
-    mid = np.array([(foot["l"][0] + foot["r"][0]) / 2, 0.0])
+    mid = np.array([(foot["l"][0] + foot["r"][0]) / 2, 0.0]) + SOLE_CENTRE[:2]
     pieces.append((t, t + shift, "shift", "", (com_xy.copy(), mid)))
     t += shift
     pieces.append((t, t + settle, "hold", "", None))
@@ -159,20 +165,26 @@ def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: 
 
     times = np.arange(int(round(t / dt)) + 1) * dt
     q = robot.initial_state()[:robot.nq].copy()
-    qs, phases = [], []
+    qs, phases, gain_codes, loads = [], [], [], []
     feet = {s: footholds[s][0].copy() for s in SIDES}
-    com_now = np.zeros(2)
+    com_now = SOLE_CENTRE[:2].copy()
     for tk in times:
         piece = next((p for p in pieces if p[0] <= tk < p[1] + 1e-12), pieces[-1])
         t0, t1, kind, stance, data = piece
         s = (tk - t0) / (t1 - t0)
-        code = DOUBLE
+        code = gains = DOUBLE
+        load = 1.0
         if kind == "shift":
             a, b = data
             com_now = a + (b - a) * _quintic(s)
+            if stance and s > unload:
+                # the foot about to swing unloads: its load factor goes to 0 and its leg's gains drop to those
+                # of a swing leg (an ankle torque of a stiff law on a lightly loaded sole would tip it)
+                gains = STANCE_L if stance == "l" else STANCE_R
+                load = 1.0 - _quintic((s - unload) / (1.0 - unload))
         elif kind == "swing":
             side, start, goal = data
-            code = STANCE_L if stance == "l" else STANCE_R
+            code = gains = STANCE_L if stance == "l" else STANCE_R
             feet[side] = start + (goal - start) * _quintic(s)
             feet[side][2] = clearance * np.sin(np.pi * _quintic(s))
             if s >= 1.0 - 1e-12:
@@ -180,6 +192,8 @@ def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: 
         q = solve_ik(robot, q, np.r_[com_now, com_height], feet)
         qs.append(q)
         phases.append(code)
+        gain_codes.append(gains)
+        loads.append(load)
     Q = np.array(qs)
     # velocities and accelerations: central differences on the manifold (one-sided at the ends: at rest)
     V = np.zeros((len(times), robot.nv))
@@ -187,15 +201,16 @@ def plan(robot: Any, steps: int = 10, *, step_length: float = 0.15, com_height: 
     V[1:-1] = 0.5 * (dq[:-1] + dq[1:])
     A = np.zeros_like(V)
     A[1:-1] = (dq[1:] - dq[:-1]) / dt
-    gait = Gait(times, Q, V, A, np.zeros((len(times), 12)), np.array(phases, float), step_info, footholds)
+    gait = Gait(times, Q, V, A, np.zeros((len(times), 12)), np.array(phases, float), np.array(gain_codes, float),
+                np.array(loads), step_info, footholds)
     gait.tau = feedforward(robot, gait)
     return gait
 
 
 def feedforward(robot: Any, gait: Gait) -> np.ndarray:
     """The joint torques of the constrained inverse dynamics along the plan, M a + bias = B tau + J^T lambda
-    over the feet in contact (single support: exact; double support: the feet's vertical forces shared by the
-    CoM's position between them, the rest by least squares)."""
+    over the feet in contact (single support: exact; double support: each foot's centre of pressure at the
+    centre of its sole, the internal forces between the feet the least)."""
     rows = {b.name: b.row for b in robot.constraints}
     taus = np.zeros((len(gait.t), 12))
     mg = robot.mass_matrix(gait.q[0])[0, 0] * 9.81
@@ -205,24 +220,46 @@ def feedforward(robot: Any, gait: Gait) -> np.ndarray:
         J = robot.constraint_jacobian(q)
         if code == DOUBLE:
             Jl, Jr = J[rows["sole_l"]:rows["sole_l"] + 6], J[rows["sole_r"]:rows["sole_r"] + 6]
-            c, _ = com(robot, q)
-            pl, pr = robot.constraint_position(q)[[rows["sole_l"] + 1, rows["sole_r"] + 1]]
-            wl = float(np.clip((c[1] - pr) / (pl - pr), 0.0, 1.0))
-            # unknowns [tau (12), lambda_l (6), lambda_r (6)]: the 18 equations of motion, and the split of
-            # the vertical forces (fz_l - wl (fz_l + fz_r) = 0)
-            E = np.hstack([B, -Jl.T, -Jr.T])
-            split = np.zeros(24)
-            split[12 + 2], split[18 + 2] = 1.0 - wl, -wl
-            A_ = np.vstack([E, split])
-            rhs = np.r_[Q, 0.0]
-            # the least-squares solution of smallest norm among the exact ones (weights: forces / mg)
+            # unknowns x = [tau (12), lambda_l (6), lambda_r (6)]: the 18 equations of motion E x = Q hold
+            # exactly; in their 6-dimensional null space, each foot's centre of pressure as near the centre
+            # of its sole as they allow (C x = 0: m_x = fz y_c, m_y = -fz x_c)
+            E = np.hstack([B, Jl.T, Jr.T])
+            C = np.zeros((4, 24))
+            for i, o in enumerate((12, 18)):
+                C[2 * i, [o + 3, o + 2]] = 1.0, -SOLE_CENTRE[1]
+                C[2 * i + 1, [o + 4, o + 2]] = 1.0, SOLE_CENTRE[0]
             W = np.r_[np.ones(12), np.full(12, mg)]
-            x = W * np.linalg.lstsq(A_ * W, rhs, rcond=None)[0]
+            x0 = W * np.linalg.lstsq(E * W, Q, rcond=None)[0]
+            _, _, vt = np.linalg.svd(E)
+            N = vt[18:].T
+            x = x0 + N @ np.linalg.lstsq(C @ N, -C @ x0, rcond=None)[0]
+            # the foot about to swing unloads (its normal force times the plan's load factor), its centre of
+            # pressure held at its sole's centre and its tangential force shared as the normal force is (each
+            # foot as far from slipping); the other foot's centre of pressure where it has to be
+            rho = gait.load[k]
+            if gait.gains[k] == STANCE_L:
+                fz_l, fz_r = x[14] + (1 - rho) * x[20], rho * x[20]
+                keep, other = [2, 3], [0, 1]
+            elif gait.gains[k] == STANCE_R:
+                fz_l, fz_r = rho * x[14], x[20] + (1 - rho) * x[14]
+                keep, other = [0, 1], [2, 3]
+            else:
+                fz_l, fz_r = x[14], x[20]
+                keep, other = [0, 1, 2, 3], []
+            wl = fz_l / (fz_l + fz_r)
+            R = np.zeros((3, 24))
+            rhs = np.zeros(3)
+            for j in range(2):
+                R[j, 12 + j], R[j, 18 + j] = 1.0 - wl, -wl
+            R[2, 14], rhs[2] = 1.0, fz_l
+            rows_ = np.vstack([C[keep], R, 1e-3 * C[other]])
+            rhs_ = np.r_[np.zeros(len(keep)), rhs, np.zeros(len(other))]
+            x = x0 + N @ np.linalg.lstsq(rows_ @ N, rhs_ - rows_ @ x0, rcond=None)[0]
             taus[k] = x[:12]
         else:
             st = "sole_l" if code == STANCE_L else "sole_r"
             Js = J[rows[st]:rows[st] + 6]
-            x = np.linalg.solve(np.hstack([B, -Js.T]), Q)
+            x = np.linalg.solve(np.hstack([B, Js.T]), Q)
             taus[k] = x[:12]
     return taus
 
@@ -230,7 +267,7 @@ def feedforward(robot: Any, gait: Gait) -> np.ndarray:
 def law(gait: Gait, robot: Any, t: float, y: np.ndarray) -> np.ndarray:
     """The law of biped12_walk_controller.c in NumPy (the readable reference): the table interpolated at t,
     u = tau_ff + kp (q_ref - q) + kd (v_ref - v) on the 12 joints, a leg's gains by the nearer sample's
-    phase (stance or swing)."""
+    gains code (stance or swing)."""
     n, dt = len(gait.t), float(gait.t[1] - gait.t[0])
     s = t / dt
     k, w = (0, 0.0) if s <= 0 else (n - 2, 1.0) if s >= n - 1 else (int(s), s - int(s))
@@ -239,7 +276,7 @@ def law(gait: Gait, robot: Any, t: float, y: np.ndarray) -> np.ndarray:
     def lerp(a: np.ndarray) -> np.ndarray:
         return a[k] + w * (a[k + 1] - a[k])
 
-    phase = gait.phase[k] if w < 0.5 else gait.phase[k + 1]
+    phase = gait.gains[k] if w < 0.5 else gait.gains[k + 1]
     kp = np.r_[KP_SWING if phase == STANCE_R else KP_STANCE, KP_SWING if phase == STANCE_L else KP_STANCE]
     kd = np.r_[KD_SWING if phase == STANCE_R else KD_STANCE, KD_SWING if phase == STANCE_L else KD_STANCE]
     q, v = y[:robot.nq], y[robot.nq:]
