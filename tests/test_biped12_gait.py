@@ -137,11 +137,11 @@ def test_feedforward_carries_the_weight(setup: tuple[Any, Any, Any]) -> None:
 
 def test_c_controller_equals_reference(setup: tuple[Any, Any, Any], build_dir: Path) -> None:
     """biped12_walk_controller.c, run by the C simulation (in flight, for a few steps from a perturbed
-    planned state, in single and in double support), gives the inputs of the NumPy law at the stored
-    states and times to 1e-9 relative."""
+    planned state, in double support, unloading a foot and in single support), gives the inputs of the NumPy
+    law at the stored states and times to 1e-9 relative."""
     G, robot, gait = setup
     ctrl = G.controller(gait, robot, str(build_dir))
-    for k in (150, 320, 640):                     # double support, left stance, right stance
+    for k in (150, 370, 480, 960):     # double support, unloading the right foot, left stance, right stance
         y0 = np.r_[gait.q[k], gait.v[k]]
         y0[7:19] += 0.01 * np.sin(np.arange(12))
         t0 = gait.t[k] + 0.0013
@@ -150,4 +150,38 @@ def test_c_controller_equals_reference(setup: tuple[Any, Any, Any], build_dir: P
         for i in range(len(res.t)):
             ref = G.law(gait, robot, res.t[i], np.r_[res.q[i], res.qd[i]])
             assert np.abs(res.u[i] - ref).max() < 1e-9 * max(1.0, np.abs(ref).max())
-    assert {int(gait.phase[k]) for k in (150, 320, 640)} == {G.DOUBLE, G.STANCE_L, G.STANCE_R}
+    assert [(int(gait.phase[k]), int(gait.gains[k])) for k in (150, 370, 480, 960)] == [
+        (G.DOUBLE, G.DOUBLE), (G.DOUBLE, G.STANCE_L), (G.STANCE_L, G.STANCE_L), (G.STANCE_R, G.STANCE_R)]
+
+
+def test_first_step_in_the_hybrid_simulator(setup: tuple[Any, Any, Any], build_dir: Path) -> None:
+    """examples/spatial/biped12_walk.py to the end of the first swing in rodgen's hybrid simulator with the C
+    controller: the right sole lifts off once, when the feedforward has unloaded it (its normal force reaches
+    0 within the last 2% of the shift), nothing touches down or tips, the left sole stays at its foothold,
+    the swing foot follows the plan to 5 mm, the pelvis to 1 mm, and the feet's vertical forces average the
+    weight (the CoM ends at rest at the height it started at)."""
+    G, robot, gait = setup
+    spec = importlib.util.spec_from_file_location("example_biped12_walk", SPATIAL / "biped12_walk.py")
+    assert spec is not None and spec.loader is not None
+    walk = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = walk
+    spec.loader.exec_module(walk)
+    robot, gait, res = walk.run(10, build_dir=str(build_dir))
+    assert res.ok, res.message
+    kinds = [(e["kind"], e["block"]) for e in res.events if e["kind"] != "slip"]
+    assert kinds == [("liftoff", "sole_r")]
+    lift = res.events[[e["kind"] for e in res.events].index("liftoff")]["t"]
+    assert gait.steps[0]["lift"] - 0.02 * 1.6 < lift <= gait.steps[0]["lift"]
+    fr = robot.frames(res.q)
+    assert np.abs(fr["foot_l"][0] - gait.footholds["l"][0]).max() < 1e-6
+    assert np.abs(fr["foot_l"][1] - np.eye(3)).max() < 1e-6
+    dt = gait.t[1] - gait.t[0]
+    k = np.minimum(np.round(res.t / dt).astype(int), len(gait.t) - 1)
+    on_plan = np.abs(res.t - k * dt) < 1e-9
+    plan_foot = robot.frames(gait.q[k[on_plan]])["foot_r"][0]
+    assert np.abs(fr["foot_r"][0][on_plan] - plan_foot).max() < 5e-3
+    assert np.abs(res.q[on_plan, :3] - gait.q[k[on_plan], :3]).max() < 1e-3
+    fz = res.lam[:, 2] + res.lam[:, 8]
+    m = robot.mass_matrix(gait.q[0])[0, 0]
+    steady = np.r_[np.diff(res.t) > 0, True]
+    assert abs(np.trapezoid(fz[steady], res.t[steady]) / res.t[-1] - m * G0) < 2e-3 * m * G0
