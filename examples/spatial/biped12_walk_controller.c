@@ -11,8 +11,8 @@
  * its foot is planned on the ground and those of a swing leg while it is in the air (the phase code of the
  * table: 0 double support, 1 left stance, 2 right stance). Nothing here is symbolic or model-specific
  * beyond the layout of the state (the joints' coordinates and velocities are the last 12 of q and of v,
- * after the free pelvis'); it is the same function in rodgen's simulation and in the MuJoCo twin of the
- * benchmark (benchmarks/mujoco_walk3d.c), which fills a rodgen_controller with a NULL model.
+ * after the free pelvis'), so that another simulator of the mechanism (its MJCF twin in MuJoCo,
+ * biped12_gait.mjcf) can call it too, with a rodgen_controller whose model is NULL.
  *
  * params: [N, dt_table, kp_stance (6), kd_stance (6), kp_swing (6), kd_swing (6), first joint index in q,
  *          in v, then N rows of q_ref (12), v_ref (12), tau_ff (12), phase (1)]
