@@ -7,15 +7,15 @@
  *
  *     u_j = tau_ff_j(t) + kp_j (q_ref_j(t) - q_j) + kd_j (v_ref_j(t) - v_j),   j = the 12 joints,
  *
- * the table interpolated linearly in t (held at its ends), the gains of a leg those of a stance leg while
- * its foot is planned on the ground and those of a swing leg while it is in the air (the phase code of the
- * table: 0 double support, 1 left stance, 2 right stance). Nothing here is symbolic or model-specific
- * beyond the layout of the state (the joints' coordinates and velocities are the last 12 of q and of v,
+ * the table interpolated linearly in t (held at its ends), the gains of a leg those of a swing leg while
+ * the table's gains code of the nearer sample says it swings or is being unloaded for its swing (0: both legs
+ * stance gains, 1: the right leg swing gains, 2: the left leg), else those of a stance leg. Nothing here is
+ * symbolic or model-specific beyond the layout of the state (the joints' coordinates and velocities are the last 12 of q and of v,
  * after the free pelvis'), so that another simulator of the mechanism (its MJCF twin in MuJoCo,
  * biped12_gait.mjcf) can call it too, with a rodgen_controller whose model is NULL.
  *
  * params: [N, dt_table, kp_stance (6), kd_stance (6), kp_swing (6), kd_swing (6), first joint index in q,
- *          in v, then N rows of q_ref (12), v_ref (12), tau_ff (12), phase (1)]
+ *          in v, then N rows of q_ref (12), v_ref (12), tau_ff (12), gains code (1)]
  * y: [q (nq), v (nv)] of the simulated model; nq and nv come from the model's table when there is one,
  *    else nq = first_q + 12, nv = first_v + 12.
  */
@@ -63,7 +63,7 @@ int biped12_walk_controller(void *context, double t, const double *y, double *u)
     r0 = par + HEAD + k * ROW;
     r1 = r0 + ROW;
     {
-        /* the phase of the nearer sample: which leg swings */
+        /* the gains code of the nearer sample: which leg has the swing gains */
         const int phase = (int)(w < 0.5 ? r0[3 * NJ] : r1[3 * NJ]);
         for (j = 0; j < NJ; ++j) {
             const int leg = j / 6, i = j % 6;           /* leg 0: left, 1: right */
