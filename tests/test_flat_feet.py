@@ -22,17 +22,17 @@ MU = 0.8
 
 def _box() -> SpatialModel:
     """A rigid box on a free joint standing on a flat foot at its frame's origin, its centre of mass at
-    (CX, 0, HC): a push along x at height HF (kx t), a push along y at the sole's origin (ky t) and a lift
-    at the centre of mass (kz t)."""
+    (CX, 0, HC): pushes along x and y at height HF (kx t, kw t), a push along y at the sole's origin (ky t)
+    and a lift at the centre of mass (kz t)."""
     model = SpatialModel("flatbox")
-    for k in ("kx", "ky", "kz"):
+    for k in ("kx", "ky", "kz", "kw"):
         model.parameter(k, 0.0)
     body = model.link("body", joint="free")
     body.body(M, (CX, 0.0, HC), (0.01, 0.0, 0.0, 0.02, 0.0, 0.03))
     body.marker("hand", xyz=(0.0, 0.0, HF))
     body.marker("heel", xyz=(0.0, 0.0, 0.0))
     body.marker("com", xyz=(CX, 0.0, HC))
-    model.point_force("push", "hand", ("kx*t", 0, 0))
+    model.point_force("push", "hand", ("kx*t", "kw*t", 0))
     model.point_force("shove", "heel", (0, "ky*t", 0))
     model.point_force("lift", "com", (0, 0, "kz*t"))
     model.contact("sole", "body", friction=MU, rows=6, sole=SOLE)
@@ -67,6 +67,23 @@ def test_dropped_box_lands_flat_at_the_free_fall_time_and_rests_on_its_weight(bo
     assert np.all(res.active["sole"][after:] == 1)
 
 
+def test_box_landing_tilted_is_stopped_and_held_at_its_tilt(box: Any) -> None:
+    """Dropped with its frame turned by th about y (the orientation rows are in the impact): touchdown at
+    sqrt(2h/g) still (free fall does not turn it), the impact stops it, it stays at that tilt, and the
+    wrench is its weight's with the centre of mass at x = CX cos th + HC sin th: m_t2 = -x m g."""
+    h, th = 0.1, 0.05
+    y0 = _rest(h)
+    y0[3:7] = [0.0, np.sin(th / 2), 0.0, np.cos(th / 2)]
+    res = box.simulate(y0, 0.4, 1e-3, contacts=[])
+    [td] = res.events
+    assert td["kind"] == "touchdown" and abs(td["t"] - np.sqrt(2 * h / G)) < 1e-9
+    after = np.searchsorted(res.t, td["t"], side="right")
+    assert np.abs(res.qd[after:]).max() < 1e-9
+    assert np.abs(res.q[-1, 3:7] - y0[3:7]).max() < 1e-9
+    x = CX * np.cos(th) + HC * np.sin(th)
+    assert np.allclose(res.lam[-1], [0, 0, M * G, 0, -x * M * G, 0], rtol=0, atol=1e-8)
+
+
 def test_box_pushed_above_its_sole_tips_where_the_moment_of_the_push_beats_the_weights(box: Any) -> None:
     """F = k t along x at height HF: the centre of pressure -m_t2/f_n = (CX m g + HF F)/(m g) reaches the
     sole's x_max at t = m g (x_max - CX) / (HF k): the run stops there with a "tip" event (its centre of
@@ -90,6 +107,12 @@ def test_box_pushed_above_its_sole_tips_where_the_moment_of_the_push_beats_the_w
     [tip] = res.events
     assert abs(tip["t"] - M * G * (CX - SOLE[0]) / (HF * k)) < 1e-9
     assert np.allclose(tip["impulse"], [SOLE[0], 0.0], atol=1e-8)
+    # pushed along y at HF: m_t1 = HF F, the centre of pressure m_t1/f_n = HF F/(m g) reaches y_max (and y_min)
+    for kw, edge in ((k, SOLE[3]), (-k, SOLE[2])):
+        res = box.simulate(_rest(), 2.0, 1e-3, contacts=["sole"], p={"kw": kw})
+        [tip] = res.events
+        assert tip["kind"] == "tip" and abs(tip["t"] - M * G * edge / (HF * kw)) < 1e-9
+        assert np.allclose(tip["impulse"], [CX, edge], atol=1e-8)
 
 
 def test_box_pulled_up_lifts_off_when_the_normal_force_reaches_zero(box: Any) -> None:
@@ -165,6 +188,11 @@ def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None
     assert np.abs(res.q[-1, :3]).max() < 1e-9                                 # the body stays
 
 
+def test_compiled_model_lists_the_sole(box: Any) -> None:
+    """The C table carries the sole to the compiled model's block list."""
+    assert [(b.name, b.nrows, b.sole) for b in box.constraints] == [("sole", 6, SOLE)]
+
+
 def test_sole_field_yaml_and_errors() -> None:
     """The sole reads and writes back through YAML; a sole on a point contact, of other than four numbers or
     with an empty side is a ModelError naming the contact's sole."""
@@ -184,3 +212,10 @@ def test_sole_field_yaml_and_errors() -> None:
     model.contacts[0].rows = None
     with pytest.raises(ModelError, match="flat foot"):
         model.validate()
+
+
+def test_fmu_export_refuses_a_flat_foot(box: Any, tmp_path: Path) -> None:
+    """The FMU's hybrid simulation does not run flat feet: the export names the contact."""
+    from rodgen.errors import BuildError
+    with pytest.raises(BuildError, match="contact 'sole' .* flat foot"):
+        rodgen.export_fmu(box, tmp_path / "flatbox.fmu", contacts=["sole"])

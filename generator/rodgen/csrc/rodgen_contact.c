@@ -1593,30 +1593,15 @@ static int has_sole(const rodgen_model *m, int i)
  * (x, y) = (-m_t2 / f_n, m_t1 / f_n), and each side of the sole gives f_n times its distance from it,
  *   f_n x_max + m_t2, -m_t2 - f_n x_min, f_n y_max - m_t1, m_t1 - f_n y_min,
  * the smallest divided by the sole's larger side (a force, as slip_margin's). Negative: it tips over that
- * edge (*edge: 0 x_max, 1 x_min, 2 y_max, 3 y_min, may be NULL). Without a sole: 1. */
-static double tip_margin(const rodgen_model *m, int i, const double *lam, int *edge)
+ * edge. Without a sole: 1. */
+static double tip_margin(const rodgen_model *m, int i, const double *lam)
 {
     const double *b = m->constraints[i].sole, *w = lam + m->constraints[i].row;
-    double g[4], best;
-    int k, e = 0;
     if (!has_sole(m, i)) {
         return 1.0;
     }
-    g[0] = w[2] * b[1] + w[4];
-    g[1] = -w[4] - w[2] * b[0];
-    g[2] = w[2] * b[3] - w[3];
-    g[3] = w[3] - w[2] * b[2];
-    best = g[0];
-    for (k = 1; k < 4; ++k) {
-        if (g[k] < best) {
-            best = g[k];
-            e = k;
-        }
-    }
-    if (edge != 0) {
-        *edge = e;
-    }
-    return best / fmax(b[1] - b[0], b[3] - b[2]);
+    return fmin(fmin(w[2] * b[1] + w[4], -w[4] - w[2] * b[0]), fmin(w[2] * b[3] - w[3], w[3] - w[2] * b[2]))
+        / fmax(b[1] - b[0], b[3] - b[2]);
 }
 
 /* Sliding contact (or slipping dry-friction block) i at the state y: its velocity against its friction
@@ -1746,7 +1731,7 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                 g[2 * i + 1] = slip_margin(s, i, w->lam);
             }
             if (is_flat(m, i)) {   /* a flat foot also tips: the first of the two margins to reach 0 */
-                g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam, 0));
+                g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
         } else if (s->armed[i]) {
             g[2 * i] = w->c[normal_row(m, i)];
@@ -1921,8 +1906,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
     }
     for (i = 0; i < m->nconstraints; ++i) {
-        int edge = 0;
-        if (s->active[i] && is_flat(m, i) && tip_margin(m, i, w->lam, &edge) < 0.0) {
+        if (s->active[i] && is_flat(m, i) && tip_margin(m, i, w->lam) < 0.0) {
             /* its centre of pressure (in the frame's tangential axes) left the sole over one edge */
             const double *f = w->lam + m->constraints[i].row;
             hy_log(s, out, RODGEN_EVENT_TIP, i, f[2] != 0.0 ? -f[4] / f[2] : 0.0, f[2] != 0.0 ? f[3] / f[2] : 0.0,
@@ -2624,7 +2608,7 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
             if (is_flat(m, i)) {
-                z[2 * i + 1] = fmin(z[2 * i + 1], tip_margin(m, i, w.lam, 0));
+                z[2 * i + 1] = fmin(z[2 * i + 1], tip_margin(m, i, w.lam));
             }
         }
     }

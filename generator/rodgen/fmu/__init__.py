@@ -471,6 +471,11 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
     if not os.access(path.parent, os.W_OK):
         raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
     robot = _robot(model, build_dir)
+    flat = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows == 6]
+    if flat:
+        raise BuildError(f"contact {flat[0]!r} of the model {robot.name!r} is a flat foot (6 rows): the FMU's "
+                         f"hybrid simulation does not run flat feet (their lift-off and tipping); simulate it with "
+                         f"simulate(..., contacts=...) (docs/contacts-3d.md)")
     if robot.nv != robot.nq:
         raise BuildError(f"the model {robot.name!r} has free, spherical or planar joints (nq {robot.nq}, nv "
                          f"{robot.nv}): rodgen's FMU takes the states [q, qd] with qd the rates of q, which "

@@ -49,12 +49,14 @@ class DynamicsError(RodgenError, ArithmeticError):
 
 class ConstraintBlock(NamedTuple):
     """One constraint block of a compiled model: its rows are ``row .. row + nrows - 1`` of the constraint
-    arrays. ``kind``: ``"contact"`` (rows: tangential position, gap), ``"loop"`` (x, y) or ``"limit"``."""
+    arrays. ``kind``: ``"contact"`` (rows: tangential position, gap), ``"loop"`` (x, y) or ``"limit"``.
+    ``sole``: a flat foot's sole ``(x_min, x_max, y_min, y_max)`` (its centre of pressure's bounds), else None."""
 
     name: str
     kind: str
     row: int
     nrows: int
+    sole: Optional[tuple[float, float, float, float]] = None
 
 
 def numbers(x: Any, name: str, model: str) -> np.ndarray:
@@ -161,8 +163,11 @@ class CompiledModel:
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
         kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
         #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
-        self.constraints: list[ConstraintBlock] = [ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n))
-                                                   for nm, k, r, n in info["constraints"]]
+        soles = [tuple(float(x) for x in b) for b in info["soles"]]
+        self.constraints: list[ConstraintBlock] = [
+            ConstraintBlock(str(nm), kinds.get(k, str(k)), int(r), int(n),
+                            sole if sole[1] > sole[0] and sole[3] > sole[2] else None)  # type: ignore[arg-type]
+            for (nm, k, r, n), sole in zip(info["constraints"], soles)]
         self.nrows: int = int(info["nrows"])
         # active masks of constrained_dynamics by their block names (never handed out)
         self._masks: dict[Any, np.ndarray] = {}
