@@ -73,15 +73,21 @@ def problem(cm: Any, *, speed: float = 1.2, nodes: int = 40) -> optimize.Problem
         periodic=["qay", "qa", "qax_dot", "qay_dot", "qa_dot"], boundary=boundary)
 
 
-def standing_guess(nlp: Any, *, speed: float = 1.2, duration: float = 0.5) -> np.ndarray:
-    """The start of the search: standing upright (the feet just on the ground), gliding forward at
-    ``speed`` for ``duration``, no torques. The same vector starts opty in the benchmark."""
+def stride_guess(nlp: Any, *, speed: float = 1.2, duration: float = 0.6, hip_swing: float = 0.3,
+                 height: float = 0.92) -> np.ndarray:
+    """The start of the search: the hip at ``height`` gliding forward at ``speed`` for ``duration``, the
+    thighs swinging at a constant rate from +-``hip_swing`` to -+``hip_swing`` (right forward first), knees
+    and ankles straight, no torques. The same vector starts opty in benchmarks/bench_opty_gait.py."""
     n, nu = 9, 6
     npts = (len(nlp.bounds()[0]) - 1) // (2 * n + nu)
     z = np.zeros((npts, 2 * n + nu))
     z[:, 0] = np.linspace(0.0, speed * duration, npts)
-    z[:, 1] = 0.441 + 0.4428 + 0.07          # thigh + shank + foot depth: the soles on the ground
+    z[:, 1] = height
+    z[:, 3] = np.linspace(hip_swing, -hip_swing, npts)
+    z[:, 6] = -z[:, 3]
     z[:, n] = speed
+    z[:, n + 3] = -2 * hip_swing / duration
+    z[:, n + 6] = 2 * hip_swing / duration
     return np.r_[z.ravel(), duration]
 
 
@@ -90,7 +96,7 @@ def run(out_dir: Optional[str], *, speed: float = 1.2, nodes: int = 40,
     cm = model()
     pr = problem(cm, speed=speed, nodes=nodes)
     nlp = optimize.compile_problem(pr)
-    x0 = standing_guess(nlp, speed=speed)
+    x0 = stride_guess(nlp, speed=speed)
     result = nlp.solve(x0, {"tol": 1e-8, "max_iter": 3000, **(options or {})})
     print(f"{result.message}: J = {result.objective:.8g} in {result.iterations} iterations, "
           f"{result.solve_seconds:.2f} s; half cycle {result.duration:.4f} s, "
@@ -107,28 +113,35 @@ def _figure(cm: Any, result: Any, path: str) -> None:
     ax1 = fig.add_subplot(1, 3, 1)
     for k, name in enumerate(result.inputs):
         ax1.plot(result.t, result.u[:, k], label=name)
-    ax1.set_xlabel("t [s]"); ax1.set_ylabel("joint torque [N m]"); ax1.legend(fontsize=7)
+    ax1.set_xlabel("t [s]")
+    ax1.set_ylabel("joint torque [N m]")
+    ax1.legend(fontsize=7)
     ax2 = fig.add_subplot(1, 3, 2)
     for k in range(3, 9):
         ax2.plot(result.t, np.degrees(result.q[:, k]), label=COORDINATES[k])
-    ax2.set_xlabel("t [s]"); ax2.set_ylabel("joint angle [deg]"); ax2.legend(fontsize=7)
+    ax2.set_xlabel("t [s]")
+    ax2.set_ylabel("joint angle [deg]")
+    ax2.legend(fontsize=7)
     ax3 = fig.add_subplot(1, 3, 3)
-    chains = [["trunk_com", "hip", "r_knee", "r_ankle", "r_heel", "r_toe", "r_ankle"],
-              ["hip", "l_knee", "l_ankle", "l_heel", "l_toe", "l_ankle"]]
+    chains = [["hip", "l_knee", "l_ankle", "l_heel", "l_toe", "l_ankle"],
+              ["trunk_com", "hip", "r_knee", "r_ankle", "r_heel", "r_toe", "r_ankle"]]
     for j in range(0, len(result.t), 4):
         pts = cm.points(result.q[j])
-        for chain, colour in zip(chains, ("tab:red", "tab:blue")):
+        for chain, colour in zip(chains, ("tab:blue", "tab:red")):
             xy = np.array([pts[c] for c in chain])
             ax3.plot(xy[:, 0], xy[:, 1], color=colour, lw=0.8)
     ax3.axhline(0.0, color="k", lw=0.5)
-    ax3.set_aspect("equal"); ax3.set_xlabel("x [m]"); ax3.set_ylabel("y [m]")
-    fig.tight_layout()
-    fig.savefig(path)
+    ax3.set_aspect("equal")
+    ax3.set_xlabel("x [m]")
+    ax3.set_ylabel("y [m]")
+    ax3.set_title("right leg red, left blue", fontsize=8)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", nargs="?", default=".")
+    ap.add_argument("out_dir", nargs="?", default=os.path.join(HERE, "out"))
     ap.add_argument("--speed", type=float, default=1.2)
     ap.add_argument("--nodes", type=int, default=40)
     a = ap.parse_args(argv)

@@ -49,7 +49,7 @@ def _central(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     return np.array(cols).T
 
 
-@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
 @pytest.mark.parametrize("free", [False, True])
 def test_nlp_derivatives_match_central_differences(double_pendulum: object, build_dir: Path, method: str,
                                                    free: bool) -> None:
@@ -267,7 +267,7 @@ def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> No
     assert r.objective < (9.81 / 2) ** 2 * 1.5 / 2
 
 
-@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
 @pytest.mark.parametrize("free", [False, True])
 def test_exact_hessian_matches_central_differences(double_pendulum: object, build_dir: Path, method: str,
                                                    free: bool) -> None:
