@@ -92,6 +92,40 @@ def test_defects_are_the_trapezoidal_rule(pendulum: object, build_dir: Path) -> 
     assert np.allclose(nlp.constraints(x), expected, rtol=1e-13, atol=1e-13)
 
 
+def test_defects_and_objective_are_backward_euler(pendulum: object, build_dir: Path) -> None:
+    """Backward Euler (opty's transcription): the defects y_b - y_a - h f_b written out with the model's rhs, and
+    the objective h times the integrand at every node but the first."""
+    nlp = optimize.compile_problem(Problem(pendulum, nodes=4, method="backward-euler", duration=0.9,
+                                           objective="tau_arm**2 + phi_dot**2"), build_dir=build_dir)
+    x = np.random.default_rng(5).normal(size=nlp.n)
+    Z = x.reshape(4, 3)
+    f = [pendulum.rhs(0.0, z[:2], z[2:]) for z in Z]
+    h = 0.3
+    expected = np.concatenate([Z[k + 1, :2] - Z[k, :2] - h * f[k + 1] for k in range(3)])
+    assert np.allclose(nlp.constraints(x), expected, rtol=1e-13, atol=1e-13)
+    assert nlp.objective(x) == pytest.approx(h * float(np.sum(Z[1:, 2]**2 + Z[1:, 1]**2)), rel=1e-13)
+
+
+def test_minimum_energy_double_integrator_backward_euler(bar: object, build_dir: Path) -> None:
+    """min h sum_{j>=1} tau_j^2, phi: 0 -> 1 rest to rest in 1 s under backward Euler: v_k = h sum_{j<=k} tau_j,
+    so v_N = 0 is sum tau_j = 0 and phi_N = 1 is h^2 sum_j (N - j + 1) tau_j = 1, a least-norm problem solved
+    here by its normal equations; the optimum approaches the continuous one (12) as the spacing shrinks."""
+    costs = []
+    for nodes in (11, 21):
+        r = Problem(bar, nodes=nodes, duration=1.0, method="backward-euler", objective="tau_bar**2",
+                    initial={"phi": 0, "phi_dot": 0}, final={"phi": 1, "phi_dot": 0}).solve(
+                        options={"tol": 1e-12}, build_dir=build_dir)
+        assert r.success, r.message
+        n = nodes - 1
+        h = 1.0 / n
+        A = np.vstack([np.ones(n), h**2 * (n - np.arange(1, n + 1) + 1)])
+        tau = A.T @ np.linalg.solve(A @ A.T, [0.0, 1.0])
+        assert r.objective == pytest.approx(h * float(tau @ tau), rel=1e-8)
+        np.testing.assert_allclose(r.u[1:, 0], tau, rtol=1e-6, atol=1e-6)
+        costs.append(r.objective)
+    assert abs(costs[1] - 12.0) < abs(costs[0] - 12.0) < 0.2
+
+
 def test_minimum_energy_double_integrator_hermite_simpson(bar: object, build_dir: Path) -> None:
     """min int tau^2 with phi: 0 -> 1, rest to rest in 1 s: tau = 6 - 12 t, cost 12 (cubic states: exact for
     Hermite-Simpson up to the solver's tolerance)."""
