@@ -49,7 +49,7 @@ def _central(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     return np.array(cols).T
 
 
-@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
 @pytest.mark.parametrize("free", [False, True])
 def test_nlp_derivatives_match_central_differences(double_pendulum: object, build_dir: Path, method: str,
                                                    free: bool) -> None:
@@ -90,6 +90,40 @@ def test_defects_are_the_trapezoidal_rule(pendulum: object, build_dir: Path) -> 
     h = 0.4
     expected = np.concatenate([Z[k + 1, :2] - Z[k, :2] - h / 2 * (f[k] + f[k + 1]) for k in range(2)])
     assert np.allclose(nlp.constraints(x), expected, rtol=1e-13, atol=1e-13)
+
+
+def test_defects_and_objective_are_backward_euler(pendulum: object, build_dir: Path) -> None:
+    """Backward Euler (opty's transcription): the defects y_b - y_a - h f_b written out with the model's rhs, and
+    the objective h times the integrand at every node but the first."""
+    nlp = optimize.compile_problem(Problem(pendulum, nodes=4, method="backward-euler", duration=0.9,
+                                           objective="tau_arm**2 + phi_dot**2"), build_dir=build_dir)
+    x = np.random.default_rng(5).normal(size=nlp.n)
+    Z = x.reshape(4, 3)
+    f = [pendulum.rhs(0.0, z[:2], z[2:]) for z in Z]
+    h = 0.3
+    expected = np.concatenate([Z[k + 1, :2] - Z[k, :2] - h * f[k + 1] for k in range(3)])
+    assert np.allclose(nlp.constraints(x), expected, rtol=1e-13, atol=1e-13)
+    assert nlp.objective(x) == pytest.approx(h * float(np.sum(Z[1:, 2]**2 + Z[1:, 1]**2)), rel=1e-13)
+
+
+def test_minimum_energy_double_integrator_backward_euler(bar: object, build_dir: Path) -> None:
+    """min h sum_{j>=1} tau_j^2, phi: 0 -> 1 rest to rest in 1 s under backward Euler: v_k = h sum_{j<=k} tau_j,
+    so v_N = 0 is sum tau_j = 0 and phi_N = 1 is h^2 sum_j (N - j + 1) tau_j = 1, a least-norm problem solved
+    here by its normal equations; the optimum approaches the continuous one (12) as the spacing shrinks."""
+    costs = []
+    for nodes in (11, 21):
+        r = Problem(bar, nodes=nodes, duration=1.0, method="backward-euler", objective="tau_bar**2",
+                    initial={"phi": 0, "phi_dot": 0}, final={"phi": 1, "phi_dot": 0}).solve(
+                        options={"tol": 1e-12}, build_dir=build_dir)
+        assert r.success, r.message
+        n = nodes - 1
+        h = 1.0 / n
+        A = np.vstack([np.ones(n), h**2 * (n - np.arange(1, n + 1) + 1)])
+        tau = A.T @ np.linalg.solve(A @ A.T, [0.0, 1.0])
+        assert r.objective == pytest.approx(h * float(tau @ tau), rel=1e-8)
+        np.testing.assert_allclose(r.u[1:, 0], tau, rtol=1e-6, atol=1e-6)
+        costs.append(r.objective)
+    assert abs(costs[1] - 12.0) < abs(costs[0] - 12.0) < 0.2
 
 
 def test_minimum_energy_double_integrator_hermite_simpson(bar: object, build_dir: Path) -> None:
@@ -267,7 +301,7 @@ def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> No
     assert r.objective < (9.81 / 2) ** 2 * 1.5 / 2
 
 
-@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
+@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
 @pytest.mark.parametrize("free", [False, True])
 def test_exact_hessian_matches_central_differences(double_pendulum: object, build_dir: Path, method: str,
                                                    free: bool) -> None:

@@ -22,7 +22,7 @@ from ..errors import RodgenError
 from ..model.expr import Expression, ExpressionError, parse
 
 #: Collocation methods: name -> the C driver's code.
-METHODS = {"trapezoidal": 0, "hermite-simpson": 1}
+METHODS = {"trapezoidal": 0, "hermite-simpson": 1, "backward-euler": 2}
 #: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, or derived (models of a few coordinates).
 HESSIANS = ("limited-memory", "exact")
 #: The name of the phase's duration in a terminal expression.
@@ -59,8 +59,9 @@ class Problem:
     model : a :class:`~rodgen.runtime.compiled.CompiledModel` (from ``rodgen.build``).
     nodes : number of mesh nodes (at least 2); the mesh is uniform in time.
     duration : the phase's duration: a number (fixed) or ``(lower, upper)`` (a variable of the problem).
-    method : ``"trapezoidal"`` or ``"hermite-simpson"`` (separated form: the interval midpoints are
-        variables too, states and inputs).
+    method : ``"trapezoidal"``, ``"hermite-simpson"`` (separated form: the interval midpoints are
+        variables too, states and inputs) or ``"backward-euler"`` (``y_b - y_a - h f_b``, first order; the
+        objective's quadrature weighs every node but the first by h: opty's default transcription).
     objective : the integrand, an expression of states, inputs and parameters (``"tau**2"``), integrated
         with the method's quadrature; None for none.
     terminal : a term added at the final point, an expression of the final states, parameters and

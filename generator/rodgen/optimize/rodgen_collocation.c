@@ -12,10 +12,12 @@
  *                alpha y_{k*step+o} + beta h f_{k*step+o}, h = T / nint (2n rows each);
  *                trapezoidal: y_b - y_a - h/2 (f_a + f_b);
  *                Hermite-Simpson: y_b - y_a - h/6 (f_a + 4 f_m + f_b) and y_m - (y_a + y_b)/2 - h/8 (f_a - f_b);
+ *                backward Euler: y_b - y_a - h f_b;
  *   path         per point, the problem's npath expressions;
  *   periodicity  y_last[i] - y_0[i] for the listed state entries i (the bounds hold the shift);
  *   boundary     the problem's expressions of the first and the last point and T.
- * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j).
+ * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j; backward Euler: 1 at every
+ * node but the first).
  * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
  * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
  * IPOPT's limited-memory approximation.
@@ -56,6 +58,7 @@ static const defect_set HERMITE_SIMPSON[2] = {
     {3, {0, 1, 2}, {-1.0, 0.0, 1.0}, {-1.0 / 6.0, -4.0 / 6.0, -1.0 / 6.0}},
     {3, {0, 1, 2}, {-0.5, 1.0, -0.5}, {-0.125, 0.0, 0.125}},
 };
+static const defect_set BACKWARD_EULER[1] = {{2, {0, 1}, {-1.0, 1.0}, {0.0, -1.0}}};
 
 typedef struct rodopt_ctx {
     const rodgen_model *m;
@@ -101,7 +104,7 @@ void rodopt_free(rodopt_ctx *c)
     free(c);
 }
 
-/* method 0: trapezoidal, 1: Hermite-Simpson; nodes >= 2; per: state indices (0 .. 2n-1) held periodic. */
+/* method 0: trapezoidal, 1: Hermite-Simpson, 2: backward Euler; nodes >= 2; per: state indices (0 .. 2n-1) held periodic. */
 rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int method, int free_T, double T,
                        int nper, const int *per)
 {
@@ -119,7 +122,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->nint = nodes - 1;
     c->step = method == 1 ? 2 : 1;
     c->npts = c->nint * c->step + 1;
-    c->sets = method == 1 ? HERMITE_SIMPSON : TRAPEZOIDAL;
+    c->sets = method == 1 ? HERMITE_SIMPSON : method == 2 ? BACKWARD_EULER : TRAPEZOIDAL;
     c->nset = method == 1 ? 2 : 1;
     c->free_T = free_T;
     c->T = T;
@@ -165,6 +168,8 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
             c->w[2 * k] += 1.0 / 6.0;
             c->w[2 * k + 1] += 4.0 / 6.0;
             c->w[2 * k + 2] += 1.0 / 6.0;
+        } else if (method == 2) {
+            c->w[k + 1] += 1.0;
         } else {
             c->w[k] += 0.5;
             c->w[k + 1] += 0.5;

@@ -1,0 +1,270 @@
+"""opty 1.5 on its human-gait problem against rodgen on the same model, mesh and objective.
+
+The problem is opty's examples-gallery/advanced/plot_human_gait.py (gait2d's planar human driven by six
+joint torques, 40 nodes of backward Euler over a free time step h in [0.001, 0.1] s, the least
+h * sum of the squared torques, half a gait cycle with the legs swapped, the hip's average speed fixed,
+opty's bounds) at the walking speed of --speed (1.2 m/s; opty's example runs at 3.0 m/s). rodgen states it
+with examples/gait2d.yaml and examples/gait2d_walk.py. Two changes to opty's script make the NLPs the same:
+the objective leaves out the first node's torques (backward Euler's quadrature, h * sum over nodes 1..N-1,
+which rodgen's backward-euler method integrates), and both start from the same point (examples/gait2d_walk.py's
+stride_guess: the hip gliding at the speed, the thighs swinging, no torques; opty's example starts from
+zeros).
+
+Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file), the
+compilation (opty's code generation and Cython build in Problem(); rodgen's model build with its RHS
+Jacobian and the problem's compile, minus the derivation, in a fresh build folder) and the solve (IPOPT
+from the same start, limited-memory Hessian, tol 1e-8; median of --repeat solves, interleaved). The two
+optima are compared by their objectives, and each solver is restarted from the other's optimum.
+
+Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
+source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
+
+    python benchmarks/bench_opty_gait.py --gait2d /path/to/gait2d [--repeat 3] [--speed 1.2]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import rodgen  # noqa: E402
+from rodgen import optimize  # noqa: E402
+
+from common import write_json  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NODES = 40
+OPTIONS = {"tol": 1e-8, "max_iter": 3000}
+
+
+def _walk():
+    spec = importlib.util.spec_from_file_location("gait2d_walk", ROOT / "examples" / "gait2d_walk.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def opty_setup(speed: float, parallel: bool, values: dict):
+    """opty's human-gait problem, as its example builds it; (derivation s, compilation s, problem, symbols)."""
+    import sympy as sm
+    from opty import Problem
+    from pygait2d import derive
+    from pygait2d.segment import time_symbol
+
+    t0 = time.perf_counter()
+    h = sm.symbols("h", real=True, positive=True)
+    duration = (NODES - 1) * h
+    symbolics = derive.derive_equations_of_motion()
+    eom = symbolics.equations_of_motion
+    delt = sm.Function("delt", real=True)(time_symbol)
+    eom = eom.col_join(sm.Matrix([delt.diff(time_symbol) - 1]))
+    derivation = time.perf_counter() - t0
+    states = symbolics.states + [delt]
+    qax, qay, qa, qb, qc, qd, qe, qf, qg = symbolics.coordinates
+    uax, uay, ua, ub, uc, ud, ue, uf, ug = symbolics.speeds
+    Fax, Fay, Ta, Tb, Tc, Td, Te, Tf, Tg = symbolics.specifieds
+    par_map = {c: values["iF" if str(c) == "if" else str(c)] for c in symbolics.constants}
+    traj_map = {Fax: np.zeros(NODES), Fay: np.zeros(NODES), Ta: np.zeros(NODES)}
+    deg = np.deg2rad
+    bounds = {h: (0.001, 0.1), delt: (0.0, 10.0), qax: (0.0, 10.0), qay: (0.5, 1.5), qa: tuple(deg((-60.0, 60.0))),
+              uax: (0.0, 10.0), uay: (-10.0, 10.0)}
+    bounds.update({k: (-deg(40.0), deg(40.0)) for k in [qb, qe]})
+    bounds.update({k: (-deg(60.0), 0.0) for k in [qc, qf]})
+    bounds.update({k: (-deg(30.0), deg(30.0)) for k in [qd, qg]})
+    bounds.update({k: (-deg(400.0), deg(400.0)) for k in [ua, ub, uc, ud, ue, uf, ug]})
+    bounds.update({k: (-100.0, 100.0) for k in [Tb, Tc, Td, Te, Tf, Tg]})
+    instance = (delt.func(0 * h) - 0.0, qax.func(0 * h) - 0.0, qax.func(duration) - speed * delt.func(duration),
+                qay.func(0 * h) - qay.func(duration), qa.func(0 * h) - qa.func(duration),
+                qb.func(0 * h) - qe.func(duration), qc.func(0 * h) - qf.func(duration),
+                qd.func(0 * h) - qg.func(duration), qe.func(0 * h) - qb.func(duration),
+                qf.func(0 * h) - qc.func(duration), qg.func(0 * h) - qd.func(duration),
+                uax.func(0 * h) - uax.func(duration), uay.func(0 * h) - uay.func(duration),
+                ua.func(0 * h) - ua.func(duration), ub.func(0 * h) - ue.func(duration),
+                uc.func(0 * h) - uf.func(duration), ud.func(0 * h) - ug.func(duration),
+                ue.func(0 * h) - ub.func(duration), uf.func(0 * h) - uc.func(duration),
+                ug.func(0 * h) - ud.func(duration))
+    ns = len(states)
+
+    def obj(free):
+        T, hh = free[ns * NODES:-1].reshape(6, NODES), free[-1]
+        return hh * np.sum(T[:, 1:] ** 2)
+
+    def obj_grad(free):
+        T, hh = free[ns * NODES:-1].reshape(6, NODES), free[-1]
+        grad = np.zeros_like(free)
+        g = 2.0 * hh * T
+        g[:, 0] = 0.0
+        grad[ns * NODES:-1] = g.ravel()
+        grad[-1] = np.sum(T[:, 1:] ** 2)
+        return grad
+
+    t0 = time.perf_counter()
+    prob = Problem(obj, obj_grad, eom, states, NODES, h, known_parameter_map=par_map,
+                   known_trajectory_map=traj_map, instance_constraints=instance, bounds=bounds,
+                   time_symbol=time_symbol, parallel=parallel)
+    compilation = time.perf_counter() - t0
+    prob.add_option("tol", OPTIONS["tol"])
+    prob.add_option("max_iter", OPTIONS["max_iter"])
+    prob.add_option("print_level", 0)
+    return derivation, compilation, prob, symbolics
+
+
+def dynamics_difference(cm, symbolics, samples: int = 20) -> float:
+    """The largest difference of rodgen's accelerations from gait2d's Kane equations at random states (the
+    points deep in the ground included), relative to the largest acceleration."""
+    import sympy as sm
+    km = symbolics.kanes_method
+    args = (symbolics.coordinates, symbolics.speeds, symbolics.specifieds, symbolics.constants)
+    fM = sm.lambdify(args, km.mass_matrix_full, cse=True)
+    fF = sm.lambdify(args, km.forcing_full, cse=True)
+    p = dict(cm.parameters)
+    c = np.array([p["iF" if str(k) == "if" else str(k)] for k in symbolics.constants])
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(samples):
+        q, u, tau = rng.uniform(-0.5, 0.5, 9), rng.uniform(-1, 1, 9), rng.uniform(-50, 50, 6)
+        q[1] = rng.uniform(-0.05, 1.0)
+        ref = np.linalg.solve(np.asarray(fM(q, u, np.r_[0, 0, 0, tau], c), float),
+                              np.asarray(fF(q, u, np.r_[0, 0, 0, tau], c), float).ravel())[9:]
+        worst = max(worst, float(np.max(np.abs(cm.forward_dynamics(q, u, tau) - ref)) / np.max(np.abs(ref))))
+    return worst
+
+
+def to_opty(x: np.ndarray, n: int = 9, nu: int = 6) -> np.ndarray:
+    """rodgen's variables ([q, qd, u] per node, then T) in opty's order (each state over the nodes, then
+    delt, the torques over the nodes, then h)."""
+    z = x[:-1].reshape(NODES, 2 * n + nu)
+    T = x[-1]
+    delt = np.linspace(0.0, T, NODES)
+    return np.r_[z[:, :2 * n].T.ravel(), delt, z[:, 2 * n:].T.ravel(), T / (NODES - 1)]
+
+
+def from_opty(free: np.ndarray, n: int = 9, nu: int = 6) -> np.ndarray:
+    ns = 2 * n + 1
+    states = free[:ns * NODES].reshape(ns, NODES)[:2 * n]
+    torques = free[ns * NODES:-1].reshape(nu, NODES)
+    return np.r_[np.vstack([states, torques]).T.ravel(), free[-1] * (NODES - 1)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gait2d", required=True, help="a checkout of github.com/csu-hmc/gait2d")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--speed", type=float, default=1.2)
+    ap.add_argument("--parallel", action="store_true", help="opty's parallel=True (its example's choice)")
+    args = ap.parse_args()
+    sys.path.insert(0, args.gait2d)
+    walk = _walk()
+    out: dict = {"problem": {"model": "gait2d", "nodes": NODES, "method": "backward-euler", "speed": args.speed,
+                             "options": OPTIONS, "opty_parallel": args.parallel}, "rodgen": {}, "opty": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        model_file = rodgen.load(ROOT / "examples" / "gait2d.yaml")
+        rodgen.derive(model_file)
+        derivation = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        cm = rodgen.build(model_file, build_dir=tmp)
+        cm.jacobian_table()
+        nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=NODES), build_dir=tmp)
+        compilation = time.perf_counter() - t0 - derivation      # rodgen.build derives once more
+        out["rodgen"].update(derivation_seconds=derivation, compilation_seconds=compilation)
+        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s")
+    o_der, o_comp, prob, symbolics = opty_setup(args.speed, args.parallel, dict(cm.parameters))
+    out["opty"].update(derivation_seconds=o_der, compilation_seconds=o_comp)
+    print(f"opty:   derivation {o_der:.2f} s, compilation {o_comp:.2f} s")
+    out["dynamics_rel_diff_gait2d"] = dynamics_difference(cm, symbolics)
+    print(f"accelerations: rodgen against gait2d's Kane equations, {out['dynamics_rel_diff_gait2d']:.1e} relative")
+
+    x0 = walk.stride_guess(nlp, speed=args.speed)
+    xl, xu, _, _ = nlp.bounds()
+    x0 = np.clip(x0, xl, xu)
+    def opty_solve(x: np.ndarray) -> tuple[np.ndarray, dict, float, int]:
+        prob.obj_value = []
+        t0 = time.perf_counter()
+        sol, info = prob.solve(x)
+        return sol, info, time.perf_counter() - t0, len(prob.obj_value) - 1
+
+    r_times, o_times, res, sol, info, o_iter = [], [], None, None, None, 0
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        res = nlp.solve(x0, OPTIONS)
+        r_times.append(time.perf_counter() - t0)
+        sol, info, dt, o_iter = opty_solve(to_opty(x0))
+        o_times.append(dt)
+    assert res is not None and sol is not None and info is not None
+    o_obj = float(info["obj_val"])
+    out["rodgen"].update(solve_seconds=statistics.median(r_times), objective=res.objective,
+                         iterations=res.iterations, status=res.message, duration=res.duration)
+    out["opty"].update(solve_seconds=statistics.median(o_times), objective=o_obj, iterations=o_iter,
+                       status=str(info["status_msg"]), duration=float(sol[-1]) * (NODES - 1))
+    rel = abs(o_obj - res.objective) / abs(o_obj)
+    out["objective_rel_diff"] = rel
+    # each from the other's optimum: the same NLP has the same optima
+    t0 = time.perf_counter()
+    cross_r = nlp.solve(from_opty(sol), OPTIONS)
+    cross_r_time = time.perf_counter() - t0
+    _, cross_info, cross_o_time, cross_o_iter = opty_solve(to_opty(res.x))
+    out["rodgen"]["from_opty_optimum"] = {"objective": cross_r.objective, "iterations": cross_r.iterations,
+                                          "solve_seconds": cross_r_time, "status": cross_r.message}
+    out["opty"]["from_rodgen_optimum"] = {"objective": float(cross_info["obj_val"]), "iterations": cross_o_iter,
+                                          "solve_seconds": cross_o_time, "status": str(cross_info["status_msg"])}
+    out["cross_rel_diff"] = {
+        "rodgen_optimum": abs(float(cross_info["obj_val"]) - res.objective) / abs(res.objective),
+        "opty_optimum": abs(cross_r.objective - o_obj) / abs(o_obj)}
+    for k in ("rodgen", "opty"):
+        out[k]["seconds_per_iteration"] = out[k]["solve_seconds"] / max(1, out[k]["iterations"])
+    # a second common start: the optimum on 20 nodes interpolated onto the 40 (a mesh refinement)
+    coarse_nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=20))
+    coarse = coarse_nlp.solve(walk.stride_guess(coarse_nlp, speed=args.speed), OPTIONS)
+    x1 = np.clip(nlp.guess(coarse), xl, xu)
+    r_times, o_times, res1, sol1, info1, o_iter1 = [], [], None, None, None, 0
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        res1 = nlp.solve(x1, OPTIONS)
+        r_times.append(time.perf_counter() - t0)
+        sol1, info1, dt, o_iter1 = opty_solve(to_opty(x1))
+        o_times.append(dt)
+    assert res1 is not None and info1 is not None
+    refine = {"coarse_objective": coarse.objective, "coarse_status": coarse.message,
+              "rodgen": {"objective": res1.objective, "iterations": res1.iterations, "status": res1.message,
+                         "solve_seconds": statistics.median(r_times)},
+              "opty": {"objective": float(info1["obj_val"]), "iterations": o_iter1,
+                       "status": str(info1["status_msg"]), "solve_seconds": statistics.median(o_times)}}
+    refine["objective_rel_diff"] = abs(refine["opty"]["objective"] - res1.objective) / abs(res1.objective)
+    refine["ratio_solve_seconds"] = refine["opty"]["solve_seconds"] / refine["rodgen"]["solve_seconds"]
+    out["from_coarse_optimum"] = refine
+    for k in ("rodgen", "opty"):
+        o = out[k]
+        o["total_seconds"] = o["derivation_seconds"] + o["compilation_seconds"] + o["solve_seconds"]
+    for part in ("derivation_seconds", "compilation_seconds", "solve_seconds", "total_seconds"):
+        out[f"ratio_{part}"] = out["opty"][part] / out["rodgen"][part]
+    for k in ("rodgen", "opty"):
+        o = out[k]
+        print(f"{k:6s} derivation {o['derivation_seconds']:7.2f} s  compilation {o['compilation_seconds']:7.2f} s  "
+              f"solve {o['solve_seconds']:7.2f} s  total {o['total_seconds']:7.2f} s  J = {o['objective']:.10g}")
+    parts = ("derivation_seconds", "compilation_seconds", "solve_seconds", "total_seconds")
+    print("opty / rodgen: " + ", ".join(f"{p.split('_')[0]} {out['ratio_' + p]:.1f}x" for p in parts))
+    for k in ("rodgen", "opty"):
+        print(f"{k:6s} {out[k]['iterations']} iterations, {out[k]['seconds_per_iteration'] * 1e3:.1f} ms each")
+    fo, fr = out["opty"]["from_rodgen_optimum"], out["rodgen"]["from_opty_optimum"]
+    print(f"objectives: relative difference {rel:.1e}; rodgen from opty's optimum J = {cross_r.objective:.10g} "
+          f"({fr['iterations']} iterations, {fr['solve_seconds']:.2f} s), opty from rodgen's J = "
+          f"{fo['objective']:.10g} ({fo['iterations']} iterations, {fo['solve_seconds']:.2f} s)")
+    print(f"from the 20-node optimum (J = {refine['coarse_objective']:.6g}) on 40 nodes: rodgen J = "
+          f"{refine['rodgen']['objective']:.10g} ({refine['rodgen']['iterations']} iterations, "
+          f"{refine['rodgen']['solve_seconds']:.2f} s), opty J = {refine['opty']['objective']:.10g} "
+          f"({refine['opty']['iterations']} iterations, {refine['opty']['solve_seconds']:.2f} s): relative "
+          f"difference {refine['objective_rel_diff']:.1e}, solve {refine['ratio_solve_seconds']:.1f}x")
+    write_json("opty_gait", out)
+
+
+if __name__ == "__main__":
+    main()
