@@ -21,7 +21,6 @@ import sympy as sp
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
-from ..symbolic.parameter_derivative import parameter_partials
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
 from .slots import slots_of
@@ -404,12 +403,12 @@ def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options
 
 def parameter_partials_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
     """``<prefix>_parameter_partials``: d(M qdd + bias - B u)/dp at fixed q, qd, qdd and u
-    (:func:`rodgen.symbolic.parameter_derivative.parameter_partials`); generated on request
+    (``Equations.parameter_partials()``); generated on request
     (``CodegenOptions(parameter_derivatives=True)``)."""
 
     n, npar = len(eqs.qd), len(eqs.params)
     NQ = g.NQ
-    assignments, dg = parameter_partials(eqs)
+    assignments, dg = eqs.parameter_partials()
     return build_routine(
         "parameter_partials", f"{prefix}_parameter_partials",
         "Partial derivative of M qdd + bias - B u by the parameters at fixed q, qd, qdd and u.",

@@ -319,6 +319,13 @@ class Equations:
         from .constrained_derivative import constraint_partials
         return constraint_partials(self)
 
+    def parameter_partials(self) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[list[sp.Expr]]]:
+        """(assignments, dg): dg[i][k] = ∂g_i/∂p_k of g = M a + bias - B u by the parameters (in the
+        order of ``params``), at fixed q, qd, a (the ``qdd`` symbols) and u (see
+        :func:`rodgen.symbolic.parameter_derivative.parameter_partials`). Built on each call."""
+        from .parameter_derivative import parameter_partials
+        return parameter_partials(self)
+
     def inverse_dynamics_derivatives(self) -> Optional["InverseDynamicsDerivatives"]:
         """d g/d q and d g/d qd of g = M a + bias - B u (a, u fixed) by differentiating the recursive
         Newton-Euler algorithm over the expanded tree, O(n * depth) straight-line code
