@@ -334,6 +334,7 @@ def check_problem(problem: Problem) -> ValidProblem:
     if clash:
         raise OptimizeError(f"the contact force's name {clash[0]!r} is also a name of the model; rename the "
                             f"contact or the model's name", where="contacts")
+    start_pos, start_vel = _start_rows(cm, fixed["initial"], p, start_pos, start_vel)
     point_names = variables + params + ([TIME] if TIME not in params else []) + [f for f in forces if f]
     objective = terminal = None
     if problem.objective is not None:
@@ -423,6 +424,38 @@ def _contacts(problem: Problem, cm: Any) -> tuple[tuple[str, ...], tuple[int, ..
             start_pos.append(b.row + b.nrows - 1)           # the gap
             start_vel.extend(range(b.row, b.row + b.nrows))
     return tuple(given), mask, tuple(forces), tuple(start_pos), tuple(start_vel)
+
+
+def _start_rows(cm: Any, initial: Sequence[tuple[int, float]], p: Sequence[float], start_pos: tuple[int, ...],
+                start_vel: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The contacts' gap and velocity rows at the first node, less those the initial values fix already (every
+    coordinate, or every rate, given): the given values must satisfy them (else OptimizeError naming the
+    contact), and a row of fixed variables only would make the NLP's Jacobian rank deficient."""
+    import numpy as np
+    n = int(cm.nq)
+    given = dict(initial)
+    pv = np.asarray(p, dtype=float)
+    if start_pos and all(i in given for i in range(n)):
+        q0 = np.array([given[i] for i in range(n)])
+        c = cm.constraint_position(q0, pv)
+        for r in start_pos:
+            if abs(c[r]) > 1e-9:
+                raise OptimizeError(f"the initial coordinates put the contact {_row_contact(cm, r)!r} {c[r]:.3g} "
+                                    f"off the ground; it is held from the first node", where="initial")
+        start_pos = ()
+    if start_vel and all(i in given for i in range(2 * n)):
+        q0 = np.array([given[i] for i in range(n)])
+        v = cm.constraint_jacobian(q0, pv) @ np.array([given[n + i] for i in range(n)])
+        for r in start_vel:
+            if abs(v[r]) > 1e-9:
+                raise OptimizeError(f"the initial rates move the contact {_row_contact(cm, r)!r} ({v[r]:.3g}); it is "
+                                    f"held from the first node", where="initial")
+        start_vel = ()
+    return start_pos, start_vel
+
+
+def _row_contact(cm: Any, row: int) -> str:
+    return next(b.name for b in cm.constraints if b.row <= row < b.row + b.nrows)
 
 
 def _friction_cones(cm: Any, contacts: Sequence[str], p: Sequence[float]) -> list[tuple[Expression, float, float]]:
