@@ -339,8 +339,8 @@ def check_problem(problem: Problem) -> ValidProblem:
     objective = terminal = None
     if problem.objective is not None:
         objective = _expression(problem.objective, "objective", point_names,
-                                "the integrand may use the states, their rates (<name>_dot), inputs, parameters, t and the "
-                               "forces of the contacts held")
+                                "the integrand may use the states, their rates (<name>_dot), inputs, parameters, t "
+                                "and the forces of the contacts held")
     if problem.terminal is not None:
         terminal = _expression(problem.terminal, "terminal", states + params + [DURATION],
                                "the terminal term may use the final states, parameters and 'duration'")

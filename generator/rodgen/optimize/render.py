@@ -55,8 +55,8 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
             slots[sym] = f"t{k}"
         texts = [printer.doprint(e) for e in reduced]
     used: set[Any] = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
-    groups = {"t": {eqs.t} - {None}, "z": set(eqs.z) | set(eqs.w), "p": set(eqs.p), "T": {eqs.T}, "sL": {eqs.sL} - {None},
-              "mu": set(eqs.mu), "lam": set(eqs.lam), "ze": set(eqs.ze)}
+    groups = {"t": {eqs.t} - {None}, "z": set(eqs.z) | set(eqs.w), "p": set(eqs.p), "T": {eqs.T},
+              "sL": {eqs.sL} - {None}, "mu": set(eqs.mu), "lam": set(eqs.lam), "ze": set(eqs.ze)}
     unused = tuple(a for a in params if (not (used & groups[a]) if a in groups else not outputs))
     return _Routine(name, args, unused, tuple(temps), tuple((t, x) for (t, _), x in zip(outputs, texts)),
                     guard, check)
