@@ -82,7 +82,7 @@ class Problem:
     contacts : the names of the model's contacts held (sticking, bilateral) during the phase: the dynamics
         collocated are then the constrained dynamics with them held, their forces (``ft_<contact>``,
         ``fn_<contact>``; spatial: ``ft1_``, ``ft2_``, ``fn_``) are names of the integrand and the path
-        constraints, and the phase adds per point fn >= 0 and the friction cone |ft| <= mu fn (mu the
+        constraints, and the phase adds per point fn >= 0 and the friction cone abs(ft) <= mu fn (mu the
         contact's friction), and at the first node the contacts' gap = 0 and velocity J qd = 0.
     """
 
