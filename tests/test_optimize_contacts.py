@@ -93,7 +93,7 @@ def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object,
     a0, b0, a1, b1 = 0.02, -0.1, 0.0, 0.1
     opts = {"tol": 1e-10}
     held = Problem(walker, nodes=11, duration=1.0, contacts=["foot_a"], objective="tau_leg_b**2",
-                   parameters={"mu": 10.0},
+                   parameters={"mu": 10.0}, bounds={"x": (-1.0, 1.0), "y": (0.5, 1.5)},
                    initial={"x": -np.sin(a0), "th_a": a0, "th_b": b0, "th_a_dot": 0.0,
                             "th_b_dot": 0.0},
                    final={"th_a": a1, "th_b": b1, "th_a_dot": 0.0, "th_b_dot": 0.0}).solve(options=opts,
