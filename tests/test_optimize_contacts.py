@@ -133,3 +133,34 @@ def test_bad_contacts_are_named(walker: object, build_dir: Path) -> None:
                                                                 "rod": {"mass": 1.0}}]}]}), build_dir=build_dir)
     with pytest.raises(OptimizeError, match="contacts: the model 'pend' has no contacts"):
         Problem(pendulum, contacts=["foot"]).check()
+
+
+def test_spatial_contact_forces_and_friction_cone(build_dir: Path) -> None:
+    """A spatial tree's 3D contact (one of two held): forces ft1_, ft2_, fn_ in the expressions, the friction cone
+    mu^2 fn^2 - ft1^2 - ft2^2 >= 0 per point (its value from the runtime's constrained_dynamics), the
+    derivatives against central differences."""
+    from test_spatial_pinocchio import random_tree
+    model, _ = random_tree(20, 6)           # test_constrained_derivatives' model (one build in a session)
+    model.contact("ca", "L2")
+    model.contact("cb", "L5")
+    robot = rodgen.build(model, build_dir=build_dir)
+    pr = Problem(robot, nodes=3, method="trapezoidal", duration=0.5, contacts=["cb"],
+                 objective="ft1_cb**2 + ft2_cb*fn_cb", path=[("fn_cb - ft2_cb", -50, 50)])
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    assert nlp.npath == 3                            # the user's, fn >= 0, the cone
+    x = nlp.guess() + 0.3 * np.random.default_rng(0).normal(size=nlp.n)
+    J = nlp.jacobian(x).toarray()
+    Jn = _central(nlp.constraints, x)
+    assert np.abs(J - Jn).max() <= 1e-6 * max(1.0, np.abs(Jn).max())
+    gn = _central(lambda y: np.array([nlp.objective(y)]), x)[0]
+    assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
+    g = nlp.constraints(x)
+    nd = (3 - 1) * 2 * robot.nq
+    mu = robot.constraint_friction()[1]
+    Z = x[:nlp.points * nlp.nz].reshape(nlp.points, nlp.nz)
+    for j in range(nlp.points):
+        _, lam = robot.constrained_dynamics(Z[j, :10], Z[j, 10:20], Z[j, 20:], ["cb"])
+        assert np.all(lam[:3] == 0.0)
+        ft1, ft2, fn = lam[3:]
+        np.testing.assert_allclose(g[nd + 3 * j:nd + 3 * j + 3],
+                                   [fn - ft2, fn, mu ** 2 * fn ** 2 - ft1 ** 2 - ft2 ** 2], rtol=1e-9, atol=1e-8)

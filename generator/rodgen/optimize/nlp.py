@@ -121,8 +121,12 @@ class CollocationNLP:
     def _fail(self, what: str) -> OptimizeError:
         sizes = np.zeros(7, dtype=np.intc)
         self._lib.rodopt_sizes(self._ctx, sizes.ctypes.data_as(_ip))
-        return OptimizeError(f"{what} failed at this point (a value is not finite, or the model's status "
-                             f"{int(sizes[4])}: its mass matrix is not positive definite)")
+        code = int(sizes[4])
+        if code:
+            from ..contract import StatusCode
+            return OptimizeError(f"{what} failed at this point: the model's status {code}: "
+                                 f"{StatusCode.describe(code)}")
+        return OptimizeError(f"{what} failed at this point: a value is not finite")
 
     def contact_forces(self, x: Any) -> np.ndarray:
         """The constraint forces λ at every point, (points, nrows) (0 in the rows of contacts not held), from the
