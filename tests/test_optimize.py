@@ -385,7 +385,7 @@ def test_passive_model_energy_closed_form(build_dir: Path) -> None:
 def test_models_with_constraint_blocks_are_refused(build_dir: Path) -> None:
     fourbar = rodgen.build(rodgen.load(Path(__file__).resolve().parents[1] / "examples" / "fourbar.yaml"),
                            build_dir=build_dir)
-    with pytest.raises(OptimizeError, match="model: .*constraint blocks \\(close\\)"):
+    with pytest.raises(OptimizeError, match="model: .*loops, limits or joint friction \\('close'\\)"):
         Problem(fourbar).check()
 
 

@@ -43,7 +43,8 @@ def build_driver(source: str, *, build_dir: Union[str, Path, None] = None,
     files = dict(runtime_sources())
     files["rodgen_collocation.c"] = DRIVER.read_text(encoding="utf-8")
     files["rodopt_problem.c"] = source
-    return compile_cached("optimize", files, compile=["rodgen_collocation.c", "rodopt_problem.c", "rodgen_linalg.c"],
+    return compile_cached("optimize", files, compile=["rodgen_collocation.c", "rodopt_problem.c", "rodgen_linalg.c",
+                                                         "rodgen_cderiv.c"],
                           flags=CFLAGS, include_dirs=[include], key_parts={"ipopt": str(libdir)},
                           link=[f"-L{libdir}", f"-Wl,-rpath,{libdir}", "-lipopt", "-lm"], library="librodopt",
                           what="the optimisation problem", meta={"ipopt": str(libdir)}, build_dir=build_dir,

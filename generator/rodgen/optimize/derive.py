@@ -47,6 +47,9 @@ class ProblemEquations:
     mu: tuple[sp.Symbol, ...] = ()
     lam: tuple[sp.Symbol, ...] = ()
     t: Optional[sp.Symbol] = None
+    #: the contact forces (every constraint row of a model with contacts held; none otherwise), read from
+    #: ``z[nz + r]``: the integrand's gradient and the path Jacobian are by [z, w] (the C chains them)
+    w: tuple[sp.Symbol, ...] = ()
 
 
 def _lower(expr: sp.Expr, xs: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, ...]:
@@ -95,14 +98,17 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     p = tuple(sp.Symbol(f"p{i}", real=True) for i in range(len(problem.parameters)))
     T = sp.Symbol("T", positive=True)
     t = sp.Symbol("t", real=True)
+    w = tuple(sp.Symbol(f"w{r}", real=True) for r in range(problem.nlam))
     names = dict(zip(problem.variables, z))
+    names.update({f: wr for f, wr in zip(problem.forces, w) if f})
     names[TIME] = t
     names.update(zip(problem.parameters, p))
     names[DURATION] = T
     L = to_sympy(problem.objective, names) if problem.objective is not None else sp.Integer(0)
     phi = to_sympy(problem.terminal, names) if problem.terminal is not None else sp.Integer(0)
     path = tuple(to_sympy(expr, names) for expr, _, _ in problem.path)
-    jac = tuple((k, i, d) for k, g in enumerate(path) for i, zi in enumerate(z)
+    zw = (*z, *w)
+    jac = tuple((k, i, d) for k, g in enumerate(path) for i, zi in enumerate(zw)
                 if (d := sp.diff(g, zi)) != 0)
     ze = tuple(sp.Symbol(f"ze{i}", real=True) for i in range(len(problem.variables)))
     ends = {f"{v}_start": zi for v, zi in zip(problem.variables, z)}
@@ -112,7 +118,7 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     boundary = tuple(to_sympy(expr, ends) for expr, _, _ in problem.boundary)
     wrt = (*z, *ze, T) if problem.free_duration else (*z, *ze)
     bjac = tuple((k, i, d) for k, b in enumerate(boundary) for i, v in enumerate(wrt) if (d := sp.diff(b, v)) != 0)
-    extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac, "t": t}
+    extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac, "t": t, "w": w}
     if problem.hessian == "exact":
         sL = sp.Symbol("sL", real=True)
         mu = tuple(sp.Symbol(f"mu{i}", real=True) for i in range(problem.nq))
@@ -122,7 +128,7 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
             (lk * g for lk, g in zip(lam, path)), sp.Integer(0))
         extra.update(point_hessian=_lower(lagrangian, z), terminal_hessian=_lower(phi, (*z, T)), sL=sL, mu=mu,
                      lam=lam)
-    return ProblemEquations(z=z, p=p, T=T, integrand=L, integrand_gradient=tuple(sp.diff(L, zi) for zi in z),
+    return ProblemEquations(z=z, p=p, T=T, integrand=L, integrand_gradient=tuple(sp.diff(L, zi) for zi in zw),
                             terminal=phi, terminal_gradient=tuple(sp.diff(phi, v) for v in (*z, T)),
                             path=path, path_jacobian=jac, **extra)
 

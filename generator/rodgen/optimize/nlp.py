@@ -41,7 +41,9 @@ def _load(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     lib.rodopt_new.restype = ctypes.c_void_p
     lib.rodopt_new.argtypes = [ctypes.c_void_p, _dp, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
-                               ctypes.c_int, _ip]
+                               ctypes.c_int, _ip, _ip, ctypes.c_int, _ip, ctypes.c_int, _ip]
+    lib.rodopt_contact_forces.restype = ctypes.c_int
+    lib.rodopt_contact_forces.argtypes = [ctypes.c_void_p, _dp, _dp]
     lib.rodopt_free.restype = None
     lib.rodopt_free.argtypes = [ctypes.c_void_p]
     lib.rodopt_sizes.restype = None
@@ -81,9 +83,16 @@ class CollocationNLP:
         self._p = np.ascontiguousarray(problem.p, dtype=float)
         per = np.array([i for i, _ in problem.periodic] or [0], dtype=np.intc)
         T0 = problem.duration[0]
+        # a model with contacts: the constrained dynamics with the active blocks held (None: the model's rhs)
+        self._active = np.array(problem.active, dtype=np.intc) if problem.nlam else None
+        self._start = [np.array(list(rows) or [0], dtype=np.intc)
+                       for rows in (problem.start_position_rows, problem.start_velocity_rows)]
         ctx = self._lib.rodopt_new(ctypes.c_void_p(self._table.address()), _ptr(self._p), problem.nodes,
                                    METHODS[problem.method], int(problem.free_duration), T0,
-                                   len(problem.periodic), per.ctypes.data_as(_ip))
+                                   len(problem.periodic), per.ctypes.data_as(_ip),
+                                   None if self._active is None else self._active.ctypes.data_as(_ip),
+                                   len(problem.start_position_rows), self._start[0].ctypes.data_as(_ip),
+                                   len(problem.start_velocity_rows), self._start[1].ctypes.data_as(_ip))
         if not ctx:
             raise MemoryError("the collocation's workspace could not be allocated")
         self._ctx: Optional[ctypes.c_void_p] = ctypes.c_void_p(ctx)
@@ -112,8 +121,22 @@ class CollocationNLP:
     def _fail(self, what: str) -> OptimizeError:
         sizes = np.zeros(7, dtype=np.intc)
         self._lib.rodopt_sizes(self._ctx, sizes.ctypes.data_as(_ip))
-        return OptimizeError(f"{what} failed at this point (a value is not finite, or the model's status "
-                             f"{int(sizes[4])}: its mass matrix is not positive definite)")
+        code = int(sizes[4])
+        if code:
+            from ..contract import StatusCode
+            return OptimizeError(f"{what} failed at this point: the model's status {code}: "
+                                 f"{StatusCode.describe(code)}")
+        return OptimizeError(f"{what} failed at this point: a value is not finite")
+
+    def contact_forces(self, x: Any) -> np.ndarray:
+        """The constraint forces λ at every point, (points, nrows) (0 in the rows of contacts not held), from the
+        constrained dynamics at the points of ``x``; OptimizeError for a problem without contacts."""
+        if not self.problem.nlam:
+            raise OptimizeError("the problem holds no contacts", where="contacts")
+        a, out = self._x(x), np.zeros(self.points * self.problem.nlam)
+        if not self._lib.rodopt_contact_forces(self._ctx, _ptr(a), _ptr(out)):
+            raise self._fail("the contact forces")
+        return out.reshape(self.points, self.problem.nlam)
 
     def objective(self, x: Any) -> float:
         a, out = self._x(x), np.zeros(1)

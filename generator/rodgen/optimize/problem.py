@@ -80,6 +80,11 @@ class Problem:
     hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian) or ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
         in closed form: for models of a few coordinates).
+    contacts : the names of the model's contacts held (sticking, bilateral) during the phase: the dynamics
+        collocated are then the constrained dynamics with them held, their forces (``ft_<contact>``,
+        ``fn_<contact>``; spatial: ``ft1_``, ``ft2_``, ``fn_``) are names of the integrand and the path
+        constraints, and the phase adds per point fn >= 0 and the friction cone abs(ft) <= mu fn (mu the
+        contact's friction), and at the first node the contacts' gap = 0 and velocity J qd = 0.
     """
 
     model: Any
@@ -97,6 +102,7 @@ class Problem:
     boundary: Sequence[tuple[str, float, float]] = ()
     parameters: Mapping[str, float] = field(default_factory=dict)
     hessian: str = "limited-memory"
+    contacts: Sequence[str] = ()
 
     def check(self) -> "ValidProblem":
         """The checked problem; OptimizeError naming the field that is wrong."""
@@ -139,6 +145,20 @@ class ValidProblem:
     path: tuple[tuple[Expression, float, float], ...]
     boundary: tuple[tuple[Expression, float, float], ...] = ()
     hessian: str = "limited-memory"
+    #: the contacts held: their names, the C active mask (per constraint block), the names of the contact
+    #: forces (one per constraint row of the model; "" for rows not held) and the constraint rows whose
+    #: position (the gaps) and whose velocity are held at the first node
+    contacts: tuple[str, ...] = ()
+    active: tuple[int, ...] = ()
+    forces: tuple[str, ...] = ()
+    start_position_rows: tuple[int, ...] = ()
+    start_velocity_rows: tuple[int, ...] = ()
+
+    @property
+    def nlam(self) -> int:
+        """The contact forces appended to a point's variables in the problem's expressions (every
+        constraint row of a model with contacts held, else 0)."""
+        return len(self.forces)
 
     @property
     def nq(self) -> int:
@@ -214,11 +234,7 @@ def check_problem(problem: Problem) -> ValidProblem:
     if cm.nv != cm.nq or cm.lie_joints:
         raise OptimizeError(f"the model {cm.name!r} has free, spherical or planar joints (nv != nq or "
                             f"configuration rates); collocation of such models is not supported", where="model")
-    if getattr(cm, "constraints", None):
-        names = ", ".join(b.name for b in cm.constraints)
-        raise OptimizeError(f"the model {cm.name!r} has constraint blocks ({names}); phases with contacts, loops "
-                            f"or limits are not supported yet: state the problem on a model without them",
-                            where="model")
+    contacts, active, forces, start_pos, start_vel = _contacts(problem, cm)
     if isinstance(problem.nodes, bool) or not isinstance(problem.nodes, int) or problem.nodes < 2:
         raise OptimizeError(f"expected an integer of at least 2, got {problem.nodes!r}", where="nodes")
     if problem.method not in METHODS:
@@ -315,16 +331,24 @@ def check_problem(problem: Problem) -> ValidProblem:
             if abs(x1 - x0 - s) > 1e-12 * max(1.0, abs(x0), abs(x1)):
                 raise OptimizeError(f"{variables[i]!r} is periodic with shift {s:g} but fixed to {x0:g} at the "
                                     f"start and {x1:g} at the end", where=f"periodic[{variables[i]!r}]")
-    point_names = variables + params + ([TIME] if TIME not in params else [])
+    clash = sorted(set(f for f in forces if f) & set(variables + params + [DURATION, TIME]))
+    if clash:
+        raise OptimizeError(f"the contact force's name {clash[0]!r} is also a name of the model; rename the "
+                            f"contact or the model's name", where="contacts")
+    start_pos, start_vel = _start_rows(cm, fixed["initial"], p, start_pos, start_vel)
+    point_names = variables + params + ([TIME] if TIME not in params else []) + [f for f in forces if f]
     objective = terminal = None
     if problem.objective is not None:
         objective = _expression(problem.objective, "objective", point_names,
-                                "the integrand may use the states, their rates (<name>_dot), inputs, parameters and t")
+                                "the integrand may use the states, their rates (<name>_dot), inputs, parameters, t "
+                                "and the forces of the contacts held")
     if problem.terminal is not None:
         terminal = _expression(problem.terminal, "terminal", states + params + [DURATION],
                                "the terminal term may use the final states, parameters and 'duration'")
     path = _constraints(problem.path, "path", point_names,
-                        "path constraints may use the states, their rates (<name>_dot), inputs, parameters and t")
+                        "path constraints may use the states, their rates (<name>_dot), inputs, parameters, t "
+                        "and the forces of the contacts held")
+    path += _friction_cones(cm, contacts, p)
     timed = [("objective", objective)] + [(f"path[{k}]", e) for k, (e, _, _) in enumerate(path)]
     for where, e in timed:
         if free and e is not None and TIME in e.names and TIME not in params:
@@ -337,6 +361,9 @@ def check_problem(problem: Problem) -> ValidProblem:
     boundary = _constraints(problem.boundary, "boundary", ends + params + [DURATION],
                             "boundary constraints may use <name>_start and <name>_end of the states and inputs, "
                             "the parameters and 'duration'")
+    if contacts and problem.hessian == "exact":
+        raise OptimizeError("the exact Hessian does not cover phases with contacts yet; use "
+                            "hessian='limited-memory'", where="hessian")
     if boundary and problem.hessian == "exact":
         raise OptimizeError("the exact Hessian does not cover boundary constraints yet; use "
                             "hessian='limited-memory'", where="boundary")
@@ -344,7 +371,117 @@ def check_problem(problem: Problem) -> ValidProblem:
                         variables=tuple(variables), parameters=tuple(params), p=p, objective=objective,
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),
                         final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
-                        boundary=tuple(boundary), hessian=problem.hessian)
+                        boundary=tuple(boundary), hessian=problem.hessian, contacts=contacts, active=active,
+                        forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel)
+
+
+def force_names(contact: str, nrows: int) -> tuple[str, ...]:
+    """The names of a contact's forces in the problem's expressions, in the order of its constraint rows:
+    planar ``ft_<contact>`` (along the ground), ``fn_<contact>`` (normal); spatial ``ft1_``, ``ft2_``, ``fn_``."""
+    if nrows == 2:
+        return (f"ft_{contact}", f"fn_{contact}")
+    return (f"ft1_{contact}", f"ft2_{contact}", f"fn_{contact}")
+
+
+def _contacts(problem: Problem, cm: Any) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...],
+                                                  tuple[int, ...], tuple[int, ...]]:
+    """The contacts held: (names, active mask, force names per row, start position rows, start velocity rows)."""
+    blocks = list(getattr(cm, "constraints", None) or ())
+    given = problem.contacts
+    if isinstance(given, str):
+        given = [given]
+    if given is None:
+        given = []
+    given = list(given)
+    other = [b for b in blocks if b.kind != "contact"]
+    if other:
+        raise OptimizeError(f"the model {cm.name!r} has loops, limits or joint friction ({other[0].name!r}); "
+                            f"collocation of such models is not supported: state the problem on a model "
+                            f"without them", where="model")
+    if given and not blocks:
+        raise OptimizeError(f"the model {cm.name!r} has no contacts; contacts=[...] names contacts of the model",
+                            where="contacts")
+    known = [b.name for b in blocks]
+    for k, name in enumerate(given):
+        if not isinstance(name, str) or name not in known:
+            raise OptimizeError(f"unknown contact {name!r}{_suggest(str(name), known)}; the model's contacts: "
+                                f"{', '.join(known)}", where=f"contacts[{k}]")
+        if given.index(name) != k:
+            raise OptimizeError(f"the contact {name!r} is named twice", where=f"contacts[{k}]")
+    if not blocks:
+        return (), (), (), (), ()
+    held = set(given)
+    for b in blocks:
+        if b.name in held and b.nrows not in (2, 3):
+            raise OptimizeError(f"the contact {b.name!r} has {b.nrows} rows (a flat foot); only point contacts "
+                                f"(2 rows planar, 3 spatial) are held in a phase", where="contacts")
+    mask = tuple(int(v) for v in cm.active_mask(list(given)))
+    forces: list[str] = [""] * int(cm.nrows)
+    start_pos: list[int] = []
+    start_vel: list[int] = []
+    for b in blocks:
+        if b.name in held:
+            forces[b.row:b.row + b.nrows] = force_names(b.name, b.nrows)
+            start_pos.append(b.row + b.nrows - 1)           # the gap
+            start_vel.extend(range(b.row, b.row + b.nrows))
+    return tuple(given), mask, tuple(forces), tuple(start_pos), tuple(start_vel)
+
+
+def _start_rows(cm: Any, initial: Sequence[tuple[int, float]], p: Sequence[float], start_pos: tuple[int, ...],
+                start_vel: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The contacts' gap and velocity rows at the first node, less those the initial values fix already (every
+    coordinate, or every rate, given): the given values must satisfy them (else OptimizeError naming the
+    contact), and a row of fixed variables only would make the NLP's Jacobian rank deficient."""
+    import numpy as np
+    n = int(cm.nq)
+    given = dict(initial)
+    pv = np.asarray(p, dtype=float)
+    if start_pos and all(i in given for i in range(n)):
+        q0 = np.array([given[i] for i in range(n)])
+        c = cm.constraint_position(q0, pv)
+        for r in start_pos:
+            if abs(c[r]) > 1e-9:
+                raise OptimizeError(f"the initial coordinates put the contact {_row_contact(cm, r)!r} {c[r]:.3g} "
+                                    f"off the ground; it is held from the first node", where="initial")
+        start_pos = ()
+    if start_vel and all(i in given for i in range(2 * n)):
+        q0 = np.array([given[i] for i in range(n)])
+        v = cm.constraint_jacobian(q0, pv) @ np.array([given[n + i] for i in range(n)])
+        for r in start_vel:
+            if abs(v[r]) > 1e-9:
+                raise OptimizeError(f"the initial rates move the contact {_row_contact(cm, r)!r} ({v[r]:.3g}); it is "
+                                    f"held from the first node", where="initial")
+        start_vel = ()
+    return start_pos, start_vel
+
+
+def _row_contact(cm: Any, row: int) -> str:
+    return next(b.name for b in cm.constraints if b.row <= row < b.row + b.nrows)
+
+
+def _friction_cones(cm: Any, contacts: Sequence[str], p: Sequence[float]) -> list[tuple[Expression, float, float]]:
+    """Per contact held: its normal force >= 0 and (with a friction coefficient mu >= 0) the friction cone:
+    planar mu fn -+ ft >= 0, spatial mu^2 fn^2 - ft1^2 - ft2^2 >= 0."""
+    if not contacts:
+        return []
+    import numpy as np
+    mu = cm.constraint_friction(np.asarray(p, dtype=float))
+    out = []
+    for i, b in enumerate(cm.constraints):
+        if b.name not in contacts:
+            continue
+        names = force_names(b.name, b.nrows)
+        fn = names[-1]
+        out.append((parse(fn, MAX_EXPRESSION_LENGTH), 0.0, math.inf))
+        if mu[i] < 0:
+            continue
+        m = repr(float(mu[i]))
+        if b.nrows == 2:
+            texts = [f"{m}*{fn} - {names[0]}", f"{m}*{fn} + {names[0]}"]
+        else:
+            texts = [f"{m}**2*{fn}**2 - {names[0]}**2 - {names[1]}**2"]
+        out.extend((parse(t, MAX_EXPRESSION_LENGTH), 0.0, math.inf) for t in texts)
+    return out
 
 
 def _constraints(items: Sequence[Any], field_name: str, names: Sequence[str],

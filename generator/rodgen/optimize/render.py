@@ -34,6 +34,7 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
              outputs: Sequence[tuple[str, sp.Expr]], *, guard: str = "", check: str = "1") -> _Routine:
     """One routine: the outputs' expressions with their common subexpressions as temporaries."""
     slots: dict[Any, str] = {z: f"z[{i}]" for i, z in enumerate(eqs.z)}
+    slots.update({w: f"z[{len(eqs.z) + r}]" for r, w in enumerate(eqs.w)})
     slots.update({p: f"p[{i}]" for i, p in enumerate(eqs.p)})
     slots[eqs.T] = "T"
     slots.update({z: f"ze[{i}]" for i, z in enumerate(eqs.ze)})
@@ -54,8 +55,8 @@ def _routine(eqs: ProblemEquations, name: str, args: str, params: Sequence[str],
             slots[sym] = f"t{k}"
         texts = [printer.doprint(e) for e in reduced]
     used: set[Any] = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
-    groups = {"t": {eqs.t} - {None}, "z": set(eqs.z), "p": set(eqs.p), "T": {eqs.T}, "sL": {eqs.sL} - {None},
-              "mu": set(eqs.mu), "lam": set(eqs.lam), "ze": set(eqs.ze)}
+    groups = {"t": {eqs.t} - {None}, "z": set(eqs.z) | set(eqs.w), "p": set(eqs.p), "T": {eqs.T},
+              "sL": {eqs.sL} - {None}, "mu": set(eqs.mu), "lam": set(eqs.lam), "ze": set(eqs.ze)}
     unused = tuple(a for a in params if (not (used & groups[a]) if a in groups else not outputs))
     return _Routine(name, args, unused, tuple(temps), tuple((t, x) for (t, _), x in zip(outputs, texts)),
                     guard, check)

@@ -27,6 +27,9 @@ class OptimizationResult:
     bound_multipliers : (lower, upper) of the variables, each (P, nz) (and the duration's last in
         ``duration_multipliers``).
     constraint_violation : the largest violation of a constraint or bound at the solution.
+    contact_forces : contact name -> (P, rows) its forces at the points, in its rows' order (planar
+        ``[ft, fn]``: along the ground, normal; spatial ``[ft1, ft2, fn]``), for the contacts held; start_multipliers:
+        the multipliers of the contacts' gap and velocity rows at the first node.
     x : the NLP's variables (for a warm start: ``problem.solve(guess=result)`` interpolates the trajectories).
     """
 
@@ -52,6 +55,8 @@ class OptimizationResult:
     inputs: list[str]
     method: str
     build_seconds: float = 0.0
+    contact_forces: dict[str, np.ndarray] = field(default_factory=dict)
+    start_multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nlp: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -84,7 +89,9 @@ class OptimizationResult:
                    defect_multipliers=lam[:nd].reshape(pr.nodes - 1, nlp.nset, 2 * nq).copy(),
                    path_multipliers=lam[nd:nd + P * npath].reshape(P, npath).copy(),
                    periodic_multipliers=lam[nd + P * npath:nd + P * npath + len(pr.periodic)].copy(),
-                   boundary_multipliers=lam[nd + P * npath + len(pr.periodic):].copy(),
+                   boundary_multipliers=lam[nd + P * npath + len(pr.periodic):][:len(pr.boundary)].copy(),
+                   start_multipliers=lam[nd + P * npath + len(pr.periodic) + len(pr.boundary):].copy(),
+                   contact_forces=_contact_forces(nlp, x),
                    bound_multipliers=(zl[:P * nz].reshape(P, nz).copy(), zu[:P * nz].reshape(P, nz).copy()),
                    duration_multipliers=(float(zl[-1]), float(zu[-1])) if pr.free_duration else None,
                    constraint_violation=viol, x=x.copy(), coordinates=list(pr.model.coordinates),
@@ -126,3 +133,12 @@ class OptimizationResult:
         y = np.hstack([self.q, self.qd])
         interp = np.column_stack([np.interp(self.t, sim.t, col) for col in y_sim.T])
         return float(np.max(np.abs(interp - y)))
+
+
+def _contact_forces(nlp: Any, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Contact name -> (P, rows) its forces at the points of ``x``, for the contacts the problem holds."""
+    pr = nlp.problem
+    if not pr.contacts:
+        return {}
+    lam = nlp.contact_forces(x)
+    return {b.name: lam[:, b.row:b.row + b.nrows].copy() for b in pr.model.constraints if b.name in pr.contacts}

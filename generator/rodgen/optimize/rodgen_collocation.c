@@ -21,6 +21,14 @@
  * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
  * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
  * IPOPT's limited-memory approximation.
+ *
+ * Contacts held (a model with constraint blocks, given its active mask): f is the constrained dynamics
+ * with the active blocks held, its derivatives and those of the contact forces lambda [nrows] from
+ * rodgen_constrained_derivatives (rodgen_cderiv.c); the problem's integrand and path constraints read
+ * lambda after the point's variables (w = [z, lambda]) and their derivatives by lambda are chained through
+ * d lambda/d z (a path row that reads lambda depends on the whole point). After the boundary rows come the
+ * start rows: the listed constraint rows' positions c_r(q) and velocities (J qd)_r at the first node
+ * (d (J qd)_r/dq = 1/2 d (Jdot qd)_r/dqd, from constraint_partials).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +36,8 @@
 
 #include "rodgen_model.h"
 #include "rodgen_runtime.h"
+#include "rodgen_contact.h"
+#include "rodgen_cderiv.h"
 #include "IpStdCInterface.h"
 
 /* generated (rodopt_problem.c) */
@@ -82,6 +92,16 @@ typedef struct rodopt_ctx {
     int have_f, have_j;
     int iterations;
     int status;                /* RODGEN_OK or the model's failure code at the last evaluation */
+    /* contacts: the active mask [nconstraints] (NULL: the model's rhs), lambda per point [npts*nlam],
+     * D per point [(n + nlam) * nz] (rodgen_constrained_derivatives' layout), a point's w = [z, lambda] */
+    int *active;
+    int nlam;
+    double *lam, *D, *wz, *work;
+    int *path_dense;           /* per path row: 1 when it reads lambda (its row is the whole point) */
+    int path_out;              /* the path rows' nonzeros per point in the NLP's Jacobian */
+    int nsp, nsv;              /* start rows: constraint positions, constraint velocities */
+    int *sp, *sv;
+    double *cw;                /* scratch: c [nrows], Jc [nrows*n], dg [2 n n], dk [2 nrows n] */
 } rodopt_ctx;
 
 static double duration(const rodopt_ctx *c, const double *x)
@@ -101,12 +121,16 @@ void rodopt_free(rodopt_ctx *c)
     }
     free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
+    free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
+    free(c->sv); free(c->cw);
     free(c);
 }
 
-/* method 0: trapezoidal, 1: Hermite-Simpson, 2: backward Euler; nodes >= 2; per: state indices (0 .. 2n-1) held periodic. */
+/* method 0: trapezoidal, 1: Hermite-Simpson, 2: backward Euler; nodes >= 2; per: state indices (0 .. 2n-1)
+ * held periodic; active: NULL (the model's rhs) or the mask of the blocks held [nconstraints]; sp, sv: the
+ * constraint rows whose position and velocity are held at the first node. */
 rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int method, int free_T, double T,
-                       int nper, const int *per)
+                       int nper, const int *per, const int *active, int nsp, const int *sp, int nsv, const int *sv)
 {
     rodopt_ctx *c = (rodopt_ctx *)calloc(1, sizeof(rodopt_ctx));
     int j, k, s;
@@ -144,6 +168,39 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->Mw = (double *)malloc(sizeof(double) * (size_t)(c->n * c->n));
     c->Bw = (double *)malloc(sizeof(double) * (size_t)(c->n * (c->nu > 0 ? c->nu : 1)));
     c->nvar = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nlam = active ? m->nrows : 0;
+    c->nsp = active ? nsp : 0;
+    c->nsv = active ? nsv : 0;
+    c->path_dense = (int *)calloc((size_t)(c->npath + 1), sizeof(int));
+    c->sp = (int *)malloc(sizeof(int) * (size_t)(c->nsp + 1));
+    c->sv = (int *)malloc(sizeof(int) * (size_t)(c->nsv + 1));
+    c->wz = (double *)malloc(sizeof(double) * (size_t)(c->nz + c->nlam + 1));
+    if (active) {
+        long wb = rodgen_cderiv_work_bytes(m);
+        c->active = (int *)malloc(sizeof(int) * (size_t)(m->nconstraints + 1));
+        c->lam = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->nlam + 1));
+        c->D = (double *)malloc(sizeof(double) * (size_t)(c->npts * (c->n + c->nlam) * c->nz));
+        c->work = (double *)malloc((size_t)(wb > 0 ? wb : 1) + sizeof(double));
+        c->cw = (double *)malloc(sizeof(double) * (size_t)(c->nlam + c->nlam * c->n + 2 * c->n * c->n
+                                                           + 2 * c->nlam * c->n + 1));
+        if (!c->active || !c->lam || !c->D || !c->work || !c->cw) {
+            rodopt_free(c);
+            return NULL;
+        }
+        for (j = 0; j < m->nconstraints; ++j) {
+            c->active[j] = active[j];
+        }
+    }
+    if (!c->path_dense || !c->sp || !c->sv || !c->wz) {
+        rodopt_free(c);
+        return NULL;
+    }
+    for (j = 0; j < c->nsp; ++j) {
+        c->sp[j] = sp[j];
+    }
+    for (j = 0; j < c->nsv; ++j) {
+        c->sv[j] = sv[j];
+    }
     c->xf = (double *)malloc(sizeof(double) * (size_t)c->nvar);
     c->xj = (double *)malloc(sizeof(double) * (size_t)c->nvar);
     if (!c->p || !c->bnd_row || !c->bnd_col || !c->path_row || !c->path_col || !c->per || !c->w || !c->f || !c->J || !c->Bu || !c->Mw
@@ -156,6 +213,18 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     }
     rodopt_path_structure(c->path_row, c->path_col);
     rodopt_boundary_structure(c->bnd_row, c->bnd_col);
+    c->path_out = 0;
+    for (j = 0; j < c->path_nnz; ++j) {
+        if (c->path_col[j] >= c->nz) {
+            c->path_dense[c->path_row[j]] = 1;
+        }
+    }
+    for (j = 0; j < c->path_nnz; ++j) {
+        c->path_out += c->path_dense[c->path_row[j]] ? 0 : 1;
+    }
+    for (k = 0; k < c->npath; ++k) {
+        c->path_out += c->path_dense[k] ? c->nz : 0;
+    }
     for (j = 0; j < nper; ++j) {
         c->per[j] = per[j];
     }
@@ -175,12 +244,12 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
             c->w[k + 1] += 0.5;
         }
     }
-    c->ncon = c->nint * c->nset * c->ny + c->npts * c->npath + nper + c->nbnd;
+    c->ncon = c->nint * c->nset * c->ny + c->npts * c->npath + nper + c->nbnd + c->nsp + c->nsv;
     c->nnz = 0;
     for (s = 0; s < c->nset; ++s) {
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
-    c->nnz += c->npts * c->path_nnz + 2 * nper + c->bnd_nnz;
+    c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
     c->exact = rodopt_hessian_available();
     c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
     return c;
@@ -197,10 +266,84 @@ void rodopt_sizes(const rodopt_ctx *c, int *out)
     out[6] = c->nnz_h;
 }
 
+/* With contacts: f, its Jacobian, dqdd/du, lambda and its derivatives at every point from the constrained
+ * dynamics' derivatives (both caches). */
+static int eval_contact_all(rodopt_ctx *c, const double *x)
+{
+    int j, a, r, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz;
+    if (c->have_f && c->have_j && memcmp(c->xf, x, sizeof(double) * (size_t)c->nvar) == 0
+        && memcmp(c->xj, x, sizeof(double) * (size_t)c->nvar) == 0) {
+        return 1;
+    }
+    c->have_f = c->have_j = 0;
+    for (j = 0; j < c->npts; ++j) {
+        const double *z = x + j * nz;
+        double *f = c->f + j * ny, *Jp = c->J + j * ny * ny, *Bp = c->Bu + j * n * nu;
+        double *D = c->D + j * (n + c->nlam) * nz;
+        int st = rodgen_constrained_derivatives(c->m, point_time(c, x, j), c->p, z, z + n, z + ny, c->active,
+                                                f + n, c->lam + j * c->nlam, D, c->work);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        for (r = 0; r < n; ++r) {
+            f[r] = z[n + r];
+            for (a = 0; a < ny; ++a) {
+                Jp[r * ny + a] = a == n + r ? 1.0 : 0.0;
+                Jp[(n + r) * ny + a] = D[r * nz + a];
+            }
+            for (a = 0; a < nu; ++a) {
+                Bp[r * nu + a] = D[r * nz + ny + a];
+            }
+        }
+    }
+    memcpy(c->xf, x, sizeof(double) * (size_t)c->nvar);
+    memcpy(c->xj, x, sizeof(double) * (size_t)c->nvar);
+    c->have_f = c->have_j = 1;
+    c->status = RODGEN_OK;
+    return 1;
+}
+
+/* A point's w = [z, lambda] for the problem's routines (z itself without contacts); after eval_f_all. */
+static const double *point_w(rodopt_ctx *c, const double *x, int j)
+{
+    if (!c->nlam) {
+        return x + j * c->nz;
+    }
+    memcpy(c->wz, x + j * c->nz, sizeof(double) * (size_t)c->nz);
+    memcpy(c->wz + c->nz, c->lam + j * c->nlam, sizeof(double) * (size_t)c->nlam);
+    return c->wz;
+}
+
+/* The derivative of a point's expression by z from its derivative by w = [z, lambda]: out[a] = gw[a] +
+ * sum_r gw[nz + r] d lambda_r/d z_a (out may be gw). */
+static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *out)
+{
+    int a, r, nz = c->nz;
+    const double *D = c->D + j * (c->n + c->nlam) * nz + c->n * nz;
+    double acc[nz];
+    for (a = 0; a < nz; ++a) {
+        acc[a] = gw[a];
+    }
+    for (r = 0; r < c->nlam; ++r) {
+        if (gw[nz + r] != 0.0) {
+            for (a = 0; a < nz; ++a) {
+                acc[a] += gw[nz + r] * D[r * nz + a];
+            }
+        }
+    }
+    for (a = 0; a < nz; ++a) {
+        out[a] = acc[a];
+    }
+}
+
 /* f at every point (cached for x) */
 static int eval_f_all(rodopt_ctx *c, const double *x)
 {
     int j;
+    if (c->active) {
+        return eval_contact_all(c, x);
+    }
     if (c->have_f && memcmp(c->xf, x, sizeof(double) * (size_t)c->nvar) == 0) {
         return 1;
     }
@@ -223,6 +366,9 @@ static int eval_f_all(rodopt_ctx *c, const double *x)
 static int eval_jac_all(rodopt_ctx *c, const double *x)
 {
     int j, a, b, n = c->n, nu = c->nu;
+    if (c->active) {
+        return eval_contact_all(c, x);
+    }
     if (c->have_j && memcmp(c->xj, x, sizeof(double) * (size_t)c->nvar) == 0) {
         return 1;
     }
@@ -266,8 +412,11 @@ int rodopt_eval_f(rodopt_ctx *c, const double *x, double *obj)
 {
     int j;
     double T = duration(c, x), h = T / c->nint, sum = 0.0, L, phi;
+    if (c->nlam && !eval_f_all(c, x)) {
+        return 0;
+    }
     for (j = 0; j < c->npts; ++j) {
-        if (!rodopt_integrand(point_time(c, x, j), x + j * c->nz, c->p, &L, NULL)) {
+        if (!rodopt_integrand(point_time(c, x, j), point_w(c, x, j), c->p, &L, NULL)) {
             return 0;
         }
         sum += c->w[j] * L;
@@ -283,10 +432,16 @@ int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
 {
     int j, i, nz = c->nz;
     double T = duration(c, x), h = T / c->nint, L, phi, sumL = 0.0;
-    double gl[nz + 1];
+    double gl[nz + c->nlam + 1];
+    if (c->nlam && !eval_jac_all(c, x)) {
+        return 0;
+    }
     for (j = 0; j < c->npts; ++j) {
-        if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+        if (!rodopt_integrand(point_time(c, x, j), point_w(c, x, j), c->p, &L, gl)) {
             return 0;
+        }
+        if (c->nlam) {
+            chain_lambda(c, j, gl, gl);
         }
         for (i = 0; i < nz; ++i) {
             grad[j * nz + i] = c->w[j] * h * gl[i];
@@ -326,7 +481,7 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
         }
     }
     for (j = 0; j < c->npts; ++j) {
-        if (c->npath > 0 && !rodopt_path(point_time(c, x, j), x + j * nz, c->p, g + row)) {
+        if (c->npath > 0 && !rodopt_path(point_time(c, x, j), point_w(c, x, j), c->p, g + row)) {
             return 0;
         }
         row += c->npath;
@@ -338,6 +493,21 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
         return 0;
     }
     row += c->nbnd;
+    if (c->nsp + c->nsv > 0) {
+        double *cc = c->cw, *Jc = c->cw + c->nlam;
+        c->m->constraint_position(x, c->p, cc);
+        c->m->constraint_jacobian(x, c->p, Jc);
+        for (i = 0; i < c->nsp; ++i) {
+            g[row++] = cc[c->sp[i]];
+        }
+        for (i = 0; i < c->nsv; ++i) {
+            double v = 0.0;
+            for (j = 0; j < c->n; ++j) {
+                v += Jc[c->sv[i] * c->n + j] * x[c->n + j];
+            }
+            g[row++] = v;
+        }
+    }
     for (i = 0; i < row; ++i) {
         if (!isfinite(g[i])) {
             return 0;
@@ -374,8 +544,19 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
     }
     for (j = 0; j < c->npts; ++j) {
-        for (i = 0; i < c->path_nnz; ++i) {
-            iRow[e] = row0 + c->path_row[i]; jCol[e++] = j * nz + c->path_col[i];
+        int k2;
+        for (k2 = 0; k2 < c->npath; ++k2) {
+            if (c->path_dense[k2]) {
+                for (a = 0; a < nz; ++a) {
+                    iRow[e] = row0 + k2; jCol[e++] = j * nz + a;
+                }
+                continue;
+            }
+            for (i = 0; i < c->path_nnz; ++i) {
+                if (c->path_row[i] == k2) {
+                    iRow[e] = row0 + k2; jCol[e++] = j * nz + c->path_col[i];
+                }
+            }
         }
         row0 += c->npath;
     }
@@ -388,6 +569,19 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         int v = c->bnd_col[i];
         iRow[e] = row0 + c->bnd_row[i];
         jCol[e++] = v < nz ? v : v < 2 * nz ? (c->npts - 1) * nz + v - nz : c->npts * nz;
+    }
+    row0 += c->nbnd;
+    for (i = 0; i < c->nsp; ++i) {          /* c_r(q) of the first node: its q */
+        for (a = 0; a < n; ++a) {
+            iRow[e] = row0; jCol[e++] = a;
+        }
+        row0 += 1;
+    }
+    for (i = 0; i < c->nsv; ++i) {          /* (J qd)_r of the first node: its q and qd */
+        for (a = 0; a < 2 * n; ++a) {
+            iRow[e] = row0; jCol[e++] = a;
+        }
+        row0 += 1;
     }
 }
 
@@ -434,10 +628,31 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
     /* the defects do not depend on the points' times except through T: a model whose forces depend on t
      * gets the derivative of f by t left out (rodgen's rhs_jacobian is at fixed t) */
     for (j = 0; j < c->npts; ++j) {
-        if (c->path_nnz > 0 && !rodopt_path_jacobian(point_time(c, x, j), x + j * nz, c->p, v + e)) {
+        double pv[c->path_nnz + 1], gw[nz + c->nlam + 1];
+        int k2;
+        if (c->path_nnz > 0 && !rodopt_path_jacobian(point_time(c, x, j), point_w(c, x, j), c->p, pv)) {
             return 0;
         }
-        e += c->path_nnz;
+        for (k2 = 0; k2 < c->npath; ++k2) {
+            if (c->path_dense[k2]) {
+                for (a = 0; a < nz + c->nlam; ++a) {
+                    gw[a] = 0.0;
+                }
+                for (i = 0; i < c->path_nnz; ++i) {
+                    if (c->path_row[i] == k2) {
+                        gw[c->path_col[i]] = pv[i];
+                    }
+                }
+                chain_lambda(c, j, gw, v + e);
+                e += nz;
+                continue;
+            }
+            for (i = 0; i < c->path_nnz; ++i) {
+                if (c->path_row[i] == k2) {
+                    v[e++] = pv[i];
+                }
+            }
+        }
     }
     for (i = 0; i < c->nper; ++i) {
         v[e++] = 1.0;
@@ -447,6 +662,28 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
         return 0;
     }
     e += c->bnd_nnz;
+    if (c->nsp + c->nsv > 0) {
+        double *Jc = c->cw + c->nlam, *dg = Jc + c->nlam * n, *dk = dg + 2 * n * n, zero[nz + c->nlam + 1];
+        for (i = 0; i < nz + c->nlam + 1; ++i) {
+            zero[i] = 0.0;
+        }
+        c->m->constraint_jacobian(x, c->p, Jc);
+        /* (J qd)_r = qd^T grad c_r: its derivative by q is H_r qd = 1/2 d (qd^T H_r qd)/d qd */
+        c->m->constraint_partials(0.0, x, x + n, zero, zero, zero, c->p, dg, dk);
+        for (i = 0; i < c->nsp; ++i) {
+            for (a = 0; a < n; ++a) {
+                v[e++] = Jc[c->sp[i] * n + a];
+            }
+        }
+        for (i = 0; i < c->nsv; ++i) {
+            for (a = 0; a < n; ++a) {
+                v[e++] = 0.5 * dk[c->sv[i] * 2 * n + n + a];
+            }
+            for (a = 0; a < n; ++a) {
+                v[e++] = Jc[c->sv[i] * n + a];
+            }
+        }
+    }
     for (i = 0; i < e; ++i) {
         if (!isfinite(v[i])) {
             return 0;
@@ -639,4 +876,14 @@ int rodopt_solve(rodopt_ctx *c, double *x, double *xl, double *xu, double *gl, d
     status = (int)IpoptSolve(nlp, x, g, obj, mult_g, zl, zu, c);
     FreeIpoptProblem(nlp);
     return status;
+}
+
+/* The contact forces lambda [npts * nrows] at x (0 in the rows not held); 0 when the evaluation fails. */
+int rodopt_contact_forces(rodopt_ctx *c, const double *x, double *out)
+{
+    if (!c->nlam || !eval_f_all(c, x)) {
+        return 0;
+    }
+    memcpy(out, c->lam, sizeof(double) * (size_t)(c->npts * c->nlam));
+    return 1;
 }
