@@ -1675,6 +1675,30 @@ static int has_sole(const rodgen_model *m, int i)
  *   f_n x_max + m_t2, -m_t2 - f_n x_min, f_n y_max - m_t1, m_t1 - f_n y_min,
  * the smallest divided by the sole's larger side (a force, as slip_margin's). Negative: it tips over that
  * edge. Without a sole: 1. */
+/* A flat foot carries less than this fraction of the normal force of the held contacts: it is unloading. */
+#define HY_UNLOADED 0.05
+
+/* Whether flat foot i is unloading at the forces lam: its normal force below HY_UNLOADED of the sum of the
+ * normal forces of the held contacts. Its centre of pressure -m_t2/f_n and its cone |f_t| <= mu f_n are
+ * then not checked (as f_n -> 0 before a lift-off they are undefined: any leftover ankle moment or
+ * tangential force puts them out); the foot lifts off when f_n reaches 0, or its checks resume when it
+ * carries HY_UNLOADED of the load again. A foot that carries the load alone is never unloading. */
+static int unloading(const rodgen_hybrid_state *s, int i, const double *lam)
+{
+    const rodgen_model *m = s->model;
+    double total = 0.0;
+    int j;
+    if (!is_flat(m, i)) {
+        return 0;
+    }
+    for (j = 0; j < m->nconstraints; ++j) {
+        if (s->active[j] && m->constraints[j].kind == RODGEN_CONTACT) {
+            total += fmax(lam[normal_row(m, j)], 0.0);
+        }
+    }
+    return lam[normal_row(m, i)] < HY_UNLOADED * total;
+}
+
 static double tip_margin(const rodgen_model *m, int i, const double *lam)
 {
     const double *b = m->constraints[i].sole, *w = lam + m->constraints[i].row;
@@ -1808,10 +1832,11 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             g[2 * i] = w->lam[normal_row(m, i)];
             if (is_sliding(m, s->active, i)) {
                 g[2 * i + 1] = slide_speed(s, w, y, i);
-            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
+            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i] && !unloading(s, i, w->lam)) {
                 g[2 * i + 1] = slip_margin(s, i, w->lam);
             }
-            if (is_flat(m, i)) {   /* a flat foot also tips: the first of the two margins to reach 0 */
+            if (is_flat(m, i) && !unloading(s, i, w->lam)) {   /* a flat foot also tips: the first of the two
+                                                                  margins to reach 0 */
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
         } else if (s->armed[i]) {
@@ -1987,7 +2012,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
     }
     for (i = 0; i < m->nconstraints; ++i) {
-        if (s->active[i] && is_flat(m, i) && tip_margin(m, i, w->lam) < 0.0) {
+        if (s->active[i] && is_flat(m, i) && !unloading(s, i, w->lam) && tip_margin(m, i, w->lam) < 0.0) {
             /* its centre of pressure (in the frame's tangential axes) left the sole over one edge */
             const double *f = w->lam + m->constraints[i].row;
             hy_log(s, out, RODGEN_EVENT_TIP, i, f[2] != 0.0 ? -f[4] / f[2] : 0.0, f[2] != 0.0 ? f[3] / f[2] : 0.0,
@@ -2000,7 +2025,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             continue;
         }
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
-            && slip_margin(s, i, w->lam) < 0.0) {
+            && !unloading(s, i, w->lam) && slip_margin(s, i, w->lam) < 0.0) {
             s->slipping[i] = 1;
             hy_log(s, out, RODGEN_EVENT_SLIP, i, tangential_force(m, i, w->lam), w->lam[normal_row(m, i)], 0.0);
             if (*slip_block < 0) {
