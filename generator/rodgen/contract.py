@@ -477,7 +477,8 @@ FUNCTIONS: tuple[Function, ...] = (
              "it or the largest diagonal entry is not positive and finite (n = 0 is RODGEN_OK)."),
     Function("void", "rodgen_cholesky_solve_block", "const double *L, int n, double *X, int w",
              "Solve L L^T X = B in place for the w columns of X (n x w, row-major; B on entry), L from "
-             "rodgen_cholesky or rodgen_cholesky_rel: row by row, four contiguous columns at a time held in registers."),
+             "rodgen_cholesky or rodgen_cholesky_rel: row by row, four contiguous columns at a time held in "
+             "registers."),
     Function("void", "rodgen_sim_start",
              "rodgen_sim_state *s, const rodgen_model *m, double t0, const double *y0, double *storage",
              "Start a simulation at time t0 from the state y0 [nq+nv]; storage [RODGEN_SIM_STORAGE(nq)] "
