@@ -185,3 +185,31 @@ def test_first_step_in_the_hybrid_simulator(setup: tuple[Any, Any, Any], build_d
     m = robot.mass_matrix(gait.q[0])[0, 0]
     steady = np.r_[np.diff(res.t) > 0, True]
     assert abs(np.trapezoid(fz[steady], res.t[steady]) / res.t[-1] - m * G0) < 2e-3 * m * G0
+
+
+def test_landing_keeps_the_stance_sole_on_the_ground(setup: tuple[Any, Any, Any], build_dir: Path) -> None:
+    """Through the first landing (to 1.5 ms after the planned one): the right sole touches down within 10 ms
+    before its planned landing,
+    the impact's impulse pulls the left sole a little, but the left sole is not released by it (the
+    complementary impact and the rule that a block released with a normal velocity within 2 alpha arm_gap
+    stays held): no lift-off of sole_l, the left foot still at its foothold to 1e-6 m, flat, its gap >= 0 to
+    1e-6 m."""
+    G, robot, gait = setup
+    spec = importlib.util.spec_from_file_location("example_biped12_walk_l", SPATIAL / "biped12_walk.py")
+    assert spec is not None and spec.loader is not None
+    walk = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = walk
+    spec.loader.exec_module(walk)
+    land = gait.steps[0]["land"]
+    robot, gait, res = walk.run(10, t_end=land + 0.0015, build_dir=str(build_dir))
+    assert res.ok, res.message
+    kinds = [(e["kind"], e["block"]) for e in res.events if e["kind"] != "slip"]
+    assert kinds[:2] == [("liftoff", "sole_r"), ("touchdown", "sole_r")], kinds
+    td = res.events[[e["kind"] for e in res.events].index("touchdown")]["t"]
+    assert land - 0.01 < td <= land + 1e-9
+    assert ("liftoff", "sole_l") not in kinds
+    after = res.t >= td
+    assert np.all(res.active["sole_l"][after] != 0)
+    fr = robot.frames(res.q[after])
+    assert np.abs(fr["foot_l"][0] - gait.footholds["l"][0]).max() < 1e-6
+    assert np.abs(fr["foot_l"][1] - np.eye(3)).max() < 1e-6

@@ -219,3 +219,41 @@ def test_fmu_export_refuses_a_flat_foot(box: Any, tmp_path: Path) -> None:
     from rodgen.errors import BuildError
     with pytest.raises(BuildError, match="contact 'sole' .* flat foot"):
         rodgen.export_fmu(box, tmp_path / "flatbox.fmu", contacts=["sole"])
+
+
+@pytest.mark.parametrize("xl, tips", [(0.05, True), (0.02, False)])
+def test_a_foot_unloading_to_lift_off_is_not_tested_for_tipping(build_dir: Path, xl: float, tips: bool) -> None:
+    """The two feet of the double-support test, the second foot lifted k t at x = xl ahead of its frame: its
+    wrench balances its weight and the lift, f_n = m2 g - k t, m_t2 = xl k t, so its centre of pressure
+    -m_t2/f_n reaches the sole's back edge x_min = -0.1 at t = 0.1 m2 g / ((0.1 + xl) k). With xl = 0.05 the
+    foot then carries f_n = m2 g / 3, more than 5 % of the load (m1 g + f_n): it tips there. With xl = 0.02
+    it carries m2 g / 6, under 5 %: it is unloading, its centre of pressure not checked, and it lifts off
+    at m2 g / k."""
+    m1, m2, k = 3.0, 0.5, 10.0
+    model = SpatialModel("biped2x")
+    model.parameter("k", k)
+    model.parameter("xl", xl)
+    model.link("pelvis", joint="free").body(m1, (0.0, 0.0, 0.2), (0.05, 0.0, 0.0, 0.05, 0.0, 0.05))
+    parent = "pelvis"
+    for i, (kind, axis) in enumerate([("prismatic", (1, 0, 0)), ("prismatic", (0, 1, 0)),
+                                      ("prismatic", (0, 0, 1)), ("revolute", (1, 0, 0)),
+                                      ("revolute", (0, 1, 0)), ("revolute", (0, 0, 1))]):
+        lk = model.link(f"r{i}", parent, joint=kind, axis=axis, xyz=(0.0, -0.2, 0.0) if i == 0 else (0, 0, 0))
+        parent = lk.name
+    foot = model.link("rfoot", parent, joint="fixed")
+    foot.body(m2, (0.0, 0.0, 0.05), (0.01, 0.0, 0.0, 0.01, 0.0, 0.01))
+    foot.marker("rlift", xyz=("xl", 0.0, 0.05))
+    model.point_force("lift", "rlift", (0, 0, "k*t"))
+    model.contact("left", "pelvis", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
+    model.contact("right", "rfoot", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
+    robot = rodgen.build(model, build_dir=build_dir)
+    y0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros(6), np.zeros(12)]
+    res = robot.simulate(y0, 0.8, 1e-3, contacts=["left", "right"])
+    [ev] = res.events
+    assert ev["block"] == "right"
+    if tips:
+        assert ev["kind"] == "tip" and abs(ev["t"] - 0.1 * m2 * G / ((0.1 + xl) * k)) < 1e-9
+        assert res.status != rodgen.runtime.result.Status.SUCCESS
+    else:
+        assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+        assert ev["kind"] == "liftoff" and abs(ev["t"] - m2 * G / k) < 1e-9

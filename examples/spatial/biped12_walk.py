@@ -11,10 +11,10 @@ soles held at the start up to ``--t-end`` (default: the end of the first swing, 
 landing) and prints its events: the CoM shifts over the left foot, the right foot lifts off when the
 feedforward has unloaded it (its normal force reaches 0) and swings to its foothold.
 
-What does not work yet: the landing's rigid impact (``--t-end 2.85`` shows it). The impulse that stops
-the landing foot reaches the stance foot through the legs and pulls it a little, and the impact map releases
-a contact whose normal impulse pulls: the stance foot leaves the ground at the landing with its sole on it,
-and the walk falls apart there (docs/walking.md, "A 3D biped").
+What does not work yet: the double support after the landing (``--t-end 2.85`` shows it). The impact keeps
+the stance foot on the ground now, but the landed foot is released at once (its normal force pulls under the
+swing leg's gains), lands again with a large energy loss, and the walk falls apart there (docs/walking.md,
+"A 3D biped").
 """
 from __future__ import annotations
 

@@ -199,6 +199,7 @@ typedef struct {
     double *fval;  /* [nconstraints] the friction forces of the slipping dry-friction blocks */
     int *frow;     /* [nconstraints] their rows */
     int nfric;     /* slipping dry-friction blocks */
+    int *act0;     /* [nconstraints] an impact's blocks at the ground (its active set before any release) */
 } scratch;
 
 static long size_doubles(const rodgen_model *m)
@@ -209,7 +210,7 @@ static long size_doubles(const rodgen_model *m)
 
 static long size_ints(const rodgen_model *m)
 {
-    return 4L * m->nrows + 2L * m->nconstraints;
+    return 4L * m->nrows + 3L * m->nconstraints;
 }
 
 static long round_up(long bytes)
@@ -267,6 +268,7 @@ static void carve(const rodgen_model *m, void *work, scratch *w)
     w->act = w->rows + 3 * nr;
     w->tang = w->act + m->nconstraints;
     w->frow = w->tang + nr;
+    w->act0 = w->frow + m->nconstraints;
     w->nslide = 0;
     w->nfric = 0;
 }
@@ -995,76 +997,12 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     return RODGEN_OK;
 }
 
-/* The impact map on the blocks of w->act (carved; codes: 0 inactive, RODGEN_STICK, and with ref != NULL a
- * contact's sliding code: it slides during the impact, its tangential impulse coef * normal impulse as in
- * the constrained dynamics, the 3-row direction from the velocity qd_minus and the reference directions of
- * ref), the active-set rule of rodgen_impact applied to w->act. Outputs as rodgen_impact's. */
-static int impact_core(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
-    const double *ref, const rodgen_cfd_options *o, scratch *w, double *qd_plus, double *impulse,
-    double *energy_loss)
+/* qd_plus = qd_minus + L^-T sum Lambda_i Y_i (Z_i: the force directions when a contact slides) of the
+ * impulses w->w of the k rows solved last. */
+static void impact_velocity(const rodgen_model *m, const double *qd_minus, int k, scratch *w, double *qd_plus)
 {
-    const int nv = RODGEN_NV(m), nr = m->nrows;
-    int k = 0, i, j, status, pass;
-    double e_minus, e_plus;
-    for (pass = 0; pass <= m->nconstraints; ++pass) {
-        int worst = -1;
-        double lmax = 0.0, lworst = 0.0;
-        k = prepare(m, p, q, w->act, ref != 0 ? 2 : 1, w);
-        if (k < 0) {
-            return -k;
-        }
-        if (w->nslide > 0) {
-            for (i = 0; i < nr; ++i) {
-                w->c[i] = dot(w->J + i * nv, qd_minus, nv);   /* the rows' velocities before the impact */
-            }
-            status = slide_coefs(k, w->c, ref, w);
-            if (status != RODGEN_OK) {
-                return status;
-            }
-        }
-        status = factor_s(m, k, o->singular_tol, w);
-        if (status != RODGEN_OK) {
-            return status;
-        }
-        /* S Lambda = -J qd_minus */
-        for (i = 0; i < k; ++i) {
-            w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
-        }
-        if (k > 0 && w->nslide > 0) {
-            lu_solve(w->S, k, w->piv, w->w);
-        } else if (k > 0) {
-            solve_lower(w->S, k, w->w);
-            solve_upper(w->S, k, w->w);
-        }
-        if (!all_finite(w->w, k)) {
-            return RODGEN_ERR_NONFINITE_RESULT;
-        }
-        for (i = 0; i < nr; ++i) {
-            w->b[i] = 0.0;   /* impulses of every row */
-        }
-        for (i = 0; i < k; ++i) {
-            int tt;
-            w->b[w->rows[i]] = w->w[i];
-            for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
-                w->b[w->trow[i] + tt] = w->coef[2 * i + tt] * w->w[i];
-            }
-            lmax = fmax(lmax, fabs(w->w[i]));
-        }
-        for (i = 0; i < m->nconstraints; ++i) {
-            if (w->act[i] && is_unilateral(m, i)) {
-                const double ln = w->b[normal_row(m, i)];
-                if (ln < -1e-12 * lmax && ln < lworst) {
-                    lworst = ln;
-                    worst = i;
-                }
-            }
-        }
-        if (worst < 0) {
-            break;
-        }
-        w->act[worst] = 0;
-    }
-    /* qd_plus = qd_minus + L^-T sum Lambda_i Y_i (Z_i: the force directions when a contact slides) */
+    const int nv = RODGEN_NV(m);
+    int i, j;
     for (j = 0; j < nv; ++j) {
         w->z[j] = 0.0;
     }
@@ -1078,6 +1016,184 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
     for (j = 0; j < nv; ++j) {
         qd_plus[j] = qd_minus[j] + w->z[j];
     }
+}
+
+/* The impulses of the impact on the blocks of w->act (w->w of its k rows; w->b of every row), k or -status. */
+static int impact_solve(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const double *ref, const rodgen_cfd_options *o, scratch *w)
+{
+    const int nv = RODGEN_NV(m), nr = m->nrows;
+    int k, i, status;
+    k = prepare(m, p, q, w->act, ref != 0 ? 2 : 1, w);
+    if (k < 0) {
+        return k;
+    }
+    if (w->nslide > 0) {
+        for (i = 0; i < nr; ++i) {
+            w->c[i] = dot(w->J + i * nv, qd_minus, nv);   /* the rows' velocities before the impact */
+        }
+        status = slide_coefs(k, w->c, ref, w);
+        if (status != RODGEN_OK) {
+            return -status;
+        }
+    }
+    status = factor_s(m, k, o->singular_tol, w);
+    if (status != RODGEN_OK) {
+        return -status;
+    }
+    /* S Lambda = -J qd_minus */
+    for (i = 0; i < k; ++i) {
+        w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
+    }
+    if (k > 0 && w->nslide > 0) {
+        lu_solve(w->S, k, w->piv, w->w);
+    } else if (k > 0) {
+        solve_lower(w->S, k, w->w);
+        solve_upper(w->S, k, w->w);
+    }
+    if (!all_finite(w->w, k)) {
+        return -RODGEN_ERR_NONFINITE_RESULT;
+    }
+    for (i = 0; i < nr; ++i) {
+        w->b[i] = 0.0;   /* impulses of every row */
+    }
+    for (i = 0; i < k; ++i) {
+        int tt;
+        w->b[w->rows[i]] = w->w[i];
+        for (tt = 0; w->trow[i] >= 0 && tt < w->rows[i] - w->trow[i]; ++tt) {
+            w->b[w->trow[i] + tt] = w->coef[2 * i + tt] * w->w[i];
+        }
+    }
+    return k;
+}
+
+/* The held unilateral block of w->act whose normal impulse pulls most (below -1e-12 of the largest
+ * impulse of the k rows), or -1. */
+static int most_pulling(const rodgen_model *m, int k, const scratch *w)
+{
+    int i, worst = -1;
+    double lmax = 0.0, lworst = 0.0;
+    for (i = 0; i < k; ++i) {
+        lmax = fmax(lmax, fabs(w->w[i]));
+    }
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (w->act[i] && is_unilateral(m, i)) {
+            const double ln = w->b[normal_row(m, i)];
+            if (ln < -1e-12 * lmax && ln < lworst) {
+                lworst = ln;
+                worst = i;
+            }
+        }
+    }
+    return worst;
+}
+
+/* Whether a block of w->act0 released in w->act moves into the ground at qd_plus (its normal velocity
+ * below -tol; w->J holds J(q)). */
+static int any_sinking(const rodgen_model *m, const scratch *w, const double *qd_plus, double tol)
+{
+    const int nv = RODGEN_NV(m);
+    int i;
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (w->act0[i] && !w->act[i] && is_unilateral(m, i)
+            && dot(w->J + normal_row(m, i) * nv, qd_plus, nv) < -tol) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The largest number of unilateral blocks at an impact whose active sets are enumerated. */
+#define IMPACT_ENUMERATE 12
+
+/* The impact map on the blocks of w->act (carved; codes: 0 inactive, RODGEN_STICK, and with ref != NULL a
+ * contact's sliding code: it slides during the impact, its tangential impulse coef * normal impulse as in
+ * the constrained dynamics, the 3-row direction from the velocity qd_minus and the reference directions of
+ * ref), the active-set rule of rodgen_impact applied to w->act. Outputs as rodgen_impact's.
+ *
+ * The unilateral blocks of w->act are at the ground; the plastic impact with unilateral contacts
+ * (Moreau, Glocker) asks of each: normal impulse >= 0 and normal velocity after = 0 (held), or normal
+ * impulse 0 and normal velocity after >= 0 (released). Solved with every block held, the one pulling most
+ * is released, until none pulls (with no block pulling at first, the impact of every block held). If a
+ * released block then moves into the ground (normal velocity below -1e-9 of the largest normal velocity
+ * before), the active sets of the unilateral blocks (up to IMPACT_ENUMERATE of them) are tried, the most
+ * held first, and the first complementary one is the impact; should none be (a held contact's tangential
+ * rows can make a stop need a pull), the set of the releases is kept. */
+static int impact_core(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const double *ref, const rodgen_cfd_options *o, scratch *w, double *qd_plus, double *impulse,
+    double *energy_loss)
+{
+    const int nv = RODGEN_NV(m), nr = m->nrows, nc = m->nconstraints;
+    int k = 0, i, j, pass, nu = 0;
+    int uni[IMPACT_ENUMERATE];
+    double e_minus, e_plus, tol = 0.0;
+    for (i = 0; i < nc; ++i) {
+        w->act0[i] = w->act[i];
+    }
+    for (pass = 0; pass <= nc; ++pass) {
+        int worst;
+        k = impact_solve(m, p, q, qd_minus, ref, o, w);
+        if (k < 0) {
+            return -k;
+        }
+        worst = most_pulling(m, k, w);
+        if (worst < 0) {
+            break;
+        }
+        w->act[worst] = 0;
+    }
+    impact_velocity(m, qd_minus, k, w, qd_plus);
+    for (i = 0; i < nc; ++i) {
+        if (w->act0[i] && is_unilateral(m, i)) {
+            tol = fmax(tol, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
+            if (nu < IMPACT_ENUMERATE) {
+                uni[nu] = i;
+            }
+            nu += 1;
+        }
+    }
+    tol *= 1e-9;
+    if (any_sinking(m, w, qd_plus, tol) && nu <= IMPACT_ENUMERATE) {
+        int held, mask, found = 0;
+        for (held = nu; held >= 0 && !found; --held) {
+            for (mask = 0; mask < (1 << nu) && !found; ++mask) {
+                int bits = 0;
+                for (j = 0; j < nu; ++j) {
+                    bits += (mask >> j) & 1;
+                }
+                if (bits != held) {
+                    continue;
+                }
+                for (j = 0; j < nu; ++j) {
+                    w->act[uni[j]] = ((mask >> j) & 1) ? w->act0[uni[j]] : 0;
+                }
+                k = impact_solve(m, p, q, qd_minus, ref, o, w);
+                if (k < 0) {
+                    continue;   /* a singular set is not the impact */
+                }
+                impact_velocity(m, qd_minus, k, w, qd_plus);
+                found = most_pulling(m, k, w) < 0 && !any_sinking(m, w, qd_plus, tol);
+            }
+        }
+        if (!found) {   /* the releases' set again */
+            for (i = 0; i < nc; ++i) {
+                w->act[i] = w->act0[i];
+            }
+            for (pass = 0; pass <= nc; ++pass) {
+                int worst;
+                k = impact_solve(m, p, q, qd_minus, ref, o, w);
+                if (k < 0) {
+                    return -k;
+                }
+                worst = most_pulling(m, k, w);
+                if (worst < 0) {
+                    break;
+                }
+                w->act[worst] = 0;
+            }
+        }
+    }
+    impact_velocity(m, qd_minus, k, w, qd_plus);
     /* kinetic energies |L^T qd|^2 / 2 */
     e_minus = 0.0;
     e_plus = 0.0;
@@ -1559,6 +1675,30 @@ static int has_sole(const rodgen_model *m, int i)
  *   f_n x_max + m_t2, -m_t2 - f_n x_min, f_n y_max - m_t1, m_t1 - f_n y_min,
  * the smallest divided by the sole's larger side (a force, as slip_margin's). Negative: it tips over that
  * edge. Without a sole: 1. */
+/* A flat foot carries less than this fraction of the normal force of the held contacts: it is unloading. */
+#define HY_UNLOADED 0.05
+
+/* Whether flat foot i is unloading at the forces lam: its normal force below HY_UNLOADED of the sum of the
+ * normal forces of the held contacts. Its centre of pressure -m_t2/f_n and its cone |f_t| <= mu f_n are
+ * then not checked (as f_n -> 0 before a lift-off they are undefined: any leftover ankle moment or
+ * tangential force puts them out); the foot lifts off when f_n reaches 0, or its checks resume when it
+ * carries HY_UNLOADED of the load again. A foot that carries the load alone is never unloading. */
+static int unloading(const rodgen_hybrid_state *s, int i, const double *lam)
+{
+    const rodgen_model *m = s->model;
+    double total = 0.0;
+    int j;
+    if (!is_flat(m, i)) {
+        return 0;
+    }
+    for (j = 0; j < m->nconstraints; ++j) {
+        if (s->active[j] && m->constraints[j].kind == RODGEN_CONTACT) {
+            total += fmax(lam[normal_row(m, j)], 0.0);
+        }
+    }
+    return lam[normal_row(m, i)] < HY_UNLOADED * total;
+}
+
 static double tip_margin(const rodgen_model *m, int i, const double *lam)
 {
     const double *b = m->constraints[i].sole, *w = lam + m->constraints[i].row;
@@ -1692,10 +1832,11 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             g[2 * i] = w->lam[normal_row(m, i)];
             if (is_sliding(m, s->active, i)) {
                 g[2 * i + 1] = slide_speed(s, w, y, i);
-            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]) {
+            } else if (m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i] && !unloading(s, i, w->lam)) {
                 g[2 * i + 1] = slip_margin(s, i, w->lam);
             }
-            if (is_flat(m, i)) {   /* a flat foot also tips: the first of the two margins to reach 0 */
+            if (is_flat(m, i) && !unloading(s, i, w->lam)) {   /* a flat foot also tips: the first of the two
+                                                                  margins to reach 0 */
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
         } else if (s->armed[i]) {
@@ -1871,7 +2012,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
     }
     for (i = 0; i < m->nconstraints; ++i) {
-        if (s->active[i] && is_flat(m, i) && tip_margin(m, i, w->lam) < 0.0) {
+        if (s->active[i] && is_flat(m, i) && !unloading(s, i, w->lam) && tip_margin(m, i, w->lam) < 0.0) {
             /* its centre of pressure (in the frame's tangential axes) left the sole over one edge */
             const double *f = w->lam + m->constraints[i].row;
             hy_log(s, out, RODGEN_EVENT_TIP, i, f[2] != 0.0 ? -f[4] / f[2] : 0.0, f[2] != 0.0 ? f[3] / f[2] : 0.0,
@@ -1884,7 +2025,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             continue;
         }
         if (s->active[i] && m->constraints[i].kind == RODGEN_CONTACT && !s->slipping[i]
-            && slip_margin(s, i, w->lam) < 0.0) {
+            && !unloading(s, i, w->lam) && slip_margin(s, i, w->lam) < 0.0) {
             s->slipping[i] = 1;
             hy_log(s, out, RODGEN_EVENT_SLIP, i, tangential_force(m, i, w->lam), w->lam[normal_row(m, i)], 0.0);
             if (*slip_block < 0) {
@@ -2057,6 +2198,20 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                     } else {
                         s->target[r] = 0.0;
                     }
+                }
+            }
+        }
+        {
+            /* a block held before the impact that the impact releases with a normal velocity after it
+             * of at most 2 alpha arm_gap stays held: the drift control (2 alpha J qd) takes that velocity
+             * out within a gap of arm_gap, the gap the touchdown of a released block needs to be armed
+             * again (released, it would sink unarmed); hy_settle releases it if its normal force in the
+             * constrained dynamics pulls */
+            const int nv = RODGEN_NV(m);
+            for (i = 0; i < nc; ++i) {
+                if (w->act2[i] && !w->after[i] && w->g1[i] == 0.0 && is_unilateral(m, i)
+                    && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) <= 2.0 * o->cfd.alpha * o->arm_gap) {
+                    w->after[i] = w->act2[i];
                 }
             }
         }
