@@ -101,7 +101,8 @@ def _callgrind(cmd: list[str], cwd: Path, collect: tuple[str, ...], out_file: Pa
                            *[f"--toggle-collect={c}" for c in collect], *cmd], cwd=cwd, capture_output=True,
                           text=True, env=dict(os.environ), check=True)
     total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True,
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out_file)],
+                         capture_output=True,
                          text=True).stdout
     m = re.search(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:biped12_walk_controller \[", ann, re.M)
     return total, int(m.group(1).replace(",", "")) if m else 0
@@ -187,6 +188,11 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     mj_p = np.array([[float(x) for x in ln.split()[1:]] for ln in trace.splitlines() if ln.startswith("p ")])
     rg = results["rodgen"]
     rg_p = np.array([np.interp(mj_p[:, 0], rg.t, rg.q[:, i]) for i in range(3)]).T
+    # the swing: the right sole's highest lift above the ground in each run (the box's bottom face; rodgen's
+    # sole frame foot_r)
+    out["mujoco_rk4_right_sole_max_lift_m"] = float(mj_p[:, 5].max() - 0.005)
+    out["rodgen_right_sole_max_lift_m"] = float(robot.frames(rg.q)["foot_r"][0][:, 2].max())
+    mj_p = mj_p[:, :4]
     early = mj_p[:, 0] <= AGREE_T + 1e-9
     dev = np.abs(mj_p[early, 1:] - rg_p[early]).max(axis=0)
     out["agreement_window_s"] = AGREE_T

@@ -15,7 +15,8 @@
  * MuJoCo's control callback (mjcb_control, at every stage of RK4); rk4_hold and euler_hold once before
  * each mj_step (zero-order hold). Prints per run the seconds of the STEPS mj_step calls, then once the
  * controller's calls, whether it failed, the pelvis' x, its lowest height and the final time. With
- * TRACE_EVERY > 0 the last run prints "p t x y z" of the pelvis every TRACE_EVERY steps to stderr. Mode
+ * TRACE_EVERY > 0 the last run prints "p t x y z zl zr" (the pelvis' position, the heights of the sole
+ * boxes' centres, 5 mm above their bottoms) every TRACE_EVERY steps to stderr. Mode
  * "controller" times the controller alone (seconds per call).
  */
 #define _POSIX_C_SOURCE 199309L
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
     mjModel *m;
     mjData *d;
     long steps, k, trace = 0;
-    int repeat, r, hold;
+    int repeat, r, hold, sole_l, sole_r;
     double low = 1e300;
     if (argc < 5) {
         fprintf(stderr, "usage: %s MODEL.xml rk4|euler|rk4_hold|euler_hold|controller STEPS REPEAT [TRACE]\n",
@@ -152,6 +153,12 @@ int main(int argc, char **argv)
         return 0;
     }
     d = mj_makeData(m);
+    sole_l = mj_name2id(m, mjOBJ_GEOM, "sole_l");
+    sole_r = mj_name2id(m, mjOBJ_GEOM, "sole_r");
+    if (sole_l < 0 || sole_r < 0) {
+        fprintf(stderr, "the MJCF has no geoms sole_l and sole_r\n");
+        return 2;
+    }
     mjcb_control = hold ? NULL : control;
     for (r = 0; r < repeat; ++r) {
         double t0, t1;
@@ -163,7 +170,9 @@ int main(int argc, char **argv)
         failed = 0;
         low = 1e300;
         if (tracing) {
-            fprintf(stderr, "p %.9g %.12g %.12g %.12g\n", d->time, d->qpos[0], d->qpos[1], d->qpos[2]);
+            mj_kinematics(m, d);
+            fprintf(stderr, "p %.9g %.12g %.12g %.12g %.12g %.12g\n", d->time, d->qpos[0], d->qpos[1], d->qpos[2],
+                    d->geom_xpos[3 * sole_l + 2], d->geom_xpos[3 * sole_r + 2]);
         }
         t0 = now();
         for (k = 0; k < steps; ++k) {
@@ -174,8 +183,10 @@ int main(int argc, char **argv)
             if (d->qpos[2] < low) {
                 low = d->qpos[2];
             }
-            if (tracing && (k + 1) % trace == 0) {
-                fprintf(stderr, "p %.9g %.12g %.12g %.12g\n", d->time, d->qpos[0], d->qpos[1], d->qpos[2]);
+            if (tracing && (k + 1) % trace == 0) {   /* geom_xpos: of the step's last stage, close enough */
+                mj_kinematics(m, d);
+                fprintf(stderr, "p %.9g %.12g %.12g %.12g %.12g %.12g\n", d->time, d->qpos[0], d->qpos[1],
+                        d->qpos[2], d->geom_xpos[3 * sole_l + 2], d->geom_xpos[3 * sole_r + 2]);
             }
         }
         t1 = now();
