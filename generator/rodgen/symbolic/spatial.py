@@ -855,7 +855,8 @@ def spatial_forward_dynamics(model: ValidSpatialModel, k: Optional[SpatialKinema
     N, n, NC = len(nodes), len(k.qd), len(J.S)
     if NC != n:
         raise DerivationError(f"model {model.name!r}: the articulated-body algorithm needs one joint per "
-                              f"coordinate; the expanded tree has {NC - n} dependent joints")
+                              f"coordinate; masses at intermediate fractions of variable segments (or absolute "
+                              f"two-angle links below another) add {NC - n} dependent joints")
     Tm = sp.zeros(n, n)
     for i, row in enumerate(J.Tmap):
         for j, cf in row:
