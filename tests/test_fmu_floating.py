@@ -272,6 +272,7 @@ def test_model_exchange_evaluates_on_the_unit_sphere(tumbler: Any, tmp_path: Pat
     assert np.abs(x - yn).max() < 1e-15
 
 
+@pytest.mark.slow   # a minute; the puck, point-mass and tumbler FMUs guard the same paths in the default run
 def test_solo12_dropped_is_rodgens_run(build_dir: Path, tmp_path: Path) -> None:
     """examples/spatial/solo12_stand.py in an FMU: the PD law on its 12 joints compiled in, four 3-row feet. In
     Co-Simulation the feet touch down together after the free fall of 0.1 m and the robot stands: robot.simulate's
