@@ -135,6 +135,8 @@ def test_bad_contacts_are_named(walker: object, build_dir: Path) -> None:
         Problem(pendulum, contacts=["foot"]).check()
 
 
+@pytest.mark.slow   # builds a spatial tree's constrained derivatives (half a minute to a minute and a half);
+#                     the planar contact tests guard the same driver path in the default run
 def test_spatial_contact_forces_and_friction_cone(build_dir: Path) -> None:
     """A spatial tree's 3D contact (one of two held): forces ft1_, ft2_, fn_ in the expressions, the friction cone
     mu^2 fn^2 - ft1^2 - ft2^2 >= 0 per point (its value from the runtime's constrained_dynamics), the
