@@ -39,7 +39,6 @@ import argparse
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +49,14 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 
-from common import NumericTree, machine, missing, mjcf, write_json  # noqa: E402
+from common import WALK_VARIANTS, NumericTree, c_array, callgrind, machine, median_run, missing, mjcf, write_json  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 T_END, DT = 10.0, 1e-3
 
 
-def _median(fn: Any, repeat: int) -> float:
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
-
+#: the walking controller's C function (its share of the instructions)
+CONTROLLER = "exo5_walk_controller"
 
 def compass_mjcf(tree: NumericTree, slope: float, leg: float) -> str:
     """The compass gait for MuJoCo: bodies and joints from rodgen's tree, a sphere foot at the far end of each
@@ -88,7 +81,7 @@ def compass(build_dir: str, repeat: int) -> dict[str, Any]:
     res = run()
     out["rodgen_steps"] = sum(1 for e in res.events if e["kind"] == "touchdown")
     out["rodgen_status"] = res.message
-    out["rodgen_s"] = _median(run, repeat)
+    out["rodgen_s"] = median_run(run, repeat)
     why = missing("mujoco")
     if why:
         out["mujoco"] = why
@@ -104,7 +97,7 @@ def compass(build_dir: str, repeat: int) -> dict[str, Any]:
     steps = int(round(T_END / DT))
     ctrl = np.zeros((1, steps, mj.nu))
     rollout.rollout(mj, md, init[None, :], ctrl[:, :10], nstep=10)
-    out["mujoco_s"] = _median(lambda: rollout.rollout(mj, md, init[None, :], ctrl, nstep=steps), repeat)
+    out["mujoco_s"] = median_run(lambda: rollout.rollout(mj, md, init[None, :], ctrl, nstep=steps), repeat)
     out["ratio_mujoco_over_rodgen"] = out["mujoco_s"] / out["rodgen_s"]
     return out
 
@@ -153,10 +146,6 @@ def walker_mjcf(tree: NumericTree, robot: Any, radius: float) -> str:
     return mjcf(tree, "exo5_walk", DT, geoms=geoms, ground=ground)
 
 
-def _c_array(values: Any) -> str:
-    return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
-
-
 RODGEN_ONCE = """
 import sys
 import numpy as np
@@ -180,28 +169,6 @@ int exo5_walk_counted(void *context, double t, const double *y, double *u)
     return exo5_walk_controller(context, t, y, u);
 }
 """
-
-#: The runs compared: (key, rodgen's hold, MuJoCo's harness mode or None).
-VARIANTS = (("rodgen", False, None), ("rodgen_hold", True, None), ("mujoco_rk4", False, "rk4"),
-            ("mujoco_euler", False, "euler"), ("mujoco_rk4_hold", True, "rk4_hold"),
-            ("mujoco_euler_hold", True, "euler_hold"))
-
-
-def _callgrind(cmd: list[str], cwd: Path, collect: tuple[str, ...], out_file: Path) -> tuple[int, int]:
-    """(instructions inside the functions ``collect``, of them inside the controller) of one run under
-    callgrind (the functions must not call each other: each toggles the collection)."""
-    import os
-    import re
-    import subprocess
-    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-                           *[f"--toggle-collect={c}" for c in collect], *cmd], cwd=cwd, capture_output=True,
-                          text=True, env=dict(os.environ), check=True)
-    total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out_file)], capture_output=True,
-                         text=True).stdout
-    m = re.search(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:exo5_walk_controller \[", ann, re.M)
-    return total, int(m.group(1).replace(",", "")) if m else 0
-
 
 def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dict[str, Any]:
     """10 s of walking at dt = 1 ms: rodgen's hybrid RK4 with the C controller against MuJoCo (C harness,
@@ -233,7 +200,7 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
     counted = rodgen.CController(count_dir / "exo5_walk_counted.c", "exo5_walk_counted", params=ctrl.params,
                                  state=ctrl.state, include_dirs=[EXAMPLES], build_dir=build_dir)
     counter = ctypes.c_long.in_dll(ctypes.CDLL(str(counted.library)), "exo5_walk_calls")
-    for key, hold, _ in VARIANTS[:2]:
+    for key, hold, _ in WALK_VARIANTS[:2]:
         res = run(hold)
         counter.value = 0
         again = run(hold, counted)
@@ -259,8 +226,8 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
         (work / name).write_text(text)
     (work / "exo5_walk.xml").write_text(walker_mjcf(tree, robot, radius))
     (work / "walk_data.h").write_text(
-        f"#define WALK_PARAMS {_c_array(ctrl.params)}\n#define WALK_TINV {_c_array(np.linalg.inv(tree.T))}\n"
-        f"#define WALK_QPOS0 {_c_array(tree.T @ y0[:tree.n])}\n#define WALK_QVEL0 {_c_array(tree.T @ y0[tree.n:])}\n")
+        f"#define WALK_PARAMS {c_array(ctrl.params)}\n#define WALK_TINV {c_array(np.linalg.inv(tree.T))}\n"
+        f"#define WALK_QPOS0 {c_array(tree.T @ y0[:tree.n])}\n#define WALK_QVEL0 {c_array(tree.T @ y0[tree.n:])}\n")
     mjdir = Path(mujoco.__file__).parent
     lib = next(iter(sorted(mjdir.glob("libmujoco.so*"))), None)
     if lib is None:
@@ -293,18 +260,18 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
         return [float(x) for x in lines[:reps]], {info[i]: info[i + 1] for i in range(0, len(info), 2)}
 
     # interleaved: each variant once, repeated (the machine is shared)
-    times: dict[str, list[float]] = {key: [] for key, _, _ in VARIANTS}
+    times: dict[str, list[float]] = {key: [] for key, _, _ in WALK_VARIANTS}
     info: dict[str, dict[str, str]] = {}
     for _ in range(repeat):
-        for key, hold, mode in VARIANTS:
+        for key, hold, mode in WALK_VARIANTS:
             if mode is None:
-                times[key].append(_median(lambda: run(hold), 1))
+                times[key].append(median_run(lambda: run(hold), 1))
             else:
                 t, info[key] = harness(mode, steps, 1)
                 times[key] += t
     per_call, _ = harness("controller", 20000, 5)
     out["controller_us_per_call"] = 1e6 * statistics.median(per_call)
-    for key, hold, mode in VARIANTS:
+    for key, hold, mode in WALK_VARIANTS:
         out[f"{key}_s"] = statistics.median(times[key])
         out[f"{key}_s_per_simulated_s"] = out[f"{key}_s"] / T_END
         if mode is not None:
@@ -316,7 +283,7 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
             out[f"{key}_lowest_hip_m"] = float(kv["low"])
         out[f"{key}_s_without_controller"] = out[f"{key}_s"] - out[f"{key}_controller_calls"] * statistics.median(
             per_call)
-    for key, hold, mode in VARIANTS[2:]:
+    for key, hold, mode in WALK_VARIANTS[2:]:
         # against rodgen with the controller called the same way (per stage, or held over the step)
         ref = "rodgen_hold" if hold else "rodgen"
         out[f"ratio_{key}_over_{ref}"] = out[f"{key}_s"] / out[f"{ref}_s"]
@@ -333,17 +300,19 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
         np.save(work / "params.npy", ctrl.params)
         np.save(work / "y0.npy", y0)
         ins: dict[str, Any] = {}
-        for key, hold, mode in VARIANTS:
+        for key, hold, mode in WALK_VARIANTS:
             if mode is None:
-                tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
+                tot, ctl = callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
                                        "params.npy", "y0.npy", repr(T_END), repr(DT), "hold" if hold else "stage"],
-                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}")
+                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}",
+                                      CONTROLLER)
             else:
                 # held: the controller's calls before each mj_step count too
-                tot, ctl = _callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", mode, str(steps), "1"], work,
-                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}")
+                tot, ctl = callgrind([str(work / "mujoco_walk"), "exo5_walk.xml", mode, str(steps), "1"], work,
+                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}",
+                                      CONTROLLER)
             ins[key], ins[f"{key}_controller"] = tot, ctl
-        for key, hold, mode in VARIANTS[2:]:
+        for key, hold, mode in WALK_VARIANTS[2:]:
             ref = "rodgen_hold" if hold else "rodgen"
             ins[f"ratio_{key}_over_{ref}"] = ins[key] / ins[ref]
             ins[f"ratio_{key}_over_{ref}_without_controller"] = (ins[key] - ins[f"{key}_controller"]) / (
@@ -362,7 +331,7 @@ def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
     n = 20000
 
     def per_call(fn: Any) -> float:
-        return _median(lambda: [fn() for _ in range(n)], repeat) / n
+        return median_run(lambda: [fn() for _ in range(n)], repeat) / n
 
     out: dict[str, Any] = {"model": "examples/exo5_walk.yaml", "nq": robot.nq, "active": both}
     out["forward_dynamics_us"] = 1e6 * per_call(lambda: robot.forward_dynamics(q, qd, u))
@@ -371,10 +340,10 @@ def constrained(build_dir: str, repeat: int) -> dict[str, Any]:
     # in C: 1 s of RK4 at 1 kHz standing in double support (both feet held, no inputs) against the same
     # model's unconstrained simulate() (free fall): the cost of a step with and without the constraints
     y = np.concatenate([q, qd])
-    t_free = _median(lambda: robot.simulate(y, 1.0, 1e-3, store_every=100), repeat)
+    t_free = median_run(lambda: robot.simulate(y, 1.0, 1e-3, store_every=100), repeat)
     res = robot.simulate(y, 1.0, 1e-3, contacts=both, on_slip="continue", store_every=100)
     out["double_support_events"] = len(res.events)
-    t_held = _median(lambda: robot.simulate(y, 1.0, 1e-3, contacts=both, on_slip="continue", store_every=100),
+    t_held = median_run(lambda: robot.simulate(y, 1.0, 1e-3, contacts=both, on_slip="continue", store_every=100),
                      repeat)
     out["c_step_free_us"], out["c_step_double_support_us"] = t_free * 1e3, t_held * 1e3
     out["ratio_c_double_support_over_free"] = t_held / t_free

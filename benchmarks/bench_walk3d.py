@@ -37,17 +37,12 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 
-from common import machine, missing, write_json  # noqa: E402
+from common import WALK_VARIANTS, c_array, callgrind, machine, median_run, missing, write_json  # noqa: E402
 
 SPATIAL = HERE.parent / "examples" / "spatial"
 DT = 1e-3
 #: the double-support window of the "same mechanism" check [s] and its tolerance on the pelvis position [m]
 AGREE_T, AGREE_TOL = 0.5, 5e-3
-
-#: The runs compared: (key, rodgen's hold, MuJoCo's harness mode or None).
-VARIANTS = (("rodgen", False, None), ("rodgen_hold", True, None), ("mujoco_rk4", False, "rk4"),
-            ("mujoco_euler", False, "euler"), ("mujoco_rk4_hold", True, "rk4_hold"),
-            ("mujoco_euler_hold", True, "euler_hold"))
 
 RODGEN_ONCE = """
 import sys
@@ -63,9 +58,8 @@ print(res.message)
 """
 
 
-def _c_array(values: Any) -> str:
-    return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
-
+#: the walking controller's C function (its share of the instructions)
+CONTROLLER = "biped12_walk_controller"
 
 def quat_matrix(xyzw: np.ndarray) -> np.ndarray:
     """The rotation (body to world) of the unit quaternion (x, y, z, w)."""
@@ -80,32 +74,6 @@ def mujoco_qvel(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     MuJoCo's qvel (the free joint's linear velocity in the world frame, its angular velocity in the body's)."""
     v = np.asarray(v, float)
     return np.r_[quat_matrix(np.asarray(q, float)[3:7]) @ v[:3], v[3:]]
-
-
-def _median(fn: Any, repeat: int) -> float:
-    import time
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
-
-
-def _callgrind(cmd: list[str], cwd: Path, collect: tuple[str, ...], out_file: Path) -> tuple[int, int]:
-    """(instructions inside the functions ``collect``, of them inside the controller) of one run under
-    callgrind."""
-    import os
-    import re
-    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-                           *[f"--toggle-collect={c}" for c in collect], *cmd], cwd=cwd, capture_output=True,
-                          text=True, env=dict(os.environ), check=True)
-    total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out_file)],
-                         capture_output=True,
-                         text=True).stdout
-    m = re.search(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:biped12_walk_controller \[", ann, re.M)
-    return total, int(m.group(1).replace(",", "")) if m else 0
 
 
 def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
@@ -130,7 +98,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
                               max_events=50, hold=hold)
 
     results = {}
-    for key, hold, _ in VARIANTS[:2]:
+    for key, hold, _ in WALK_VARIANTS[:2]:
         res = run(hold)
         results[key] = res
         out[f"{key}_status"] = res.message
@@ -153,8 +121,8 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     (work / "biped12.xml").write_text(gait_mod.mjcf(robot, DT))
     q0, v0 = gait.q[0], gait.v[0]
     (work / "walk3d_data.h").write_text(
-        f"#define WALK_PARAMS {_c_array(ctrl.params)}\n#define WALK_QPOS0 {_c_array(gait_mod.mujoco_qpos(q0))}\n"
-        f"#define WALK_QVEL0 {_c_array(mujoco_qvel(q0, v0))}\n")
+        f"#define WALK_PARAMS {c_array(ctrl.params)}\n#define WALK_QPOS0 {c_array(gait_mod.mujoco_qpos(q0))}\n"
+        f"#define WALK_QVEL0 {c_array(mujoco_qvel(q0, v0))}\n")
     mjdir = Path(mujoco.__file__).parent
     lib = next(iter(sorted(mjdir.glob("libmujoco.so*"))), None)
     if lib is None:
@@ -201,12 +169,12 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     out["agreement_ok"] = bool(dev.max() <= AGREE_TOL)
     out["whole_run_pelvis_max_abs_m"] = [float(x) for x in np.abs(mj_p[:, 1:] - rg_p).max(axis=0)]
 
-    times: dict[str, list[float]] = {key: [] for key, _, _ in VARIANTS}
+    times: dict[str, list[float]] = {key: [] for key, _, _ in WALK_VARIANTS}
     info: dict[str, dict[str, str]] = {}
     for _ in range(repeat):
-        for key, hold, mode in VARIANTS:
+        for key, hold, mode in WALK_VARIANTS:
             if mode is None:
-                times[key].append(_median(lambda: run(hold), 1))
+                times[key].append(median_run(lambda: run(hold), 1))
             else:
                 t, info[key], _ = harness(mode, steps, 1)
                 times[key] += t
@@ -214,7 +182,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     ctl_s = statistics.median(per_call)
     out["controller_us_per_call"] = 1e6 * ctl_s
     # rodgen's controller calls: 4 per RK4 step, 1 held (events add a few; counted from the evaluations)
-    for key, hold, mode in VARIANTS:
+    for key, hold, mode in WALK_VARIANTS:
         out[f"{key}_s"] = statistics.median(times[key])
         out[f"{key}_us_per_step"] = 1e6 * out[f"{key}_s"] / steps
         if mode is None:
@@ -227,7 +195,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
             out[f"{key}_lowest_pelvis_m"] = float(kv["low"])
         out[f"{key}_controller_calls"] = int(calls)
         out[f"{key}_us_per_step_without_controller"] = 1e6 * (out[f"{key}_s"] - calls * ctl_s) / steps
-    for key, hold, mode in VARIANTS[2:]:
+    for key, hold, mode in WALK_VARIANTS[2:]:
         ref = "rodgen_hold" if hold else "rodgen"
         out[f"ratio_{key}_over_{ref}"] = out[f"{key}_s"] / out[f"{ref}_s"]
         out[f"ratio_{key}_over_{ref}_without_controller"] = (out[f"{key}_us_per_step_without_controller"]
@@ -238,16 +206,18 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
         np.save(work / "params.npy", ctrl.params)
         np.save(work / "y0.npy", y0)
         ins: dict[str, Any] = {}
-        for key, hold, mode in VARIANTS:
+        for key, hold, mode in WALK_VARIANTS:
             if mode is None:
-                tot, ctl = _callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
+                tot, ctl = callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
                                        "params.npy", "y0.npy", repr(t_end), repr(DT), "hold" if hold else "stage"],
-                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}")
+                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}",
+                                      CONTROLLER)
             else:
-                tot, ctl = _callgrind([str(work / "mujoco_walk3d"), "biped12.xml", mode, str(steps), "1"], work,
-                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}")
+                tot, ctl = callgrind([str(work / "mujoco_walk3d"), "biped12.xml", mode, str(steps), "1"], work,
+                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}",
+                                      CONTROLLER)
             ins[key], ins[f"{key}_controller"] = tot, ctl
-        for key, hold, mode in VARIANTS[2:]:
+        for key, hold, mode in WALK_VARIANTS[2:]:
             ref = "rodgen_hold" if hold else "rodgen"
             ins[f"ratio_{key}_over_{ref}"] = ins[key] / ins[ref]
         ins["ratio_mujoco_rk4_over_rodgen_hold"] = ins["mujoco_rk4"] / ins["rodgen_hold"]

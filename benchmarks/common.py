@@ -45,6 +45,44 @@ def median_time(fn: Callable[[], Any], *, number: int, repeat: int = 7) -> float
     return statistics.median(runs)
 
 
+def median_run(fn: Callable[[], Any], repeat: int) -> float:
+    """Median over ``repeat`` runs of one call's time (seconds), no warm-up run: for runs of seconds."""
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def c_array(values: Any) -> str:
+    """The numbers as a C initialiser ``{a, b, ...}`` (exact: repr of each double)."""
+    return "{" + ", ".join(repr(float(v)) for v in np.asarray(values, dtype=float).reshape(-1)) + "}"
+
+
+#: The walking runs compared with MuJoCo (bench_walk, bench_walk3d): (key, rodgen's hold, MuJoCo's harness
+#: mode or None).
+WALK_VARIANTS = (("rodgen", False, None), ("rodgen_hold", True, None), ("mujoco_rk4", False, "rk4"),
+                 ("mujoco_euler", False, "euler"), ("mujoco_rk4_hold", True, "rk4_hold"),
+                 ("mujoco_euler_hold", True, "euler_hold"))
+
+
+def callgrind(cmd: list[str], cwd: Path, collect: tuple[str, ...], out_file: Path, controller: str
+              ) -> tuple[int, int]:
+    """(instructions inside the functions ``collect``, of them inside the C function ``controller``) of one
+    run under callgrind (the functions must not call each other: each toggles the collection)."""
+    import re
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
+                           *[f"--toggle-collect={c}" for c in collect], *cmd], cwd=cwd, capture_output=True,
+                          text=True, env=dict(os.environ), check=True)
+    total = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    # --threshold=100: every function listed, however small its share (a cheap controller is under 1 %)
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out_file)],
+                         capture_output=True, text=True).stdout
+    m = re.search(rf"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:{re.escape(controller)} \[", ann, re.M)
+    return total, int(m.group(1).replace(",", "")) if m else 0
+
+
 def autorange(fn: Callable[[], Any], *, target: float = 0.05, repeat: int = 7) -> float:
     """median_time with ``number`` chosen so that one run takes about ``target`` seconds."""
     t0 = time.perf_counter()

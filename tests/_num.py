@@ -73,3 +73,14 @@ def rel_err(a, b) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
     scale = max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0), 1e-300)
     return float(np.abs(a - b).max(initial=0.0) / scale)
+
+
+def central_jacobian(fun: Callable, x: np.ndarray, eps: float = 1e-6, relative: bool = True) -> np.ndarray:
+    """Central differences of the vector function ``fun`` at ``x``, a column per entry of x; the step of
+    entry i is eps * max(1, |x_i|) (``relative``) or eps."""
+    cols = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = eps * max(1.0, abs(x[i])) if relative else eps
+        cols.append((fun(x + e) - fun(x - e)) / (2 * e[i]))
+    return np.array(cols).T

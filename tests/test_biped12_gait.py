@@ -22,8 +22,9 @@ SPATIAL = Path(__file__).resolve().parent.parent / "examples" / "spatial"
 G0 = 9.81
 
 
-def _gait_module() -> Any:
-    spec = importlib.util.spec_from_file_location("example_biped12_gait", SPATIAL / "biped12_gait.py")
+def _example(file: str, name: str) -> Any:
+    """The example script examples/spatial/<file> imported as the module <name>."""
+    spec = importlib.util.spec_from_file_location(name, SPATIAL / file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod              # its dataclass looks its module up
@@ -33,7 +34,7 @@ def _gait_module() -> Any:
 
 @pytest.fixture(scope="module")
 def setup(build_dir: Path) -> tuple[Any, Any, Any]:
-    G = _gait_module()
+    G = _example("biped12_gait.py", "example_biped12_gait")
     robot = rodgen.build(rodgen.load(SPATIAL / "biped12.yaml"), build_dir=build_dir)
     gait = G.plan(robot, 10)
     return G, robot, gait
@@ -161,11 +162,7 @@ def test_first_step_in_the_hybrid_simulator(setup: tuple[Any, Any, Any], build_d
     the swing foot follows the plan to 5 mm, the pelvis to 1 mm, and the feet's vertical forces average the
     weight (the CoM ends at rest at the height it started at)."""
     G, robot, gait = setup
-    spec = importlib.util.spec_from_file_location("example_biped12_walk", SPATIAL / "biped12_walk.py")
-    assert spec is not None and spec.loader is not None
-    walk = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = walk
-    spec.loader.exec_module(walk)
+    walk = _example("biped12_walk.py", "example_biped12_walk")
     robot, gait, res = walk.run(10, build_dir=str(build_dir))
     assert res.ok, res.message
     kinds = [(e["kind"], e["block"]) for e in res.events if e["kind"] != "slip"]
@@ -195,11 +192,7 @@ def test_landing_keeps_the_stance_sole_on_the_ground(setup: tuple[Any, Any, Any]
     stays held): no lift-off of sole_l, the left foot still at its foothold to 1e-6 m, flat, its gap >= 0 to
     1e-6 m."""
     G, robot, gait = setup
-    spec = importlib.util.spec_from_file_location("example_biped12_walk_l", SPATIAL / "biped12_walk.py")
-    assert spec is not None and spec.loader is not None
-    walk = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = walk
-    spec.loader.exec_module(walk)
+    walk = _example("biped12_walk.py", "example_biped12_walk_l")
     land = gait.steps[0]["land"]
     robot, gait, res = walk.run(10, t_end=land + 0.0015, build_dir=str(build_dir))
     assert res.ok, res.message

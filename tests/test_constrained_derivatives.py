@@ -6,6 +6,7 @@ differences of rodgen's own constrained dynamics and of the impact's KKT solutio
 matrix and constraint Jacobian) for the planar compass gait, exo5_walk and solo12 (q moved by ``integrate``)."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ import numpy as np
 import pytest
 
 import rodgen
+from _num import central_jacobian
 from conftest import EXAMPLES
 
 H = 1e-6
+_central = functools.partial(central_jacobian, eps=H, relative=False)   # absolute steps of H
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +86,6 @@ def test_impact_derivatives_are_pinocchios_impulse_dynamics_derivatives(spatial:
         assert _close(dv_dv, data.ddq_dv + np.eye(pm.nv), 1e-9)
         assert _close(di_dq, data.dlambda_dq, 1e-9)
         assert _close(di_dv, data.dlambda_dv, 1e-9)
-
-
-def _central(f: Any, x: np.ndarray) -> np.ndarray:
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = H
-        cols.append((f(x + e) - f(x - e)) / (2 * H))
-    return np.array(cols).T
 
 
 def _impact_kkt(robot: Any, q: np.ndarray, v: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -149,15 +149,13 @@ def test_box_shoved_at_its_sole_slips_and_stops_a_flat_foot_does_not_slide(box: 
         box.simulate(_rest(), 0.1, 1e-3, contacts={"sole": "slide"}, on_slip="slide")
 
 
-def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None:
-    """A body on a free joint standing on its own flat foot, and a second foot on a passive chain of three
-    sliders and three hinges from it (so its six coordinates carry no force between the two): both feet
-    stick (double support, each carrying its own weight), a lift k t on the second foot takes it off at
-    m2 g / k (single support), the first foot keeps the body's weight, and the second rises as
-    k (t - t1)^3 / (6 m2)."""
-    m1, m2, k = 3.0, 0.5, 10.0
-    model = SpatialModel("biped2")
+def _two_feet(name: str, m1: float, m2: float, k: float, xl: float) -> SpatialModel:
+    """A body of mass m1 on a free joint standing on its own flat foot, and a second foot of mass m2 on a
+    passive chain of three sliders and three hinges from it (its six coordinates carry no force between the
+    two), lifted by a force k t at x = xl ahead of its frame, 5 cm up."""
+    model = SpatialModel(name)
     model.parameter("k", k)
+    model.parameter("xl", xl)
     model.link("pelvis", joint="free").body(m1, (0.0, 0.0, 0.2), (0.05, 0.0, 0.0, 0.05, 0.0, 0.05))
     parent = "pelvis"
     for i, (kind, axis) in enumerate([("prismatic", (1, 0, 0)), ("prismatic", (0, 1, 0)),
@@ -167,11 +165,21 @@ def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None
         parent = lk.name
     foot = model.link("rfoot", parent, joint="fixed")
     foot.body(m2, (0.0, 0.0, 0.05), (0.01, 0.0, 0.0, 0.01, 0.0, 0.01))
-    foot.marker("rcom", xyz=(0.0, 0.0, 0.05))
-    model.point_force("lift", "rcom", (0, 0, "k*t"))
+    foot.marker("rlift", xyz=("xl", 0.0, 0.05))
+    model.point_force("lift", "rlift", (0, 0, "k*t"))
     model.contact("left", "pelvis", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
     model.contact("right", "rfoot", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
-    robot = rodgen.build(model, build_dir=build_dir)
+    return model
+
+
+def test_two_flat_feet_go_from_double_to_single_support(build_dir: Path) -> None:
+    """A body on a free joint standing on its own flat foot, and a second foot on a passive chain of three
+    sliders and three hinges from it (so its six coordinates carry no force between the two): both feet
+    stick (double support, each carrying its own weight), a lift k t on the second foot takes it off at
+    m2 g / k (single support), the first foot keeps the body's weight, and the second rises as
+    k (t - t1)^3 / (6 m2)."""
+    m1, m2, k = 3.0, 0.5, 10.0
+    robot = rodgen.build(_two_feet("biped2", m1, m2, k, 0.0), build_dir=build_dir)
     assert (robot.nq, robot.nv) == (13, 12)
     y0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros(6), np.zeros(12)]
     res = robot.simulate(y0, 0.8, 1e-3, contacts=["left", "right"])
@@ -230,23 +238,7 @@ def test_a_foot_unloading_to_lift_off_is_not_tested_for_tipping(build_dir: Path,
     it carries m2 g / 6, under 5 %: it is unloading, its centre of pressure not checked, and it lifts off
     at m2 g / k."""
     m1, m2, k = 3.0, 0.5, 10.0
-    model = SpatialModel("biped2x")
-    model.parameter("k", k)
-    model.parameter("xl", xl)
-    model.link("pelvis", joint="free").body(m1, (0.0, 0.0, 0.2), (0.05, 0.0, 0.0, 0.05, 0.0, 0.05))
-    parent = "pelvis"
-    for i, (kind, axis) in enumerate([("prismatic", (1, 0, 0)), ("prismatic", (0, 1, 0)),
-                                      ("prismatic", (0, 0, 1)), ("revolute", (1, 0, 0)),
-                                      ("revolute", (0, 1, 0)), ("revolute", (0, 0, 1))]):
-        lk = model.link(f"r{i}", parent, joint=kind, axis=axis, xyz=(0.0, -0.2, 0.0) if i == 0 else (0, 0, 0))
-        parent = lk.name
-    foot = model.link("rfoot", parent, joint="fixed")
-    foot.body(m2, (0.0, 0.0, 0.05), (0.01, 0.0, 0.0, 0.01, 0.0, 0.01))
-    foot.marker("rlift", xyz=("xl", 0.0, 0.05))
-    model.point_force("lift", "rlift", (0, 0, "k*t"))
-    model.contact("left", "pelvis", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
-    model.contact("right", "rfoot", rows=6, sole=(-0.1, 0.1, -0.05, 0.05))
-    robot = rodgen.build(model, build_dir=build_dir)
+    robot = rodgen.build(_two_feet("biped2x", m1, m2, k, xl), build_dir=build_dir)
     y0 = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros(6), np.zeros(12)]
     res = robot.simulate(y0, 0.8, 1e-3, contacts=["left", "right"])
     [ev] = res.events

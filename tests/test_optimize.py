@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rodgen
+from _num import central_jacobian
 from rodgen.model.loader import load_dict
 
 pytest.importorskip("casadi")
@@ -40,15 +41,6 @@ def double_pendulum(build_dir: Path) -> object:
                         build_dir=build_dir)
 
 
-def _central(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    cols = []
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps * max(1.0, abs(x[i]))
-        cols.append((fun(x + e) - fun(x - e)) / (2 * e[i]))
-    return np.array(cols).T
-
-
 @pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
 @pytest.mark.parametrize("free", [False, True])
 def test_nlp_derivatives_match_central_differences(double_pendulum: object, build_dir: Path, method: str,
@@ -69,7 +61,7 @@ def test_nlp_derivatives_match_central_differences(double_pendulum: object, buil
         if free:
             x[-1] = rng.uniform(0.6, 1.8)
         J = nlp.jacobian(x).toarray()
-        Jfd = _central(nlp.constraints, x)
+        Jfd = central_jacobian(nlp.constraints, x)
         assert np.max(np.abs(J - Jfd)) < 1e-6 * max(1.0, np.max(np.abs(Jfd)))
         # every nonzero of the differences is in the pattern
         rows, cols = nlp.jacobian_structure()
@@ -77,7 +69,7 @@ def test_nlp_derivatives_match_central_differences(double_pendulum: object, buil
         pattern[rows, cols] = True
         assert not np.any(np.abs(Jfd[~pattern]) > 1e-8)
         g = nlp.gradient(x)
-        gfd = _central(lambda y: np.array([nlp.objective(y)]), x)[0]
+        gfd = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
         assert np.max(np.abs(g - gfd)) < 1e-6 * max(1.0, np.max(np.abs(gfd)))
 
 
@@ -322,7 +314,7 @@ def test_exact_hessian_matches_central_differences(double_pendulum: object, buil
         lam = rng.normal(size=nlp.m)
         sigma = 0.7
         H = nlp.hessian(x, sigma, lam).toarray()
-        Hfd = _central(lambda y: sigma * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
+        Hfd = central_jacobian(lambda y: sigma * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
         assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd))), np.max(np.abs(H - Hfd))
 
 

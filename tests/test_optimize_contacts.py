@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 import rodgen
+from _num import central_jacobian
 from rodgen.model.loader import load_dict
 
 pytest.importorskip("casadi")
@@ -39,15 +40,6 @@ def walker(build_dir: Path) -> object:
     return rodgen.build(load_dict(d), build_dir=build_dir)
 
 
-def _central(fun, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    cols = []
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps * max(1.0, abs(x[i]))
-        cols.append((fun(x + e) - fun(x - e)) / (2 * e[i]))
-    return np.array(cols).T
-
-
 @pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
 def test_contact_phase_derivatives_match_central_differences(walker: object, build_dir: Path, method: str) -> None:
     """Defects of the constrained dynamics, path constraints and an integrand in the contact forces (chained
@@ -63,13 +55,13 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
         x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
         x[-1] = 0.7
         J = nlp.jacobian(x).toarray()
-        Jn = _central(nlp.constraints, x)
+        Jn = central_jacobian(nlp.constraints, x)
         assert np.abs(J - Jn).max() <= 1e-6 * max(1.0, np.abs(Jn).max())
         rows, cols = nlp.jacobian_structure()
         outside = np.ones_like(J, dtype=bool)
         outside[rows, cols] = False
         assert np.all(Jn[outside] == 0.0)
-        gn = _central(lambda y: np.array([nlp.objective(y)]), x)[0]
+        gn = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
         assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
         # the forces at the points are the runtime's constrained dynamics (an independent call)
         lam = nlp.contact_forces(x)
@@ -152,9 +144,9 @@ def test_spatial_contact_forces_and_friction_cone(build_dir: Path) -> None:
     assert nlp.npath == 3                            # the user's, fn >= 0, the cone
     x = nlp.guess() + 0.3 * np.random.default_rng(0).normal(size=nlp.n)
     J = nlp.jacobian(x).toarray()
-    Jn = _central(nlp.constraints, x)
+    Jn = central_jacobian(nlp.constraints, x)
     assert np.abs(J - Jn).max() <= 1e-6 * max(1.0, np.abs(Jn).max())
-    gn = _central(lambda y: np.array([nlp.objective(y)]), x)[0]
+    gn = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
     assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
     g = nlp.constraints(x)
     nd = (3 - 1) * 2 * robot.nq

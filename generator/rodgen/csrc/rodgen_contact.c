@@ -1106,6 +1106,27 @@ static int any_sinking(const rodgen_model *m, const scratch *w, const double *qd
 /* The largest number of unilateral blocks at an impact whose active sets are enumerated. */
 #define IMPACT_ENUMERATE 12
 
+/* The impact with the pulling contacts released one at a time, the most pulling first, from the set in
+ * w->act: its row count k, or minus a status. */
+static int release_pulling(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
+    const double *ref, const rodgen_cfd_options *o, scratch *w)
+{
+    int pass, k = 0;
+    for (pass = 0; pass <= m->nconstraints; ++pass) {
+        int worst;
+        k = impact_solve(m, p, q, qd_minus, ref, o, w);
+        if (k < 0) {
+            return k;
+        }
+        worst = most_pulling(m, k, w);
+        if (worst < 0) {
+            break;
+        }
+        w->act[worst] = 0;
+    }
+    return k;
+}
+
 /* The impact map on the blocks of w->act (carved; codes: 0 inactive, RODGEN_STICK, and with ref != NULL a
  * contact's sliding code: it slides during the impact, its tangential impulse coef * normal impulse as in
  * the constrained dynamics, the 3-row direction from the velocity qd_minus and the reference directions of
@@ -1124,23 +1145,15 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
     double *energy_loss)
 {
     const int nv = RODGEN_NV(m), nr = m->nrows, nc = m->nconstraints;
-    int k = 0, i, j, pass, nu = 0;
+    int k = 0, i, j, nu = 0;
     int uni[IMPACT_ENUMERATE];
     double e_minus, e_plus, tol = 0.0;
     for (i = 0; i < nc; ++i) {
         w->act0[i] = w->act[i];
     }
-    for (pass = 0; pass <= nc; ++pass) {
-        int worst;
-        k = impact_solve(m, p, q, qd_minus, ref, o, w);
-        if (k < 0) {
-            return -k;
-        }
-        worst = most_pulling(m, k, w);
-        if (worst < 0) {
-            break;
-        }
-        w->act[worst] = 0;
+    k = release_pulling(m, p, q, qd_minus, ref, o, w);
+    if (k < 0) {
+        return -k;
     }
     impact_velocity(m, qd_minus, k, w, qd_plus);
     for (i = 0; i < nc; ++i) {
@@ -1179,17 +1192,9 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
             for (i = 0; i < nc; ++i) {
                 w->act[i] = w->act0[i];
             }
-            for (pass = 0; pass <= nc; ++pass) {
-                int worst;
-                k = impact_solve(m, p, q, qd_minus, ref, o, w);
-                if (k < 0) {
-                    return -k;
-                }
-                worst = most_pulling(m, k, w);
-                if (worst < 0) {
-                    break;
-                }
-                w->act[worst] = 0;
+            k = release_pulling(m, p, q, qd_minus, ref, o, w);
+            if (k < 0) {
+                return -k;
             }
         }
     }

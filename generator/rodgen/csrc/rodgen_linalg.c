@@ -7,16 +7,18 @@
 
 #include "rodgen_runtime.h"
 
-int rodgen_cholesky(double *A, int n)
+/* A = L L^T in place (L in the lower triangle), a pivot refused when not above tol times dmax, or, with
+ * dmax = 0, tol times the column's own diagonal entry before the factorisation. */
+static int cholesky(double *A, int n, double tol, double dmax)
 {
     int i, j, k;
     for (j = 0; j < n; ++j) {
         double d = A[j * n + j];
-        const double scale = fabs(d);
+        const double lim = tol * (dmax > 0.0 ? dmax : fabs(d));
         for (k = 0; k < j; ++k) {
             d -= A[j * n + k] * A[j * n + k];
         }
-        if (!(d > RODGEN_PIVOT_RTOL * scale)) {
+        if (!(d > lim)) {
             return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
         }
         d = sqrt(d);
@@ -30,6 +32,11 @@ int rodgen_cholesky(double *A, int n)
         }
     }
     return RODGEN_OK;
+}
+
+int rodgen_cholesky(double *A, int n)
+{
+    return cholesky(A, n, RODGEN_PIVOT_RTOL, 0.0);
 }
 
 void rodgen_cholesky_solve(const double *L, double *b, int n)
@@ -54,7 +61,7 @@ void rodgen_cholesky_solve(const double *L, double *b, int n)
 int rodgen_cholesky_rel(double *A, int n, double tol)
 {
     double dmax = 0.0;
-    int i, j, k;
+    int i;
     for (i = 0; i < n; ++i) {
         if (A[i * n + i] > dmax) {
             dmax = A[i * n + i];
@@ -63,25 +70,7 @@ int rodgen_cholesky_rel(double *A, int n, double tol)
     if (n > 0 && (!(dmax > 0.0) || !isfinite(dmax))) {
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
-    for (j = 0; j < n; ++j) {
-        double d = A[j * n + j];
-        for (k = 0; k < j; ++k) {
-            d -= A[j * n + k] * A[j * n + k];
-        }
-        if (!(d > tol * dmax)) {
-            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-        }
-        d = sqrt(d);
-        A[j * n + j] = d;
-        for (i = j + 1; i < n; ++i) {
-            double s = A[i * n + j];
-            for (k = 0; k < j; ++k) {
-                s -= A[i * n + k] * A[j * n + k];
-            }
-            A[i * n + j] = s / d;
-        }
-    }
-    return RODGEN_OK;
+    return cholesky(A, n, tol, dmax);
 }
 
 /* One row of a triangular block solve: x[c] <- (x[c] - sum_k l[k * ls] X[k][c]) * inv over k in [k0, k1), four

@@ -39,7 +39,7 @@ from ..model.valid import ValidForce, ValidModel
 from .equations import Equations, ForwardDynamics
 from .forces import LINK_FRAME_LAWS, link_frame_law
 from .kinematics import Kinematics, build_kinematics
-from .recursive import Node, Ref, _Emitter, _TreeBuilder
+from .recursive import Node, Ref, _Emitter, _TreeBuilder, checked_articulated
 from .spatial import NodeForce, SNode, SpatialKinematics, SRef, derive_spatial, spatial_forward_dynamics
 
 _0 = sp.Integer(0)
@@ -129,20 +129,7 @@ def _link_frame_force(f: ValidForce, ref: Ref, j: int, X: Callable[[Expression],
 
 def tree_articulated(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     """:func:`rodgen.symbolic.recursive.articulated_body` with :func:`tree_forward_dynamics`."""
-    if eqs.couplings or getattr(eqs.model, "couplings", None):
-        return None, "the model couples coordinates"
-    try:
-        fd = tree_forward_dynamics(eqs)
-    except DerivationError as exc:
-        return None, str(exc)
-    same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
-            and set(fd.params) <= set(eqs.params))
-    if not same:
-        return None, "the equations do not use the symbols of the model's kinematics"
-    pivots = [sp.sympify(d) for d in fd.inverse_pivots]
-    if len(pivots) != len(eqs.q) or any(d.is_Number and not (d.is_finite and d > 0) for d in pivots):
-        return None, "an articulated inertia of the model is not positive"
-    return fd, ""
+    return checked_articulated(eqs, lambda: tree_forward_dynamics(eqs))
 
 
 __all__ = ["LoweredTree", "lower", "lower_node", "derive_tree", "tree_forward_dynamics", "tree_articulated"]

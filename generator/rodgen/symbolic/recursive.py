@@ -49,7 +49,7 @@ origin), all in node coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
@@ -670,12 +670,22 @@ def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     symbols than the model's kinematics, and where an articulated inertia is a
     number that is not positive (it would divide by zero or by a negative inertia).
     """
+    def derive() -> ForwardDynamics:
+        valid = {f.name: f for f in eqs.model.forces}
+        return forward_dynamics(eqs.model, elements=[(valid[el.name], el.generalized) for el in eqs.forces])
+    return checked_articulated(eqs, derive)
+
+
+def checked_articulated(eqs: Equations, derive: Callable[[], ForwardDynamics]
+                        ) -> tuple[Optional[ForwardDynamics], str]:
+    """The forward dynamics ``derive()`` gives for ``eqs``, or None and the reason it does not apply: coupled
+    coordinates, a DerivationError of ``derive``, other symbols than those of ``eqs``, an articulated
+    inertia that is a number and not positive. Shared by :func:`articulated_body` and
+    :func:`rodgen.symbolic.planar_tree.tree_articulated`."""
     if eqs.couplings or getattr(eqs.model, "couplings", None):
         return None, "the model couples coordinates"
-    valid = {f.name: f for f in eqs.model.forces}
-    elements = [(valid[el.name], el.generalized) for el in eqs.forces]
     try:
-        fd = forward_dynamics(eqs.model, elements=elements)
+        fd = derive()
     except DerivationError as exc:
         return None, str(exc)
     same = (list(fd.q) == list(eqs.q) and list(fd.qd) == list(eqs.qd) and list(fd.u) == list(eqs.u)
@@ -688,5 +698,5 @@ def articulated_body(eqs: Equations) -> tuple[Optional[ForwardDynamics], str]:
     return fd, ""
 
 
-__all__ = ["derive_recursive", "forward_dynamics", "articulated_body", "ForwardDynamics", "expanded_tree", "Node",
-           "Ref"]
+__all__ = ["derive_recursive", "forward_dynamics", "articulated_body", "checked_articulated", "ForwardDynamics",
+           "expanded_tree", "Node", "Ref"]
