@@ -36,6 +36,7 @@ from typing import Optional
 
 import sympy as sp
 
+from ..model.valid import ValidModel
 from .equations import Equations
 from .recursive import _Emitter
 from .spatial import (
@@ -140,10 +141,17 @@ MAX_PAIRS = 1500
 
 
 def applies(eqs: Equations) -> bool:
-    """Whether :func:`inverse_dynamics_derivatives` derives these equations: a spatial model without coupled
-    coordinates (its expanded tree moves with the model's coordinates through a constant T)."""
+    """Whether :func:`inverse_dynamics_derivatives` derives these equations: a model without coupled
+    coordinates (its expanded tree moves with the model's coordinates through a constant T), spatial or
+    planar (a planar model's tree lowered onto the spatial one, :func:`rodgen.symbolic.planar_tree.lower`),
+    except equations of the planar recursion (``method="planar"``, kept for comparison: they keep the tangent
+    of the inverse dynamics, as before)."""
     model = eqs.model
-    return bool(getattr(model, "spatial", False)) and not eqs.couplings and not getattr(model, "couplings", None)
+    if eqs.couplings or getattr(model, "couplings", None):
+        return False
+    if getattr(model, "spatial", False):
+        return True
+    return isinstance(model, ValidModel) and str(eqs.method) != "planar"
 
 
 def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDerivatives]:
@@ -153,9 +161,13 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     if not applies(eqs):
         return None
     model = eqs.model
-    k = spatial_kinematics(model)   # type: ignore[arg-type]
-    tree = SpatialTree(model, k)    # type: ignore[arg-type]
-    nodes = tree.nodes
+    if isinstance(model, ValidModel):       # planar: the planar expanded tree as a spatial one
+        from .planar_tree import lower
+        k, lowered, _, _ = lower(model)
+        nodes = lowered.nodes
+    else:
+        k = spatial_kinematics(model)   # type: ignore[arg-type]
+        nodes = SpatialTree(model, k).nodes    # type: ignore[arg-type]
     e = _Emitter(_prefix(k) + "d_")
     Jt = _Joints(nodes, k, e)
     world = _world_frames(nodes, Jt, e)
