@@ -1,11 +1,14 @@
-"""Derivatives of a spatial model's inverse dynamics by differentiating the recursive Newton–Euler algorithm.
+"""Derivatives of a model's inverse dynamics by differentiating the recursive Newton–Euler algorithm.
 
 g(q, qd) = M(q) a + bias(q, qd) - B(q) u, with the accelerations ``a`` and the inputs ``u`` held fixed, has the
 derivatives ∂g/∂q (on the tangent space where a joint has its own configuration) and ∂g/∂qd, both nv × nv.
 Their rigid-body part is the derivative of the recursive Newton–Euler algorithm (RNEA), computed as in
 Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms" (RSS 2018; Pinocchio's
-``computeRNEADerivatives``), over the expanded tree of :mod:`rodgen.symbolic.spatial`, in the ground frame,
-where moving a quantity to the parent is a sum:
+``computeRNEADerivatives``), over the expanded tree of :mod:`rodgen.symbolic.spatial` (for a planar model its
+planar expanded tree lowered onto the spatial one by :func:`rodgen.symbolic.planar_tree.lower`: revolute nodes
+about z, prismatic nodes in the plane, so variable segments, masses at fractions of them, rods, elastic links
+and floating bases are nodes like any other), in the ground frame, where moving a quantity to the parent is a
+sum:
 
 * outward, per node i and each of its motion columns c: the column in the ground frame ``J_c`` (a motion
   vector, velocity at the ground origin), the velocity ``v_i`` and the acceleration with gravity
@@ -28,6 +31,12 @@ O(n · depth). The tree coordinates are ``s = T q`` (T constant), so ∂g/∂q =
 springs, dampers, force elements and the input map: ``K + D - F - B u``) is differentiated by
 :func:`~rodgen.symbolic.derivative.forward_derivatives` (every variable at once, each symbol carrying only
 its nonzero derivatives), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
+
+Not covered, so the RHS Jacobian keeps the tangent of the inverse dynamics (``Equations.inverse_dynamics_tangent``):
+coupled coordinates (the tree's coordinates are then functions of the independent ones, not ``T q`` with a
+constant T), trees of more than :data:`MAX_PAIRS` pairs of columns on one branch, and a planar model's equations
+of the planar recursion (``method="planar"``, kept as the comparison for both the derivation and this
+derivative).
 """
 from __future__ import annotations
 
@@ -155,9 +164,9 @@ def applies(eqs: Equations) -> bool:
 
 
 def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDerivatives]:
-    """∂g/∂q and ∂g/∂qd of the equations of a spatial model (see the module's docstring); None where
-    :func:`applies` is false or the tree has more than :data:`MAX_PAIRS` pairs of columns on one branch (planar
-    models, coupled coordinates and such large trees keep the tangent of the inverse dynamics)."""
+    """∂g/∂q and ∂g/∂qd of the equations of a spatial or planar model (see the module's docstring); None where
+    :func:`applies` is false or the tree has more than :data:`MAX_PAIRS` pairs of columns on one branch (coupled
+    coordinates, ``method="planar"`` and such large trees keep the tangent of the inverse dynamics)."""
     if not applies(eqs):
         return None
     model = eqs.model
