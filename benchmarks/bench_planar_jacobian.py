@@ -18,8 +18,10 @@ Cholesky block solve). Reported per model and path:
 * the derivation and generation time of the Jacobian (SymPy and the code stage).
 
 The ratio Newton-Euler / tangent of each is printed and written to benchmarks/results/planar_jacobian.json.
-Both harnesses also print their Jacobian at the same state; the script checks they agree to 1e-12 (relative to
-the largest entry).
+Both harnesses also print their Jacobian at the same state; the script checks they agree to round-off, 1e-10
+relative to the largest entry (the two solve with different factorisations of M, Cholesky and L^T D L, whose
+round-off grows with M's condition along the chain: 1.6e-12 at vl_chain(20)); the derivatives themselves agree
+to 1e-12 in tests/test_rnea_derivatives.py.
 """
 from __future__ import annotations
 
@@ -210,7 +212,7 @@ def main() -> int:
                                            "(method planar); rhs_jacobian per call in C (gcc -O2), "
                                            "interleaved, medians; instructions by callgrind; derivative ops = "
                                            "the NE routine vs partials + 2n tangents"})
-    return 0 if worst <= 1e-12 else 1
+    return 0 if worst <= 1e-10 else 1
 
 
 if __name__ == "__main__":

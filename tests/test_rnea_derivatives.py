@@ -234,9 +234,7 @@ def _tangent_evaluator(eqs: Any) -> Any:
 PLANAR_EXAMPLES = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "solar_panel")   # coupled
 
 
-# the snake's force laws take ten seconds of forward-mode SymPy in the rest of g
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "snake" else n
-                                  for n in PLANAR_EXAMPLES] + ["vl_chain5"])
+@pytest.mark.parametrize("name", PLANAR_EXAMPLES + ["vl_chain5"])
 def test_planar_newton_euler_derivative_matches_the_tangent(name: str) -> None:
     """Both paths of a planar model's RHS Jacobian give the same ∂g/∂[q, qd] to round-off: variable segments
     (vl_chain, pendulum_vl, telescopic_arm), masses at fractions of segments, elastic links (flexible_arm),

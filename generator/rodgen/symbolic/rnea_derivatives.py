@@ -331,10 +331,12 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     assert eqs.F is not None
     rest = list(eqs.K + eqs.D - eqs.F - bu)
     if any(x != 0 for x in rest):
-        from .derivative import forward_derivatives
+        from .derivative import forward_derivatives, split_large_expressions
         nq = len(eqs.q)
-        extra, jac = forward_derivatives(eqs.assignments, rest, list(eqs.q) + list(eqs.qd),
-                                         prefix=_prefix(k) + "dr_")
+        # an expanded force law (a contact's, a Coulomb friction's, its Jᵀ f) as single operations first, as
+        # the tangent does: differentiating it whole by each of its symbols repeats it in every partial
+        chain, outs = split_large_expressions(eqs.assignments, rest, _prefix(k) + "drs_")
+        extra, jac = forward_derivatives(chain, outs, list(eqs.q) + list(eqs.qd), prefix=_prefix(k) + "dr_")
         assignments += extra
         if eqs.configuration_rate is not None:   # dq/dδ_j = d(dq/dt)/d qd_j
             tq = eqs.configuration_rate.jacobian(sp.Matrix(eqs.qd))
