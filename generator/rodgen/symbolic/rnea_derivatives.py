@@ -30,7 +30,8 @@ so the code holds O(n) per-node terms and one or two 6-term dot products per pai
 O(n · depth). The tree coordinates are ``s = T q`` (T constant), so ∂g/∂q = Tᵀ (∂τ/∂s) T. The rest of g (the
 springs, dampers, force elements and the input map: ``K + D - F - B u``) is differentiated by
 :func:`~rodgen.symbolic.derivative.forward_derivatives` (every variable at once, each symbol carrying only
-its nonzero derivatives), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
+its nonzero derivatives; large expressions first split into single operations by
+:func:`~rodgen.symbolic.derivative.split_large_expressions`), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
 
 Not covered, so the RHS Jacobian keeps the tangent of the inverse dynamics (``Equations.inverse_dynamics_tangent``):
 coupled coordinates (the tree's coordinates are then functions of the independent ones, not ``T q`` with a
