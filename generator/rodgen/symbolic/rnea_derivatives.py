@@ -31,7 +31,8 @@ O(n · depth). The tree coordinates are ``s = T q`` (T constant), so ∂g/∂q =
 springs, dampers, force elements and the input map: ``K + D - F - B u``) is differentiated by
 :func:`~rodgen.symbolic.derivative.forward_derivatives` (every variable at once, each symbol carrying only
 its nonzero derivatives; large expressions first split into single operations by
-:func:`~rodgen.symbolic.derivative.split_large_expressions`), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
+:func:`~rodgen.symbolic.derivative.split_large_expressions`), its configuration columns moved onto the tangent
+space by dq/dδ = ∂(dq/dt)/∂qd.
 
 Not covered, so the RHS Jacobian keeps the tangent of the inverse dynamics (``Equations.inverse_dynamics_tangent``):
 coupled coordinates (the tree's coordinates are then functions of the independent ones, not ``T q`` with a
