@@ -2782,6 +2782,15 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         }
     }
     status = hy_jump(s, o, &w, &out, 1);
+    for (i = 0; status == RODGEN_OK && i < m->nconstraints; ++i) {
+        /* the importer stops on the root: a loaded flat foot whose centre of pressure is on the edge of its sole
+         * (a tip margin of 0, which the jump's test < 0 lets pass) tips, as an armed block at the ground touches */
+        if (s->active[i] && is_flat(m, i) && w.lam[normal_row(m, i)] > 0.0 && !unloading(s, i, w.lam)
+            && tip_margin(m, i, w.lam) <= 0.0) {
+            s->block = i;
+            status = RODGEN_ERR_TIPPED;
+        }
+    }
     for (i = 0; i < ny; ++i) {
         if (changed != 0 && y[i] != s->y[i]) {
             *changed = 1;
