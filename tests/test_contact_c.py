@@ -642,3 +642,17 @@ def test_point_dropped_on_a_slope_takes_a_coulomb_impact(H, vt0: float, slides: 
         assert s.ev_kind[1] == cc.EVENT_SLIP and s.ev_t[1] == s.ev_t[0]
     else:
         assert len(s.ev_kind) == 1 or s.ev_t[1] > s.ev_t[0]
+
+
+def test_the_entries_refuse_values_not_finite_alike(H) -> None:
+    """rodgen_constrained_dynamics, rodgen_impact and rodgen_hybrid_start make one set of checks: a NaN in q, qd, u
+    (the dynamics' inputs) or p is RODGEN_ERR_NONFINITE_INPUT from each, and the run writes no rows."""
+    y0 = _compass_on_stance(*GOSWAMI)
+    for where in ("q", "qd", "u", "p"):
+        y, p, u = np.array(y0, dtype=float), COMPASS_P.copy(), np.array([0.0])
+        {"q": y[:4], "qd": y[4:], "u": u, "p": p}[where][0] = np.nan
+        assert H.cfd(COMPASS, p, y[:4], y[4:], u, [1, 0])[0] == cc.ERR_NONFINITE_INPUT, where
+        if where != "u":
+            assert H.impact(COMPASS, p, y[:4], y[4:], [1, 0])[0] == cc.ERR_NONFINITE_INPUT, where
+            s = H.simulate(COMPASS, p, y, [1, 0], 0.1, 1e-3, disarmed0=[0, 1])
+            assert s.status == cc.ERR_NONFINITE_INPUT and len(s.t) == 0, where

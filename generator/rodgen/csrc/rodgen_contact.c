@@ -443,6 +443,26 @@ static int model_ok(const rodgen_model *m)
     return 1;
 }
 
+/* The checks of the arguments every entry makes (rodgen_constrained_dynamics, rodgen_impact, rodgen_hybrid_start):
+ * the model's table, the entry's own arguments (args_ok: its outputs and scratch given, its options valid), the
+ * state q [nq] and velocities qd [nv] given, the inputs u [nu] given when nu > 0 (nu: the model's when the entry
+ * reads inputs, else 0), and all of them and the parameters *p finite (*p NULL: the model's defaults, set here).
+ * Returns RODGEN_OK, RODGEN_ERR_OPTIONS or RODGEN_ERR_NONFINITE_INPUT. */
+static int check_call(const rodgen_model *m, int args_ok, const double *q, const double *qd, const double *u, int nu,
+    const double **p)
+{
+    if (!model_ok(m) || !args_ok || q == 0 || qd == 0 || (nu > 0 && u == 0)) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    if (*p == 0) {
+        *p = m->default_p;
+    }
+    if ((m->np > 0 && *p == 0) || !inputs_finite(q, qd, u, *p, m->nq, RODGEN_NV(m), nu, m->np)) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    return RODGEN_OK;
+}
+
 /* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
  * A sliding contact holds its gap only, its tangential force coef * normal (the coefficients of a 3-row
  * contact are mu here, their direction set by slide_coefs); hold_all 1 (an impact of rodgen_impact): every
@@ -876,23 +896,13 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
-    int nv;
-    if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
-        return RODGEN_ERR_OPTIONS;
+    const int status = check_call(m, qdd != 0 && work != 0, q, qd, u, m != 0 ? m->nu : 0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (o == 0) {
         rodgen_cfd_defaults(&def);
         o = &def;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    nv = RODGEN_NV(m);
-    if (m->np > 0 && p == 0) {
-        return RODGEN_ERR_NONFINITE_INPUT;
-    }
-    if (!inputs_finite(q, qd, u, p, m->nq, nv, m->nu, m->np)) {
-        return RODGEN_ERR_NONFINITE_INPUT;
     }
     return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
 }
@@ -1228,20 +1238,13 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 {
     rodgen_cfd_options def;
     scratch w;
-    int i, status;
-    if (!model_ok(m) || q == 0 || qd_minus == 0 || qd_plus == 0 || work == 0) {
-        return RODGEN_ERR_OPTIONS;
+    int i, status = check_call(m, qd_plus != 0 && work != 0, q, qd_minus, 0, 0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (o == 0) {
         rodgen_cfd_defaults(&def);
         o = &def;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    if (!all_finite(q, m->nq) || !all_finite(qd_minus, RODGEN_NV(m))
-        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
-        return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
     for (i = 0; i < m->nconstraints; ++i) {
@@ -2436,20 +2439,16 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     const int *active0, const int *disarmed0, void *work)
 {
     hscratch w;
-    int i, nc;
+    int i, nc, status;
     if (s == 0) {
         return RODGEN_ERR_OPTIONS;
     }
     s->block = -1;
     s->model = 0;
-    if (!model_ok(m) || !options_ok(o) || y0 == 0 || work == 0 || !isfinite(t0)) {
-        return RODGEN_ERR_OPTIONS;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    if (!all_finite(y0, RODGEN_NY(m)) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
-        return RODGEN_ERR_NONFINITE_INPUT;
+    status = check_call(m, options_ok(o) && work != 0 && isfinite(t0), y0, m != 0 && y0 != 0 ? y0 + m->nq : 0, 0,
+                        0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     nc = m->nconstraints;
     for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential..., normal[, orientation]) */
