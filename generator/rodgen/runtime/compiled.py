@@ -161,7 +161,7 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
-        kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
+        kinds = runtime.BLOCK_KINDS      # RODGEN_CONTACT ... by code, as the C was compiled (rodgen.contract)
         #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
         soles = [tuple(float(x) for x in b) for b in info["soles"]]
         self.constraints: list[ConstraintBlock] = [
