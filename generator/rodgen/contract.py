@@ -290,7 +290,8 @@ class StatusCode(enum.IntEnum):
     ERR_INPUT_FAILED = 8, "the input law failed (callback error, B^T B singular)"
     ERR_OPTIONS = 9, "invalid options"
     SIM_FULL = 10, "not an error: the output arrays are full, call again"
-    ERR_SINGULAR_CONSTRAINTS = 11, "the active constraint set is singular (dependent constraint rows)"
+    ERR_SINGULAR_CONSTRAINTS = 11, ("the active constraint set is singular (dependent constraint rows that no "
+                                    "motion satisfies together, or a singular system of sliding contacts)")
     ERR_EVENT_NOT_LOCATED = 12, "an event could not be located to tolerance"
     ERR_FRICTION_CONE = 13, "a contact force left its friction cone"
     ERR_INITIAL_STATE = 14, ("the initial state violates a constraint (a contact point below the ground or a loop "

@@ -53,8 +53,8 @@ extern "C" {
 typedef struct {
     double alpha;          /* velocity gain, 1/s; default 10 (0: no velocity correction) */
     double beta;           /* position gain, 1/s; default 10 (0: no position correction) */
-    double singular_tol;   /* S is singular when a Cholesky pivot <= singular_tol * max diag(S);
-                              default 1e-10 */
+    double singular_tol;   /* rows are dependent when a Cholesky pivot of S <= singular_tol * max diag(S)
+                              (then the least-norm solve, see rodgen_constrained_dynamics); default 1e-10 */
 } rodgen_cfd_options;
 
 void rodgen_cfd_defaults(rodgen_cfd_options *o);
@@ -94,7 +94,13 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * M^-1 J^T and J M^-1 J^T of every row; the rows of the active blocks are
  * taken from them. Without either:
  * M = L L^T (Cholesky), Y = L^-1 J_A^T, S = Y^T Y = J M^-1 J^T (range space).
- * S is factorised (L D L^T or Cholesky) with the pivot test above. With
+ * S is factorised (L D L^T or Cholesky) with the pivot test above.
+ * Dependent rows (a pivot fails the test on any path: two contact points of one rigid body, four corners of
+ * a sole, a loop closed twice) have a unique motion but not unique forces: the solve falls back to the path
+ * without the generated routines and takes the least-norm lambda (that of the least-norm solution of the
+ * whole KKT system), by Cholesky with symmetric pivoting of S stopped at the pivot test; rows that
+ * contradict each other (no motion holds them all: the residual of S lambda = rhs above 1e-8 of its scale)
+ * remain RODGEN_ERR_SINGULAR_CONSTRAINTS. With
  * sliding contacts S = J M^-1 W^T (W: the force directions, J_n + coef J_t for a
  * sliding contact) is not symmetric and is factorised by LU with partial
  * pivoting (singular when a pivot <= singular_tol * max |S|). A sliding contact
@@ -115,8 +121,8 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
  * negative one is released and the impact solved again.
  * Outputs: qd_plus [nv], impulse [nrows] (0 outside A; may be NULL),
  * active_after [nconstraints] (A after the releases; may be NULL), energy_loss
- * (kinetic energy before minus after, >= 0; may be NULL). Returns as
- * rodgen_constrained_dynamics. */
+ * (kinetic energy before minus after, >= 0; may be NULL). Dependent rows take the least-norm impulses (as
+ * rodgen_constrained_dynamics its forces). Returns as rodgen_constrained_dynamics. */
 int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
     const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
     double *energy_loss, void *work);

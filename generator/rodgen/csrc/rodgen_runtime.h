@@ -39,7 +39,7 @@ extern "C" {
 #define RODGEN_ERR_INPUT_FAILED 8   /* the input law failed (callback error, B^T B singular) */
 #define RODGEN_ERR_OPTIONS 9   /* invalid options */
 #define RODGEN_SIM_FULL 10   /* not an error: the output arrays are full, call again */
-#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11   /* the active constraint set is singular (dependent constraint rows) */
+#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11   /* the active constraint set is singular (dependent constraint rows that no motion satisfies together, or a singular system of sliding contacts) */
 #define RODGEN_ERR_EVENT_NOT_LOCATED 12   /* an event could not be located to tolerance */
 #define RODGEN_ERR_FRICTION_CONE 13   /* a contact force left its friction cone */
 #define RODGEN_ERR_INITIAL_STATE 14   /* the initial state violates a constraint (a contact point below the ground or a loop not closed) */
