@@ -222,13 +222,6 @@ def test_sole_field_yaml_and_errors() -> None:
         model.validate()
 
 
-def test_fmu_export_refuses_a_flat_foot(box: Any, tmp_path: Path) -> None:
-    """The FMU's hybrid simulation does not run flat feet: the export names the contact."""
-    from rodgen.errors import BuildError
-    with pytest.raises(BuildError, match="contact 'sole' .* flat foot"):
-        rodgen.export_fmu(box, tmp_path / "flatbox.fmu", contacts=["sole"])
-
-
 @pytest.mark.parametrize("xl, tips", [(0.05, True), (0.02, False)])
 def test_a_foot_unloading_to_lift_off_is_not_tested_for_tipping(build_dir: Path, xl: float, tips: bool) -> None:
     """The two feet of the double-support test, the second foot lifted k t at x = xl ahead of its frame: its
