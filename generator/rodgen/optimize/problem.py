@@ -24,7 +24,7 @@ from ..model.expr import Expression, ExpressionError, parse
 #: Collocation methods: name -> the C driver's code.
 METHODS = {"trapezoidal": 0, "hermite-simpson": 1, "backward-euler": 2}
 #: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, or derived (models of a few coordinates).
-HESSIANS = ("limited-memory", "exact")
+HESSIANS = ("limited-memory", "exact", "differences")
 #: The name of the phase's duration in a terminal expression.
 DURATION = "duration"
 #: The name of the time (from the phase's start) in the integrand and the path constraints.
@@ -77,9 +77,11 @@ class Problem:
         ``<name>_start``, ``<name>_end`` (states and inputs), the parameters and ``duration``: an average speed
         ``("(x_end - x_start)/duration", 1.2, 1.2)``.
     parameters : overrides of the model's parameter values (fixed during the optimisation).
-    hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian) or ``"exact"``
+    hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian), ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
-        in closed form: for models of a few coordinates).
+        in closed form: for models of a few coordinates, no contacts) or ``"differences"`` (each point's block
+        by central differences of the point's exact Lagrangian gradient, from the model's compiled Jacobian:
+        any model, contacts included; the terminal and boundary terms exact).
     contacts : the names of the model's contacts held (sticking, bilateral) during the phase: the dynamics
         collocated are then the constrained dynamics with them held, their forces (``ft_<contact>``,
         ``fn_<contact>``; spatial: ``ft1_``, ``ft2_``, ``fn_``) are names of the integrand and the path
@@ -362,11 +364,10 @@ def check_problem(problem: Problem) -> ValidProblem:
                             "boundary constraints may use <name>_start and <name>_end of the states and inputs, "
                             "the parameters and 'duration'")
     if contacts and problem.hessian == "exact":
-        raise OptimizeError("the exact Hessian does not cover phases with contacts yet; use "
-                            "hessian='limited-memory'", where="hessian")
-    if boundary and problem.hessian == "exact":
-        raise OptimizeError("the exact Hessian does not cover boundary constraints yet; use "
-                            "hessian='limited-memory'", where="boundary")
+        raise OptimizeError("the exact Hessian is not derived for phases with contacts held (the constrained "
+                            "accelerations and forces solve a saddle-point system whose closed form is too large "
+                            "to differentiate twice); use hessian='differences' (central differences of their "
+                            "exact first derivatives) or 'limited-memory'", where="hessian")
     return ValidProblem(model=cm, nodes=problem.nodes, method=problem.method, free_duration=free, duration=dur,
                         variables=tuple(variables), parameters=tuple(params), p=p, objective=objective,
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),

@@ -19,8 +19,11 @@
  * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j; backward Euler: 1 at every
  * node but the first).
  * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
- * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
- * IPOPT's limited-memory approximation.
+ * second derivatives and those of q'' weighted by the defects' multipliers), the duration's row and the
+ * boundary constraints' entries (between the first and the last point and T; IPOPT adds repeated entries);
+ * else IPOPT's limited-memory approximation. rodopt_hessian_available() == 2: the points' blocks are central
+ * differences of each point's exact Lagrangian gradient (point_gradient: the model's Jacobian or the
+ * constrained dynamics' derivatives, the problem's gradients chained through lambda), symmetrised.
  *
  * Contacts held (a model with constraint blocks, given its active mask): f is the constrained dynamics
  * with the active blocks held, its derivatives and those of the contact forces lambda [nrows] from
@@ -55,6 +58,9 @@ int rodopt_boundary_jacobian(const double *z, const double *ze, double T, const 
 int rodopt_hessian_point(double t, const double *z, const double *p, double sL, const double *mu, const double *lam,
                          double *H);
 int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
+int rodopt_boundary_hessian_structure(int *row, int *col);
+int rodopt_boundary_hessian(const double *z, const double *ze, double T, const double *p, const double *bl,
+                            double *H);
 
 #define MAXTERM 3
 typedef struct {
@@ -85,6 +91,8 @@ typedef struct rodopt_ctx {
     int nper;
     int *per;
     int nvar, ncon, nnz, nnz_h, exact;
+    int bh_nnz;                /* the boundary constraints' Hessian entries, as indices of x (row >= column) */
+    int *bh_row, *bh_col;
     double *w;                 /* quadrature weights [npts] */
     double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
     double *Mw, *Bw;           /* [n*n], [n*nu] */
@@ -122,7 +130,7 @@ void rodopt_free(rodopt_ctx *c)
     free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
     free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
-    free(c->sv); free(c->cw);
+    free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col);
     free(c);
 }
 
@@ -251,7 +259,26 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     }
     c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
     c->exact = rodopt_hessian_available();
-    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
+    c->bh_nnz = rodopt_boundary_hessian_structure(NULL, NULL);
+    c->bh_row = (int *)malloc(sizeof(int) * (size_t)(c->bh_nnz + 1));
+    c->bh_col = (int *)malloc(sizeof(int) * (size_t)(c->bh_nnz + 1));
+    if (!c->bh_row || !c->bh_col) {
+        rodopt_free(c);
+        return NULL;
+    }
+    rodopt_boundary_hessian_structure(c->bh_row, c->bh_col);
+    for (j = 0; j < c->bh_nnz; ++j) {
+        /* [z, ze, T] -> x: the first point, the last point, the duration */
+        int *ix[2] = {&c->bh_row[j], &c->bh_col[j]};
+        for (k = 0; k < 2; ++k) {
+            int i = *ix[k];
+            *ix[k] = i < c->nz ? i : i < 2 * c->nz ? (c->npts - 1) * c->nz + i - c->nz : c->npts * c->nz;
+        }
+        if (c->bh_row[j] < c->bh_col[j]) {
+            k = c->bh_row[j]; c->bh_row[j] = c->bh_col[j]; c->bh_col[j] = k;
+        }
+    }
+    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) + c->bh_nnz : 0;
     return c;
 }
 
@@ -317,10 +344,10 @@ static const double *point_w(rodopt_ctx *c, const double *x, int j)
 
 /* The derivative of a point's expression by z from its derivative by w = [z, lambda]: out[a] = gw[a] +
  * sum_r gw[nz + r] d lambda_r/d z_a (out may be gw). */
-static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *out)
+static void chain_D(const rodopt_ctx *c, const double *Dp, const double *gw, double *out)
 {
     int a, r, nz = c->nz;
-    const double *D = c->D + j * (c->n + c->nlam) * nz + c->n * nz;
+    const double *D = Dp + c->n * nz;
     double acc[nz];
     for (a = 0; a < nz; ++a) {
         acc[a] = gw[a];
@@ -335,6 +362,11 @@ static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *o
     for (a = 0; a < nz; ++a) {
         out[a] = acc[a];
     }
+}
+
+static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *out)
+{
+    chain_D(c, c->D + j * (c->n + c->nlam) * c->nz, gw, out);
 }
 
 /* f at every point (cached for x) */
@@ -709,6 +741,154 @@ void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
             iRow[e] = c->npts * nz; jCol[e++] = a;
         }
     }
+    for (a = 0; a < c->bh_nnz; ++a) {
+        iRow[e] = c->bh_row[a]; jCol[e++] = c->bh_col[a];
+    }
+}
+
+/* A point's exact Lagrangian gradient by z at (t, z): sL dL/dz + sum_i mu_i dqdd_i/dz + sum_k lp_k dpath_k/dz
+ * (L and the path chained through lambda(z) with contacts), and at the first point with contacts the start
+ * rows' ls [nsp + nsv] times their gradients. */
+static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, const double *mu, const double *lp,
+                          const double *ls, double *G)
+{
+    int i, a, k, r, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, nw = nz + c->nlam;
+    double w[nw + 1], gw[nw + 1], pv[c->path_nnz + 1], L;
+    double J[c->nlam ? 1 : ny * ny], B[c->nlam ? 1 : n * (nu > 0 ? nu : 1)];
+    double D[c->nlam ? (n + c->nlam) * nz : 1];
+    for (a = 0; a < nz; ++a) {
+        w[a] = z[a];
+        G[a] = 0.0;
+    }
+    if (c->nlam) {
+        double qdd[n];
+        int st = rodgen_constrained_derivatives(c->m, t, c->p, z, z + n, z + ny, c->active, qdd, w + nz, D, c->work);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        for (i = 0; i < n; ++i) {
+            for (a = 0; a < nz; ++a) {
+                G[a] += mu[i] * D[i * nz + a];
+            }
+        }
+    } else {
+        int st = c->m->rhs_jacobian(t, z, z + n, z + ny, c->p, J);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        for (i = 0; i < n; ++i) {
+            for (a = 0; a < ny; ++a) {
+                G[a] += mu[i] * J[(n + i) * ny + a];
+            }
+        }
+        if (nu > 0) {
+            double Mw[n * n], Bw[n * nu], col[n];
+            c->m->mass_matrix(z, c->p, Mw);
+            st = rodgen_cholesky(Mw, n);
+            if (st != RODGEN_OK) {
+                c->status = st;
+                return 0;
+            }
+            c->m->input_map(z, c->p, Bw);
+            for (k = 0; k < nu; ++k) {
+                for (a = 0; a < n; ++a) {
+                    col[a] = Bw[a * nu + k];
+                }
+                rodgen_cholesky_solve(Mw, col, n);
+                for (a = 0; a < n; ++a) {
+                    B[a * nu + k] = col[a];
+                }
+            }
+            for (i = 0; i < n; ++i) {
+                for (k = 0; k < nu; ++k) {
+                    G[ny + k] += mu[i] * B[i * nu + k];
+                }
+            }
+        }
+    }
+    for (a = 0; a < nw; ++a) {
+        gw[a] = 0.0;
+    }
+    if (sL != 0.0) {
+        if (!rodopt_integrand(t, w, c->p, &L, gw)) {
+            return 0;
+        }
+        for (a = 0; a < nw; ++a) {
+            gw[a] *= sL;
+        }
+    }
+    if (c->path_nnz > 0) {
+        if (!rodopt_path_jacobian(t, w, c->p, pv)) {
+            return 0;
+        }
+        for (i = 0; i < c->path_nnz; ++i) {
+            gw[c->path_col[i]] += lp[c->path_row[i]] * pv[i];
+        }
+    }
+    if (c->nlam) {
+        chain_D(c, D, gw, gw);
+    }
+    for (a = 0; a < nz; ++a) {
+        G[a] += gw[a];
+    }
+    if (ls) {
+        double *Jc = c->cw + c->nlam, *dg = Jc + c->nlam * n, *dk = dg + 2 * n * n, zero[nw + 1];
+        for (i = 0; i < nw + 1; ++i) {
+            zero[i] = 0.0;
+        }
+        c->m->constraint_jacobian(z, c->p, Jc);
+        c->m->constraint_partials(0.0, z, z + n, zero, zero, zero, c->p, dg, dk);
+        for (i = 0; i < c->nsp; ++i) {
+            for (a = 0; a < n; ++a) {
+                G[a] += ls[i] * Jc[c->sp[i] * n + a];
+            }
+        }
+        for (i = 0; i < c->nsv; ++i) {
+            r = c->sv[i];
+            for (a = 0; a < n; ++a) {
+                G[a] += ls[c->nsp + i] * 0.5 * dk[r * 2 * n + n + a];
+                G[n + a] += ls[c->nsp + i] * Jc[r * n + a];
+            }
+        }
+    }
+    return 1;
+}
+
+/* A point's Hessian block (lower triangle, row by row, into H) by central differences of point_gradient, each
+ * column's step cbrt(machine epsilon) times max(1, |z_b|), symmetrised. */
+static int hessian_differences(rodopt_ctx *c, double t, const double *z, double sL, const double *mu,
+                               const double *lp, const double *ls, double *H)
+{
+    int a, b, nz = c->nz;
+    double zp[nz], Gp[nz], Gm[nz], Hd[nz * nz];
+    for (a = 0; a < nz; ++a) {
+        zp[a] = z[a];
+    }
+    for (b = 0; b < nz; ++b) {
+        double step = 6.0554544523933395e-06 * (fabs(z[b]) > 1.0 ? fabs(z[b]) : 1.0), up, down;
+        zp[b] = z[b] + step;
+        up = zp[b] - z[b];
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, Gp)) {
+            return 0;
+        }
+        zp[b] = z[b] - step;
+        down = z[b] - zp[b];
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, Gm)) {
+            return 0;
+        }
+        zp[b] = z[b];
+        for (a = 0; a < nz; ++a) {
+            Hd[a * nz + b] = (Gp[a] - Gm[a]) / (up + down);
+        }
+    }
+    for (a = 0; a < nz; ++a) {
+        for (b = 0; b <= a; ++b) {
+            *H++ = 0.5 * (Hd[a * nz + b] + Hd[b * nz + a]);
+        }
+    }
+    return 1;
 }
 
 int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
@@ -716,8 +896,8 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
     int k, s, t, r, a, j, i, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, tri = nz * (nz + 1) / 2;
     int nd = c->nint * c->nset * ny, last = c->npts - 1;
     double T = duration(c, x), h = T / c->nint, L;
-    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + 1];
-    if (!c->exact || (c->free_T && !eval_jac_all(c, x))) {
+    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + c->nlam + 1];
+    if (!c->exact || ((c->free_T || c->exact == 2) && !eval_jac_all(c, x))) {
         return 0;
     }
     for (i = 0; i < c->npts * n; ++i) {
@@ -743,8 +923,15 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         }
     }
     for (j = 0; j < c->npts; ++j) {
-        if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
-                                  lam + nd + j * c->npath, v + j * tri)) {
+        if (c->exact == 2) {
+            const double *ls = j == 0 && c->nsp + c->nsv > 0 ? lam + nd + c->npts * c->npath + c->nper + c->nbnd
+                                                              : NULL;
+            if (!hessian_differences(c, point_time(c, x, j), x + j * nz, sigma * c->w[j] * h, mu + j * n,
+                                     lam + nd + j * c->npath, ls, v + j * tri)) {
+                return 0;
+            }
+        } else if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
+                                         lam + nd + j * c->npath, v + j * tri)) {
             return 0;
         }
     }
@@ -758,8 +945,11 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         double *vT = v + c->npts * tri;
         for (j = 0; j < c->npts; ++j) {
             const double *Jp = c->J + j * ny * ny, *Bp = c->Bu + j * n * nu, *m = muT + j * ny;
-            if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+            if (!rodopt_integrand(point_time(c, x, j), point_w(c, x, j), c->p, &L, gl)) {
                 return 0;
+            }
+            if (c->nlam) {
+                chain_lambda(c, j, gl, gl);
             }
             for (a = 0; a < nz; ++a) {
                 double sum = sigma * c->w[j] * gl[a] / c->nint;
@@ -776,6 +966,10 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
             vT[last * nz + a] += sigma * Ht[tri + a];
         }
         vT[c->npts * nz] = sigma * Ht[tri + nz];
+    }
+    if (c->bh_nnz > 0 && !rodopt_boundary_hessian(x, x + last * nz, T, c->p, lam + nd + c->npts * c->npath + c->nper,
+                                                  v + c->nnz_h - c->bh_nnz)) {
+        return 0;
     }
     for (i = 0; i < c->nnz_h; ++i) {
         if (!isfinite(v[i])) {
