@@ -748,9 +748,9 @@ void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
 
 /* A point's exact Lagrangian gradient by z at (t, z): sL dL/dz + sum_i mu_i dqdd_i/dz + sum_k lp_k dpath_k/dz
  * (L and the path chained through lambda(z) with contacts), and at the first point with contacts the start
- * rows' ls [nsp + nsv] times their gradients. */
+ * rows' ls [nsp + nsv] times their gradients. dyn = 0 (only without contacts): the dynamics' term left out. */
 static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, const double *mu, const double *lp,
-                          const double *ls, double *G)
+                          const double *ls, int dyn, double *G)
 {
     int i, a, k, r, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, nw = nz + c->nlam;
     double w[nw + 1], gw[nw + 1], pv[c->path_nnz + 1], L;
@@ -772,7 +772,7 @@ static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, c
                 G[a] += mu[i] * D[i * nz + a];
             }
         }
-    } else {
+    } else if (dyn) {
         int st = c->m->rhs_jacobian(t, z, z + n, z + ny, c->p, J);
         if (st != RODGEN_OK) {
             c->status = st;
@@ -857,7 +857,9 @@ static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, c
 }
 
 /* A point's Hessian block (lower triangle, row by row, into H) by central differences of point_gradient, each
- * column's step cbrt(machine epsilon) times max(1, |z_b|), symmetrised. */
+ * column's step cbrt(machine epsilon) times max(1, |z_b|), symmetrised. Without contacts q'' is linear in u
+ * (M^-1 (B u - bias)), so the input columns difference only the problem's own terms: the dynamics' part of
+ * the (u, u) block is zero and that of the (u, y) blocks comes from the state columns' input rows. */
 static int hessian_differences(rodopt_ctx *c, double t, const double *z, double sL, const double *mu,
                                const double *lp, const double *ls, double *H)
 {
@@ -868,14 +870,15 @@ static int hessian_differences(rodopt_ctx *c, double t, const double *z, double 
     }
     for (b = 0; b < nz; ++b) {
         double step = 6.0554544523933395e-06 * (fabs(z[b]) > 1.0 ? fabs(z[b]) : 1.0), up, down;
+        int dyn = c->nlam || b < c->ny;
         zp[b] = z[b] + step;
         up = zp[b] - z[b];
-        if (!point_gradient(c, t, zp, sL, mu, lp, ls, Gp)) {
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gp)) {
             return 0;
         }
         zp[b] = z[b] - step;
         down = z[b] - zp[b];
-        if (!point_gradient(c, t, zp, sL, mu, lp, ls, Gm)) {
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gm)) {
             return 0;
         }
         zp[b] = z[b];
@@ -885,7 +888,8 @@ static int hessian_differences(rodopt_ctx *c, double t, const double *z, double 
     }
     for (a = 0; a < nz; ++a) {
         for (b = 0; b <= a; ++b) {
-            *H++ = 0.5 * (Hd[a * nz + b] + Hd[b * nz + a]);
+            int partial = !c->nlam && a >= c->ny && b < c->ny;   /* column a lacks the dynamics' term */
+            *H++ = partial ? Hd[a * nz + b] : 0.5 * (Hd[a * nz + b] + Hd[b * nz + a]);
         }
     }
     return 1;
