@@ -58,6 +58,13 @@ class ProblemEquations:
     #: Lagrangian gradients in the collocation's C (point_hessian is empty); the terminal and boundary
     #: terms are exact
     differences: bool = False
+    #: the free parameters (indices into p) and the expressions' derivatives by them: the integrand's and the
+    #: terminal term's [nfree], the path constraints' and the boundary constraints' dense, row by row
+    free: tuple[int, ...] = ()
+    integrand_pgradient: tuple[sp.Expr, ...] = ()
+    terminal_pgradient: tuple[sp.Expr, ...] = ()
+    path_pjacobian: tuple[sp.Expr, ...] = ()
+    boundary_pjacobian: tuple[sp.Expr, ...] = ()
 
 
 def _lower(expr: sp.Expr, xs: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, ...]:
@@ -131,6 +138,13 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     wrt = (*z, *ze, T) if problem.free_duration else (*z, *ze)
     bjac = tuple((k, i, d) for k, b in enumerate(boundary) for i, v in enumerate(wrt) if (d := sp.diff(b, v)) != 0)
     extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac, "t": t, "w": w}
+    if problem.free_parameters:
+        pf = [p[i] for i, _, _ in problem.free_parameters]
+        extra.update(free=tuple(i for i, _, _ in problem.free_parameters),
+                     integrand_pgradient=tuple(sp.diff(L, v) for v in pf),
+                     terminal_pgradient=tuple(sp.diff(phi, v) for v in pf),
+                     path_pjacobian=tuple(sp.diff(g, v) for g in path for v in pf),
+                     boundary_pjacobian=tuple(sp.diff(b, v) for b in boundary for v in pf))
     if problem.hessian in ("exact", "differences"):
         bl = tuple(sp.Symbol(f"bl{k}", real=True) for k in range(len(boundary)))
         blag = sum((b * e for b, e in zip(bl, boundary)), sp.Integer(0))

@@ -76,7 +76,12 @@ class Problem:
     boundary : ``(expression, lower, upper)`` constraints between the first and the last node, in the names
         ``<name>_start``, ``<name>_end`` (states and inputs), the parameters and ``duration``: an average speed
         ``("(x_end - x_start)/duration", 1.2, 1.2)``.
-    parameters : overrides of the model's parameter values (fixed during the optimisation).
+    parameters : overrides of the model's parameter values (fixed during the optimisation, unless free).
+    free_parameters : name -> (lower, upper): model parameters that are variables of the problem (a mass, a
+        length, a spring's stiffness chosen with the motion), bounded; each starts from its value (the
+        model's or ``parameters``'), moved into its bounds. The model must be built with
+        ``CodegenOptions(parameter_derivatives=True)`` (their exact derivatives); limited-memory Hessian,
+        no contacts held.
     hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian), ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
         in closed form: for models of a few coordinates, no contacts) or ``"differences"`` (each point's block
@@ -105,6 +110,7 @@ class Problem:
     parameters: Mapping[str, float] = field(default_factory=dict)
     hessian: str = "limited-memory"
     contacts: Sequence[str] = ()
+    free_parameters: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def check(self) -> "ValidProblem":
         """The checked problem; OptimizeError naming the field that is wrong."""
@@ -155,6 +161,9 @@ class ValidProblem:
     forces: tuple[str, ...] = ()
     start_position_rows: tuple[int, ...] = ()
     start_velocity_rows: tuple[int, ...] = ()
+    #: the parameters that are variables (after the points' variables and the duration): (index in p, lower,
+    #: upper)
+    free_parameters: tuple[tuple[int, float, float], ...] = ()
 
     @property
     def nlam(self) -> int:
@@ -281,6 +290,8 @@ def check_problem(problem: Problem) -> ValidProblem:
     except (ValueError, TypeError) as exc:
         raise OptimizeError(str(exc), where="parameters") from None
 
+    free_params = _free_parameters(problem, cm, params, p, bool(contacts))
+
     def var(name: Any, where: str, allowed: Mapping[str, int] = index) -> int:
         if not isinstance(name, str) or name not in allowed:
             raise OptimizeError(f"unknown name {name!r}{_suggest(str(name), list(allowed))}; the problem's "
@@ -373,7 +384,36 @@ def check_problem(problem: Problem) -> ValidProblem:
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),
                         final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
                         boundary=tuple(boundary), hessian=problem.hessian, contacts=contacts, active=active,
-                        forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel)
+                        forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel,
+                        free_parameters=free_params)
+
+
+def _free_parameters(problem: Problem, cm: Any, params: list[str], p: tuple[float, ...],
+                     contacts: bool) -> tuple[tuple[int, float, float], ...]:
+    """The checked ``free_parameters``: (index in p, lower, upper) in the order given."""
+    given = dict(problem.free_parameters)
+    if not given:
+        return ()
+    out = []
+    for name, value in given.items():
+        where = f"free_parameters[{name!r}]"
+        if name not in params:
+            raise OptimizeError(f"unknown parameter {name!r}{_suggest(str(name), params)}; the model's parameters: "
+                                f"{', '.join(params) or 'none'}", where=where)
+        lo, hi = _interval(value, where)
+        out.append((params.index(name), lo, hi))
+    if problem.hessian != "limited-memory":
+        raise OptimizeError("free parameters are solved with the limited-memory Hessian (their second "
+                            "derivatives are not generated); use hessian='limited-memory'", where="hessian")
+    if contacts:
+        raise OptimizeError("free parameters with contacts held are not supported (the contact forces' "
+                            "derivatives by the parameters are not generated)", where="free_parameters")
+    routines = cm.jacobian_model().table.info()["routines"]
+    if not routines.get("parameter_partials"):
+        raise OptimizeError(f"free parameters need the model's derivatives by its parameters: build the model "
+                            f"{cm.name!r} with rodgen.build(model, codegen=CodegenOptions(parameter_derivatives="
+                            f"True))", where="free_parameters")
+    return tuple(out)
 
 
 def force_names(contact: str, nrows: int) -> tuple[str, ...]:

@@ -5,8 +5,9 @@ Takes the :class:`~rodgen.optimize.derive.ProblemEquations` and prints the routi
 ``rodopt_path_jacobian``, ``rodopt_boundary``, ``rodopt_boundary_jacobian``, the patterns
 ``rodopt_path_structure`` and ``rodopt_boundary_structure``, and for the exact Hessian
 ``rodopt_hessian_point``, ``rodopt_hessian_terminal``, ``rodopt_boundary_hessian`` with its pattern
-``rodopt_boundary_hessian_structure``) through the code stage's printer, with common
-subexpressions shared within each routine. Derives nothing.
+``rodopt_boundary_hessian_structure``, and the derivatives by the free parameters ``rodopt_integrand_p``,
+``rodopt_terminal_p``, ``rodopt_path_p``, ``rodopt_boundary_p`` with their list ``rodopt_free_parameters``)
+through the code stage's printer, with common subexpressions shared within each routine. Derives nothing.
 """
 from __future__ import annotations
 
@@ -96,12 +97,20 @@ def render_problem(eqs: ProblemEquations, *, name: str, model: str, version: str
                   "const double *z, const double *ze, double T, const double *p, const double *bl, double *H",
                   ("z", "ze", "T", "p", "bl", "H"),
                   [(f"H[{n}]", d) for n, (_, _, d) in enumerate(eqs.boundary_hessian)])
+    ip = _routine(eqs, "rodopt_integrand_p", "double t, const double *z, const double *p, double *g",
+                  ("t", "z", "p", "g"), [(f"g[{k}]", e) for k, e in enumerate(eqs.integrand_pgradient)])
+    tp = _routine(eqs, "rodopt_terminal_p", "const double *z, double T, const double *p, double *g",
+                  ("z", "T", "p", "g"), [(f"g[{k}]", e) for k, e in enumerate(eqs.terminal_pgradient)])
+    pp = _routine(eqs, "rodopt_path_p", "double t, const double *z, const double *p, double *v",
+                  ("t", "z", "p", "v"), [(f"v[{k}]", e) for k, e in enumerate(eqs.path_pjacobian)])
+    bp = _routine(eqs, "rodopt_boundary_p", "const double *z, const double *ze, double T, const double *p, double *v",
+                  ("z", "ze", "T", "p", "v"), [(f"v[{k}]", e) for k, e in enumerate(eqs.boundary_pjacobian)])
     return environment().get_template("c/optimize_problem.c.jinja").render(
         name=name, model=model, version=version, npath=len(eqs.path), exact=int(exact),
         structure=[(k, i) for k, i, _ in eqs.path_jacobian], nboundary=len(eqs.boundary),
         boundary_structure=[(k, i) for k, i, _ in eqs.boundary_jacobian],
         boundary_hessian_structure=[(r, c) for r, c, _ in eqs.boundary_hessian],
-        routines=[integrand, terminal, path, jac, hp, ht, bd, bj, bh])
+        free=list(eqs.free), routines=[integrand, terminal, path, jac, hp, ht, bd, bj, bh, ip, tp, pp, bp])
 
 
 __all__ = ["render_problem"]

@@ -6,7 +6,9 @@
  * generated rodopt_problem.c. Every NLP function evaluates all points in one call.
  *
  * Variables: per point j (the nodes; with Hermite-Simpson also the interval midpoints, points 2k+1)
- * z_j = [q (n), qd (n), u (nu)], then the duration T when it is free.
+ * z_j = [q (n), qd (n), u (nu)], then the duration T when it is free, then the free parameters (their values
+ * written into p before every evaluation; the defects' derivatives by them dqdd/dp = -M^-1 dg/dp from the
+ * model's parameter_partials, appended after every other entry of the constraint Jacobian).
  * Constraints, in this order:
  *   defects      per interval k and defect set s: sum over the set's terms (point o, alpha, beta) of
  *                alpha y_{k*step+o} + beta h f_{k*step+o}, h = T / nint (2n rows each);
@@ -59,6 +61,11 @@ int rodopt_hessian_point(double t, const double *z, const double *p, double sL, 
                          double *H);
 int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
 int rodopt_boundary_hessian_structure(int *row, int *col);
+int rodopt_free_parameters(int *index);
+int rodopt_integrand_p(double t, const double *z, const double *p, double *g);
+int rodopt_terminal_p(const double *z, double T, const double *p, double *g);
+int rodopt_path_p(double t, const double *z, const double *p, double *v);
+int rodopt_boundary_p(const double *z, const double *ze, double T, const double *p, double *v);
 int rodopt_boundary_hessian(const double *z, const double *ze, double T, const double *p, const double *bl,
                             double *H);
 
@@ -92,6 +99,10 @@ typedef struct rodopt_ctx {
     int *per;
     int nvar, ncon, nnz, nnz_h, exact;
     int bh_nnz;                /* the boundary constraints' Hessian entries, as indices of x (row >= column) */
+    int nfp, pofs;             /* free parameters: how many, their first variable */
+    int *fp;                   /* their indices into p [nfp] */
+    double *Pd;                /* per point dqdd/dp [n * nfp] */
+    double *dgp;               /* scratch: parameter_partials' dg [n * np] */
     int *bh_row, *bh_col;
     double *w;                 /* quadrature weights [npts] */
     double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
@@ -130,7 +141,7 @@ void rodopt_free(rodopt_ctx *c)
     free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
     free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
-    free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col);
+    free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col); free(c->fp); free(c->Pd); free(c->dgp);
     free(c);
 }
 
@@ -175,7 +186,17 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->Bu = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * (c->nu > 0 ? c->nu : 1)));
     c->Mw = (double *)malloc(sizeof(double) * (size_t)(c->n * c->n));
     c->Bw = (double *)malloc(sizeof(double) * (size_t)(c->n * (c->nu > 0 ? c->nu : 1)));
-    c->nvar = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nfp = rodopt_free_parameters(NULL);
+    c->pofs = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nvar = c->pofs + c->nfp;
+    c->fp = (int *)malloc(sizeof(int) * (size_t)(c->nfp + 1));
+    c->Pd = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * c->nfp + 1));
+    c->dgp = (double *)malloc(sizeof(double) * (size_t)(c->n * (m->np > 0 ? m->np : 1)));
+    if (!c->fp || !c->Pd || !c->dgp || (c->nfp > 0 && !m->parameter_partials)) {
+        rodopt_free(c);
+        return NULL;
+    }
+    rodopt_free_parameters(c->fp);
     c->nlam = active ? m->nrows : 0;
     c->nsp = active ? nsp : 0;
     c->nsv = active ? nsv : 0;
@@ -258,6 +279,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
     c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
+    c->nnz += (c->nint * c->nset * c->n + c->npts * c->npath + c->nbnd) * c->nfp;
     c->exact = rodopt_hessian_available();
     c->bh_nnz = rodopt_boundary_hessian_structure(NULL, NULL);
     c->bh_row = (int *)malloc(sizeof(int) * (size_t)(c->bh_nnz + 1));
@@ -369,6 +391,15 @@ static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *o
     chain_D(c, c->D + j * (c->n + c->nlam) * c->nz, gw, out);
 }
 
+/* The free parameters' values of x written into p. */
+static void set_parameters(rodopt_ctx *c, const double *x)
+{
+    int k;
+    for (k = 0; k < c->nfp; ++k) {
+        c->p[c->fp[k]] = x[c->pofs + k];
+    }
+}
+
 /* f at every point (cached for x) */
 static int eval_f_all(rodopt_ctx *c, const double *x)
 {
@@ -404,6 +435,9 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
     if (c->have_j && memcmp(c->xj, x, sizeof(double) * (size_t)c->nvar) == 0) {
         return 1;
     }
+    if (c->nfp > 0 && !eval_f_all(c, x)) {
+        return 0;
+    }
     c->have_j = 0;
     for (j = 0; j < c->npts; ++j) {
         const double *z = x + j * c->nz;
@@ -413,7 +447,7 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
             c->status = st;
             return 0;
         }
-        if (nu == 0) {
+        if (nu == 0 && c->nfp == 0) {
             continue;
         }
         c->m->mass_matrix(z, c->p, c->Mw);
@@ -421,6 +455,21 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
         if (st != RODGEN_OK) {
             c->status = st;
             return 0;
+        }
+        if (c->nfp > 0) {      /* dqdd/dp = -M^-1 dg/dp at the point's qdd */
+            int np = c->m->np, k;
+            double *P = c->Pd + j * n * c->nfp;
+            c->m->parameter_partials(point_time(c, x, j), z, z + n, c->f + j * c->ny + n, z + c->ny, c->p, c->dgp);
+            for (k = 0; k < c->nfp; ++k) {
+                double col[n];
+                for (a = 0; a < n; ++a) {
+                    col[a] = -c->dgp[a * np + c->fp[k]];
+                }
+                rodgen_cholesky_solve(c->Mw, col, n);
+                for (a = 0; a < n; ++a) {
+                    P[a * c->nfp + k] = col[a];
+                }
+            }
         }
         c->m->input_map(z, c->p, c->Bw);
         for (b = 0; b < nu; ++b) {
@@ -444,6 +493,7 @@ int rodopt_eval_f(rodopt_ctx *c, const double *x, double *obj)
 {
     int j;
     double T = duration(c, x), h = T / c->nint, sum = 0.0, L, phi;
+    set_parameters(c, x);
     if (c->nlam && !eval_f_all(c, x)) {
         return 0;
     }
@@ -465,6 +515,7 @@ int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
     int j, i, nz = c->nz;
     double T = duration(c, x), h = T / c->nint, L, phi, sumL = 0.0;
     double gl[nz + c->nlam + 1];
+    set_parameters(c, x);
     if (c->nlam && !eval_jac_all(c, x)) {
         return 0;
     }
@@ -489,6 +540,26 @@ int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
     if (c->free_T) {
         grad[c->npts * nz] = sumL / c->nint + gl[nz];
     }
+    if (c->nfp > 0) {
+        double gp[c->nfp];
+        for (i = 0; i < c->nfp; ++i) {
+            grad[c->pofs + i] = 0.0;
+        }
+        for (j = 0; j < c->npts; ++j) {
+            if (!rodopt_integrand_p(point_time(c, x, j), x + j * nz, c->p, gp)) {
+                return 0;
+            }
+            for (i = 0; i < c->nfp; ++i) {
+                grad[c->pofs + i] += c->w[j] * h * gp[i];
+            }
+        }
+        if (!rodopt_terminal_p(x + (c->npts - 1) * nz, T, c->p, gp)) {
+            return 0;
+        }
+        for (i = 0; i < c->nfp; ++i) {
+            grad[c->pofs + i] += gp[i];
+        }
+    }
     return 1;
 }
 
@@ -496,6 +567,7 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
 {
     int k, s, t, r, j, i, row = 0, ny = c->ny, nz = c->nz;
     double h = duration(c, x) / c->nint;
+    set_parameters(c, x);
     if (!eval_f_all(c, x)) {
         return 0;
     }
@@ -615,12 +687,66 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
         row0 += 1;
     }
+    /* the free parameters' columns: the defects' qd rows, the path rows at every point, the boundary rows */
+    if (c->nfp > 0) {
+        int nd = c->nint * c->nset * ny, kp;
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            for (r = 0; r < n; ++r) {
+                for (kp = 0; kp < c->nfp; ++kp) {
+                    iRow[e] = k * ny + n + r; jCol[e++] = c->pofs + kp;
+                }
+            }
+        }
+        for (i = 0; i < c->npts * c->npath + c->nbnd; ++i) {
+            int row = i < c->npts * c->npath ? nd + i : nd + c->npts * c->npath + c->nper + (i - c->npts * c->npath);
+            for (kp = 0; kp < c->nfp; ++kp) {
+                iRow[e] = row; jCol[e++] = c->pofs + kp;
+            }
+        }
+    }
+}
+
+/* The free parameters' entries of the constraint Jacobian (after eval_jac_all), in rodopt_jac_structure's
+ * order; how many. */
+static int param_jacobian(rodopt_ctx *c, const double *x, double *v)
+{
+    int k, s, t, r, j, kp, e = 0, n = c->n, nz = c->nz;
+    double h = duration(c, x) / c->nint;
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            for (r = 0; r < n; ++r) {
+                for (kp = 0; kp < c->nfp; ++kp) {
+                    double sum = 0.0;
+                    for (t = 0; t < d->nterm; ++t) {
+                        int pt = k * c->step + d->off[t];
+                        sum += d->beta[t] * h * c->Pd[pt * n * c->nfp + r * c->nfp + kp];
+                    }
+                    v[e++] = sum;
+                }
+            }
+        }
+    }
+    for (j = 0; j < c->npts && c->npath > 0; ++j) {
+        if (!rodopt_path_p(point_time(c, x, j), x + j * nz, c->p, v + e)) {
+            return -1;
+        }
+        e += c->npath * c->nfp;
+    }
+    if (c->nbnd > 0) {
+        if (!rodopt_boundary_p(x, x + (c->npts - 1) * nz, duration(c, x), c->p, v + e)) {
+            return -1;
+        }
+        e += c->nbnd * c->nfp;
+    }
+    return e;
 }
 
 int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
 {
     int k, s, t, r, a, j, i, e = 0, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz;
     double h = duration(c, x) / c->nint;
+    set_parameters(c, x);
     if (!eval_jac_all(c, x) || (c->free_T && !eval_f_all(c, x))) {
         return 0;
     }
@@ -715,6 +841,13 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
                 v[e++] = Jc[c->sv[i] * n + a];
             }
         }
+    }
+    if (c->nfp > 0) {
+        int added = param_jacobian(c, x, v + e);
+        if (added < 0) {
+            return 0;
+        }
+        e += added;
     }
     for (i = 0; i < e; ++i) {
         if (!isfinite(v[i])) {
