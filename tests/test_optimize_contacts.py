@@ -94,7 +94,9 @@ def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path) -
     assert np.abs(H - Hn).max() <= 1e-6 * max(1.0, np.abs(Hn).max()), np.abs(H - Hn).max()
 
 
-def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object, build_dir: Path) -> None:
+@pytest.mark.parametrize("hessian", ["limited-memory", "differences"])
+def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object, build_dir: Path,
+                                                                 hessian: str) -> None:
     """Rest to rest in 1 s with the hip torque, the stance foot held (its height y at the start from the gap
     row at the first node): the optimum (cost, torques) is that
     of the same motion of the double pendulum pinned at the foot, written without contacts; the forces
@@ -102,7 +104,7 @@ def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object,
     stance = rodgen.build(load_dict(STANCE), build_dir=build_dir)
     a0, b0, a1, b1 = 0.02, -0.1, 0.0, 0.1
     opts = {"tol": 1e-10}
-    held = Problem(walker, nodes=11, duration=1.0, contacts=["foot_a"], objective="tau_leg_b**2",
+    held = Problem(walker, nodes=11, duration=1.0, contacts=["foot_a"], objective="tau_leg_b**2", hessian=hessian,
                    parameters={"mu": 10.0}, bounds={"x": (-1.0, 1.0), "y": (0.5, 1.5)},
                    initial={"x": -np.sin(a0), "th_a": a0, "th_b": b0, "th_a_dot": 0.0,
                             "th_b_dot": 0.0},
