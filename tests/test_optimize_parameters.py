@@ -95,5 +95,7 @@ def test_free_parameters_refuse_what_they_cannot_do(double_pendulum: object, bui
         Problem(double_pendulum, free_parameters={"L12": (0.5, 2.0)}).check()
     with pytest.raises(OptimizeError, match=r"free_parameters\['L1'\]: the lower bound 2 is above"):
         Problem(double_pendulum, free_parameters={"L1": (2.0, 0.5)}).check()
+    with pytest.raises(OptimizeError, match="free_parameters: expected a mapping of parameter names"):
+        Problem(double_pendulum, free_parameters=["L1"]).check()  # type: ignore[arg-type]
     with pytest.raises(OptimizeError, match="hessian: free parameters are solved with the limited-memory Hessian"):
         Problem(double_pendulum, free_parameters={"L1": (0.5, 2.0)}, hessian="differences").check()

@@ -23,7 +23,8 @@ from ..model.expr import Expression, ExpressionError, parse
 
 #: Collocation methods: name -> the C driver's code.
 METHODS = {"trapezoidal": 0, "hermite-simpson": 1, "backward-euler": 2}
-#: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, or derived (models of a few coordinates).
+#: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, derived (models of a few coordinates), or
+#: central differences of the exact gradients per point (any model).
 HESSIANS = ("limited-memory", "exact", "differences")
 #: The name of the phase's duration in a terminal expression.
 DURATION = "duration"
@@ -290,7 +291,7 @@ def check_problem(problem: Problem) -> ValidProblem:
     except (ValueError, TypeError) as exc:
         raise OptimizeError(str(exc), where="parameters") from None
 
-    free_params = _free_parameters(problem, cm, params, p, bool(contacts))
+    free_params = _free_parameters(problem, cm, params, bool(contacts))
 
     def var(name: Any, where: str, allowed: Mapping[str, int] = index) -> int:
         if not isinstance(name, str) or name not in allowed:
@@ -388,9 +389,12 @@ def check_problem(problem: Problem) -> ValidProblem:
                         free_parameters=free_params)
 
 
-def _free_parameters(problem: Problem, cm: Any, params: list[str], p: tuple[float, ...],
+def _free_parameters(problem: Problem, cm: Any, params: list[str],
                      contacts: bool) -> tuple[tuple[int, float, float], ...]:
     """The checked ``free_parameters``: (index in p, lower, upper) in the order given."""
+    if not isinstance(problem.free_parameters, Mapping):
+        raise OptimizeError(f"expected a mapping of parameter names to (lower, upper), got "
+                            f"{problem.free_parameters!r}", where="free_parameters")
     given = dict(problem.free_parameters)
     if not given:
         return ()
