@@ -321,6 +321,24 @@ def test_exact_hessian_matches_central_differences(double_pendulum: object, buil
         assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd))), np.max(np.abs(H - Hfd))
 
 
+@pytest.mark.parametrize("hessian", ["exact", "differences"])
+def test_hessian_of_a_model_without_inputs(build_dir: Path, hessian: str) -> None:
+    """A passive pendulum (no inputs: B is n x 0) with a free duration and a boundary row: the Hessian against
+    central differences of the exact gradient."""
+    free = rodgen.build(load_dict({**PENDULUM, "name": "passive", "links": [
+        {**PENDULUM["links"][0], "joint": {"actuated": False}}]}), build_dir=build_dir)
+    nlp = optimize.compile_problem(Problem(free, nodes=3, duration=(0.5, 3.0), hessian=hessian,
+                                           objective="phi**2*phi_dot", terminal="duration*phi",
+                                           boundary=[("phi_end*phi_start/duration", 0, 1)]), build_dir=build_dir)
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, nlp.n)
+    x[-1] = 1.2
+    lam = rng.normal(size=nlp.m)
+    H = nlp.hessian(x, 0.7, lam).toarray()
+    Hfd = central_jacobian(lambda y: 0.7 * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
+    assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd)))
+
+
 def test_exact_hessian_solves_the_swing_up(pendulum: object, build_dir: Path) -> None:
     """The same optimum with the exact Hessian as with the limited-memory one, in fewer iterations."""
     kwargs = dict(nodes=41, duration=2.0, objective="tau_arm**2", bounds={"tau_arm": (-8, 8)},

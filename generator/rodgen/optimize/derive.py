@@ -104,7 +104,8 @@ def dynamics_accelerations(problem: ValidProblem, z: tuple[sp.Symbol, ...], p: t
     index = {name: k for k, name in enumerate(problem.parameters)}
     subs.update({s: p[index[s.name]] for s in eqs.params if s.name in index})
     subs[eqs.t] = t
-    rhs = (eqs.B * sp.Matrix(eqs.u) - eqs.bias).xreplace(subs)
+    Bu = eqs.B * sp.Matrix(eqs.u) if len(eqs.u) else sp.zeros(n, 1)     # a model without inputs: B is n x 0
+    rhs = (Bu - eqs.bias).xreplace(subs)
     M = eqs.M.xreplace(subs)
     return list(M.LUsolve(rhs))
 
