@@ -12,8 +12,9 @@ zeros).
 
 Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file), the
 compilation (opty's code generation and Cython build in Problem(); rodgen's model build with its RHS
-Jacobian and the problem's compile, minus the derivation, in a fresh build folder; the collocation driver's
-object file, compiled once per machine like the runtime's extension, is built first and reported apart) and
+Jacobian in one library, CodegenOptions(jacobian=True), and the problem's compile, minus the derivation, in a
+fresh build folder; the collocation driver's object file, compiled once per machine like the runtime's
+extension, is built first and reported apart) and
 the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with
 the limited-memory Hessian, and rodgen with hessian='differences'. The optima are compared by their
 objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
 from rodgen import optimize  # noqa: E402
+from rodgen.codegen import CodegenOptions  # noqa: E402
 
 from common import write_json  # noqa: E402
 
@@ -180,7 +182,7 @@ def main() -> None:
         rodgen.derive(model_file)
         derivation = time.perf_counter() - t0
         t0 = time.perf_counter()
-        cm = rodgen.build(model_file, build_dir=tmp)
+        cm = rodgen.build(model_file, build_dir=tmp, codegen=CodegenOptions(jacobian=True))   # one library
         cm.jacobian_model()
         model_build = time.perf_counter() - t0 - derivation      # rodgen.build derives once more
         t0 = time.perf_counter()
