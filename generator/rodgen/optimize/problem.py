@@ -81,8 +81,8 @@ class Problem:
     free_parameters : name -> (lower, upper): model parameters that are variables of the problem (a mass, a
         length, a spring's stiffness chosen with the motion), bounded; each starts from its value (the
         model's or ``parameters``'), moved into its bounds. The model must be built with
-        ``CodegenOptions(parameter_derivatives=True)`` (their exact derivatives); limited-memory Hessian,
-        no contacts held.
+        ``CodegenOptions(parameter_derivatives=True)`` (their exact derivatives); no contacts held. With a
+        Hessian, its rows of the parameters are central differences of the Lagrangian's exact gradient.
     hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian), ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
         in closed form: for models of a few coordinates, no contacts) or ``"differences"`` (each point's block
@@ -406,9 +406,6 @@ def _free_parameters(problem: Problem, cm: Any, params: list[str],
                                 f"{', '.join(params) or 'none'}", where=where)
         lo, hi = _interval(value, where)
         out.append((params.index(name), lo, hi))
-    if problem.hessian != "limited-memory":
-        raise OptimizeError("free parameters are solved with the limited-memory Hessian (their second "
-                            "derivatives are not generated); use hessian='limited-memory'", where="hessian")
     if contacts:
         raise OptimizeError("free parameters with contacts held are not supported (the contact forces' "
                             "derivatives by the parameters are not generated)", where="free_parameters")

@@ -103,6 +103,9 @@ typedef struct rodopt_ctx {
     int *fp;                   /* their indices into p [nfp] */
     double *Pd;                /* per point dqdd/dp [n * nfp] */
     double *dgp;               /* scratch: parameter_partials' dg [n * np] */
+    int nnz_hp;                /* the Hessian's rows of the free parameters (every column up to the diagonal) */
+    int *jr, *jc;              /* with free parameters and a Hessian: the Jacobian's pattern [nnz], */
+    double *jv, *xp, *gp, *gm, *cp;   /* its values [nnz], x [nvar], gradients [nvar], columns [nfp * nvar] */
     int *bh_row, *bh_col;
     double *w;                 /* quadrature weights [npts] */
     double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
@@ -123,6 +126,8 @@ typedef struct rodopt_ctx {
     double *cw;                /* scratch: c [nrows], Jc [nrows*n], dg [2 n n], dk [2 nrows n] */
 } rodopt_ctx;
 
+void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol);
+
 static double duration(const rodopt_ctx *c, const double *x)
 {
     return c->free_T ? x[c->npts * c->nz] : c->T;
@@ -142,6 +147,7 @@ void rodopt_free(rodopt_ctx *c)
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
     free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
     free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col); free(c->fp); free(c->Pd); free(c->dgp);
+    free(c->jr); free(c->jc); free(c->jv); free(c->xp); free(c->gp); free(c->gm); free(c->cp);
     free(c);
 }
 
@@ -300,7 +306,23 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
             k = c->bh_row[j]; c->bh_row[j] = c->bh_col[j]; c->bh_col[j] = k;
         }
     }
-    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) + c->bh_nnz : 0;
+    c->nnz_hp = c->nfp * c->pofs + c->nfp * (c->nfp + 1) / 2;
+    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) + c->bh_nnz
+                          + c->nnz_hp : 0;
+    if (c->exact && c->nfp > 0) {
+        c->jr = (int *)malloc(sizeof(int) * (size_t)c->nnz);
+        c->jc = (int *)malloc(sizeof(int) * (size_t)c->nnz);
+        c->jv = (double *)malloc(sizeof(double) * (size_t)c->nnz);
+        c->xp = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->gp = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->gm = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->cp = (double *)malloc(sizeof(double) * (size_t)(c->nvar * c->nfp));
+        if (!c->jr || !c->jc || !c->jv || !c->xp || !c->gp || !c->gm || !c->cp) {
+            rodopt_free(c);
+            return NULL;
+        }
+        rodopt_jac_structure(c, c->jr, c->jc);
+    }
     return c;
 }
 
@@ -877,6 +899,62 @@ void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
     for (a = 0; a < c->bh_nnz; ++a) {
         iRow[e] = c->bh_row[a]; jCol[e++] = c->bh_col[a];
     }
+    for (r = 0; r < c->nfp; ++r) {          /* the free parameters' rows: every column up to the diagonal */
+        for (a = 0; a <= c->pofs + r; ++a) {
+            iRow[e] = c->pofs + r; jCol[e++] = a;
+        }
+    }
+}
+
+/* The Lagrangian's gradient sigma grad f + J^T lam at x (exact), into out [nvar]. */
+static int lagrangian_gradient(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *out)
+{
+    int i;
+    if (!rodopt_eval_grad_f(c, x, out) || !rodopt_eval_jac(c, x, c->jv)) {
+        return 0;
+    }
+    for (i = 0; i < c->nvar; ++i) {
+        out[i] *= sigma;
+    }
+    for (i = 0; i < c->nnz; ++i) {
+        out[c->jc[i]] += c->jv[i] * lam[c->jr[i]];
+    }
+    return 1;
+}
+
+/* The free parameters' rows of the Hessian (rodopt_hess_structure's order) by central differences of the
+ * Lagrangian's exact gradient in each parameter (every term: defects, path, boundary, objective); the
+ * parameters' own block symmetrised. Leaves p at x's values. */
+static int parameter_hessian(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
+{
+    int k, a, e = 0, nv = c->nvar;
+    memcpy(c->xp, x, sizeof(double) * (size_t)nv);
+    for (k = 0; k < c->nfp; ++k) {
+        int b = c->pofs + k;
+        double step = 6.0554544523933395e-06 * (fabs(x[b]) > 1.0 ? fabs(x[b]) : 1.0), up, down;
+        c->xp[b] = x[b] + step;
+        up = c->xp[b] - x[b];
+        if (!lagrangian_gradient(c, c->xp, sigma, lam, c->gp)) {
+            return 0;
+        }
+        c->xp[b] = x[b] - step;
+        down = x[b] - c->xp[b];
+        if (!lagrangian_gradient(c, c->xp, sigma, lam, c->gm)) {
+            return 0;
+        }
+        c->xp[b] = x[b];
+        for (a = 0; a < nv; ++a) {
+            c->cp[k * nv + a] = (c->gp[a] - c->gm[a]) / (up + down);
+        }
+    }
+    set_parameters(c, x);
+    for (k = 0; k < c->nfp; ++k) {
+        for (a = 0; a <= c->pofs + k; ++a) {
+            v[e++] = a < c->pofs ? c->cp[k * nv + a]
+                                 : 0.5 * (c->cp[k * nv + a] + c->cp[(a - c->pofs) * nv + c->pofs + k]);
+        }
+    }
+    return 1;
 }
 
 /* A point's exact Lagrangian gradient by z at (t, z): sL dL/dz + sum_i mu_i dqdd_i/dz + sum_k lp_k dpath_k/dz
@@ -1034,6 +1112,7 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
     int nd = c->nint * c->nset * ny, last = c->npts - 1;
     double T = duration(c, x), h = T / c->nint, L;
     double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + c->nlam + 1];
+    set_parameters(c, x);
     if (!c->exact || ((c->free_T || c->exact == 2) && !eval_jac_all(c, x))) {
         return 0;
     }
@@ -1105,7 +1184,10 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         vT[c->npts * nz] = sigma * Ht[tri + nz];
     }
     if (c->bh_nnz > 0 && !rodopt_boundary_hessian(x, x + last * nz, T, c->p, lam + nd + c->npts * c->npath + c->nper,
-                                                  v + c->nnz_h - c->bh_nnz)) {
+                                                  v + c->nnz_h - c->nnz_hp - c->bh_nnz)) {
+        return 0;
+    }
+    if (c->nfp > 0 && !parameter_hessian(c, x, sigma, lam, v + c->nnz_h - c->nnz_hp)) {
         return 0;
     }
     for (i = 0; i < c->nnz_h; ++i) {
