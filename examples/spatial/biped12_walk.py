@@ -45,7 +45,7 @@ def run(steps: int = 10, t_end: Optional[float] = None, build_dir: Optional[str]
     # the soles' tangential force can exceed mu f_n for an instant as a foot unloads to lift-off: logged as
     # "slip" events, the foot kept sticking
     res = robot.simulate(y0, t_end, dt, controller=ctrl, contacts=["sole_l", "sole_r"], on_slip="continue",
-                         max_events=50)
+                         max_events=2000)
     return robot, gait, res
 
 

@@ -1801,7 +1801,9 @@ static int any_sliding(const rodgen_hybrid_state *s)
 }
 
 /* Event functions at (t, y), two per block, an event when one turns negative:
- *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
+ *   g[2i]:   inactive armed unilateral block: its gap (row); inactive unarmed (released, not yet risen
+ *            through arm_gap): its gap + arm_gap (sinking through -arm_gap, it touches again); active: its
+ *            normal force; else 1
  *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|; sticking dry-friction block:
  *            static limit - |force|; sliding contact or slipping dry-friction block: its speed against
  *            its friction force; else 1
@@ -1844,8 +1846,8 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                                                                   margins to reach 0 */
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
-        } else if (s->armed[i]) {
-            g[2 * i] = w->c[normal_row(m, i)];
+        } else {
+            g[2 * i] = w->c[normal_row(m, i)] + (s->armed[i] ? 0.0 : o->arm_gap);
         }
     }
     return RODGEN_OK;
@@ -2113,7 +2115,8 @@ static int stop_status(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, i
 }
 
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
- * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
+ * when its gap is below 0, an unarmed one (released, not yet risen through arm_gap) when its gap is below
+ * -arm_gap (touch_zero: at or below, for an importer's solver that stops on the root). */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
@@ -2140,10 +2143,10 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     for (i = 0; i < nc; ++i) {
         /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
+        const double below = is_unilateral(m, i) ? w->c[normal_row(m, i)] + (s->armed[i] ? 0.0 : o->arm_gap) : 1.0;
         w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
         w->g1[i] = 0.0;
-        if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
-            && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
+        if (is_unilateral(m, i) && !s->active[i] && (below < 0.0 || (touch_zero && below <= 0.0))) {
             w->act2[i] = RODGEN_STICK;
             w->g1[i] = 1.0;   /* touching now */
             touched = 1;
@@ -2731,6 +2734,7 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
     for (i = 0; i < m->nconstraints; ++i) {
         if (is_unilateral(m, i) && !s->active[i] && !s->armed[i]) {
             z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
+            z[2 * i + 1] = w.c[normal_row(m, i)] + o->arm_gap; /* sinks through -arm_gap: touches */
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
             if (is_flat(m, i)) {
