@@ -1924,8 +1924,16 @@ static int any_sliding(const rodgen_hybrid_state *s)
     return 0;
 }
 
+/* armed[i] of a block released at rest by a pulling normal force (not by an impact): not armed, but it
+ * touches down again if it sinks through -arm_gap before rising through arm_gap (a flat foot released with
+ * no normal velocity would otherwise sink into the ground unarmed). A block that lifts off with a
+ * separating velocity, or starts disarmed, stays unarmed below the ground (the compass gait's scuffing). */
+#define SETTLED 2
+
 /* Event functions at (t, y), two per block, an event when one turns negative:
- *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
+ *   g[2i]:   inactive armed unilateral block: its gap (row); released at rest (SETTLED, not yet risen
+ *            through arm_gap): its gap + arm_gap (sinking through -arm_gap, it touches again); active: its
+ *            normal force; else 1
  *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|; sticking dry-friction block:
  *            static limit - |force|; sliding contact or slipping dry-friction block: its speed against
  *            its friction force; else 1
@@ -1969,7 +1977,7 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
         } else if (s->armed[i]) {
-            g[2 * i] = w->c[normal_row(m, i)];
+            g[2 * i] = w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0);
         }
     }
     return RODGEN_OK;
@@ -2098,7 +2106,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
         if (worst >= 0) {
             s->active[worst] = 0;
-            s->armed[worst] = 0;
+            s->armed[worst] = SETTLED;   /* released at rest: it touches again if it sinks */
             s->slipping[worst] = 0;
             hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
             continue;
@@ -2237,7 +2245,8 @@ static int stop_status(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, i
 }
 
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
- * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
+ * when its gap is below 0, one released at rest (SETTLED) when its gap is below -arm_gap (touch_zero: at or
+ * below, for an importer's solver that stops on the root). */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
@@ -2264,10 +2273,11 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     for (i = 0; i < nc; ++i) {
         /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
+        const double below = is_unilateral(m, i) && s->armed[i]
+            ? w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0) : 1.0;
         w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
         w->g1[i] = 0.0;
-        if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
-            && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
+        if (is_unilateral(m, i) && !s->active[i] && (below < 0.0 || (touch_zero && below <= 0.0))) {
             w->act2[i] = RODGEN_STICK;
             w->g1[i] = 1.0;   /* touching now */
             touched = 1;
@@ -2350,7 +2360,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             }
             if (is_unilateral(m, i)) {
                 if (!w->after[i]) {
-                    s->armed[i] = 0;
+                    s->armed[i] = w->act2[i] ? SETTLED : 0;   /* released by the impact: it touches again if
+                                                                 it sinks */
                     s->slipping[i] = 0;
                 }
                 s->active[i] = w->after[i];
@@ -2521,7 +2532,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             if (!is_unilateral(m, i)) {
                 continue;
             }
-            if (!s->active[i] && !s->armed[i] && w->c[normal_row(m, i)] > o->arm_gap) {
+            if (!s->active[i] && s->armed[i] != 1 && w->c[normal_row(m, i)] > o->arm_gap) {
                 s->armed[i] = 1;
                 changed = 1;
             }
@@ -2849,8 +2860,11 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
         return status;
     }
     for (i = 0; i < m->nconstraints; ++i) {
-        if (is_unilateral(m, i) && !s->active[i] && !s->armed[i]) {
+        if (is_unilateral(m, i) && !s->active[i] && s->armed[i] != 1) {
             z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
+            if (s->armed[i] == SETTLED) {
+                z[2 * i + 1] = w.c[normal_row(m, i)] + o->arm_gap;   /* sinks through -arm_gap: touches */
+            }
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
             if (is_flat(m, i)) {
@@ -2894,7 +2908,7 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         if (!is_unilateral(m, i)) {
             continue;
         }
-        if (!s->active[i] && !s->armed[i] && w.c[normal_row(m, i)] >= o->arm_gap) {
+        if (!s->active[i] && s->armed[i] != 1 && w.c[normal_row(m, i)] >= o->arm_gap) {
             s->armed[i] = 1;
         }
         if (s->active[i] && s->slipping[i] && slip_margin(s, i, w.lam) >= 0.0) {

@@ -216,9 +216,13 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  *
  * Arming rule: an inactive contact or limit can touch down only once armed;
  * it is armed at the end of a step where its gap (limit: its row) exceeds
- * o->arm_gap. A block that lifts off, or starts inactive with a gap below
- * arm_gap, is disarmed: before it has risen, a foot passing under the ground
- * (the compass gait's scuffing at mid-stance) is ignored. */
+ * o->arm_gap. A block that starts inactive with a gap below arm_gap, or
+ * is left inactive by an impact it took no part in, is disarmed: before it
+ * has risen, a foot passing under the ground (the compass gait's scuffing at
+ * mid-stance) is ignored. A block released (its normal force pulling, or by
+ * an impact's complementary contact set) is disarmed too, but touches down
+ * again if its gap sinks below -arm_gap before it has risen (a flat foot
+ * released at rest would otherwise sink into the ground). */
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
     rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
     const int *active0, const int *disarmed0, void *work);
