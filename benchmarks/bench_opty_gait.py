@@ -12,9 +12,13 @@ zeros).
 
 Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file), the
 compilation (opty's code generation and Cython build in Problem(); rodgen's model build with its RHS
-Jacobian and the problem's compile, minus the derivation, in a fresh build folder) and the solve (IPOPT
-from the same start, limited-memory Hessian, tol 1e-8; median of --repeat solves, interleaved). The two
-optima are compared by their objectives, and each solver is restarted from the other's optimum.
+Jacobian in one library, CodegenOptions(jacobian=True), and the problem's compile, minus the derivation, in a
+fresh build folder; the collocation driver's object file, compiled once per machine like the runtime's
+extension, is built first and reported apart) and
+the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with
+the limited-memory Hessian, and rodgen with hessian='differences'. The optima are compared by their
+objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20
+and 30 nodes (limited-memory) interpolated onto the 40.
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
@@ -29,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
 from rodgen import optimize  # noqa: E402
+from rodgen.codegen import CodegenOptions  # noqa: E402
 
 from common import write_json  # noqa: E402
 
@@ -165,18 +171,31 @@ def main() -> None:
     walk = _walk()
     out: dict = {"problem": {"model": "gait2d", "nodes": NODES, "method": "backward-euler", "speed": args.speed,
                              "options": OPTIONS, "opty_parallel": args.parallel}, "rodgen": {}, "opty": {}}
+    # compiled once per machine like the runtime's extension, and not part of the times
+    from rodgen.optimize.build import build_driver_object
+    t0 = time.perf_counter()
+    build_driver_object()
+    out["rodgen_driver_seconds"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model_file = rodgen.load(ROOT / "examples" / "gait2d.yaml")
         rodgen.derive(model_file)
         derivation = time.perf_counter() - t0
         t0 = time.perf_counter()
-        cm = rodgen.build(model_file, build_dir=tmp)
-        cm.jacobian_table()
+        cm = rodgen.build(model_file, build_dir=tmp, codegen=CodegenOptions(jacobian=True))   # one library
+        cm.jacobian_model()
+        model_build = time.perf_counter() - t0 - derivation      # rodgen.build derives once more
+        t0 = time.perf_counter()
         nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=NODES), build_dir=tmp)
-        compilation = time.perf_counter() - t0 - derivation      # rodgen.build derives once more
+        compilation = model_build + time.perf_counter() - t0
+        t0 = time.perf_counter()
+        nlp_d = optimize.compile_problem(replace(walk.problem(cm, speed=args.speed, nodes=NODES),
+                                                 hessian="differences"), build_dir=tmp)
+        compilation_d = model_build + time.perf_counter() - t0
         out["rodgen"].update(derivation_seconds=derivation, compilation_seconds=compilation)
-        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s")
+        out["rodgen_differences"] = {"derivation_seconds": derivation, "compilation_seconds": compilation_d}
+        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s (hessian='differences': "
+              f"{compilation_d:.2f} s)")
     o_der, o_comp, prob, symbolics = opty_setup(args.speed, args.parallel, dict(cm.parameters))
     out["opty"].update(derivation_seconds=o_der, compilation_seconds=o_comp)
     print(f"opty:   derivation {o_der:.2f} s, compilation {o_comp:.2f} s")
@@ -221,26 +240,56 @@ def main() -> None:
         "opty_optimum": abs(cross_r.objective - o_obj) / abs(o_obj)}
     for k in ("rodgen", "opty"):
         out[k]["seconds_per_iteration"] = out[k]["solve_seconds"] / max(1, out[k]["iterations"])
-    # a second common start: the optimum on 20 nodes interpolated onto the 40 (a mesh refinement)
-    coarse_nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=20))
-    coarse = coarse_nlp.solve(walk.stride_guess(coarse_nlp, speed=args.speed), OPTIONS)
-    x1 = np.clip(nlp.guess(coarse), xl, xu)
-    r_times, o_times, res1, sol1, info1, o_iter1 = [], [], None, None, None, 0
+    # rodgen with hessian='differences' from the same start
+    d_times, res_d = [], None
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        res1 = nlp.solve(x1, OPTIONS)
-        r_times.append(time.perf_counter() - t0)
-        sol1, info1, dt, o_iter1 = opty_solve(to_opty(x1))
-        o_times.append(dt)
-    assert res1 is not None and info1 is not None
-    refine = {"coarse_objective": coarse.objective, "coarse_status": coarse.message,
-              "rodgen": {"objective": res1.objective, "iterations": res1.iterations, "status": res1.message,
-                         "solve_seconds": statistics.median(r_times)},
-              "opty": {"objective": float(info1["obj_val"]), "iterations": o_iter1,
-                       "status": str(info1["status_msg"]), "solve_seconds": statistics.median(o_times)}}
-    refine["objective_rel_diff"] = abs(refine["opty"]["objective"] - res1.objective) / abs(res1.objective)
-    refine["ratio_solve_seconds"] = refine["opty"]["solve_seconds"] / refine["rodgen"]["solve_seconds"]
-    out["from_coarse_optimum"] = refine
+        res_d = nlp_d.solve(x0, OPTIONS)
+        d_times.append(time.perf_counter() - t0)
+    assert res_d is not None
+    out["rodgen_differences"].update(solve_seconds=statistics.median(d_times), objective=res_d.objective,
+                                     iterations=res_d.iterations, status=res_d.message)
+    # more common starts: the optimum on 20 or 30 nodes (limited-memory) interpolated onto the 40 (mesh
+    # refinements); each solver from each, and opty from rodgen's optimum with hessian='differences'
+    out["from_coarse_optima"] = {}
+    for coarse_nodes in (20, 30):
+        coarse_nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=coarse_nodes))
+        coarse = coarse_nlp.solve(walk.stride_guess(coarse_nlp, speed=args.speed), OPTIONS)
+        x1 = np.clip(nlp.guess(coarse), xl, xu)
+        times: dict[str, list[float]] = {"rodgen": [], "rodgen_differences": [], "opty": []}
+        res1 = res1d = info1 = None
+        o_iter1 = 0
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            res1 = nlp.solve(x1, OPTIONS)
+            times["rodgen"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res1d = nlp_d.solve(x1, OPTIONS)
+            times["rodgen_differences"].append(time.perf_counter() - t0)
+            _, info1, dt, o_iter1 = opty_solve(to_opty(x1))
+            times["opty"].append(dt)
+        assert res1 is not None and res1d is not None and info1 is not None
+        _, back, back_time, back_iter = opty_solve(to_opty(res1d.x))
+        refine: dict = {"coarse_objective": coarse.objective, "coarse_status": coarse.message,
+                        "opty_from_rodgen_differences_optimum": {
+                            "objective": float(back["obj_val"]), "iterations": back_iter,
+                            "solve_seconds": back_time,
+                            "rel_diff": abs(float(back["obj_val"]) - res1d.objective) / abs(res1d.objective)}}
+        for k, r in (("rodgen", res1), ("rodgen_differences", res1d)):
+            refine[k] = {"objective": r.objective, "iterations": r.iterations, "status": r.message,
+                         "solve_seconds": statistics.median(times[k])}
+        refine["opty"] = {"objective": float(info1["obj_val"]), "iterations": o_iter1,
+                          "status": str(info1["status_msg"]), "solve_seconds": statistics.median(times["opty"])}
+        for k in ("rodgen", "rodgen_differences"):
+            r = refine[k]
+            r["rel_diff_opty"] = abs(refine["opty"]["objective"] - r["objective"]) / abs(r["objective"])
+            r["total_seconds"] = out[k]["derivation_seconds"] + out[k]["compilation_seconds"] + r["solve_seconds"]
+        refine["opty"]["total_seconds"] = (out["opty"]["derivation_seconds"] + out["opty"]["compilation_seconds"]
+                                           + refine["opty"]["solve_seconds"])
+        for k in ("rodgen", "rodgen_differences"):
+            refine[f"ratio_total_seconds_{k}"] = refine["opty"]["total_seconds"] / refine[k]["total_seconds"]
+            refine[f"ratio_solve_seconds_{k}"] = refine["opty"]["solve_seconds"] / refine[k]["solve_seconds"]
+        out["from_coarse_optima"][str(coarse_nodes)] = refine
     for k in ("rodgen", "opty"):
         o = out[k]
         o["total_seconds"] = o["derivation_seconds"] + o["compilation_seconds"] + o["solve_seconds"]
@@ -258,11 +307,21 @@ def main() -> None:
     print(f"objectives: relative difference {rel:.1e}; rodgen from opty's optimum J = {cross_r.objective:.10g} "
           f"({fr['iterations']} iterations, {fr['solve_seconds']:.2f} s), opty from rodgen's J = "
           f"{fo['objective']:.10g} ({fo['iterations']} iterations, {fo['solve_seconds']:.2f} s)")
-    print(f"from the 20-node optimum (J = {refine['coarse_objective']:.6g}) on 40 nodes: rodgen J = "
-          f"{refine['rodgen']['objective']:.10g} ({refine['rodgen']['iterations']} iterations, "
-          f"{refine['rodgen']['solve_seconds']:.2f} s), opty J = {refine['opty']['objective']:.10g} "
-          f"({refine['opty']['iterations']} iterations, {refine['opty']['solve_seconds']:.2f} s): relative "
-          f"difference {refine['objective_rel_diff']:.1e}, solve {refine['ratio_solve_seconds']:.1f}x")
+    rd = out["rodgen_differences"]
+    print(f"rodgen, hessian='differences': compilation {rd['compilation_seconds']:.2f} s, solve "
+          f"{rd['solve_seconds']:.2f} s ({rd['iterations']} iterations), J = {rd['objective']:.10g}")
+    for nodes, refine in out["from_coarse_optima"].items():
+        print(f"from the {nodes}-node optimum (J = {refine['coarse_objective']:.6g}) on 40 nodes:")
+        for k in ("rodgen", "rodgen_differences", "opty"):
+            r = refine[k]
+            print(f"  {k:18s} J = {r['objective']:.10g} ({r['iterations']} iterations, solve "
+                  f"{r['solve_seconds']:.2f} s, total {r['total_seconds']:.2f} s)"
+                  + (f", opty / this: total {refine['ratio_total_seconds_' + k]:.1f}x, solve "
+                     f"{refine['ratio_solve_seconds_' + k]:.1f}x, objectives {r['rel_diff_opty']:.1e} apart"
+                     if k != "opty" else ""))
+        b = refine["opty_from_rodgen_differences_optimum"]
+        print(f"  opty from rodgen_differences' optimum: J = {b['objective']:.10g} ({b['iterations']} iterations, "
+              f"{b['rel_diff']:.1e} apart)")
     write_json("opty_gait", out)
 
 

@@ -52,7 +52,7 @@ from rodgen.toolchain import load_module
 robot = load_module(sys.argv[1])
 ctrl = rodgen.CController(sys.argv[2], "biped12_walk_controller", params=np.load(sys.argv[3]))
 res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
-                     contacts=["sole_l", "sole_r"], on_slip="continue", max_events=50,
+                     contacts=["sole_l", "sole_r"], on_slip="continue", max_events=2000,
                      hold=sys.argv[7] == "hold")
 print(res.message)
 """
@@ -95,7 +95,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
 
     def run(hold: bool) -> Any:
         return robot.simulate(y0, t_end, DT, controller=ctrl, contacts=["sole_l", "sole_r"], on_slip="continue",
-                              max_events=50, hold=hold)
+                              max_events=2000, hold=hold)
 
     results = {}
     for key, hold, _ in WALK_VARIANTS[:2]:

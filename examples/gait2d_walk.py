@@ -37,8 +37,10 @@ SWAP = [("qb", "qe"), ("qc", "qf"), ("qd", "qg")]
 
 
 def model() -> Any:
-    """gait2d's human, compiled."""
-    return rodgen.build(rodgen.load(os.path.join(HERE, "gait2d.yaml")))
+    """gait2d's human, compiled with its RHS Jacobian (which the collocation needs: one build, where the
+    default build compiles the model and then, on the Jacobian's first use, the model with it)."""
+    from rodgen.codegen import CodegenOptions
+    return rodgen.build(rodgen.load(os.path.join(HERE, "gait2d.yaml")), codegen=CodegenOptions(jacobian=True))
 
 
 def bounds() -> dict[str, tuple[float, float]]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rodgen import contract
+
 REPO = Path(__file__).resolve().parents[1]
 CSRC = REPO / "generator" / "rodgen" / "csrc"
 HARNESS = Path(__file__).resolve().parent / "contact_c" / "harness.c"
@@ -17,15 +19,15 @@ STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 COMPASS, FOURBAR, FOURBAR_TWICE, POINT = 0, 1, 2, 3
 
-OK = 0
-ERR_SINGULAR_CONSTRAINTS = 11
-ERR_EVENT_NOT_LOCATED = 12
-ERR_FRICTION_CONE = 13
-ERR_INITIAL_STATE = 14
-ERR_TOO_MANY_EVENTS = 15
-EVENT_TOUCHDOWN, EVENT_LIFTOFF, EVENT_SLIP, EVENT_LIMIT, EVENT_LIMIT_RELEASE, EVENT_STICK = range(6)
-SLIP_STOP, SLIP_CONTINUE, SLIP_SLIDE = 0, 1, 2
-STICK, SLIDE_PLUS, SLIDE_MINUS = 1, 2, 3
+# the status codes and named constants of the C, from rodgen's contract (the C's headers are rendered from it)
+OK, ERR_NONFINITE_INPUT, ERR_SINGULAR_CONSTRAINTS, ERR_EVENT_NOT_LOCATED, ERR_FRICTION_CONE, ERR_INITIAL_STATE, \
+    ERR_TOO_MANY_EVENTS = (int(contract.StatusCode[n]) for n in (
+        "OK", "ERR_NONFINITE_INPUT", "ERR_SINGULAR_CONSTRAINTS", "ERR_EVENT_NOT_LOCATED", "ERR_FRICTION_CONE",
+        "ERR_INITIAL_STATE", "ERR_TOO_MANY_EVENTS"))
+EVENT_TOUCHDOWN, EVENT_LIFTOFF, EVENT_SLIP, EVENT_LIMIT, EVENT_LIMIT_RELEASE, EVENT_STICK = (
+    contract.constant(f"EVENT_{n}") for n in ("TOUCHDOWN", "LIFTOFF", "SLIP", "LIMIT", "LIMIT_RELEASE", "STICK"))
+SLIP_STOP, SLIP_CONTINUE, SLIP_SLIDE = (contract.constant(f"SLIP_{n}") for n in ("STOP", "CONTINUE", "SLIDE"))
+STICK, SLIDE_PLUS, SLIDE_MINUS = (contract.constant(n) for n in ("STICK", "SLIDE_PLUS", "SLIDE_MINUS"))
 
 #: Compass gait parameters (Goswami): m, m_H, a, b, g, slope (3 degrees down towards +x), mu
 COMPASS_P = np.array([5.0, 10.0, 0.5, 0.5, 9.81, -np.deg2rad(3.0), 0.8])

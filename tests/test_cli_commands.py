@@ -57,3 +57,13 @@ def test_entry_point_without_traceback(tmp_path: Path) -> None:
                           str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 2
     assert "Traceback" not in res.stderr and res.stderr.startswith("rodgen: error:")
+
+
+def test_method_choices_are_the_derivation_methods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every derivation method is offered by --method (the planar recursion included), and it is used."""
+    from rodgen.codegen.options import METHODS
+    from rodgen.symbolic import available_methods
+    assert sorted(METHODS) == sorted(available_methods())
+    out = tmp_path / "gen"
+    assert main(["generate", str(EXAMPLES / "pendulum_vl.yaml"), "-o", str(out), "--method", "planar"]) == 0
+    assert (out / "pendulum_vl.c").is_file()

@@ -422,7 +422,7 @@ def test_flat_foot_dynamics_and_impact_are_pinocchios_6d_contact_kkt(build_dir: 
     assert np.abs(impulse - imp_ref).max() <= 1e-9 * max(1.0, np.abs(imp_ref).max())
     with pytest.raises(ValueError, match="flat foot .* does not slide"):
         robot.simulate(np.zeros(2 * pm.nv), 0.1, 1e-3, contacts={"flat": "slide"}, on_slip="slide")
-    with pytest.raises(rodgen.runtime.compiled.DynamicsError):     # a flat foot does not slide
+    with pytest.raises(ValueError, match="flat foot .* does not slide"):
         robot.constrained_dynamics(q, qd, np.zeros(pm.nv), active={"flat": "slide"})
     bad = random_tree(5, 6)[0]
     bad.contact("c", "L4", rows=4)

@@ -2,9 +2,11 @@
 
 * the fields of ``rodgen_model`` in csrc/rodgen_model.h are the table's routines, in order, with the
   table's argument lists;
-* csrc/rodgen_runtime.h is the rendering of the table (regenerate it with
+* csrc/rodgen_runtime.h and csrc/rodgen_model.h are the renderings of the table (regenerate them with
   ``python -m rodgen.codegen.runtime`` after changing the contract);
-* the status codes a C program sees are the values of ``StatusCode`` (compiled and printed by gcc);
+* the status codes and named constants (kinds of block, joint and event, phases, slip modes) a C program
+  sees are the contract's values (compiled and printed by gcc), and the runtime extension's names of them
+  (compiled from the C's values) are the contract's labels;
 * a compiled model's table points at exactly the routines its C defines.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import rodgen
 from conftest import EXAMPLES
 from rodgen import contract
 from rodgen.codegen import CodegenOptions, generate
-from rodgen.codegen.runtime import RUNTIME_HEADER, csrc_root, runtime_header
+from rodgen.codegen.runtime import MODEL_HEADER, RUNTIME_HEADER, csrc_root, model_header, runtime_header
 from rodgen.contract import StatusCode
 from rodgen.runtime import DynamicsError
 
@@ -41,10 +43,11 @@ def test_model_table_fields_are_the_contract_routines() -> None:
         assert _norm(params) == _norm(r.c_params), f"{name}: header ({params}) vs contract ({r.c_params})"
 
 
-def test_runtime_header_is_rendered_from_the_contract() -> None:
-    shipped = csrc_root().joinpath(RUNTIME_HEADER).read_text(encoding="utf-8")
-    assert shipped == runtime_header(), ("csrc/rodgen_runtime.h is out of date with rodgen/contract.py: "
-                                         "run python -m rodgen.codegen.runtime")
+def test_headers_are_rendered_from_the_contract() -> None:
+    for name, text in ((RUNTIME_HEADER, runtime_header()), (MODEL_HEADER, model_header())):
+        shipped = csrc_root().joinpath(name).read_text(encoding="utf-8")
+        assert shipped == text, (f"csrc/{name} is out of date with rodgen/contract.py: "
+                                 "run python -m rodgen.codegen.runtime")
 
 
 def test_status_values_and_messages_are_complete() -> None:
@@ -56,18 +59,40 @@ def test_status_values_and_messages_are_complete() -> None:
     assert StatusCode.describe(999) == "status 999"
 
 
+CONSTANTS = (contract.METHODS + contract.INPUT_KINDS + contract.BLOCK_KINDS + contract.JOINT_KINDS + contract.PHASES
+             + contract.EVENT_KINDS + contract.SLIP_MODES)
+
+
 @pytest.mark.skipif(CC is None, reason="no C compiler")
-def test_c_sees_the_same_status_values(tmp_path: Path) -> None:
-    (tmp_path / RUNTIME_HEADER).write_text(runtime_header())
-    (tmp_path / "rodgen_model.h").write_text(csrc_root().joinpath("rodgen_model.h").read_text())
-    body = "".join(f'    printf("%s %d\\n", "{s.name}", RODGEN_{s.name});\n' for s in contract.STATUSES)
-    (tmp_path / "codes.c").write_text(f'#include <stdio.h>\n#include "{RUNTIME_HEADER}"\n'
+def test_c_sees_the_same_status_values_and_constants(tmp_path: Path) -> None:
+    """The shipped headers (what rodgen_contact.c, the FMU and the C harness compile with) give the contract's
+    values; rodgen_contact.h, which the hybrid simulator's users include, defines no code of its own."""
+    for name in (RUNTIME_HEADER, MODEL_HEADER, "rodgen_contact.h"):
+        (tmp_path / name).write_text(csrc_root().joinpath(name).read_text())
+    names = [s.name for s in contract.STATUSES] + [k.name for k in CONSTANTS]
+    body = "".join(f'    printf("%s %d\\n", "{n}", RODGEN_{n});\n' for n in names)
+    (tmp_path / "codes.c").write_text(f'#include <stdio.h>\n#include "rodgen_contact.h"\n'
                                       f"int main(void)\n{{\n{body}    return 0;\n}}\n")
     subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "codes.c", "-o", "codes"],
                    cwd=tmp_path, check=True)
     out = subprocess.run(["./codes"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    seen = dict(line.split() for line in out.splitlines())
-    assert {k: int(v) for k, v in seen.items()} == {c.name: int(c) for c in StatusCode}
+    seen = {k: int(v) for k, v in (line.split() for line in out.splitlines())}
+    assert seen == {c.name: int(c) for c in StatusCode} | {k.name: k.value for k in CONSTANTS}
+    defined = re.findall(r"#define\s+RODGEN_(\w+)\s", csrc_root().joinpath("rodgen_contact.h").read_text())
+    assert not set(defined) & set(names), "rodgen_contact.h defines a code of the contract by hand"
+
+
+def test_the_runtime_names_the_cs_codes_as_the_contract_does() -> None:
+    """The runtime extension's tables of names are compiled from the C's macros: they are the contract's labels,
+    which Python reads (events, on_slip, active masks, kinds of block)."""
+    from rodgen.toolchain.runtime import load_runtime
+    rt = load_runtime()
+    assert rt.EVENT_KINDS == contract.labels(contract.EVENT_KINDS)
+    assert rt.BLOCK_KINDS == contract.labels(contract.BLOCK_KINDS)
+    assert rt.JOINT_KINDS == contract.labels(contract.JOINT_KINDS)
+    assert rt.SLIP_MODES == {k.label: k.value for k in contract.SLIP_MODES}
+    assert rt.ACTIVE_CODES == {k.label: k.value for k in contract.PHASES}
+    assert len({k.label for k in contract.EVENT_KINDS}) == len(contract.EVENT_KINDS)
 
 
 def test_table_points_at_the_generated_routines(build_dir: Path) -> None:

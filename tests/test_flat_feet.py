@@ -23,9 +23,9 @@ MU = 0.8
 def _box() -> SpatialModel:
     """A rigid box on a free joint standing on a flat foot at its frame's origin, its centre of mass at
     (CX, 0, HC): pushes along x and y at height HF (kx t, kw t), a push along y at the sole's origin (ky t)
-    and a lift at the centre of mass (kz t)."""
+    and a lift at the centre of mass (kz t), another there (ka sin(w t))."""
     model = SpatialModel("flatbox")
-    for k in ("kx", "ky", "kz", "kw"):
+    for k in ("kx", "ky", "kz", "kw", "ka", "w"):
         model.parameter(k, 0.0)
     body = model.link("body", joint="free")
     body.body(M, (CX, 0.0, HC), (0.01, 0.0, 0.0, 0.02, 0.0, 0.03))
@@ -35,6 +35,7 @@ def _box() -> SpatialModel:
     model.point_force("push", "hand", ("kx*t", "kw*t", 0))
     model.point_force("shove", "heel", (0, "ky*t", 0))
     model.point_force("lift", "com", (0, 0, "kz*t"))
+    model.point_force("shake", "com", (0, 0, "ka*sin(w*t)"))
     model.contact("sole", "body", friction=MU, rows=6, sole=SOLE)
     return model
 
@@ -130,6 +131,37 @@ def test_box_pulled_up_lifts_off_when_the_normal_force_reaches_zero(box: Any) ->
     assert np.all(res.active["sole"][res.t > off["t"]] == 0) and res.active["sole"][-1] == 0
 
 
+def test_box_released_at_rest_touches_again_when_it_sinks_through_minus_arm_gap(box: Any) -> None:
+    """A lift a sin(w t) at the centre of mass, a = 1.2 m g: the normal force m g - a sin(w t) reaches 0 at
+    t1 = asin(m g / a) / w (lift-off at rest); the box rises less than arm_gap (not armed) and comes down:
+    z(t) = -(a / (m w^2)) (sin(w t) - sin(w t1)) + (a cos(w t1) / (m w)) (t - t1) - g (t - t1)^2 / 2. Released at
+    rest, it touches down again where z = -arm_gap (it used to sink through the ground unarmed), at the time
+    of the closed form to 1e-9 s, the impact taking its kinetic energy m z'^2 / 2 (to 1e-6)."""
+    from scipy.optimize import brentq
+
+    a, w, arm = 1.2 * M * G, 100.0, 1e-3
+    res = box.simulate(_rest(), 0.2, 1e-3, contacts=["sole"], p={"ka": a, "w": w}, arm_gap=arm, event_tol=1e-13)
+    assert res.ok, res.message
+    t1 = np.arcsin(M * G / a) / w
+
+    def z(t: float) -> float:
+        return (-(a / (M * w * w)) * (np.sin(w * t) - np.sin(w * t1)) + a * np.cos(w * t1) / (M * w) * (t - t1)
+                - G * (t - t1) ** 2 / 2)
+
+    ts = np.linspace(t1 + 1e-6, 0.2, 20001)
+    zs = np.array([z(t) for t in ts])
+    assert zs.max() < arm                                  # never armed
+    j = int(np.argmax(zs < -arm))
+    t2 = brentq(lambda t: z(t) + arm, ts[j - 1], ts[j], xtol=1e-15)
+    v2 = -(a / (M * w)) * (np.cos(w * t2) - np.cos(w * t1)) - G * (t2 - t1)
+    kinds = [(e["kind"], round(e["t"], 9)) for e in res.events][:2]
+    assert [k for k, _ in kinds] == ["liftoff", "touchdown"], kinds
+    off, td = res.events[0], res.events[1]
+    assert abs(off["t"] - t1) < 1e-9 and abs(td["t"] - t2) < 1e-9
+    assert abs(td["energy_loss"] - M * v2 ** 2 / 2) < 1e-6 * M * v2 ** 2
+    assert res.q[:, 2].min() > -arm - 1e-9
+
+
 def test_box_shoved_at_its_sole_slips_and_stops_a_flat_foot_does_not_slide(box: Any) -> None:
     """F = k t along y at the sole's origin (no moment: no tipping) leaves the cone at mu m g = k t: a "slip"
     event and status ERR_FRICTION_CONE, also with on_slip="slide" (a flat foot does not slide); with
@@ -220,13 +252,6 @@ def test_sole_field_yaml_and_errors() -> None:
     model.contacts[0].rows = None
     with pytest.raises(ModelError, match="flat foot"):
         model.validate()
-
-
-def test_fmu_export_refuses_a_flat_foot(box: Any, tmp_path: Path) -> None:
-    """The FMU's hybrid simulation does not run flat feet: the export names the contact."""
-    from rodgen.errors import BuildError
-    with pytest.raises(BuildError, match="contact 'sole' .* flat foot"):
-        rodgen.export_fmu(box, tmp_path / "flatbox.fmu", contacts=["sole"])
 
 
 @pytest.mark.parametrize("xl, tips", [(0.05, True), (0.02, False)])

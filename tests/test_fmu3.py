@@ -380,13 +380,3 @@ def test_bad_input(exo5: rodgen.runtime.CompiledModel, build_dir: Path, tmp_path
     with pytest.raises(ValueError, match="directional_derivatives=True.*a controller is compiled in"):
         rodgen.export_fmu(exo5, tmp_path / "x.fmu", directional_derivatives=True,
                           controller=rodgen.PD(rodgen.Reference.hold(exo5.initial_state()[:exo5.nq]), kp=1.0, kd=1.0))
-    # a flat foot (6 rows): the hybrid simulation inside the FMU takes point contacts
-    import yaml
-    d = yaml.safe_load((EXAMPLES / "spatial" / "arm3.yaml").read_text())
-    d["name"] = "arm3_flat"
-    d["contacts"] = [{"name": "tip", "frame": "wrist", "rows": 6}]
-    arm = rodgen.build(rodgen.model.load_dict(d), build_dir=build_dir)
-    with pytest.raises(rodgen.BuildError, match="contact 'tip' of the model 'arm3_flat' is a flat foot "
-                                                r"\(6 rows\).*takes point contacts"):
-        rodgen.export_fmu(arm, tmp_path / "x.fmu")
-    assert not (tmp_path / "x.fmu").exists()

@@ -5,7 +5,7 @@ the closed-form stop at |v0| / (mu g), in Co-Simulation and through CVode in Mod
 stick as events); a point mass lifting off when its push exceeds its weight (closed form); a tumbling free body
 in flight conserving energy, momentum and its quaternion's norm; the quaternion put back onto the unit sphere
 at the event update; a spherical pendulum in both interfaces; the refusals (directional derivatives on the tangent
-space, flat feet)."""
+space)."""
 from __future__ import annotations
 
 import sys
@@ -303,16 +303,6 @@ def test_solo12_dropped_is_rodgens_run(build_dir: Path, tmp_path: Path) -> None:
     assert np.abs(lam - ref.lam[rows]).max() < 1e-9 * np.abs(ref.lam).max()
     assert lam[-1, 2::3].min() > 1.0
     assert np.abs(np.linalg.norm(got[:, 3:7], axis=1) - 1.0).max() < 1e-14
-
-
-def test_flat_foot_is_refused_by_name(build_dir: Path, tmp_path: Path) -> None:
-    m = SpatialModel("flat_fmu")
-    m.link("body", joint="free").body(MASS, (0, 0, 0), INERTIA)
-    m.contact("sole", "body", friction=MU, rows=6)
-    robot = rodgen.build(m, build_dir=build_dir)
-    with pytest.raises(rodgen.BuildError, match=r"contact 'sole' of the model 'flat_fmu' is a flat foot \(6 rows\)"):
-        rodgen.export_fmu(robot, tmp_path / "flat.fmu")
-    assert not (tmp_path / "flat.fmu").exists()
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -232,7 +232,6 @@ def test_guess_from_a_simulation(pendulum: object, build_dir: Path) -> None:
     ({"periodic": True, "initial": {"phi": 0}, "final": {"phi": 1}}, "periodic['phi']", "fixed to"),
     ({"parameters": {"mass": 2}}, "parameters['mass']", "unknown parameter"),
     ({"boundary": [("phi_end - phi", 0, 1)]}, "boundary[0]", "unknown name 'phi'"),
-    ({"boundary": [("phi_end - phi_start", 0, 1)], "hessian": "exact"}, "boundary", "exact Hessian"),
 ])
 def test_bad_statements_name_the_place(pendulum: object, change: dict, where: str, text: str) -> None:
     kwargs = dict(nodes=5, duration=1.0, objective="tau_arm**2")
@@ -293,17 +292,21 @@ def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> No
     assert r.objective < (9.81 / 2) ** 2 * 1.5 / 2
 
 
-@pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson", "backward-euler"])
-@pytest.mark.parametrize("free", [False, True])
+@pytest.mark.parametrize("method, free, hessian", [
+    (method, free, "exact") for method in ("trapezoidal", "hermite-simpson", "backward-euler") for free in (False, True)
+] + [("hermite-simpson", True, "differences"), ("backward-euler", False, "differences")])
 def test_exact_hessian_matches_central_differences(double_pendulum: object, build_dir: Path, method: str,
-                                                   free: bool) -> None:
-    """The exact Hessian of the Lagrangian against central differences of its gradient sigma grad f + J^T lam
-    (both exact first derivatives of the compiled NLP), at random points and multipliers."""
+                                                   free: bool, hessian: str) -> None:
+    """The Hessian of the Lagrangian (exact, or the points' blocks by differences in the C) against central
+    differences of its gradient sigma grad f + J^T lam (both exact first derivatives of the compiled NLP), at
+    random points and multipliers; boundary constraints between the first and the last node included."""
     pr = Problem(double_pendulum, nodes=3, method=method, duration=(0.5, 2.0) if free else 1.3,
                  objective="tau_upper**2 + 0.5*tau_lower**2 + m2*sin(th_lower)*th_upper_dot**2",
                  terminal="duration**2*cos(th_upper) + th_lower_dot**2" if free else "th_upper**2*th_lower",
                  path=[("sin(th_upper) + L1*th_lower_dot*tau_lower", -1, 1)],
-                 periodic=["th_lower"], hessian="exact")
+                 boundary=[("(th_upper_end - th_upper_start)/duration", -2, 2),
+                           ("th_lower_end*sin(th_upper_start) + tau_upper_end**2", -3, 3)],
+                 periodic=["th_lower"], hessian=hessian)
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     assert nlp.nnz_hessian > 0
     rng = np.random.default_rng(11 + free)
@@ -318,15 +321,35 @@ def test_exact_hessian_matches_central_differences(double_pendulum: object, buil
         assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd))), np.max(np.abs(H - Hfd))
 
 
+@pytest.mark.parametrize("hessian", ["exact", "differences"])
+def test_hessian_of_a_model_without_inputs(build_dir: Path, hessian: str) -> None:
+    """A passive pendulum (no inputs: B is n x 0) with a free duration and a boundary row: the Hessian against
+    central differences of the exact gradient."""
+    free = rodgen.build(load_dict({**PENDULUM, "name": "passive", "links": [
+        {**PENDULUM["links"][0], "joint": {"actuated": False}}]}), build_dir=build_dir)
+    nlp = optimize.compile_problem(Problem(free, nodes=3, duration=(0.5, 3.0), hessian=hessian,
+                                           objective="phi**2*phi_dot", terminal="duration*phi",
+                                           boundary=[("phi_end*phi_start/duration", 0, 1)]), build_dir=build_dir)
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, nlp.n)
+    x[-1] = 1.2
+    lam = rng.normal(size=nlp.m)
+    H = nlp.hessian(x, 0.7, lam).toarray()
+    Hfd = central_jacobian(lambda y: 0.7 * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
+    assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd)))
+
+
 def test_exact_hessian_solves_the_swing_up(pendulum: object, build_dir: Path) -> None:
     """The same optimum with the exact Hessian as with the limited-memory one, in fewer iterations."""
     kwargs = dict(nodes=41, duration=2.0, objective="tau_arm**2", bounds={"tau_arm": (-8, 8)},
                   initial={"phi": -math.pi / 2, "phi_dot": 0}, final={"phi": math.pi / 2, "phi_dot": 0})
     lbfgs = Problem(pendulum, **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
     exact = Problem(pendulum, hessian="exact", **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
-    assert lbfgs.success and exact.success
+    diff = Problem(pendulum, hessian="differences", **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    assert lbfgs.success and exact.success and diff.success
     assert exact.objective == pytest.approx(lbfgs.objective, rel=1e-7)
-    assert exact.iterations < lbfgs.iterations
+    assert diff.objective == pytest.approx(lbfgs.objective, rel=1e-7)
+    assert exact.iterations < lbfgs.iterations and diff.iterations < lbfgs.iterations
 
 
 def test_same_optimum_as_casadi_on_the_same_transcription(pendulum: object, build_dir: Path) -> None:

@@ -76,7 +76,27 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
         np.testing.assert_allclose(g[-3:], [gap, *vel], rtol=1e-12, atol=1e-12)
 
 
-def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object, build_dir: Path) -> None:
+def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path) -> None:
+    """hessian='differences' with contacts held: the Lagrangian's Hessian (the points' blocks from the
+    constrained dynamics' derivatives, an integrand and path rows in the forces chained through dlambda/dz,
+    the gap and velocity rows at the first node, a free duration) against central differences of its exact
+    gradient sigma grad f + J^T lam."""
+    pr = Problem(walker, nodes=3, method="trapezoidal", duration=(0.3, 1.0), contacts=["foot_a"],
+                 objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
+                 path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100)], hessian="differences")
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    rng = np.random.default_rng(3)
+    x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
+    x[-1] = 0.7
+    lam = rng.normal(size=nlp.m)
+    H = nlp.hessian(x, 0.7, lam).toarray()
+    Hn = central_jacobian(lambda y: 0.7 * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
+    assert np.abs(H - Hn).max() <= 1e-6 * max(1.0, np.abs(Hn).max()), np.abs(H - Hn).max()
+
+
+@pytest.mark.parametrize("hessian", ["limited-memory", "differences"])
+def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object, build_dir: Path,
+                                                                 hessian: str) -> None:
     """Rest to rest in 1 s with the hip torque, the stance foot held (its height y at the start from the gap
     row at the first node): the optimum (cost, torques) is that
     of the same motion of the double pendulum pinned at the foot, written without contacts; the forces
@@ -84,7 +104,7 @@ def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object,
     stance = rodgen.build(load_dict(STANCE), build_dir=build_dir)
     a0, b0, a1, b1 = 0.02, -0.1, 0.0, 0.1
     opts = {"tol": 1e-10}
-    held = Problem(walker, nodes=11, duration=1.0, contacts=["foot_a"], objective="tau_leg_b**2",
+    held = Problem(walker, nodes=11, duration=1.0, contacts=["foot_a"], objective="tau_leg_b**2", hessian=hessian,
                    parameters={"mu": 10.0}, bounds={"x": (-1.0, 1.0), "y": (0.5, 1.5)},
                    initial={"x": -np.sin(a0), "th_a": a0, "th_b": b0, "th_a_dot": 0.0,
                             "th_b_dot": 0.0},
@@ -115,7 +135,8 @@ def test_bad_contacts_are_named(walker: object, build_dir: Path) -> None:
         Problem(walker, contacts=["foot_a", "foot_a"]).check()
     with pytest.raises(OptimizeError, match="objective: unknown name 'fn_foot_b'"):
         Problem(walker, contacts=["foot_a"], objective="fn_foot_b").check()
-    with pytest.raises(OptimizeError, match="hessian: the exact Hessian does not cover phases with contacts"):
+    with pytest.raises(OptimizeError, match="hessian: the exact Hessian is not derived for phases with contacts.*"
+                                            "use hessian='differences'"):
         Problem(walker, contacts=["foot_a"], hessian="exact").check()
     with pytest.raises(OptimizeError, match="initial: the initial coordinates put the contact 'foot_a' 0.499 off"):
         Problem(walker, contacts=["foot_a"], initial={"x": 0.0, "y": 1.5, "th_a": 0.0, "th_b": 0.0}).check()

@@ -75,8 +75,8 @@ def c_api_page() -> str:
     out = [HEADER.format(source="generator/rodgen/contract.py"),
            "# C API reference\n\n",
            "The C of a model and rodgen's C runtime, as the contract between C and Python "
-           "(`generator/rodgen/contract.py`) defines them; `rodgen_runtime.h` and the `rodgen_model` table of "
-           "every generated model are rendered from the same table. How to use them: "
+           "(`generator/rodgen/contract.py`) defines them; `rodgen_runtime.h`, `rodgen_model.h` and the "
+           "`rodgen_model` table of every generated model are rendered from the same table. How to use them: "
            "[Controllers in C](../controller.md).\n\n",
            "Sizes: " + ", ".join(f"`{s}`" for s in c.SIZES) + f"; `{c.NV.name}`: {c.NV.doc} "
            f"(`RODGEN_NV(m)` = `{c.NV.expression}`).\n\n",
@@ -100,10 +100,27 @@ def c_api_page() -> str:
     out.append("\n## Constants\n\n| constant | value | meaning |\n| --- | --- | --- |\n")
     for k in c.METHODS + c.INPUT_KINDS:
         out.append(f"| `RODGEN_{k.name}` | {k.value} | {_cell(k.doc)} |\n")
+    for title, where, table in (
+            ("Kinds of constraint block", "`rodgen_constraint.kind` (`rodgen_model.h`); in Python a block's `kind`",
+             c.BLOCK_KINDS),
+            ("Joints with a configuration of their own", "`rodgen_model.lie_joints` (`rodgen_model.h`); in Python "
+             "the joint's kind", c.JOINT_KINDS),
+            ("Phases of a block", "an active mask (`rodgen_contact.h`; 0: inactive); in Python "
+             "`simulate(contacts={name: ...})`", c.PHASES),
+            ("Kinds of event", "`rodgen_event.kind` (`rodgen_contact.h`); in Python an event's `\"kind\"`",
+             c.EVENT_KINDS),
+            ("Slip modes", "`rodgen_hybrid_options.on_slip`; in Python `simulate(on_slip=...)`", c.SLIP_MODES)):
+        out.append(f"\n### {title}\n\n{where}.\n\n| constant | value | Python | meaning |\n| --- | --- | --- | --- |\n")
+        for k in table:
+            out.append(f"| `RODGEN_{k.name}` | {k.value} | `{k.label}` | {_cell(k.doc)} |\n")
     name, ret, params = c.INPUT_FN
     out.append(f"\nThe callback of an input law:\n\n```c\ntypedef {ret} (*{name})({params});\n```\n")
     out.append("\n## Structs\n")
-    for s in c.STRUCTS:
+    model = c.Struct("rodgen_model", "The table of a model (`rodgen_model.h`, returned by `<prefix>_model()`): its "
+                     "sizes, blocks and defaults, then one function pointer per routine of a model (above, in their "
+                     "order; NULL where optional and not generated), then its names.",
+                     c.MODEL_HEAD + (c.Field("...", "(routines)", "the routines of a model, in order"),) + c.MODEL_TAIL)
+    for s in (c.CONSTRAINT, model) + c.STRUCTS:
         out.append(f"\n### `{s.name}`\n\n{_cell(s.doc)}\n\n| type | field | meaning |\n| --- | --- | --- |\n")
         for f in s.fields:
             out.append(f"| `{f.ctype.strip()}` | `{f.name}` | {_cell(f.doc)} |\n")

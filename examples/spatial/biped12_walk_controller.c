@@ -9,7 +9,9 @@
  *
  * the table interpolated linearly in t (held at its ends), the gains of a leg those of a swing leg while
  * the table's gains code of the nearer sample says it swings or is being unloaded for its swing (0: both legs
- * stance gains, 1: the right leg swing gains, 2: the left leg), else those of a stance leg. Nothing here is
+ * stance gains, 1: the right leg swing gains, 2: the left leg), else those of a stance leg; the swing leg's
+ * ankle pitch and roll references less the pelvis' pitch and roll (ZYX angles of its quaternion, the 4
+ * coordinates before the joints'), so that the swing foot stays level and lands flat. Nothing here is
  * symbolic or model-specific beyond the layout of the state (the joints' coordinates and velocities are the last 12 of q and of v,
  * after the free pelvis'), so that another simulator of the mechanism (its MJCF twin in MuJoCo,
  * biped12_gait.mjcf) can call it too, with a rodgen_controller whose model is NULL.
@@ -19,6 +21,7 @@
  * y: [q (nq), v (nv)] of the simulated model; nq and nv come from the model's table when there is one,
  *    else nq = first_q + 12, nv = first_v + 12.
  */
+#include <math.h>
 #include <stddef.h>
 
 #include "rodgen_runtime.h"
@@ -42,7 +45,7 @@ int biped12_walk_controller(void *context, double t, const double *y, double *u)
     dt = par[1];
     fq = (int)par[26];
     fv = (int)par[27];
-    if (n < 2 || !(dt > 0.0) || c->nparams != HEAD + n * ROW || fq < 0 || fv < 0) {
+    if (n < 2 || !(dt > 0.0) || c->nparams != HEAD + n * ROW || fq < 4 || fv < 0) {
         return 1;
     }
     nq = fq + NJ;
@@ -65,11 +68,18 @@ int biped12_walk_controller(void *context, double t, const double *y, double *u)
     {
         /* the gains code of the nearer sample: which leg has the swing gains */
         const int phase = (int)(w < 0.5 ? r0[3 * NJ] : r1[3 * NJ]);
+        /* the pelvis' roll and pitch (its quaternion x y z w just before the joints; the plan keeps it level):
+         * the swing foot's ankle takes them out, so that the foot comes down flat on the ground however the
+         * pelvis leans */
+        const double qx = y[fq - 4], qy = y[fq - 3], qz = y[fq - 2], qw = y[fq - 1];
+        const double roll = atan2(2.0 * (qy * qz + qx * qw), 1.0 - 2.0 * (qx * qx + qy * qy));
+        const double pitch = asin(fmax(-1.0, fmin(1.0, -2.0 * (qx * qz - qy * qw))));
         for (j = 0; j < NJ; ++j) {
             const int leg = j / 6, i = j % 6;           /* leg 0: left, 1: right */
             const int swing = (phase == 1 && leg == 1) || (phase == 2 && leg == 0);
             const double kp = par[2 + (swing ? 12 : 0) + i], kd = par[8 + (swing ? 12 : 0) + i];
-            const double qr = r0[j] + w * (r1[j] - r0[j]);
+            const double level = !swing ? 0.0 : i == 4 ? pitch : i == 5 ? roll : 0.0;
+            const double qr = r0[j] + w * (r1[j] - r0[j]) - level;
             const double vr = r0[NJ + j] + w * (r1[NJ + j] - r0[NJ + j]);
             const double ff = r0[2 * NJ + j] + w * (r1[2 * NJ + j] - r0[2 * NJ + j]);
             u[j] = ff + kp * (qr - y[fq + j]) + kd * (vr - y[nq + fv + j]);

@@ -19,13 +19,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from .codegen.options import DEFAULT_METHOD, REAL_TYPES
+from .codegen.options import DEFAULT_METHOD, METHODS, REAL_TYPES
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
     from .codegen import CodegenOptions
 
-METHODS = ("lagrange", "matrix", "recursive")
 OPT_LEVELS = ("O0", "O1", "O2", "O3", "Os")
 FORWARD = ("auto", "aba", "cholesky")
 

@@ -22,11 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .codegen.options import DEFAULT_METHOD
+from .codegen.options import DEFAULT_METHOD, METHODS
 from .errors import RodgenError
 from .model.suggest import did_you_mean
-
-METHODS = ("lagrange", "matrix", "recursive")
 
 
 class UsageError(RodgenError, ValueError):

@@ -8,17 +8,20 @@ This table is the single source of:
 * the status codes of the C (``RODGEN_<NAME>``), with their messages;
 * the integration methods, the kinds of input law and the shared structs
   (``rodgen_input``, ``rodgen_sim_options``, ``rodgen_sim_state``) and the
-  functions of the runtime.
+  functions of the runtime;
+* the table of a model (``rodgen_model``, ``rodgen_constraint``, the kinds of
+  block and joint) and the hybrid simulation's codes (phases, event kinds, slip
+  modes) with their names in Python.
 
-From it the code stage renders the runtime header ``rodgen_runtime.h`` (and the
-``rodgen_model`` table of every generated model), the Cython declarations of
-the runtime wrapper and its batch kernels and one-state methods; the runtime
-reads :class:`StatusCode` for its messages. Nothing here imports SymPy or any
-stage: it is plain data.
+From it the code stage renders the headers ``rodgen_runtime.h`` and
+``rodgen_model.h`` (and the ``rodgen_model`` table of every generated model),
+the Cython declarations of the runtime wrapper, its tables of named codes, batch
+kernels and one-state methods; the runtime reads :class:`StatusCode` for its
+messages. Nothing here imports SymPy or any stage: it is plain data.
 
 Adding a routine of a model: append a :class:`Routine` to :data:`ROUTINES`
-(and its field at the end of ``rodgen_model`` in ``csrc/rodgen_model.h``; a
-test checks that both agree). The generated table points the field at
+(its field of ``rodgen_model`` follows; write the headers of ``csrc/`` again
+with ``python -m rodgen.codegen.runtime``). The generated table points the field at
 ``<prefix>_<name>`` when the model's spec has a routine of that name, else
 NULL; the wrapper gains a batch kernel ``Model.<name>`` without further code.
 """
@@ -287,7 +290,8 @@ class StatusCode(enum.IntEnum):
     ERR_INPUT_FAILED = 8, "the input law failed (callback error, B^T B singular)"
     ERR_OPTIONS = 9, "invalid options"
     SIM_FULL = 10, "not an error: the output arrays are full, call again"
-    ERR_SINGULAR_CONSTRAINTS = 11, "the active constraint set is singular (dependent constraint rows)"
+    ERR_SINGULAR_CONSTRAINTS = 11, ("the active constraint set is singular (dependent constraint rows that no "
+                                    "motion satisfies together, or a singular system of sliding contacts)")
     ERR_EVENT_NOT_LOCATED = 12, "an event could not be located to tolerance"
     ERR_FRICTION_CONE = 13, "a contact force left its friction cone"
     ERR_INITIAL_STATE = 14, ("the initial state violates a constraint (a contact point below the ground or a loop "
@@ -319,11 +323,13 @@ STATUSES: tuple[StatusEntry, ...] = tuple(StatusEntry(c.name, int(c), c.message,
 
 @dataclass(frozen=True)
 class Constant:
-    """A named integer constant ``RODGEN_<name>``."""
+    """A named integer constant ``RODGEN_<name>``; ``label``: its name in Python where Python names the code (an
+    event's kind ``"touchdown"``, a block's kind ``"contact"``)."""
 
     name: str
     value: int
     doc: str
+    label: str = ""
 
 
 #: Integration methods (``rodgen_sim_options.method``).
@@ -342,12 +348,84 @@ INPUT_KINDS: tuple[Constant, ...] = (
 )
 
 
+#: Kinds of constraint block (``rodgen_constraint.kind``, ``rodgen_model.h``); the label is the block's kind in
+#: Python (``ConstraintBlock.kind``, ``CompiledModel.constraints``). The rows of each block, as the generated
+#: ``<prefix>_constraint_position`` returns them, are in each doc.
+BLOCK_KINDS: tuple[Constant, ...] = (
+    Constant("CONTACT", 0, "d rows (2 in a planar model, 3 in a spatial one): the tangential rows [0 .. d-2], the "
+             "point's position along the ground (tangent t; in space t1, t2), then [d-1] its height above the ground "
+             "along the normal n (the gap; > 0 above); a flat foot (6 rows, spatial) has a point's 3 rows, then the "
+             "frame's orientation error against the ground's axes. Unilateral: when active, all rows are held (the "
+             "point sticks at its touchdown position); the normal force must stay >= 0 and |tangential force| <= mu "
+             "* normal force (mu from constraint_friction). Sliding (rodgen_contact.h) handles 2- and 3-row "
+             "contacts, the hybrid simulation's events 2-, 3- and 6-row ones (a flat foot sticks or is free; its "
+             "centre of pressure stays in its sole)", "contact"),
+    Constant("LOOP", 1, "2 rows (plane): position of marker b minus position of marker a (x, y); 3 or 6 rows "
+             "(space): frame b's origin minus frame a's (x, y, z), then the orientation error. Bilateral, always "
+             "active: the loop is closed when all rows are zero", "loop"),
+    Constant("LIMIT", 2, "1 row: distance of a coordinate from its limit, >= 0 inside the allowed range (q - lower, "
+             "or upper - q). Unilateral, active only while at the limit", "limit"),
+    Constant("FRICTION", 3, "1 row: a coordinate with dry friction and stiction. While it sticks the row is held "
+             "(its force, the friction force or torque, must stay within the static limit, the block's "
+             "constraint_friction); while it slips the row is free and the force is the kinetic limit "
+             "(kinetic_friction) against the motion", "friction"),
+)
+
+#: Joints with a configuration of their own (``rodgen_model.lie_joints``); the label is the joint's kind in a
+#: spatial model (``SpatialJoint.joint``).
+JOINT_KINDS: tuple[Constant, ...] = (
+    Constant("JOINT_FREE", 0, "q [x y z qx qy qz qw] (position in the parent frame, unit quaternion), qd [vx vy vz "
+             "wx wy wz] (the link's linear and angular velocity in its own frame)", "free"),
+    Constant("JOINT_SPHERICAL", 1, "q [qx qy qz qw], qd [wx wy wz] (angular velocity in the link's frame)",
+             "spherical"),
+    Constant("JOINT_PLANAR", 2, "q [x y theta] in the joint frame's xy plane, qd [vx vy wz] (in the link's frame)",
+             "planar"),
+)
+
+#: The phase of a constraint block in an active mask (``rodgen_contact.h``; 0: inactive); the label is its name in
+#: ``simulate(contacts={name: label})`` and ``CompiledModel.active_mask``.
+PHASES: tuple[Constant, ...] = (
+    Constant("STICK", 1, "active: a contact sticks (every row held), a dry-friction block sticks", "stick"),
+    Constant("SLIDE_PLUS", 2, "a 2-row contact slides towards -t, its tangential force +mu normal; a dry-friction "
+             "block slips towards -, its kinetic force +", "slide_plus"),
+    Constant("SLIDE_MINUS", 3, "a 2-row contact slides towards +t, its tangential force -mu normal; a dry-friction "
+             "block slips towards +, its kinetic force -", "slide_minus"),
+    Constant("SLIDE", 4, "a 3-row contact slides in the ground plane, its tangential force on the cone's edge "
+             "against its motion", "slide"),
+)
+
+#: Kinds of event of the hybrid simulation (``rodgen_event.kind``); the label is the event's ``"kind"`` in
+#: ``simulate(...).events``.
+EVENT_KINDS: tuple[Constant, ...] = (
+    Constant("EVENT_TOUCHDOWN", 0, "an armed contact reached the ground: plastic impact, now active", "touchdown"),
+    Constant("EVENT_LIFTOFF", 1, "an active contact released: normal force or impulse would pull", "liftoff"),
+    Constant("EVENT_SLIP", 2, "|tangential| > mu * normal (force, or impulse at an impact)", "slip"),
+    Constant("EVENT_LIMIT", 3, "a limit reached: plastic impact, now active", "limit"),
+    Constant("EVENT_LIMIT_RELEASE", 4, "an active limit released: its force or impulse would pull", "limit_release"),
+    Constant("EVENT_STICK", 5, "a sliding contact stopped (its tangential velocity turned): sticks", "stick"),
+    Constant("EVENT_TIP", 6, "a flat foot's centre of pressure left its sole: the run stops", "tip"),
+)
+
+#: What a slip (a contact force leaving its friction cone) does (``rodgen_hybrid_options.on_slip``); the label is
+#: ``simulate(on_slip=...)``.
+SLIP_MODES: tuple[Constant, ...] = (
+    Constant("SLIP_STOP", 0, "log the event, stop with RODGEN_ERR_FRICTION_CONE (default)", "stop"),
+    Constant("SLIP_CONTINUE", 1, "log the event and keep the contact sticking", "continue"),
+    Constant("SLIP_SLIDE", 2, "log the event and let it slide with Coulomb friction", "slide"),
+)
+
+
 def constant(name: str) -> int:
-    """The value of a method or input kind by name (``"RK4"``, ``"INPUT_PD"``)."""
-    for c in METHODS + INPUT_KINDS:
+    """The value of a constant by name (``"RK4"``, ``"INPUT_PD"``, ``"EVENT_TIP"``, ``"CONTACT"``)."""
+    for c in METHODS + INPUT_KINDS + BLOCK_KINDS + JOINT_KINDS + PHASES + EVENT_KINDS + SLIP_MODES:
         if c.name == name:
             return c.value
     raise KeyError(name)
+
+
+def labels(constants: tuple[Constant, ...]) -> dict[int, str]:
+    """The Python names of a table of constants by value (``labels(EVENT_KINDS)[6] == "tip"``)."""
+    return {c.value: c.label for c in constants}
 
 
 @dataclass(frozen=True)
@@ -368,6 +446,51 @@ class Struct:
 
 #: The callback of an input law: fills u [nu] at (t, y); returns 0, anything else is a failure.
 INPUT_FN = ("rodgen_input_fn", "int", "void *context, double t, const double *y, double *u")
+
+#: One constraint block of a model's table (``rodgen_model.constraints``).
+CONSTRAINT: Struct = Struct("rodgen_constraint", "One constraint block of a model's table.", (
+    Field("const char *", "name", "the contact's, loop's, limit's or friction's name in the model"),
+    Field("int", "kind", "RODGEN_CONTACT, RODGEN_LOOP, RODGEN_LIMIT or RODGEN_FRICTION"),
+    Field("int", "row", "its first row in the constraint arrays"),
+    Field("int", "nrows", "CONTACT 2, 3 or 6; LOOP 2, 3 or 6; LIMIT 1; FRICTION 1"),
+    Field("double", "sole[4]", "a flat foot's sole (6-row CONTACT): x_min, x_max, y_min, y_max of the rectangle "
+          "in the frame's tangential axes its centre of pressure must stay in; all 0: none"),
+))
+
+#: The fields of the table ``rodgen_model`` before its routines (the function pointers of :data:`ROUTINES`, in
+#: their order): sizes, the block table, defaults, the joints of a configuration of their own.
+MODEL_HEAD: tuple[Field, ...] = (
+    Field("const char *", "name", "the model's name"),
+    Field("int", "nq", "coordinates, the length of q"),
+    Field("int", "nv", "velocities (qd, qdd, generalized forces; M is nv x nv): nq but with free, spherical or "
+          "planar joints (0 in a table written before the field: RODGEN_NV(m) reads it)"),
+    Field("int", "nu", "inputs"),
+    Field("int", "np", "parameters"),
+    Field("int", "npoints", "marker points of a planar model (the points routine)"),
+    Field("int", "nconstraints", "constraint blocks"),
+    Field("int", "nrows", "constraint rows of all blocks"),
+    Field("int", "nforces", "force elements (element_forces fills RODGEN_FDIM(m)*nforces)"),
+    Field("const rodgen_constraint *", "constraints", "[nconstraints], NULL when there are none"),
+    Field("const double *", "default_p", "[np] default parameter values"),
+    Field("const double *", "initial_q", "[nq] initial coordinates"),
+    Field("int", "nlie", "joints whose velocities are not their coordinates' rates"),
+    Field("const int *", "lie_joints", "[3*nlie] per such joint: RODGEN_JOINT_FREE, _SPHERICAL or _PLANAR, the "
+          "index of its first coordinate in q and of its first velocity in qd; NULL if none"),
+)
+
+#: The fields of ``rodgen_model`` after its routines: names and provenance, for bindings and tools.
+MODEL_TAIL: tuple[Field, ...] = (
+    Field("const char *const *", "coordinate_names", "[nq]"),
+    Field("const char *const *", "input_names", "[nu]"),
+    Field("const char *const *", "parameter_names", "[np]"),
+    Field("const char *const *", "point_names", "[npoints]"),
+    Field("const char *const *", "force_names", "[nforces]"),
+    Field("const char *", "prefix", "prefix of the model's C functions and files"),
+    Field("const char *", "version", "version of rodgen that generated the model"),
+    Field("const char *", "method", "derivation method"),
+    Field("const char *", "forward", "forward dynamics: \"aba\" or \"cholesky\""),
+    Field("const char *", "content_hash", "hash of the generated code"),
+)
 
 STRUCTS: tuple[Struct, ...] = (
     Struct("rodgen_input", "An input law, evaluated at every stage of the integrators (or once a step: hold).", (
@@ -555,5 +678,6 @@ FUNCTIONS: tuple[Function, ...] = (
 
 
 __all__ = ["NV", "NY", "Arg", "Routine", "ROUTINES", "routine", "SIZES", "width_value", "StatusEntry", "STATUSES",
-           "StatusCode", "Constant", "METHODS", "INPUT_KINDS", "constant", "Field", "Struct", "STRUCTS",
+           "StatusCode", "Constant", "METHODS", "INPUT_KINDS", "BLOCK_KINDS", "JOINT_KINDS", "PHASES", "EVENT_KINDS",
+           "SLIP_MODES", "constant", "labels", "Field", "Struct", "STRUCTS", "CONSTRAINT", "MODEL_HEAD", "MODEL_TAIL",
            "INPUT_FN", "Function", "FUNCTIONS"]

@@ -13,7 +13,7 @@
  * the downward vertical, point masses m_k at the link ends; a loop holds the
  * end of link 3 at (px, py); a limit th1 >= lower. Input: a torque on th1.
  * p = [l1, l2, l3, m1, m2, m3, g, px, py, lower].
- * The second table repeats the loop (redundant rows: S singular).
+ * The second table repeats the loop (redundant rows: S singular, the least-norm forces).
  *
  * Point mass m on a slope: q = [x, y], one contact at the point, a force u
  * along x. p = [m, g, slope, mu].

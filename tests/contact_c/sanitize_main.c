@@ -1,7 +1,8 @@
 /*
  * Runs the scenarios of tests/test_contact_c.py once more in a plain program, for a build with
  * -fsanitize=address,undefined: the workspace carving and every array index of rodgen_contact.c
- * are exercised (compass walk in small output chunks, four-bar on its limit, redundant loops).
+ * are exercised (compass walk in small output chunks, four-bar on its limit, redundant loops through
+ * the least-norm solves).
  * Prints one status per scenario.
  */
 #include <math.h>

@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 
 import sympy as sp
 
+from .. import contract
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
@@ -31,8 +32,8 @@ from .straight import straight_line  # noqa: F401  (re-exported: rodgen.codegen.
 #: kind -> (C macro, code, the row counts the runtime runs): a contact's 2 (plane) or 3 (space) rows, its
 #: tangential rows first and its normal row last, a loop's 2 (plane), 3 or 6 (space: origins, orientations),
 #: a limit's and a dry friction's 1 (rows on coordinates). The rows of a block come from its equations.
-CONSTRAINT_KINDS = {"contact": ("RODGEN_CONTACT", 0, (2, 3, 6)), "loop": ("RODGEN_LOOP", 1, (2, 3, 6)),
-                    "limit": ("RODGEN_LIMIT", 2, (1,)), "friction": ("RODGEN_FRICTION", 3, (1,))}
+_BLOCK_ROWS = {"contact": (2, 3, 6), "loop": (2, 3, 6), "limit": (1,), "friction": (1,)}
+CONSTRAINT_KINDS = {k.label: (f"RODGEN_{k.name}", k.value, _BLOCK_ROWS[k.label]) for k in contract.BLOCK_KINDS}
 
 
 def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str | None = None) -> ModelSpec:

@@ -29,6 +29,10 @@ class ForwardAlgorithm(str, Enum):
 #: for readable equations; ``rodgen equations`` prints those).
 DEFAULT_METHOD = "recursive"
 
+#: The derivation methods the command line offers: the values of :class:`rodgen.symbolic.Method`, written here so
+#: that the command line starts without importing SymPy (tests/test_cli_commands.py checks they agree).
+METHODS = ("lagrange", "matrix", "recursive", "planar")
+
 #: The C types generated code may compute in (:attr:`CodegenOptions.real`).
 REAL_TYPES = ("double", "float")
 

@@ -1,9 +1,10 @@
 """The model-independent C runtime and its Cython wrapper, as files.
 
-The runtime is static C in ``rodgen/csrc/`` (``rodgen_model.h``, ``rodgen_*.c``)
-plus ``rodgen_runtime.h``, rendered from :mod:`rodgen.contract` (a copy is kept
-in ``csrc/`` so the C reads on its own; a test checks that it is current; write
-it again with ``python -m rodgen.codegen.runtime``). The Cython wrapper
+The runtime is static C in ``rodgen/csrc/`` (``rodgen_*.c``, ``rodgen_contact.h`` ...)
+plus the headers ``rodgen_model.h`` (the table of a model) and ``rodgen_runtime.h``,
+rendered from :mod:`rodgen.contract` (copies are kept in ``csrc/`` so the C reads on
+its own; a test checks that they are current; write them again with
+``python -m rodgen.codegen.runtime``). The Cython wrapper
 ``_rodgen_runtime.pyx`` is rendered from the same contract and includes every
 ``csrc/*.pxi`` (the bindings of further runtime C, e.g. constrained dynamics).
 
@@ -25,6 +26,9 @@ from .render import environment
 
 #: The runtime header, rendered from the contract.
 RUNTIME_HEADER = "rodgen_runtime.h"
+#: The header of a model's table (``rodgen_model``, ``rodgen_constraint``, the kinds of block and joint), rendered
+#: from the contract.
+MODEL_HEADER = "rodgen_model.h"
 #: The Cython wrapper of the runtime (module name without the suffix).
 WRAPPER_MODULE = "_rodgen_runtime"
 
@@ -49,6 +53,16 @@ def runtime_header() -> str:
     return _render("c/runtime.h.jinja")
 
 
+def model_header() -> str:
+    """The text of ``rodgen_model.h`` (the table of a model: sizes, constraint blocks, routines, names)."""
+    return _render("c/model_table.h.jinja")
+
+
+def rendered_headers() -> dict[str, str]:
+    """The headers rendered from the contract, by name."""
+    return {MODEL_HEADER: model_header(), RUNTIME_HEADER: runtime_header()}
+
+
 def runtime_sources() -> dict[str, str]:
     """Every file a C program needs besides a model's own: the headers and ``csrc/*.c``, by name."""
     root = csrc_root()
@@ -56,7 +70,7 @@ def runtime_sources() -> dict[str, str]:
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if entry.name.endswith((".c", ".h")):
             files[entry.name] = entry.read_text(encoding="utf-8")
-    files[RUNTIME_HEADER] = runtime_header()
+    files.update(rendered_headers())
     return files
 
 
@@ -84,13 +98,17 @@ def files_digest(files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def write_runtime_header(folder: Path | None = None) -> Path:
-    """Write ``rodgen_runtime.h`` into ``folder`` (default: the source checkout's ``csrc/``)."""
+def write_runtime_header(folder: Path | None = None) -> list[Path]:
+    """Write the rendered headers (``rodgen_model.h``, ``rodgen_runtime.h``) into ``folder`` (default: the source
+    checkout's ``csrc/``)."""
     folder = folder or Path(__file__).resolve().parents[1] / "csrc"
-    path = folder / RUNTIME_HEADER
-    path.write_bytes(runtime_header().encode("utf-8"))
-    return path
+    paths = []
+    for name, text in rendered_headers().items():
+        (folder / name).write_bytes(text.encode("utf-8"))
+        paths.append(folder / name)
+    return paths
 
 
 if __name__ == "__main__":  # pragma: no cover
-    print(write_runtime_header(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+    for written in write_runtime_header(Path(sys.argv[1]) if len(sys.argv) > 1 else None):
+        print(written)

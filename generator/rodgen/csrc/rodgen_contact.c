@@ -443,6 +443,26 @@ static int model_ok(const rodgen_model *m)
     return 1;
 }
 
+/* The checks of the arguments every entry makes (rodgen_constrained_dynamics, rodgen_impact, rodgen_hybrid_start):
+ * the model's table, the entry's own arguments (args_ok: its outputs and scratch given, its options valid), the
+ * state q [nq] and velocities qd [nv] given, the inputs u [nu] given when nu > 0 (nu: the model's when the entry
+ * reads inputs, else 0), and all of them and the parameters *p finite (*p NULL: the model's defaults, set here).
+ * Returns RODGEN_OK, RODGEN_ERR_OPTIONS or RODGEN_ERR_NONFINITE_INPUT. */
+static int check_call(const rodgen_model *m, int args_ok, const double *q, const double *qd, const double *u, int nu,
+    const double **p)
+{
+    if (!model_ok(m) || !args_ok || q == 0 || qd == 0 || (nu > 0 && u == 0)) {
+        return RODGEN_ERR_OPTIONS;
+    }
+    if (*p == 0) {
+        *p = m->default_p;
+    }
+    if ((m->np > 0 && *p == 0) || !inputs_finite(q, qd, u, *p, m->nq, RODGEN_NV(m), nu, m->np)) {
+        return RODGEN_ERR_NONFINITE_INPUT;
+    }
+    return RODGEN_OK;
+}
+
 /* List the rows of the active blocks (w->rows, trow, coef, nslide); returns their number or -status.
  * A sliding contact holds its gap only, its tangential force coef * normal (the coefficients of a 3-row
  * contact are mu here, their direction set by slide_coefs); hold_all 1 (an impact of rodgen_impact): every
@@ -861,9 +881,113 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
             const double s = dot(w->Y + i * nv, w->Y + j * nv, nv);
             w->S[i * k + j] = s;
             w->S[j * k + i] = s;
+            w->Sf[i * k + j] = s;   /* kept for least_norm_solve when the rows are dependent */
+            w->Sf[j * k + i] = s;
         }
     }
     return k > 0 && rodgen_cholesky_rel(w->S, k, tol) != RODGEN_OK ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
+}
+
+/* The least-norm solution of S x = b (x replaces b [k]) for the symmetric positive semidefinite S [k*k] of
+ * dependent rows (redundant contact rows: two points of one rigid body, four corners of a sole; the forces
+ * are then not unique, the motion is): Cholesky with symmetric pivoting, the largest remaining diagonal entry
+ * first, stopped where that is <= tol * max diag(S), gives P S P^T = L L^T with L [k*r] of full column rank r;
+ * then x = P^T L (L^T L)^-2 L^T P b, the pseudo-inverse of S applied to b (the least-norm forces, those of the
+ * least-norm solution of the whole KKT system, whose accelerations are unique). Fails (returns 1) when b is not
+ * in the range of S (the rows held contradict each other: |S x - b| > 1e-8 (|b| + max diag(S) |x|), max norms)
+ * or S is 0 or not finite. */
+static int least_norm_solve(const double *S, int k, double *b, double tol)
+{
+    double A[k * k], L[k * k], G[k * k], y[k], x[k], dmax = 0.0, bmax = 0.0, xmax = 0.0, rmax = 0.0;
+    int perm[k], i, j, c, r = 0;
+    for (i = 0; i < k * k; ++i) {
+        A[i] = S[i];
+        L[i] = 0.0;
+    }
+    for (i = 0; i < k; ++i) {
+        perm[i] = i;
+        dmax = fmax(dmax, S[i * k + i]);
+    }
+    if (!(dmax > 0.0 && dmax < HUGE_VAL)) {
+        return 1;
+    }
+    for (j = 0; j < k; ++j, ++r) {
+        int pj = j;
+        double d;
+        for (i = j + 1; i < k; ++i) {
+            pj = A[i * k + i] > A[pj * k + pj] ? i : pj;
+        }
+        if (!(A[pj * k + pj] > tol * dmax)) {
+            break;   /* the remaining rows depend on those taken */
+        }
+        if (pj != j) {   /* swap rows and columns j, pj of A, rows j, pj of L (its first j columns) */
+            const int tp = perm[j];
+            perm[j] = perm[pj];
+            perm[pj] = tp;
+            for (c = 0; c < k; ++c) {
+                const double ta = A[j * k + c];
+                A[j * k + c] = A[pj * k + c];
+                A[pj * k + c] = ta;
+            }
+            for (c = 0; c < k; ++c) {
+                const double ta = A[c * k + j];
+                A[c * k + j] = A[c * k + pj];
+                A[c * k + pj] = ta;
+            }
+            for (c = 0; c < j; ++c) {
+                const double tl = L[j * k + c];
+                L[j * k + c] = L[pj * k + c];
+                L[pj * k + c] = tl;
+            }
+        }
+        d = sqrt(A[j * k + j]);
+        L[j * k + j] = d;
+        for (i = j + 1; i < k; ++i) {
+            L[i * k + j] = A[i * k + j] / d;
+        }
+        for (i = j + 1; i < k; ++i) {   /* the Schur complement of the rows taken */
+            for (c = j + 1; c < k; ++c) {
+                A[i * k + c] -= L[i * k + j] * L[c * k + j];
+            }
+        }
+    }
+    /* y = L^T P b, G = L^T L (r x r), w = G^-2 y, x = P^T L w */
+    for (j = 0; j < r; ++j) {
+        y[j] = 0.0;
+        for (i = 0; i < k; ++i) {
+            y[j] += L[i * k + j] * b[perm[i]];
+        }
+        for (c = 0; c < r; ++c) {
+            G[j * r + c] = 0.0;
+            for (i = 0; i < k; ++i) {
+                G[j * r + c] += L[i * k + j] * L[i * k + c];
+            }
+        }
+    }
+    if (r == 0 || rodgen_cholesky_rel(G, r, 0.0) != RODGEN_OK) {
+        return 1;
+    }
+    rodgen_cholesky_solve(G, y, r);
+    rodgen_cholesky_solve(G, y, r);
+    for (i = 0; i < k; ++i) {
+        double v = 0.0;
+        for (j = 0; j < r; ++j) {
+            v += L[i * k + j] * y[j];
+        }
+        x[perm[i]] = v;
+    }
+    for (i = 0; i < k; ++i) {
+        bmax = fmax(bmax, fabs(b[i]));
+        xmax = fmax(xmax, fabs(x[i]));
+        rmax = fmax(rmax, fabs(dot(S + i * k, x, k) - b[i]));
+    }
+    if (!(rmax <= 1e-8 * (bmax + dmax * xmax))) {
+        return 1;
+    }
+    for (i = 0; i < k; ++i) {
+        b[i] = x[i];
+    }
+    return 0;
 }
 
 static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
@@ -876,23 +1000,13 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
     double *lambda, void *work)
 {
     rodgen_cfd_options def;
-    int nv;
-    if (!model_ok(m) || q == 0 || qd == 0 || qdd == 0 || work == 0 || (m->nu > 0 && u == 0)) {
-        return RODGEN_ERR_OPTIONS;
+    const int status = check_call(m, qdd != 0 && work != 0, q, qd, u, m != 0 ? m->nu : 0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (o == 0) {
         rodgen_cfd_defaults(&def);
         o = &def;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    nv = RODGEN_NV(m);
-    if (m->np > 0 && p == 0) {
-        return RODGEN_ERR_NONFINITE_INPUT;
-    }
-    if (!inputs_finite(q, qd, u, p, m->nq, nv, m->nu, m->np)) {
-        return RODGEN_ERR_NONFINITE_INPUT;
     }
     return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
 }
@@ -905,14 +1019,21 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
 {
     const int nv = RODGEN_NV(m), nr = m->nrows;
     scratch w;
-    int k, i, j, status;
+    int k, i, j, status, dependent = 0;
     if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
-        return cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
+        status = cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
+        if (status != RODGEN_ERR_SINGULAR_CONSTRAINTS) {
+            return status;
+        }
+    } else if (m->constrained_terms != 0) {
+        carve(m, work, &w);
+        status = cfd_terms(m, t, p, q, qd, u, active, target, o, qdd, lambda, &w);
+        if (status != RODGEN_ERR_SINGULAR_CONSTRAINTS) {
+            return status;
+        }
     }
+    /* the dense path: without the generated routines, or for rows they found dependent (least-norm forces) */
     carve(m, work, &w);
-    if (m->constrained_terms != 0) {
-        return cfd_terms(m, t, p, q, qd, u, active, target, o, qdd, lambda, &w);
-    }
     k = prepare(m, p, q, active, 0, &w);
     if (k < 0) {
         return -k;
@@ -955,7 +1076,8 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     }
     if (k > 0) {
         status = factor_s(m, k, o->singular_tol, &w);
-        if (status != RODGEN_OK) {
+        dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS && w.nslide == 0;
+        if (status != RODGEN_OK && !dependent) {
             return status;
         }
         m->constraint_position(q, p, w.c);
@@ -969,6 +1091,10 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
         }
         if (w.nslide > 0) {
             lu_solve(w.S, k, w.piv, w.w);
+        } else if (dependent) {
+            if (least_norm_solve(w.Sf, k, w.w, o->singular_tol) != 0) {
+                return RODGEN_ERR_SINGULAR_CONSTRAINTS;
+            }
         } else {
             solve_lower(w.S, k, w.w);
             solve_upper(w.S, k, w.w);
@@ -1023,7 +1149,7 @@ static int impact_solve(const rodgen_model *m, const double *p, const double *q,
     const double *ref, const rodgen_cfd_options *o, scratch *w)
 {
     const int nv = RODGEN_NV(m), nr = m->nrows;
-    int k, i, status;
+    int k, i, status, dependent;
     k = prepare(m, p, q, w->act, ref != 0 ? 2 : 1, w);
     if (k < 0) {
         return k;
@@ -1038,15 +1164,20 @@ static int impact_solve(const rodgen_model *m, const double *p, const double *q,
         }
     }
     status = factor_s(m, k, o->singular_tol, w);
-    if (status != RODGEN_OK) {
+    dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS && w->nslide == 0;
+    if (status != RODGEN_OK && !dependent) {
         return -status;
     }
-    /* S Lambda = -J qd_minus */
+    /* S Lambda = -J qd_minus (in the range of S: dependent rows take the least-norm impulses) */
     for (i = 0; i < k; ++i) {
         w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
     }
     if (k > 0 && w->nslide > 0) {
         lu_solve(w->S, k, w->piv, w->w);
+    } else if (dependent) {
+        if (least_norm_solve(w->Sf, k, w->w, o->singular_tol) != 0) {
+            return -RODGEN_ERR_SINGULAR_CONSTRAINTS;
+        }
     } else if (k > 0) {
         solve_lower(w->S, k, w->w);
         solve_upper(w->S, k, w->w);
@@ -1228,20 +1359,13 @@ int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const
 {
     rodgen_cfd_options def;
     scratch w;
-    int i, status;
-    if (!model_ok(m) || q == 0 || qd_minus == 0 || qd_plus == 0 || work == 0) {
-        return RODGEN_ERR_OPTIONS;
+    int i, status = check_call(m, qd_plus != 0 && work != 0, q, qd_minus, 0, 0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     if (o == 0) {
         rodgen_cfd_defaults(&def);
         o = &def;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    if (!all_finite(q, m->nq) || !all_finite(qd_minus, RODGEN_NV(m))
-        || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
-        return RODGEN_ERR_NONFINITE_INPUT;
     }
     carve(m, work, &w);
     for (i = 0; i < m->nconstraints; ++i) {
@@ -1800,8 +1924,16 @@ static int any_sliding(const rodgen_hybrid_state *s)
     return 0;
 }
 
+/* armed[i] of a block released at rest by a pulling normal force (not by an impact): not armed, but it
+ * touches down again if it sinks through -arm_gap before rising through arm_gap (a flat foot released with
+ * no normal velocity would otherwise sink into the ground unarmed). A block that lifts off with a
+ * separating velocity, or starts disarmed, stays unarmed below the ground (the compass gait's scuffing). */
+#define SETTLED 2
+
 /* Event functions at (t, y), two per block, an event when one turns negative:
- *   g[2i]:   inactive armed unilateral block: its gap (row); active: its normal force; else 1
+ *   g[2i]:   inactive armed unilateral block: its gap (row); released at rest (SETTLED, not yet risen
+ *            through arm_gap): its gap + arm_gap (sinking through -arm_gap, it touches again); active: its
+ *            normal force; else 1
  *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|; sticking dry-friction block:
  *            static limit - |force|; sliding contact or slipping dry-friction block: its speed against
  *            its friction force; else 1
@@ -1845,7 +1977,7 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
         } else if (s->armed[i]) {
-            g[2 * i] = w->c[normal_row(m, i)];
+            g[2 * i] = w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0);
         }
     }
     return RODGEN_OK;
@@ -1974,7 +2106,7 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
         }
         if (worst >= 0) {
             s->active[worst] = 0;
-            s->armed[worst] = 0;
+            s->armed[worst] = SETTLED;   /* released at rest: it touches again if it sinks */
             s->slipping[worst] = 0;
             hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
             continue;
@@ -2113,7 +2245,8 @@ static int stop_status(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, i
 }
 
 /* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
- * when its gap is below 0 (touch_zero: at or below 0, for an importer's solver that stops on the root). */
+ * when its gap is below 0, one released at rest (SETTLED) when its gap is below -arm_gap (touch_zero: at or
+ * below, for an importer's solver that stops on the root). */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
@@ -2140,10 +2273,11 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     for (i = 0; i < nc; ++i) {
         /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
+        const double below = is_unilateral(m, i) && s->armed[i]
+            ? w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0) : 1.0;
         w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
         w->g1[i] = 0.0;
-        if (is_unilateral(m, i) && !s->active[i] && s->armed[i]
-            && (w->c[normal_row(m, i)] < 0.0 || (touch_zero && w->c[normal_row(m, i)] <= 0.0))) {
+        if (is_unilateral(m, i) && !s->active[i] && (below < 0.0 || (touch_zero && below <= 0.0))) {
             w->act2[i] = RODGEN_STICK;
             w->g1[i] = 1.0;   /* touching now */
             touched = 1;
@@ -2226,7 +2360,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             }
             if (is_unilateral(m, i)) {
                 if (!w->after[i]) {
-                    s->armed[i] = 0;
+                    s->armed[i] = w->act2[i] ? SETTLED : 0;   /* released by the impact: it touches again if
+                                                                 it sinks */
                     s->slipping[i] = 0;
                 }
                 s->active[i] = w->after[i];
@@ -2397,7 +2532,7 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             if (!is_unilateral(m, i)) {
                 continue;
             }
-            if (!s->active[i] && !s->armed[i] && w->c[normal_row(m, i)] > o->arm_gap) {
+            if (!s->active[i] && s->armed[i] != 1 && w->c[normal_row(m, i)] > o->arm_gap) {
                 s->armed[i] = 1;
                 changed = 1;
             }
@@ -2436,20 +2571,16 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     const int *active0, const int *disarmed0, void *work)
 {
     hscratch w;
-    int i, nc;
+    int i, nc, status;
     if (s == 0) {
         return RODGEN_ERR_OPTIONS;
     }
     s->block = -1;
     s->model = 0;
-    if (!model_ok(m) || !options_ok(o) || y0 == 0 || work == 0 || !isfinite(t0)) {
-        return RODGEN_ERR_OPTIONS;
-    }
-    if (p == 0) {
-        p = m->default_p;
-    }
-    if (!all_finite(y0, RODGEN_NY(m)) || (m->np > 0 && (p == 0 || !all_finite(p, m->np)))) {
-        return RODGEN_ERR_NONFINITE_INPUT;
+    status = check_call(m, options_ok(o) && work != 0 && isfinite(t0), y0, m != 0 && y0 != 0 ? y0 + m->nq : 0, 0,
+                        0, &p);
+    if (status != RODGEN_OK) {
+        return status;
     }
     nc = m->nconstraints;
     for (i = 0; i < nc; ++i) {   /* the events of a contact read its rows as (tangential..., normal[, orientation]) */
@@ -2729,8 +2860,11 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
         return status;
     }
     for (i = 0; i < m->nconstraints; ++i) {
-        if (is_unilateral(m, i) && !s->active[i] && !s->armed[i]) {
+        if (is_unilateral(m, i) && !s->active[i] && s->armed[i] != 1) {
             z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
+            if (s->armed[i] == SETTLED) {
+                z[2 * i + 1] = w.c[normal_row(m, i)] + o->arm_gap;   /* sinks through -arm_gap: touches */
+            }
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */
             if (is_flat(m, i)) {
@@ -2774,7 +2908,7 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         if (!is_unilateral(m, i)) {
             continue;
         }
-        if (!s->active[i] && !s->armed[i] && w.c[normal_row(m, i)] >= o->arm_gap) {
+        if (!s->active[i] && s->armed[i] != 1 && w.c[normal_row(m, i)] >= o->arm_gap) {
             s->armed[i] = 1;
         }
         if (s->active[i] && s->slipping[i] && slip_margin(s, i, w.lam) >= 0.0) {
@@ -2782,6 +2916,15 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         }
     }
     status = hy_jump(s, o, &w, &out, 1);
+    for (i = 0; status == RODGEN_OK && i < m->nconstraints; ++i) {
+        /* the importer stops on the root: a loaded flat foot whose centre of pressure is on the edge of its sole
+         * (a tip margin of 0, which the jump's test < 0 lets pass) tips, as an armed block at the ground touches */
+        if (s->active[i] && is_flat(m, i) && w.lam[normal_row(m, i)] > 0.0 && !unloading(s, i, w.lam)
+            && tip_margin(m, i, w.lam) <= 0.0) {
+            s->block = i;
+            status = RODGEN_ERR_TIPPED;
+        }
+    }
     for (i = 0; i < ny; ++i) {
         if (changed != 0 && y[i] != s->y[i]) {
             *changed = 1;

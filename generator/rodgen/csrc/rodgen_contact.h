@@ -53,8 +53,8 @@ extern "C" {
 typedef struct {
     double alpha;          /* velocity gain, 1/s; default 10 (0: no velocity correction) */
     double beta;           /* position gain, 1/s; default 10 (0: no position correction) */
-    double singular_tol;   /* S is singular when a Cholesky pivot <= singular_tol * max diag(S);
-                              default 1e-10 */
+    double singular_tol;   /* rows are dependent when a Cholesky pivot of S <= singular_tol * max diag(S)
+                              (then the least-norm solve, see rodgen_constrained_dynamics); default 1e-10 */
 } rodgen_cfd_options;
 
 void rodgen_cfd_defaults(rodgen_cfd_options *o);
@@ -62,15 +62,12 @@ void rodgen_cfd_defaults(rodgen_cfd_options *o);
 /* Bytes of scratch memory for rodgen_constrained_dynamics and rodgen_impact. */
 long rodgen_contact_work_bytes(const rodgen_model *m);
 
-/* Values of an active mask: 0 inactive, 1 active (a contact sticks), and for a
- * contact sliding with Coulomb friction: its gap is held and its tangential force
- * is +mu * normal (SLIDE_PLUS; the foot slides towards -t) or -mu * normal
- * (SLIDE_MINUS) along the one tangent of a 2-row contact, or on the cone's edge
- * against its motion in the plane for a 3-row contact (SLIDE). */
-#define RODGEN_STICK 1
-#define RODGEN_SLIDE_PLUS 2
-#define RODGEN_SLIDE_MINUS 3
-/* A 3-row contact sliding in the ground plane: its normal row is held and its tangential force is
+/* Values of an active mask (RODGEN_STICK ... in rodgen_runtime.h, from rodgen's contract): 0 inactive,
+ * RODGEN_STICK active (a contact sticks), and for a contact sliding with Coulomb friction: its gap is held
+ * and its tangential force is +mu * normal (RODGEN_SLIDE_PLUS; the foot slides towards -t) or -mu * normal
+ * (RODGEN_SLIDE_MINUS) along the one tangent of a 2-row contact, or on the cone's edge against its motion in
+ * the plane for a 3-row contact (RODGEN_SLIDE).
+ * A 3-row contact sliding in the ground plane: its normal row is held and its tangential force is
  * -mu * normal * s/|s| (the Euclidean cone's edge), s = v_t (the tangential velocity J_t qd) while
  * |v_t| >= 4e, and below that s = v_t + e (1 - |v_t|/(4e))^2 d, turned towards d. d (a unit direction:
  * the sliding motion's) and e (a speed, at least RODGEN_SLIDE_REST) are the direction and length of the
@@ -82,7 +79,6 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * step) has the component of s along d mirrored (the force stays against d and continuous through the
  * stop, which the hybrid simulator locates as v_t . d = 0). A 2-row (planar) contact slides with
  * RODGEN_SLIDE_PLUS / RODGEN_SLIDE_MINUS, a 3-row one only with RODGEN_SLIDE. */
-#define RODGEN_SLIDE 4
 #define RODGEN_SLIDE_REST 1e-6
 
 /* qdd [nv] and lambda [nrows] (may be NULL; 0 in the rows of inactive blocks) at time t (the time of
@@ -98,7 +94,13 @@ long rodgen_contact_work_bytes(const rodgen_model *m);
  * M^-1 J^T and J M^-1 J^T of every row; the rows of the active blocks are
  * taken from them. Without either:
  * M = L L^T (Cholesky), Y = L^-1 J_A^T, S = Y^T Y = J M^-1 J^T (range space).
- * S is factorised (L D L^T or Cholesky) with the pivot test above. With
+ * S is factorised (L D L^T or Cholesky) with the pivot test above.
+ * Dependent rows (a pivot fails the test on any path: two contact points of one rigid body, four corners of
+ * a sole, a loop closed twice) have a unique motion but not unique forces: the solve falls back to the path
+ * without the generated routines and takes the least-norm lambda (that of the least-norm solution of the
+ * whole KKT system), by Cholesky with symmetric pivoting of S stopped at the pivot test; rows that
+ * contradict each other (no motion holds them all: the residual of S lambda = rhs above 1e-8 of its scale)
+ * remain RODGEN_ERR_SINGULAR_CONSTRAINTS. With
  * sliding contacts S = J M^-1 W^T (W: the force directions, J_n + coef J_t for a
  * sliding contact) is not symmetric and is factorised by LU with partial
  * pivoting (singular when a pivot <= singular_tol * max |S|). A sliding contact
@@ -119,27 +121,17 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
  * negative one is released and the impact solved again.
  * Outputs: qd_plus [nv], impulse [nrows] (0 outside A; may be NULL),
  * active_after [nconstraints] (A after the releases; may be NULL), energy_loss
- * (kinetic energy before minus after, >= 0; may be NULL). Returns as
- * rodgen_constrained_dynamics. */
+ * (kinetic energy before minus after, >= 0; may be NULL). Dependent rows take the least-norm impulses (as
+ * rodgen_constrained_dynamics its forces). Returns as rodgen_constrained_dynamics. */
 int rodgen_impact(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
     const int *active, const rodgen_cfd_options *o, double *qd_plus, double *impulse, int *active_after,
     double *energy_loss, void *work);
 
 /* ---- Hybrid simulation -------------------------------------------------- */
 
-/* Kinds of event. */
-#define RODGEN_EVENT_TOUCHDOWN 0       /* an armed contact reached the ground: plastic impact, now active */
-#define RODGEN_EVENT_LIFTOFF 1         /* an active contact released: normal force or impulse would pull */
-#define RODGEN_EVENT_SLIP 2            /* |tangential| > mu * normal (force, or impulse at an impact) */
-#define RODGEN_EVENT_LIMIT 3           /* a limit reached: plastic impact, now active */
-#define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
-#define RODGEN_EVENT_STICK 5           /* a sliding contact stopped (its tangential velocity turned): sticks */
-#define RODGEN_EVENT_TIP 6             /* a flat foot's centre of pressure left its sole: the run stops */
-
-/* What a slip (friction cone left) does. */
-#define RODGEN_SLIP_STOP 0       /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
-#define RODGEN_SLIP_CONTINUE 1   /* log the event and keep the contact sticking */
-#define RODGEN_SLIP_SLIDE 2      /* log the event and let it slide with Coulomb friction (see below) */
+/* Kinds of event (RODGEN_EVENT_TOUCHDOWN, _LIFTOFF, _SLIP, _LIMIT, _LIMIT_RELEASE, _STICK, _TIP) and what a
+ * slip does (RODGEN_SLIP_STOP, _CONTINUE, _SLIDE: see below) are in rodgen_runtime.h, rendered from rodgen's
+ * contract with their names in Python. */
 
 typedef struct {
     double t;              /* time */
@@ -224,9 +216,13 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  *
  * Arming rule: an inactive contact or limit can touch down only once armed;
  * it is armed at the end of a step where its gap (limit: its row) exceeds
- * o->arm_gap. A block that lifts off, or starts inactive with a gap below
- * arm_gap, is disarmed: before it has risen, a foot passing under the ground
- * (the compass gait's scuffing at mid-stance) is ignored. */
+ * o->arm_gap. A block that starts inactive with a gap below arm_gap, or
+ * is left inactive by an impact it took no part in, is disarmed: before it
+ * has risen, a foot passing under the ground (the compass gait's scuffing at
+ * mid-stance) is ignored. A block released (its normal force pulling, or by
+ * an impact's complementary contact set) is disarmed too, but touches down
+ * again if its gap sinks below -arm_gap before it has risen (a flat foot
+ * released at rest would otherwise sink into the ground). */
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
     rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
     const int *active0, const int *disarmed0, void *work);

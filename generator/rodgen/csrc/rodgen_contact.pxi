@@ -49,32 +49,6 @@ cdef extern from "rodgen_contact.h" nogil:
     int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *s, long capacity,
                                double *t_out, double *y_out, double *lambda_out, int *active_out, double *u_out,
                                long *n_out, long event_capacity, rodgen_event *events_out, long *n_events)
-    enum:
-        RODGEN_STICK
-        RODGEN_SLIDE_PLUS
-        RODGEN_SLIDE_MINUS
-        RODGEN_SLIDE
-        RODGEN_EVENT_TOUCHDOWN
-        RODGEN_EVENT_LIFTOFF
-        RODGEN_EVENT_SLIP
-        RODGEN_EVENT_LIMIT
-        RODGEN_EVENT_LIMIT_RELEASE
-        RODGEN_EVENT_STICK
-        RODGEN_EVENT_TIP
-        RODGEN_SLIP_STOP
-        RODGEN_SLIP_CONTINUE
-        RODGEN_SLIP_SLIDE
-
-#: Names of the event kinds (RODGEN_EVENT_...), by code.
-EVENT_KINDS = {RODGEN_EVENT_TOUCHDOWN: "touchdown", RODGEN_EVENT_LIFTOFF: "liftoff", RODGEN_EVENT_SLIP: "slip",
-               RODGEN_EVENT_LIMIT: "limit", RODGEN_EVENT_LIMIT_RELEASE: "limit_release",
-               RODGEN_EVENT_STICK: "stick", RODGEN_EVENT_TIP: "tip"}
-#: Codes of on_slip (RODGEN_SLIP_...), by name.
-SLIP_MODES = {"stop": RODGEN_SLIP_STOP, "continue": RODGEN_SLIP_CONTINUE, "slide": RODGEN_SLIP_SLIDE}
-#: Codes of an active mask: sticking, sliding towards -t (force +mu N), towards +t (a 2-row contact), sliding
-#: in the ground plane against its tangential velocity (a 3-row contact).
-ACTIVE_CODES = {"stick": RODGEN_STICK, "slide_plus": RODGEN_SLIDE_PLUS, "slide_minus": RODGEN_SLIDE_MINUS,
-                "slide": RODGEN_SLIDE}
 
 
 cdef void _cfd(rodgen_cfd_options *o, double alpha, double beta, double singular_tol):

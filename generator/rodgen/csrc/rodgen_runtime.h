@@ -39,7 +39,7 @@ extern "C" {
 #define RODGEN_ERR_INPUT_FAILED 8   /* the input law failed (callback error, B^T B singular) */
 #define RODGEN_ERR_OPTIONS 9   /* invalid options */
 #define RODGEN_SIM_FULL 10   /* not an error: the output arrays are full, call again */
-#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11   /* the active constraint set is singular (dependent constraint rows) */
+#define RODGEN_ERR_SINGULAR_CONSTRAINTS 11   /* the active constraint set is singular (dependent constraint rows that no motion satisfies together, or a singular system of sliding contacts) */
 #define RODGEN_ERR_EVENT_NOT_LOCATED 12   /* an event could not be located to tolerance */
 #define RODGEN_ERR_FRICTION_CONE 13   /* a contact force left its friction cone */
 #define RODGEN_ERR_INITIAL_STATE 14   /* the initial state violates a constraint (a contact point below the ground or a loop not closed) */
@@ -65,6 +65,26 @@ extern "C" {
 #define RODGEN_INPUT_PD 2   /* times, values [n*(nq+2*nv)], kp, kd [nu], u: feedforward or NULL */
 #define RODGEN_INPUT_COMPUTED_TORQUE 3   /* times, values [n*(nq+2*nv)], kp, kd [nv] */
 #define RODGEN_INPUT_CALLBACK 4   /* fn(context, t, y, u) fills u[nu], returns 0 (else: failed) */
+
+/* The phase of a constraint block in an active mask (rodgen_contact.h; 0: inactive). */
+#define RODGEN_STICK 1   /* active: a contact sticks (every row held), a dry-friction block sticks */
+#define RODGEN_SLIDE_PLUS 2   /* a 2-row contact slides towards -t, its tangential force +mu normal; a dry-friction block slips towards -, its kinetic force + */
+#define RODGEN_SLIDE_MINUS 3   /* a 2-row contact slides towards +t, its tangential force -mu normal; a dry-friction block slips towards +, its kinetic force - */
+#define RODGEN_SLIDE 4   /* a 3-row contact slides in the ground plane, its tangential force on the cone's edge against its motion */
+
+/* Kinds of event of the hybrid simulation (rodgen_event.kind, rodgen_contact.h). */
+#define RODGEN_EVENT_TOUCHDOWN 0   /* an armed contact reached the ground: plastic impact, now active */
+#define RODGEN_EVENT_LIFTOFF 1   /* an active contact released: normal force or impulse would pull */
+#define RODGEN_EVENT_SLIP 2   /* |tangential| > mu * normal (force, or impulse at an impact) */
+#define RODGEN_EVENT_LIMIT 3   /* a limit reached: plastic impact, now active */
+#define RODGEN_EVENT_LIMIT_RELEASE 4   /* an active limit released: its force or impulse would pull */
+#define RODGEN_EVENT_STICK 5   /* a sliding contact stopped (its tangential velocity turned): sticks */
+#define RODGEN_EVENT_TIP 6   /* a flat foot's centre of pressure left its sole: the run stops */
+
+/* What a slip (a contact force leaving its friction cone) does (rodgen_hybrid_options.on_slip). */
+#define RODGEN_SLIP_STOP 0   /* log the event, stop with RODGEN_ERR_FRICTION_CONE (default) */
+#define RODGEN_SLIP_CONTINUE 1   /* log the event and keep the contact sticking */
+#define RODGEN_SLIP_SLIDE 2   /* log the event and let it slide with Coulomb friction */
 
 /* Doubles of the caller's storage of a simulation of nq coordinates (y and f of rodgen_sim_state). */
 #define RODGEN_SIM_STORAGE(nq) (4 * (nq))

@@ -136,15 +136,16 @@ def velocity_names(robot: "CompiledModel") -> list[str]:
 def force_names(robot: "CompiledModel") -> list[tuple[str, str]]:
     """The names and units of the constraint forces (one per row of the model's constraint blocks, in row
     order): a contact's tangential and normal force (``force.<block>.t``, ``.n``; in space ``.t1``, ``.t2``,
-    ``.n``), a loop's force (``.x``, ``.y``, ``.z``, then its moments ``.rx``, ``.ry``, ``.rz``), a limit's or
-    dry friction's generalized force (``force.<block>``)."""
+    ``.n``; a flat foot's also its moments about the frame's origin ``.mt1``, ``.mt2``, ``.mn``), a loop's force
+    (``.x``, ``.y``, ``.z``, then its moments ``.rx``, ``.ry``, ``.rz``), a limit's or dry friction's generalized
+    force (``force.<block>``)."""
     out: list[tuple[str, str]] = []
     for b in robot.constraints:
         if b.nrows == 1:
             out.append((f"force.{b.name}", ""))
         elif b.kind == "contact":
-            axes = ["t", "n"] if b.nrows == 2 else [f"t{k + 1}" for k in range(b.nrows - 1)] + ["n"]
-            out += [(f"force.{b.name}.{a}", "N") for a in axes]
+            axes = ["t", "n"] if b.nrows == 2 else ["t1", "t2", "n", "mt1", "mt2", "mn"][:b.nrows]
+            out += [(f"force.{b.name}.{a}", "N" if not a.startswith("m") else "N.m") for a in axes]
         else:
             axes = ["x", "y", "z", "rx", "ry", "rz"] if b.nrows in (3, 6) else ["x", "y"]
             out += [(f"force.{b.name}.{a}", "N" if not a.startswith("r") else "N.m") for a in axes[:b.nrows]]
@@ -200,8 +201,11 @@ def variables(robot: "CompiledModel", control: Control = Control()) -> list[Vari
         add(f"indicator.{b.name}.normal", "local", "continuous", initial="calculated", indicator=True,
             description=f"event indicator of {b.name}: its gap while inactive (minus the arming gap until armed), "
                         f"its normal force while active")
+        flat = b.kind == "contact" and b.nrows == 6
         add(f"indicator.{b.name}.friction", "local", "continuous", initial="calculated", indicator=True,
-            description=f"event indicator of {b.name}: its friction margin while sticking, its speed while sliding")
+            description=f"event indicator of {b.name}: its friction margin while sticking"
+                        + (" (or, if smaller, how far its centre of pressure is inside its sole)" if flat else
+                           ", its speed while sliding"))
     add("fmu.max_step", "parameter", "fixed", 0.0, "exact", unit="s",
         description="Co-Simulation: largest RK4 step inside a communication step "
                     "(0: one RK4 step of the communication step)")
@@ -447,7 +451,9 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
         phase (the initial active set, the blocks allowed below the ground at the start), the arming gap and
         the event tolerance (None: the defaults); ``on_slip`` ("stop", "continue", "slide") and
         ``max_events`` (0: no limit) as for ``simulate``. Point contacts of 2 rows (planar) and 3 rows (spatial)
-        touch down, stick, slide and lift off; a flat foot (6 rows) is refused (BuildError).
+        touch down, stick, slide and lift off; a flat foot (6 rows) touches down, sticks and lifts off, and a
+        tip (its centre of pressure leaving its sole), like a slip with ``on_slip="stop"``, ends the run
+        (``terminateSimulation``; FMI 2.0's DoStep returns fmi2Discard with fmi2Terminated).
     directional_derivatives : compile the RHS Jacobian in and provide directional derivatives (True: build
         it if the model was built without it; None: if the compiled model has it loaded; False: no). Not
         with a controller, constraint blocks, or free, spherical or planar joints (their Jacobian is on the
@@ -469,12 +475,6 @@ def export_fmu(model: Any, path: Union[str, Path], kind: str = "cs", fmi_version
         raise BuildError(f"cannot write the FMU to {path}: the folder {path.parent} is not writable")
     robot = _robot(model, build_dir)
     hybrid = None
-    flat = [b.name for b in robot.constraints if b.kind == "contact" and b.nrows == 6]
-    if flat:
-        raise BuildError(f"contact {flat[0]!r} of the model {robot.name!r} is a flat foot (6 rows): the hybrid "
-                         f"simulation that an FMU runs (touchdown, lift-off, stick and slide events) takes point "
-                         f"contacts (2 rows in the plane, 3 in space), not flat feet; simulate it with "
-                         f"simulate(..., contacts=...) (docs/contacts-3d.md)")
     if robot.nrows:
         hybrid = Hybrid(tuple(int(a) for a in robot.active_mask(contacts)),
                         tuple(int(a != 0) for a in robot.active_mask(disarmed)),

@@ -232,8 +232,11 @@ fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReferenc
 fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                       fmi2Boolean noSetFMUStatePriorToCurrentCommunicationPoint)
 {
+    const int s = rodgen_fmu_do_step(F(c), currentCommunicationPoint, communicationStepSize);
     (void)noSetFMUStatePriorToCurrentCommunicationPoint;
-    return ST(rodgen_fmu_do_step(F(c), currentCommunicationPoint, communicationStepSize));
+    /* a run that ended inside the step (a tip, a slip): fmi2Discard, fmi2Terminated true, fmi2LastSuccessfulTime
+     * the time where it stopped */
+    return s == RODGEN_FMU_OK && F(c)->terminated ? fmi2Discard : ST(s);
 }
 
 fmi2Status fmi2CancelStep(fmi2Component c) { (void)c; return fmi2Error; }
@@ -262,7 +265,10 @@ fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Int
 
 fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *value)
 {
-    (void)c; (void)s; (void)value;
+    if (s == fmi2Terminated) {
+        *value = F(c)->terminated ? fmi2True : fmi2False;
+        return fmi2OK;
+    }
     return fmi2Discard;
 }
 

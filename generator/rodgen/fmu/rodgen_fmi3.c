@@ -72,9 +72,14 @@ fmi3Instance fmi3InstantiateCoSimulation(fmi3String instanceName, fmi3String ins
                                          fmi3LogMessageCallback logMessage,
                                          fmi3IntermediateUpdateCallback intermediateUpdate)
 {
-    (void)resourcePath; (void)visible; (void)loggingOn; (void)eventModeUsed; (void)earlyReturnAllowed;
+    fmi3Instance c;
+    (void)resourcePath; (void)visible; (void)loggingOn; (void)eventModeUsed;
     (void)requiredIntermediateVariables; (void)nRequiredIntermediateVariables; (void)intermediateUpdate;
-    return rodgen_fmi3_new(instanceName, instantiationToken, 1, instanceEnvironment, logMessage);
+    c = rodgen_fmi3_new(instanceName, instantiationToken, 1, instanceEnvironment, logMessage);
+    if (c != NULL) {
+        F(c)->early_return = earlyReturnAllowed == fmi3True;
+    }
+    return c;
 }
 
 fmi3Instance fmi3InstantiateScheduledExecution(fmi3String instanceName, fmi3String instantiationToken,
@@ -406,10 +411,14 @@ fmi3Status fmi3DoStep(fmi3Instance c, fmi3Float64 currentCommunicationPoint, fmi
                       fmi3Boolean *terminateSimulation, fmi3Boolean *earlyReturn, fmi3Float64 *lastSuccessfulTime)
 {
     const int s = rodgen_fmu_do_step(F(c), currentCommunicationPoint, communicationStepSize);
+    const int ended = s == RODGEN_FMU_OK && F(c)->terminated;
     (void)noSetFMUStatePriorToCurrentPoint;
+    /* a run that ended inside the step (a tip, a slip): terminateSimulation, and where the importer allows it an
+     * early return at the time where it stopped */
     *eventHandlingNeeded = fmi3False;
-    *terminateSimulation = fmi3False;
-    *earlyReturn = fmi3False;
+    *terminateSimulation = ended ? fmi3True : fmi3False;
+    *earlyReturn = ended && F(c)->early_return && F(c)->t < currentCommunicationPoint + communicationStepSize
+        ? fmi3True : fmi3False;
     *lastSuccessfulTime = F(c)->t;
     return ST(s);
 }

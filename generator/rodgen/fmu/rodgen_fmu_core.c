@@ -3,6 +3,7 @@
  * no globals: instances share nothing.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rodgen_fmu_core.h"
@@ -63,6 +64,29 @@ static void rodgen_fmu_input(rodgen_fmu *f, rodgen_input *inp)
 }
 
 #if RODGEN_FMU_HYBRID
+/* Whether a hybrid run's status ends it as robot.simulate ends (the importer is asked to terminate; the state
+ * is where it stopped) rather than failing: a flat foot's tip, a slip with on_slip stop, too many events. Logs
+ * why, naming the block. */
+static int rodgen_fmu_run_ends(rodgen_fmu *f, int status)
+{
+    char text[200];
+    const int b = f->hs.block;
+    const char *name = b >= 0 && b < f->m->nconstraints ? f->m->constraints[b].name : "?";
+    if (status == RODGEN_ERR_TIPPED) {
+        snprintf(text, sizeof text, "the flat foot '%s' tipped at t = %.17g (its centre of pressure left its "
+                 "sole): the run ends", name, f->hs.t);
+    } else if (status == RODGEN_ERR_FRICTION_CONE) {
+        snprintf(text, sizeof text, "the force of contact '%s' left its friction cone at t = %.17g (on_slip "
+                 "'stop'): the run ends", name, f->hs.t);
+    } else if (status == RODGEN_ERR_TOO_MANY_EVENTS) {
+        snprintf(text, sizeof text, "too many events (max_events) at t = %.17g: the run ends", f->hs.t);
+    } else {
+        return 0;
+    }
+    rodgen_fmu_message(f, RODGEN_FMU_WARNING, text);
+    return 1;
+}
+
 static int rodgen_fmu_hybrid_input(void *context, double t, const double *y, double *u)
 {
     rodgen_fmu *f = (rodgen_fmu *)context;
@@ -213,6 +237,7 @@ void rodgen_fmu_reset(rodgen_fmu *f)
     f->ctl.state = f->mem;
     f->ctl.nstate = RODGEN_FMU_NSTATE;
     f->max_step = 0.0;
+    f->terminated = 0;
     f->fresh = 0;
 #if RODGEN_FMU_HYBRID
     f->hstarted = 0;
@@ -367,6 +392,7 @@ int rodgen_fmu_set(rodgen_fmu *f, const unsigned int vr[], size_t nvr, const dou
         unsigned r = vr[i];
         if (r < ny) {
             f->y[r] = value[i];
+            f->terminated = 0;
 #if RODGEN_FMU_HYBRID
             f->hstarted = 0;
 #endif
@@ -487,10 +513,7 @@ int rodgen_fmu_event_update(rodgen_fmu *f, int *changed, int *terminate)
         *changed |= jumped;
         f->status = s;
         f->fresh = 0;
-        if (s == RODGEN_ERR_FRICTION_CONE || s == RODGEN_ERR_TOO_MANY_EVENTS) {
-            rodgen_fmu_message(f, RODGEN_FMU_WARNING, s == RODGEN_ERR_FRICTION_CONE
-                               ? "a contact force left its friction cone (on_slip 'stop'): the run ends"
-                               : "too many events (max_events): the run ends");
+        if (rodgen_fmu_run_ends(f, s)) {
             *terminate = 1;
             return RODGEN_FMU_OK;
         }
@@ -534,6 +557,10 @@ static int rodgen_fmu_hybrid_step(rodgen_fmu *f, double t, double h)
         f->y[i] = f->hs.y[i];
     }
     f->t = f->hs.t;
+    if (rodgen_fmu_run_ends(f, status)) {
+        f->terminated = 1;   /* the state where the run stopped, its phase kept for the outputs */
+        return RODGEN_FMU_OK;
+    }
     if (status != RODGEN_OK) {
         f->hstarted = 0;
         rodgen_fmu_message(f, RODGEN_FMU_ERROR, "DoStep: the hybrid simulation failed (an event not located, a "
@@ -556,6 +583,11 @@ int rodgen_fmu_do_step(rodgen_fmu *f, double t, double h)
     int status, i;
     if (!(h > 0.0)) {
         rodgen_fmu_message(f, RODGEN_FMU_ERROR, "DoStep: the step size must be positive");
+        return RODGEN_FMU_ERROR;
+    }
+    if (f->terminated) {
+        rodgen_fmu_message(f, RODGEN_FMU_ERROR, "DoStep: the hybrid run has ended (a tip, a slip or too many "
+                                                "events); reset the FMU, set its states or an FMU state to go on");
         return RODGEN_FMU_ERROR;
     }
     if (f->max_step > 0.0) {
@@ -694,6 +726,7 @@ static int rodgen_fmu_load(rodgen_fmu *f, const double *d)
                               f->hwork);
     }
 #endif
+    f->terminated = 0;
     f->fresh = 0;
     return RODGEN_FMU_OK;
 }

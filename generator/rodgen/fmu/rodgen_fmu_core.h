@@ -79,6 +79,8 @@ typedef struct rodgen_fmu_s {
     int hstarted;     /* the hybrid run has started (its grid, phase and targets live in hs) */
 #endif
     double max_step;
+    int terminated;   /* the hybrid run ended (a tip, a slip with on_slip stop, too many events): no more steps */
+    int early_return; /* FMI 3.0 Co-Simulation: the importer allows DoStep to return early */
     int fresh;
     int status;       /* last rodgen status */
 } rodgen_fmu;
@@ -117,7 +119,9 @@ int rodgen_fmu_get_indicators(rodgen_fmu *f, double z[], size_t nz);
  * *terminate: the run ends (a slip with on_slip stop, too many events). */
 int rodgen_fmu_event_update(rodgen_fmu *f, int *changed, int *terminate);
 
-/* Co-Simulation */
+/* Co-Simulation. A hybrid run that ends inside the step (a flat foot's tip, a slip with on_slip stop, too many
+ * events) returns RODGEN_FMU_OK with f->terminated set and the state and time (f->t) where it stopped; a DoStep
+ * after that is an error until the FMU is reset, its states set or an FMU state set. */
 int rodgen_fmu_do_step(rodgen_fmu *f, double t, double h);
 
 /* FMU states: a copy of everything that makes the instance's future (time, states, inputs, parameters,

@@ -50,6 +50,21 @@ class ProblemEquations:
     #: the contact forces (every constraint row of a model with contacts held; none otherwise), read from
     #: ``z[nz + r]``: the integrand's gradient and the path Jacobian are by [z, w] (the C chains them)
     w: tuple[sp.Symbol, ...] = ()
+    #: the boundary constraints' Hessian weighted by their multipliers ``bl``: the nonzeros of the lower
+    #: triangle by [z, ze, T] (index 2 nz: T) as (row, column, expression), row >= column
+    bl: tuple[sp.Symbol, ...] = ()
+    boundary_hessian: tuple[tuple[int, int, sp.Expr], ...] = ()
+    #: "differences": the points' blocks of the Hessian are central differences of the points' exact
+    #: Lagrangian gradients in the collocation's C (point_hessian is empty); the terminal and boundary
+    #: terms are exact
+    differences: bool = False
+    #: the free parameters (indices into p) and the expressions' derivatives by them: the integrand's and the
+    #: terminal term's [nfree], the path constraints' and the boundary constraints' dense, row by row
+    free: tuple[int, ...] = ()
+    integrand_pgradient: tuple[sp.Expr, ...] = ()
+    terminal_pgradient: tuple[sp.Expr, ...] = ()
+    path_pjacobian: tuple[sp.Expr, ...] = ()
+    boundary_pjacobian: tuple[sp.Expr, ...] = ()
 
 
 def _lower(expr: sp.Expr, xs: tuple[sp.Symbol, ...]) -> tuple[sp.Expr, ...]:
@@ -62,12 +77,16 @@ def check_exact_hessian(problem: ValidProblem) -> None:
     """OptimizeError unless the exact Hessian can be derived: a model built with its model (not loaded by its
     path) of at most :data:`EXACT_HESSIAN_MAX_NQ` coordinates."""
     cm = problem.model
+    if problem.hessian != "exact":
+        return
     if getattr(cm, "model", None) is None:
         raise OptimizeError("the exact Hessian derives the model's accelerations: build the model with "
                             "rodgen.build (a library loaded by its path does not know its model)", where="hessian")
     if cm.nq > EXACT_HESSIAN_MAX_NQ:
         raise OptimizeError(f"the exact Hessian is derived for models of at most {EXACT_HESSIAN_MAX_NQ} "
-                            f"coordinates (the model {cm.name!r} has {cm.nq}); use hessian='limited-memory'",
+                            f"coordinates (the model {cm.name!r} has {cm.nq}: its accelerations in closed form "
+                            f"grow too large to differentiate twice); use hessian='differences' (central "
+                            f"differences of the exact first derivatives) or 'limited-memory'",
                             where="hessian")
 
 
@@ -85,7 +104,8 @@ def dynamics_accelerations(problem: ValidProblem, z: tuple[sp.Symbol, ...], p: t
     index = {name: k for k, name in enumerate(problem.parameters)}
     subs.update({s: p[index[s.name]] for s in eqs.params if s.name in index})
     subs[eqs.t] = t
-    rhs = (eqs.B * sp.Matrix(eqs.u) - eqs.bias).xreplace(subs)
+    Bu = eqs.B * sp.Matrix(eqs.u) if len(eqs.u) else sp.zeros(n, 1)     # a model without inputs: B is n x 0
+    rhs = (Bu - eqs.bias).xreplace(subs)
     M = eqs.M.xreplace(subs)
     return list(M.LUsolve(rhs))
 
@@ -119,7 +139,22 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
     wrt = (*z, *ze, T) if problem.free_duration else (*z, *ze)
     bjac = tuple((k, i, d) for k, b in enumerate(boundary) for i, v in enumerate(wrt) if (d := sp.diff(b, v)) != 0)
     extra: dict[str, Any] = {"ze": ze, "boundary": boundary, "boundary_jacobian": bjac, "t": t, "w": w}
-    if problem.hessian == "exact":
+    if problem.free_parameters:
+        pf = [p[i] for i, _, _ in problem.free_parameters]
+        extra.update(free=tuple(i for i, _, _ in problem.free_parameters),
+                     integrand_pgradient=tuple(sp.diff(L, v) for v in pf),
+                     terminal_pgradient=tuple(sp.diff(phi, v) for v in pf),
+                     path_pjacobian=tuple(sp.diff(g, v) for g in path for v in pf),
+                     boundary_pjacobian=tuple(sp.diff(b, v) for b in boundary for v in pf))
+    if problem.hessian in ("exact", "differences"):
+        bl = tuple(sp.Symbol(f"bl{k}", real=True) for k in range(len(boundary)))
+        blag = sum((b * e for b, e in zip(bl, boundary)), sp.Integer(0))
+        bgrad = [sp.diff(blag, v) for v in wrt]
+        extra.update(bl=bl, boundary_hessian=tuple((r, c, d) for r in range(len(wrt)) for c in range(r + 1)
+                                                   if (d := sp.diff(bgrad[r], wrt[c])) != 0))
+    if problem.hessian == "differences":
+        extra.update(point_hessian=(), terminal_hessian=_lower(phi, (*z, T)), differences=True)
+    elif problem.hessian == "exact":
         sL = sp.Symbol("sL", real=True)
         mu = tuple(sp.Symbol(f"mu{i}", real=True) for i in range(problem.nq))
         lam = tuple(sp.Symbol(f"lam{k}", real=True) for k in range(len(path)))

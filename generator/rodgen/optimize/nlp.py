@@ -67,9 +67,9 @@ class CollocationNLP:
     """A problem's nonlinear program, compiled: variables, constraints, their values and derivatives.
 
     Variables ``x``: per point (the nodes, and with Hermite–Simpson the interval midpoints between them)
-    ``[q, qd, u]``, then the duration if it is free. Constraints: the collocation defects (per interval,
-    2 nq rows each, one set for trapezoidal and two for Hermite–Simpson), the path constraints per point,
-    the periodicity rows, the boundary constraints.
+    ``[q, qd, u]``, then the duration if it is free, then the free parameters. Constraints: the collocation
+    defects (per interval, 2 nq rows each, one set for trapezoidal and two for Hermite–Simpson), the path
+    constraints per point, the periodicity rows, the boundary constraints.
     """
 
     def __init__(self, problem: ValidProblem, library: Path, *, build_seconds: float = 0.0) -> None:
@@ -213,6 +213,8 @@ class CollocationNLP:
         if pr.free_duration:
             xl = np.append(xl, pr.duration[0])
             xu = np.append(xu, pr.duration[1])
+        xl = np.append(xl, [lo for _, lo, _ in pr.free_parameters])
+        xu = np.append(xu, [hi for _, _, hi in pr.free_parameters])
         nd = (pr.nodes - 1) * self.nset * 2 * pr.nq
         gl, gu = np.zeros(self.m), np.zeros(self.m)
         plo = np.array([c[1] for c in pr.path], dtype=float)
@@ -230,7 +232,7 @@ class CollocationNLP:
     def guess(self, previous: Any = None) -> np.ndarray:
         """A starting point: from a previous result or a simulation (interpolated onto the mesh), else the
         states interpolated linearly between the given initial and final values and the inputs zero, each
-        moved into its bounds."""
+        moved into its bounds; the free parameters from a previous result that has them, else their values."""
         pr = self.problem
         xl, xu, _, _ = self.bounds()
         T = 0.5 * (pr.duration[0] + pr.duration[1]) if pr.free_duration else pr.duration[0]
@@ -255,6 +257,8 @@ class CollocationNLP:
         x = Z.ravel()
         if pr.free_duration:
             x = np.append(x, T)
+        known = dict(getattr(previous, "parameters", None) or {})
+        x = np.append(x, [known.get(pr.parameters[i], pr.p[i]) for i, _, _ in pr.free_parameters])
         return np.clip(x, xl, xu)
 
     # -- solving ----------------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ from ..model.expr import Expression, ExpressionError, parse
 
 #: Collocation methods: name -> the C driver's code.
 METHODS = {"trapezoidal": 0, "hermite-simpson": 1, "backward-euler": 2}
-#: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, or derived (models of a few coordinates).
-HESSIANS = ("limited-memory", "exact")
+#: The Hessian of the Lagrangian: IPOPT's quasi-Newton approximation, derived (models of a few coordinates), or
+#: central differences of the exact gradients per point (any model).
+HESSIANS = ("limited-memory", "exact", "differences")
 #: The name of the phase's duration in a terminal expression.
 DURATION = "duration"
 #: The name of the time (from the phase's start) in the integrand and the path constraints.
@@ -76,10 +77,17 @@ class Problem:
     boundary : ``(expression, lower, upper)`` constraints between the first and the last node, in the names
         ``<name>_start``, ``<name>_end`` (states and inputs), the parameters and ``duration``: an average speed
         ``("(x_end - x_start)/duration", 1.2, 1.2)``.
-    parameters : overrides of the model's parameter values (fixed during the optimisation).
-    hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian) or ``"exact"``
+    parameters : overrides of the model's parameter values (fixed during the optimisation, unless free).
+    free_parameters : name -> (lower, upper): model parameters that are variables of the problem (a mass, a
+        length, a spring's stiffness chosen with the motion), bounded; each starts from its value (the
+        model's or ``parameters``'), moved into its bounds. The model must be built with
+        ``CodegenOptions(parameter_derivatives=True)`` (their exact derivatives); no contacts held. With a
+        Hessian, its rows of the parameters are central differences of the Lagrangian's exact gradient.
+    hessian : ``"limited-memory"`` (IPOPT's L-BFGS approximation of the Lagrangian's Hessian), ``"exact"``
         (its second derivatives generated as C, those of the dynamics from the model's accelerations derived
-        in closed form: for models of a few coordinates).
+        in closed form: for models of a few coordinates, no contacts) or ``"differences"`` (each point's block
+        by central differences of the point's exact Lagrangian gradient, from the model's compiled Jacobian:
+        any model, contacts included; the terminal and boundary terms exact).
     contacts : the names of the model's contacts held (sticking, bilateral) during the phase: the dynamics
         collocated are then the constrained dynamics with them held, their forces (``ft_<contact>``,
         ``fn_<contact>``; spatial: ``ft1_``, ``ft2_``, ``fn_``) are names of the integrand and the path
@@ -103,6 +111,7 @@ class Problem:
     parameters: Mapping[str, float] = field(default_factory=dict)
     hessian: str = "limited-memory"
     contacts: Sequence[str] = ()
+    free_parameters: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def check(self) -> "ValidProblem":
         """The checked problem; OptimizeError naming the field that is wrong."""
@@ -153,6 +162,9 @@ class ValidProblem:
     forces: tuple[str, ...] = ()
     start_position_rows: tuple[int, ...] = ()
     start_velocity_rows: tuple[int, ...] = ()
+    #: the parameters that are variables (after the points' variables and the duration): (index in p, lower,
+    #: upper)
+    free_parameters: tuple[tuple[int, float, float], ...] = ()
 
     @property
     def nlam(self) -> int:
@@ -279,6 +291,8 @@ def check_problem(problem: Problem) -> ValidProblem:
     except (ValueError, TypeError) as exc:
         raise OptimizeError(str(exc), where="parameters") from None
 
+    free_params = _free_parameters(problem, cm, params, bool(contacts))
+
     def var(name: Any, where: str, allowed: Mapping[str, int] = index) -> int:
         if not isinstance(name, str) or name not in allowed:
             raise OptimizeError(f"unknown name {name!r}{_suggest(str(name), list(allowed))}; the problem's "
@@ -362,17 +376,45 @@ def check_problem(problem: Problem) -> ValidProblem:
                             "boundary constraints may use <name>_start and <name>_end of the states and inputs, "
                             "the parameters and 'duration'")
     if contacts and problem.hessian == "exact":
-        raise OptimizeError("the exact Hessian does not cover phases with contacts yet; use "
-                            "hessian='limited-memory'", where="hessian")
-    if boundary and problem.hessian == "exact":
-        raise OptimizeError("the exact Hessian does not cover boundary constraints yet; use "
-                            "hessian='limited-memory'", where="boundary")
+        raise OptimizeError("the exact Hessian is not derived for phases with contacts held (the constrained "
+                            "accelerations and forces solve a saddle-point system whose closed form is too large "
+                            "to differentiate twice); use hessian='differences' (central differences of their "
+                            "exact first derivatives) or 'limited-memory'", where="hessian")
     return ValidProblem(model=cm, nodes=problem.nodes, method=problem.method, free_duration=free, duration=dur,
                         variables=tuple(variables), parameters=tuple(params), p=p, objective=objective,
                         terminal=terminal, bounds=tuple(bounds), initial=tuple(fixed["initial"]),
                         final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
                         boundary=tuple(boundary), hessian=problem.hessian, contacts=contacts, active=active,
-                        forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel)
+                        forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel,
+                        free_parameters=free_params)
+
+
+def _free_parameters(problem: Problem, cm: Any, params: list[str],
+                     contacts: bool) -> tuple[tuple[int, float, float], ...]:
+    """The checked ``free_parameters``: (index in p, lower, upper) in the order given."""
+    if not isinstance(problem.free_parameters, Mapping):
+        raise OptimizeError(f"expected a mapping of parameter names to (lower, upper), got "
+                            f"{problem.free_parameters!r}", where="free_parameters")
+    given = dict(problem.free_parameters)
+    if not given:
+        return ()
+    out = []
+    for name, value in given.items():
+        where = f"free_parameters[{name!r}]"
+        if name not in params:
+            raise OptimizeError(f"unknown parameter {name!r}{_suggest(str(name), params)}; the model's parameters: "
+                                f"{', '.join(params) or 'none'}", where=where)
+        lo, hi = _interval(value, where)
+        out.append((params.index(name), lo, hi))
+    if contacts:
+        raise OptimizeError("free parameters with contacts held are not supported (the contact forces' "
+                            "derivatives by the parameters are not generated)", where="free_parameters")
+    routines = cm.jacobian_model().table.info()["routines"]
+    if not routines.get("parameter_partials"):
+        raise OptimizeError(f"free parameters need the model's derivatives by its parameters: build the model "
+                            f"{cm.name!r} with rodgen.build(model, codegen=CodegenOptions(parameter_derivatives="
+                            f"True))", where="free_parameters")
+    return tuple(out)
 
 
 def force_names(contact: str, nrows: int) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ class OptimizationResult:
         ``[ft, fn]``: along the ground, normal; spatial ``[ft1, ft2, fn]``), for the contacts held; start_multipliers:
         the multipliers of the contacts' gap and velocity rows at the first node.
     x : the NLP's variables (for a warm start: ``problem.solve(guess=result)`` interpolates the trajectories).
+    parameters : name -> value of the free parameters at the solution (empty without).
     """
 
     t: np.ndarray
@@ -57,6 +58,7 @@ class OptimizationResult:
     build_seconds: float = 0.0
     contact_forces: dict[str, np.ndarray] = field(default_factory=dict)
     start_multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    parameters: dict[str, float] = field(default_factory=dict)
     nlp: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -93,7 +95,9 @@ class OptimizationResult:
                    start_multipliers=lam[nd + P * npath + len(pr.periodic) + len(pr.boundary):].copy(),
                    contact_forces=_contact_forces(nlp, x),
                    bound_multipliers=(zl[:P * nz].reshape(P, nz).copy(), zu[:P * nz].reshape(P, nz).copy()),
-                   duration_multipliers=(float(zl[-1]), float(zu[-1])) if pr.free_duration else None,
+                   duration_multipliers=(float(zl[P * nz]), float(zu[P * nz])) if pr.free_duration else None,
+                   parameters={pr.parameters[i]: float(x[len(x) - len(pr.free_parameters) + k])
+                               for k, (i, _, _) in enumerate(pr.free_parameters)},
                    constraint_violation=viol, x=x.copy(), coordinates=list(pr.model.coordinates),
                    inputs=list(pr.model.inputs), method=pr.method, build_seconds=nlp.build_seconds, nlp=nlp)
 
@@ -102,11 +106,16 @@ class OptimizationResult:
         so ``rodgen.plot(result)`` and ``rodgen.animate(model, result, "motion.gif")`` draw it."""
         from ..runtime.result import SimulationResult
         pr = self.nlp.problem
-        kinetic, potential = pr.model.energy(self.q, self.qd, np.asarray(pr.p, dtype=float))
+        kinetic, potential = pr.model.energy(self.q, self.qd, np.asarray(self._p(), dtype=float))
         return SimulationResult(t=self.t, q=self.q, qd=self.qd, u=self.u, kinetic=kinetic, potential=potential,
                                 coordinates=list(self.coordinates), inputs=list(self.inputs),
                                 message=f"optimal ({self.message})" if self.success else self.message,
                                 model=pr.model.name)
+
+    def _p(self) -> list[float]:
+        """The model's parameter values of the solution (the free ones as solved)."""
+        pr = self.nlp.problem
+        return [self.parameters.get(name, v) for name, v in zip(pr.parameters, pr.p)]
 
     def inputs_table(self) -> Any:
         """The inputs as a :class:`~rodgen.InputTable` (linear between the points), for a simulation."""
@@ -122,7 +131,7 @@ class OptimizationResult:
         h = self.t[1] - self.t[0]
         step = float(dt) if dt is not None else h / 20.0
         y0 = np.concatenate([self.q[0], self.qd[0]])
-        kwargs.setdefault("p", dict(zip(self.nlp.problem.parameters, self.nlp.problem.p)))
+        kwargs.setdefault("p", dict(zip(self.nlp.problem.parameters, self._p())))
         return cm.simulate(y0, self.duration, step, u=self.inputs_table() if cm.nu else None, **kwargs)
 
     def simulate_check(self, dt: Optional[float] = None) -> float:

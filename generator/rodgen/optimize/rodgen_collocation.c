@@ -6,7 +6,9 @@
  * generated rodopt_problem.c. Every NLP function evaluates all points in one call.
  *
  * Variables: per point j (the nodes; with Hermite-Simpson also the interval midpoints, points 2k+1)
- * z_j = [q (n), qd (n), u (nu)], then the duration T when it is free.
+ * z_j = [q (n), qd (n), u (nu)], then the duration T when it is free, then the free parameters (their values
+ * written into p before every evaluation; the defects' derivatives by them dqdd/dp = -M^-1 dg/dp from the
+ * model's parameter_partials, appended after every other entry of the constraint Jacobian).
  * Constraints, in this order:
  *   defects      per interval k and defect set s: sum over the set's terms (point o, alpha, beta) of
  *                alpha y_{k*step+o} + beta h f_{k*step+o}, h = T / nint (2n rows each);
@@ -19,8 +21,11 @@
  * Objective: sum_j w_j h L(z_j) + Phi(z_last, T) (trapezoidal or Simpson weights w_j; backward Euler: 1 at every
  * node but the first).
  * Hessian of the Lagrangian: with rodopt_hessian_available(), one lower triangle per point (the problem's
- * second derivatives and those of q'' weighted by the defects' multipliers) and the duration's row; else
- * IPOPT's limited-memory approximation.
+ * second derivatives and those of q'' weighted by the defects' multipliers), the duration's row and the
+ * boundary constraints' entries (between the first and the last point and T; IPOPT adds repeated entries);
+ * else IPOPT's limited-memory approximation. rodopt_hessian_available() == 2: the points' blocks are central
+ * differences of each point's exact Lagrangian gradient (point_gradient: the model's Jacobian or the
+ * constrained dynamics' derivatives, the problem's gradients chained through lambda), symmetrised.
  *
  * Contacts held (a model with constraint blocks, given its active mask): f is the constrained dynamics
  * with the active blocks held, its derivatives and those of the contact forces lambda [nrows] from
@@ -55,6 +60,14 @@ int rodopt_boundary_jacobian(const double *z, const double *ze, double T, const 
 int rodopt_hessian_point(double t, const double *z, const double *p, double sL, const double *mu, const double *lam,
                          double *H);
 int rodopt_hessian_terminal(const double *z, double T, const double *p, double *H);
+int rodopt_boundary_hessian_structure(int *row, int *col);
+int rodopt_free_parameters(int *index);
+int rodopt_integrand_p(double t, const double *z, const double *p, double *g);
+int rodopt_terminal_p(const double *z, double T, const double *p, double *g);
+int rodopt_path_p(double t, const double *z, const double *p, double *v);
+int rodopt_boundary_p(const double *z, const double *ze, double T, const double *p, double *v);
+int rodopt_boundary_hessian(const double *z, const double *ze, double T, const double *p, const double *bl,
+                            double *H);
 
 #define MAXTERM 3
 typedef struct {
@@ -85,6 +98,15 @@ typedef struct rodopt_ctx {
     int nper;
     int *per;
     int nvar, ncon, nnz, nnz_h, exact;
+    int bh_nnz;                /* the boundary constraints' Hessian entries, as indices of x (row >= column) */
+    int nfp, pofs;             /* free parameters: how many, their first variable */
+    int *fp;                   /* their indices into p [nfp] */
+    double *Pd;                /* per point dqdd/dp [n * nfp] */
+    double *dgp;               /* scratch: parameter_partials' dg [n * np] */
+    int nnz_hp;                /* the Hessian's rows of the free parameters (every column up to the diagonal) */
+    int *jr, *jc;              /* with free parameters and a Hessian: the Jacobian's pattern [nnz], */
+    double *jv, *xp, *gp, *gm, *cp;   /* its values [nnz], x [nvar], gradients [nvar], columns [nfp * nvar] */
+    int *bh_row, *bh_col;
     double *w;                 /* quadrature weights [npts] */
     double *f, *J, *Bu;        /* per point: f [ny], rhs Jacobian [ny*ny], dqdd/du [n*nu] */
     double *Mw, *Bw;           /* [n*n], [n*nu] */
@@ -104,6 +126,8 @@ typedef struct rodopt_ctx {
     double *cw;                /* scratch: c [nrows], Jc [nrows*n], dg [2 n n], dk [2 nrows n] */
 } rodopt_ctx;
 
+void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol);
+
 static double duration(const rodopt_ctx *c, const double *x)
 {
     return c->free_T ? x[c->npts * c->nz] : c->T;
@@ -122,7 +146,8 @@ void rodopt_free(rodopt_ctx *c)
     free(c->p); free(c->path_row); free(c->path_col); free(c->bnd_row); free(c->bnd_col); free(c->per); free(c->w);
     free(c->f); free(c->J); free(c->Bu); free(c->Mw); free(c->Bw); free(c->xf); free(c->xj);
     free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
-    free(c->sv); free(c->cw);
+    free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col); free(c->fp); free(c->Pd); free(c->dgp);
+    free(c->jr); free(c->jc); free(c->jv); free(c->xp); free(c->gp); free(c->gm); free(c->cp);
     free(c);
 }
 
@@ -167,7 +192,17 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->Bu = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * (c->nu > 0 ? c->nu : 1)));
     c->Mw = (double *)malloc(sizeof(double) * (size_t)(c->n * c->n));
     c->Bw = (double *)malloc(sizeof(double) * (size_t)(c->n * (c->nu > 0 ? c->nu : 1)));
-    c->nvar = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nfp = rodopt_free_parameters(NULL);
+    c->pofs = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nvar = c->pofs + c->nfp;
+    c->fp = (int *)malloc(sizeof(int) * (size_t)(c->nfp + 1));
+    c->Pd = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * c->nfp + 1));
+    c->dgp = (double *)malloc(sizeof(double) * (size_t)(c->n * (m->np > 0 ? m->np : 1)));
+    if (!c->fp || !c->Pd || !c->dgp || (c->nfp > 0 && !m->parameter_partials)) {
+        rodopt_free(c);
+        return NULL;
+    }
+    rodopt_free_parameters(c->fp);
     c->nlam = active ? m->nrows : 0;
     c->nsp = active ? nsp : 0;
     c->nsv = active ? nsv : 0;
@@ -250,8 +285,44 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
     c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
+    c->nnz += (c->nint * c->nset * c->n + c->npts * c->npath + c->nbnd) * c->nfp;
     c->exact = rodopt_hessian_available();
-    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) : 0;
+    c->bh_nnz = rodopt_boundary_hessian_structure(NULL, NULL);
+    c->bh_row = (int *)malloc(sizeof(int) * (size_t)(c->bh_nnz + 1));
+    c->bh_col = (int *)malloc(sizeof(int) * (size_t)(c->bh_nnz + 1));
+    if (!c->bh_row || !c->bh_col) {
+        rodopt_free(c);
+        return NULL;
+    }
+    rodopt_boundary_hessian_structure(c->bh_row, c->bh_col);
+    for (j = 0; j < c->bh_nnz; ++j) {
+        /* [z, ze, T] -> x: the first point, the last point, the duration */
+        int *ix[2] = {&c->bh_row[j], &c->bh_col[j]};
+        for (k = 0; k < 2; ++k) {
+            int i = *ix[k];
+            *ix[k] = i < c->nz ? i : i < 2 * c->nz ? (c->npts - 1) * c->nz + i - c->nz : c->npts * c->nz;
+        }
+        if (c->bh_row[j] < c->bh_col[j]) {
+            k = c->bh_row[j]; c->bh_row[j] = c->bh_col[j]; c->bh_col[j] = k;
+        }
+    }
+    c->nnz_hp = c->nfp * c->pofs + c->nfp * (c->nfp + 1) / 2;
+    c->nnz_h = c->exact ? c->npts * c->nz * (c->nz + 1) / 2 + (free_T ? c->npts * c->nz + 1 : 0) + c->bh_nnz
+                          + c->nnz_hp : 0;
+    if (c->exact && c->nfp > 0) {
+        c->jr = (int *)malloc(sizeof(int) * (size_t)c->nnz);
+        c->jc = (int *)malloc(sizeof(int) * (size_t)c->nnz);
+        c->jv = (double *)malloc(sizeof(double) * (size_t)c->nnz);
+        c->xp = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->gp = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->gm = (double *)malloc(sizeof(double) * (size_t)c->nvar);
+        c->cp = (double *)malloc(sizeof(double) * (size_t)(c->nvar * c->nfp));
+        if (!c->jr || !c->jc || !c->jv || !c->xp || !c->gp || !c->gm || !c->cp) {
+            rodopt_free(c);
+            return NULL;
+        }
+        rodopt_jac_structure(c, c->jr, c->jc);
+    }
     return c;
 }
 
@@ -317,10 +388,10 @@ static const double *point_w(rodopt_ctx *c, const double *x, int j)
 
 /* The derivative of a point's expression by z from its derivative by w = [z, lambda]: out[a] = gw[a] +
  * sum_r gw[nz + r] d lambda_r/d z_a (out may be gw). */
-static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *out)
+static void chain_D(const rodopt_ctx *c, const double *Dp, const double *gw, double *out)
 {
     int a, r, nz = c->nz;
-    const double *D = c->D + j * (c->n + c->nlam) * nz + c->n * nz;
+    const double *D = Dp + c->n * nz;
     double acc[nz];
     for (a = 0; a < nz; ++a) {
         acc[a] = gw[a];
@@ -334,6 +405,20 @@ static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *o
     }
     for (a = 0; a < nz; ++a) {
         out[a] = acc[a];
+    }
+}
+
+static void chain_lambda(const rodopt_ctx *c, int j, const double *gw, double *out)
+{
+    chain_D(c, c->D + j * (c->n + c->nlam) * c->nz, gw, out);
+}
+
+/* The free parameters' values of x written into p. */
+static void set_parameters(rodopt_ctx *c, const double *x)
+{
+    int k;
+    for (k = 0; k < c->nfp; ++k) {
+        c->p[c->fp[k]] = x[c->pofs + k];
     }
 }
 
@@ -372,6 +457,9 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
     if (c->have_j && memcmp(c->xj, x, sizeof(double) * (size_t)c->nvar) == 0) {
         return 1;
     }
+    if (c->nfp > 0 && !eval_f_all(c, x)) {
+        return 0;
+    }
     c->have_j = 0;
     for (j = 0; j < c->npts; ++j) {
         const double *z = x + j * c->nz;
@@ -381,7 +469,7 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
             c->status = st;
             return 0;
         }
-        if (nu == 0) {
+        if (nu == 0 && c->nfp == 0) {
             continue;
         }
         c->m->mass_matrix(z, c->p, c->Mw);
@@ -389,6 +477,21 @@ static int eval_jac_all(rodopt_ctx *c, const double *x)
         if (st != RODGEN_OK) {
             c->status = st;
             return 0;
+        }
+        if (c->nfp > 0) {      /* dqdd/dp = -M^-1 dg/dp at the point's qdd */
+            int np = c->m->np, k;
+            double *P = c->Pd + j * n * c->nfp;
+            c->m->parameter_partials(point_time(c, x, j), z, z + n, c->f + j * c->ny + n, z + c->ny, c->p, c->dgp);
+            for (k = 0; k < c->nfp; ++k) {
+                double col[n];
+                for (a = 0; a < n; ++a) {
+                    col[a] = -c->dgp[a * np + c->fp[k]];
+                }
+                rodgen_cholesky_solve(c->Mw, col, n);
+                for (a = 0; a < n; ++a) {
+                    P[a * c->nfp + k] = col[a];
+                }
+            }
         }
         c->m->input_map(z, c->p, c->Bw);
         for (b = 0; b < nu; ++b) {
@@ -412,6 +515,7 @@ int rodopt_eval_f(rodopt_ctx *c, const double *x, double *obj)
 {
     int j;
     double T = duration(c, x), h = T / c->nint, sum = 0.0, L, phi;
+    set_parameters(c, x);
     if (c->nlam && !eval_f_all(c, x)) {
         return 0;
     }
@@ -433,6 +537,7 @@ int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
     int j, i, nz = c->nz;
     double T = duration(c, x), h = T / c->nint, L, phi, sumL = 0.0;
     double gl[nz + c->nlam + 1];
+    set_parameters(c, x);
     if (c->nlam && !eval_jac_all(c, x)) {
         return 0;
     }
@@ -457,6 +562,26 @@ int rodopt_eval_grad_f(rodopt_ctx *c, const double *x, double *grad)
     if (c->free_T) {
         grad[c->npts * nz] = sumL / c->nint + gl[nz];
     }
+    if (c->nfp > 0) {
+        double gp[c->nfp];
+        for (i = 0; i < c->nfp; ++i) {
+            grad[c->pofs + i] = 0.0;
+        }
+        for (j = 0; j < c->npts; ++j) {
+            if (!rodopt_integrand_p(point_time(c, x, j), x + j * nz, c->p, gp)) {
+                return 0;
+            }
+            for (i = 0; i < c->nfp; ++i) {
+                grad[c->pofs + i] += c->w[j] * h * gp[i];
+            }
+        }
+        if (!rodopt_terminal_p(x + (c->npts - 1) * nz, T, c->p, gp)) {
+            return 0;
+        }
+        for (i = 0; i < c->nfp; ++i) {
+            grad[c->pofs + i] += gp[i];
+        }
+    }
     return 1;
 }
 
@@ -464,6 +589,7 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
 {
     int k, s, t, r, j, i, row = 0, ny = c->ny, nz = c->nz;
     double h = duration(c, x) / c->nint;
+    set_parameters(c, x);
     if (!eval_f_all(c, x)) {
         return 0;
     }
@@ -583,12 +709,66 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
         row0 += 1;
     }
+    /* the free parameters' columns: the defects' qd rows, the path rows at every point, the boundary rows */
+    if (c->nfp > 0) {
+        int nd = c->nint * c->nset * ny, kp;
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            for (r = 0; r < n; ++r) {
+                for (kp = 0; kp < c->nfp; ++kp) {
+                    iRow[e] = k * ny + n + r; jCol[e++] = c->pofs + kp;
+                }
+            }
+        }
+        for (i = 0; i < c->npts * c->npath + c->nbnd; ++i) {
+            int row = i < c->npts * c->npath ? nd + i : nd + c->npts * c->npath + c->nper + (i - c->npts * c->npath);
+            for (kp = 0; kp < c->nfp; ++kp) {
+                iRow[e] = row; jCol[e++] = c->pofs + kp;
+            }
+        }
+    }
+}
+
+/* The free parameters' entries of the constraint Jacobian (after eval_jac_all), in rodopt_jac_structure's
+ * order; how many. */
+static int param_jacobian(rodopt_ctx *c, const double *x, double *v)
+{
+    int k, s, t, r, j, kp, e = 0, n = c->n, nz = c->nz;
+    double h = duration(c, x) / c->nint;
+    for (k = 0; k < c->nint; ++k) {
+        for (s = 0; s < c->nset; ++s) {
+            const defect_set *d = &c->sets[s];
+            for (r = 0; r < n; ++r) {
+                for (kp = 0; kp < c->nfp; ++kp) {
+                    double sum = 0.0;
+                    for (t = 0; t < d->nterm; ++t) {
+                        int pt = k * c->step + d->off[t];
+                        sum += d->beta[t] * h * c->Pd[pt * n * c->nfp + r * c->nfp + kp];
+                    }
+                    v[e++] = sum;
+                }
+            }
+        }
+    }
+    for (j = 0; j < c->npts && c->npath > 0; ++j) {
+        if (!rodopt_path_p(point_time(c, x, j), x + j * nz, c->p, v + e)) {
+            return -1;
+        }
+        e += c->npath * c->nfp;
+    }
+    if (c->nbnd > 0) {
+        if (!rodopt_boundary_p(x, x + (c->npts - 1) * nz, duration(c, x), c->p, v + e)) {
+            return -1;
+        }
+        e += c->nbnd * c->nfp;
+    }
+    return e;
 }
 
 int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
 {
     int k, s, t, r, a, j, i, e = 0, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz;
     double h = duration(c, x) / c->nint;
+    set_parameters(c, x);
     if (!eval_jac_all(c, x) || (c->free_T && !eval_f_all(c, x))) {
         return 0;
     }
@@ -684,6 +864,13 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
             }
         }
     }
+    if (c->nfp > 0) {
+        int added = param_jacobian(c, x, v + e);
+        if (added < 0) {
+            return 0;
+        }
+        e += added;
+    }
     for (i = 0; i < e; ++i) {
         if (!isfinite(v[i])) {
             return 0;
@@ -709,6 +896,214 @@ void rodopt_hess_structure(const rodopt_ctx *c, int *iRow, int *jCol)
             iRow[e] = c->npts * nz; jCol[e++] = a;
         }
     }
+    for (a = 0; a < c->bh_nnz; ++a) {
+        iRow[e] = c->bh_row[a]; jCol[e++] = c->bh_col[a];
+    }
+    for (r = 0; r < c->nfp; ++r) {          /* the free parameters' rows: every column up to the diagonal */
+        for (a = 0; a <= c->pofs + r; ++a) {
+            iRow[e] = c->pofs + r; jCol[e++] = a;
+        }
+    }
+}
+
+/* The Lagrangian's gradient sigma grad f + J^T lam at x (exact), into out [nvar]. */
+static int lagrangian_gradient(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *out)
+{
+    int i;
+    if (!rodopt_eval_grad_f(c, x, out) || !rodopt_eval_jac(c, x, c->jv)) {
+        return 0;
+    }
+    for (i = 0; i < c->nvar; ++i) {
+        out[i] *= sigma;
+    }
+    for (i = 0; i < c->nnz; ++i) {
+        out[c->jc[i]] += c->jv[i] * lam[c->jr[i]];
+    }
+    return 1;
+}
+
+/* The free parameters' rows of the Hessian (rodopt_hess_structure's order) by central differences of the
+ * Lagrangian's exact gradient in each parameter (every term: defects, path, boundary, objective); the
+ * parameters' own block symmetrised. Leaves p at x's values. */
+static int parameter_hessian(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
+{
+    int k, a, e = 0, nv = c->nvar;
+    memcpy(c->xp, x, sizeof(double) * (size_t)nv);
+    for (k = 0; k < c->nfp; ++k) {
+        int b = c->pofs + k;
+        double step = 6.0554544523933395e-06 * (fabs(x[b]) > 1.0 ? fabs(x[b]) : 1.0), up, down;
+        c->xp[b] = x[b] + step;
+        up = c->xp[b] - x[b];
+        if (!lagrangian_gradient(c, c->xp, sigma, lam, c->gp)) {
+            return 0;
+        }
+        c->xp[b] = x[b] - step;
+        down = x[b] - c->xp[b];
+        if (!lagrangian_gradient(c, c->xp, sigma, lam, c->gm)) {
+            return 0;
+        }
+        c->xp[b] = x[b];
+        for (a = 0; a < nv; ++a) {
+            c->cp[k * nv + a] = (c->gp[a] - c->gm[a]) / (up + down);
+        }
+    }
+    set_parameters(c, x);
+    for (k = 0; k < c->nfp; ++k) {
+        for (a = 0; a <= c->pofs + k; ++a) {
+            v[e++] = a < c->pofs ? c->cp[k * nv + a]
+                                 : 0.5 * (c->cp[k * nv + a] + c->cp[(a - c->pofs) * nv + c->pofs + k]);
+        }
+    }
+    return 1;
+}
+
+/* A point's exact Lagrangian gradient by z at (t, z): sL dL/dz + sum_i mu_i dqdd_i/dz + sum_k lp_k dpath_k/dz
+ * (L and the path chained through lambda(z) with contacts), and at the first point with contacts the start
+ * rows' ls [nsp + nsv] times their gradients. dyn = 0 (only without contacts): the dynamics' term left out. */
+static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, const double *mu, const double *lp,
+                          const double *ls, int dyn, double *G)
+{
+    int i, a, k, r, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, nw = nz + c->nlam;
+    double w[nw + 1], gw[nw + 1], pv[c->path_nnz + 1], L;
+    double J[c->nlam ? 1 : ny * ny], B[c->nlam ? 1 : n * (nu > 0 ? nu : 1)];
+    double D[c->nlam ? (n + c->nlam) * nz : 1];
+    for (a = 0; a < nz; ++a) {
+        w[a] = z[a];
+        G[a] = 0.0;
+    }
+    if (c->nlam) {
+        double qdd[n];
+        int st = rodgen_constrained_derivatives(c->m, t, c->p, z, z + n, z + ny, c->active, qdd, w + nz, D, c->work);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        for (i = 0; i < n; ++i) {
+            for (a = 0; a < nz; ++a) {
+                G[a] += mu[i] * D[i * nz + a];
+            }
+        }
+    } else if (dyn) {
+        int st = c->m->rhs_jacobian(t, z, z + n, z + ny, c->p, J);
+        if (st != RODGEN_OK) {
+            c->status = st;
+            return 0;
+        }
+        for (i = 0; i < n; ++i) {
+            for (a = 0; a < ny; ++a) {
+                G[a] += mu[i] * J[(n + i) * ny + a];
+            }
+        }
+        if (nu > 0) {
+            double Mw[n * n], Bw[n * nu], col[n];
+            c->m->mass_matrix(z, c->p, Mw);
+            st = rodgen_cholesky(Mw, n);
+            if (st != RODGEN_OK) {
+                c->status = st;
+                return 0;
+            }
+            c->m->input_map(z, c->p, Bw);
+            for (k = 0; k < nu; ++k) {
+                for (a = 0; a < n; ++a) {
+                    col[a] = Bw[a * nu + k];
+                }
+                rodgen_cholesky_solve(Mw, col, n);
+                for (a = 0; a < n; ++a) {
+                    B[a * nu + k] = col[a];
+                }
+            }
+            for (i = 0; i < n; ++i) {
+                for (k = 0; k < nu; ++k) {
+                    G[ny + k] += mu[i] * B[i * nu + k];
+                }
+            }
+        }
+    }
+    for (a = 0; a < nw; ++a) {
+        gw[a] = 0.0;
+    }
+    if (sL != 0.0) {
+        if (!rodopt_integrand(t, w, c->p, &L, gw)) {
+            return 0;
+        }
+        for (a = 0; a < nw; ++a) {
+            gw[a] *= sL;
+        }
+    }
+    if (c->path_nnz > 0) {
+        if (!rodopt_path_jacobian(t, w, c->p, pv)) {
+            return 0;
+        }
+        for (i = 0; i < c->path_nnz; ++i) {
+            gw[c->path_col[i]] += lp[c->path_row[i]] * pv[i];
+        }
+    }
+    if (c->nlam) {
+        chain_D(c, D, gw, gw);
+    }
+    for (a = 0; a < nz; ++a) {
+        G[a] += gw[a];
+    }
+    if (ls) {
+        double *Jc = c->cw + c->nlam, *dg = Jc + c->nlam * n, *dk = dg + 2 * n * n, zero[nw + 1];
+        for (i = 0; i < nw + 1; ++i) {
+            zero[i] = 0.0;
+        }
+        c->m->constraint_jacobian(z, c->p, Jc);
+        c->m->constraint_partials(0.0, z, z + n, zero, zero, zero, c->p, dg, dk);
+        for (i = 0; i < c->nsp; ++i) {
+            for (a = 0; a < n; ++a) {
+                G[a] += ls[i] * Jc[c->sp[i] * n + a];
+            }
+        }
+        for (i = 0; i < c->nsv; ++i) {
+            r = c->sv[i];
+            for (a = 0; a < n; ++a) {
+                G[a] += ls[c->nsp + i] * 0.5 * dk[r * 2 * n + n + a];
+                G[n + a] += ls[c->nsp + i] * Jc[r * n + a];
+            }
+        }
+    }
+    return 1;
+}
+
+/* A point's Hessian block (lower triangle, row by row, into H) by central differences of point_gradient, each
+ * column's step cbrt(machine epsilon) times max(1, |z_b|), symmetrised. Without contacts q'' is linear in u
+ * (M^-1 (B u - bias)), so the input columns difference only the problem's own terms: the dynamics' part of
+ * the (u, u) block is zero and that of the (u, y) blocks comes from the state columns' input rows. */
+static int hessian_differences(rodopt_ctx *c, double t, const double *z, double sL, const double *mu,
+                               const double *lp, const double *ls, double *H)
+{
+    int a, b, nz = c->nz;
+    double zp[nz], Gp[nz], Gm[nz], Hd[nz * nz];
+    for (a = 0; a < nz; ++a) {
+        zp[a] = z[a];
+    }
+    for (b = 0; b < nz; ++b) {
+        double step = 6.0554544523933395e-06 * (fabs(z[b]) > 1.0 ? fabs(z[b]) : 1.0), up, down;
+        int dyn = c->nlam || b < c->ny;
+        zp[b] = z[b] + step;
+        up = zp[b] - z[b];
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gp)) {
+            return 0;
+        }
+        zp[b] = z[b] - step;
+        down = z[b] - zp[b];
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gm)) {
+            return 0;
+        }
+        zp[b] = z[b];
+        for (a = 0; a < nz; ++a) {
+            Hd[a * nz + b] = (Gp[a] - Gm[a]) / (up + down);
+        }
+    }
+    for (a = 0; a < nz; ++a) {
+        for (b = 0; b <= a; ++b) {
+            int partial = !c->nlam && a >= c->ny && b < c->ny;   /* column a lacks the dynamics' term */
+            *H++ = partial ? Hd[a * nz + b] : 0.5 * (Hd[a * nz + b] + Hd[b * nz + a]);
+        }
+    }
+    return 1;
 }
 
 int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *lam, double *v)
@@ -716,8 +1111,9 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
     int k, s, t, r, a, j, i, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, tri = nz * (nz + 1) / 2;
     int nd = c->nint * c->nset * ny, last = c->npts - 1;
     double T = duration(c, x), h = T / c->nint, L;
-    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + 1];
-    if (!c->exact || (c->free_T && !eval_jac_all(c, x))) {
+    double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + c->nlam + 1];
+    set_parameters(c, x);
+    if (!c->exact || ((c->free_T || c->exact == 2) && !eval_jac_all(c, x))) {
         return 0;
     }
     for (i = 0; i < c->npts * n; ++i) {
@@ -743,8 +1139,15 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         }
     }
     for (j = 0; j < c->npts; ++j) {
-        if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
-                                  lam + nd + j * c->npath, v + j * tri)) {
+        if (c->exact == 2) {
+            const double *ls = j == 0 && c->nsp + c->nsv > 0 ? lam + nd + c->npts * c->npath + c->nper + c->nbnd
+                                                              : NULL;
+            if (!hessian_differences(c, point_time(c, x, j), x + j * nz, sigma * c->w[j] * h, mu + j * n,
+                                     lam + nd + j * c->npath, ls, v + j * tri)) {
+                return 0;
+            }
+        } else if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
+                                         lam + nd + j * c->npath, v + j * tri)) {
             return 0;
         }
     }
@@ -758,8 +1161,11 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         double *vT = v + c->npts * tri;
         for (j = 0; j < c->npts; ++j) {
             const double *Jp = c->J + j * ny * ny, *Bp = c->Bu + j * n * nu, *m = muT + j * ny;
-            if (!rodopt_integrand(point_time(c, x, j), x + j * nz, c->p, &L, gl)) {
+            if (!rodopt_integrand(point_time(c, x, j), point_w(c, x, j), c->p, &L, gl)) {
                 return 0;
+            }
+            if (c->nlam) {
+                chain_lambda(c, j, gl, gl);
             }
             for (a = 0; a < nz; ++a) {
                 double sum = sigma * c->w[j] * gl[a] / c->nint;
@@ -776,6 +1182,13 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
             vT[last * nz + a] += sigma * Ht[tri + a];
         }
         vT[c->npts * nz] = sigma * Ht[tri + nz];
+    }
+    if (c->bh_nnz > 0 && !rodopt_boundary_hessian(x, x + last * nz, T, c->p, lam + nd + c->npts * c->npath + c->nper,
+                                                  v + c->nnz_h - c->nnz_hp - c->bh_nnz)) {
+        return 0;
+    }
+    if (c->nfp > 0 && !parameter_hessian(c, x, sigma, lam, v + c->nnz_h - c->nnz_hp)) {
+        return 0;
     }
     for (i = 0; i < c->nnz_h; ++i) {
         if (!isfinite(v[i])) {

@@ -31,6 +31,7 @@ def quick_key(valid: ValidProblem, compiler: Optional[str]) -> str:
         "terminal": valid.terminal.text if valid.terminal else None,
         "path": [e.text for e, _, _ in valid.path], "boundary": [e.text for e, _, _ in valid.boundary],
         "free_duration": valid.free_duration, "hessian": valid.hessian, "forces": valid.forces,
+        "free_parameters": [i for i, _, _ in valid.free_parameters],
         "model": valid.model.content_hash if valid.hessian == "exact" else None,
         "method": valid.model.method if valid.hessian == "exact" else None,
         "generator": generator_digest(), "optimize": sources.hexdigest(), "rodgen": __version__,

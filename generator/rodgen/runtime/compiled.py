@@ -161,7 +161,7 @@ class CompiledModel:
         self._p0.setflags(write=False)
         self._q0 = np.array(info["initial_q"], dtype=float)
         self._p_index = {nm: i for i, nm in enumerate(info["parameters"])}
-        kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
+        kinds = runtime.BLOCK_KINDS      # RODGEN_CONTACT ... by code, as the C was compiled (rodgen.contract)
         #: The constraint blocks (contacts, loops, limits) of the model's table, in row order.
         soles = [tuple(float(x) for x in b) for b in info["soles"]]
         self.constraints: list[ConstraintBlock] = [
@@ -952,8 +952,8 @@ class CompiledModel:
     def active_mask(self, active: Union[str, Sequence[str], Mapping[str, str]]) -> np.ndarray:
         """The C active mask (nconstraints,) of int of the named blocks: a name or a list of names (active,
         a contact sticking) or a mapping name -> ``"stick"``, ``"slide_plus"`` or ``"slide_minus"`` (a 2-row
-        contact, a dry-friction block) or ``"slide"`` (a 3-row contact).
-        Loops are always active. Raises ValueError naming an unknown block."""
+        contact, a dry-friction block) or ``"slide"`` (a 3-row contact; a flat foot, 6 rows, only sticks).
+        Loops are always active. Raises ValueError naming an unknown block or a mode it cannot take."""
         codes = self._runtime.ACTIVE_CODES
         mask = np.zeros(len(self.constraints), dtype=np.intc)
         by = {b.name: i for i, b in enumerate(self.constraints)}
@@ -965,6 +965,10 @@ class CompiledModel:
                                  f"{', '.join(by) or 'none'}")
             if how not in codes:
                 raise ValueError(f"constraint block {nm!r}: unknown mode {how!r}; use one of {', '.join(codes)}")
+            b = self.constraints[by[nm]]
+            if b.kind == "contact" and b.nrows == 6 and how != "stick":
+                raise ValueError(f"contact {nm!r} of the model {self.name!r} is a flat foot (6 rows): it sticks "
+                                 f"(\"stick\") or is free; it does not slide")
             mask[by[nm]] = codes[how]
         for i, b in enumerate(self.constraints):
             if b.kind == "loop":

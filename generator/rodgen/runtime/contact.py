@@ -56,6 +56,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from ..contract import BLOCK_KINDS, labels
 from ..errors import RodgenError
 
 
@@ -94,7 +95,7 @@ def _block_field(b: Any, name: str) -> Any:
 
 def active_rows(model: Any, active: Sequence[str]) -> tuple[list[int], list[tuple[str, str, int, int]]]:
     """Rows of the named blocks (in the order given) and the blocks as (name, kind, first row, nrows)."""
-    kinds = {0: "contact", 1: "loop", 2: "limit", 3: "friction"}  # RODGEN_CONTACT, _LOOP, _LIMIT, _FRICTION
+    kinds = labels(BLOCK_KINDS)      # RODGEN_CONTACT ... by code
     table = []
     for b in getattr(model, "constraints", None) or []:
         kind = _block_field(b, "kind")

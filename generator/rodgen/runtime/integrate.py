@@ -396,11 +396,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     for nm, v in (("event_tol", event_tol), ("arm_gap", arm_gap), ("check_tol", check_tol)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise ValueError(f"{nm} must be positive; got {v!r}")
-    active0 = sys.active_mask(contacts)
-    for b, a in zip(sys.constraints, active0):
-        if b.kind == "contact" and b.nrows == 6 and a not in (0, rt.ACTIVE_CODES["stick"]):
-            raise ValueError(f"contact {b.name!r} of the model {sys.name!r} is a flat foot (6 rows): it sticks "
-                             f"(\"stick\") or is free; it does not slide")
+    active0 = sys.active_mask(contacts)      # refuses a flat foot that would slide
     disarmed0 = (sys.active_mask(disarmed) != 0).astype(np.intc)
     pv = _parameters(sys, p)
     kind, uc, times, values, kp, kd, fn = _input_law(sys, u, controller, pv, t0, y)

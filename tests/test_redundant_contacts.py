@@ -1,0 +1,114 @@
+"""Redundant contact rows: a rigid box on four corner point contacts (12 rows of rank 6). The motion is unique,
+the forces are not; the constrained dynamics and the impact map take the least-norm forces, checked against the
+least-norm solution of the whole KKT system by numpy.linalg.lstsq (the accelerations unique, the forces of least
+norm), and against the box's statics (each corner carries a quarter of the weight when the centre of mass is over
+the middle). Rows that contradict each other (no motion satisfies them all) are still refused."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rodgen
+from rodgen.contract import StatusCode
+from rodgen.model.spatial import SpatialModel
+from rodgen.runtime import DynamicsError
+
+M, G, A, B, HC = 3.0, 9.81, 0.2, 0.1, 0.15     # mass, gravity, half sides of the sole (x, y), centre's height
+CORNERS = [(sx * A, sy * B) for sx in (1, -1) for sy in (1, -1)]
+
+
+def _box(cx: float) -> SpatialModel:
+    """A box on a free joint with its four bottom corners as point contacts, its centre of mass at (cx, 0, HC),
+    pushed at its top by (kx, 0, 0)."""
+    model = SpatialModel(f"box4_{'mid' if cx == 0 else 'off'}")
+    model.parameter("kx", 0.0)
+    body = model.link("body", joint="free")
+    body.body(M, (cx, 0.0, HC), (0.02, 0.0, 0.0, 0.03, 0.0, 0.04))
+    body.marker("top", xyz=(0.0, 0.0, 2 * HC))
+    for i, (x, y) in enumerate(CORNERS):
+        body.marker(f"c{i}", xyz=(x, y, 0.0))
+        model.contact(f"c{i}", f"c{i}", friction=0.8)
+    model.point_force("push", "top", ("kx", 0, 0))
+    return model
+
+
+@pytest.fixture(scope="module")
+def mid(build_dir: Path) -> Any:
+    return rodgen.build(_box(0.0), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def off(build_dir: Path) -> Any:
+    return rodgen.build(_box(0.05), build_dir=build_dir)
+
+
+STAND = np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+ALL = [f"c{i}" for i in range(4)]
+
+
+def _kkt_lstsq(robot: Any, q: np.ndarray, qd: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least-norm solution of [[M, -J^T], [J, 0]] [qdd, lam] = [-bias, -Jdot qd] (numpy's lstsq)."""
+    Mq, h = robot.mass_matrix(q, p), robot.bias(q, qd, p)
+    J, b = robot.constraint_jacobian(q, p), robot.constraint_bias(q, qd, p)
+    nv, nr = J.shape[1], J.shape[0]
+    K = np.block([[Mq, -J.T], [J, np.zeros((nr, nr))]])
+    x = np.linalg.lstsq(K, np.r_[-h, -b], rcond=1e-12)[0]
+    assert np.linalg.matrix_rank(J) == 6 and nr == 12
+    return x[:nv], x[nv:]
+
+
+@pytest.mark.parametrize("which, kx", [("mid", 0.0), ("off", 4.0)])
+def test_four_corners_take_the_least_norm_forces(which: str, kx: float, request: pytest.FixtureRequest) -> None:
+    """Standing on its four corners (pushed at the top for the second box): qdd = 0 and the forces are lstsq's
+    least-norm ones to 1e-10; the forces balance the weight and the push; with the centre over the middle and no
+    push each corner carries m g / 4."""
+    robot = request.getfixturevalue(which)
+    p = robot.parameter_vector(kx=kx)
+    qd = np.zeros(6)
+    qdd, lam = robot.constrained_dynamics(STAND, qd, active=ALL, p=p)
+    qdd_ref, lam_ref = _kkt_lstsq(robot, STAND, qd, p)
+    assert np.abs(qdd).max() < 1e-10 and np.abs(qdd_ref).max() < 1e-10
+    assert np.abs(lam - lam_ref).max() < 1e-10 * M * G
+    f = lam.reshape(4, 3)
+    assert np.allclose(f.sum(axis=0), [-kx, 0.0, M * G], atol=1e-10)
+    if which == "mid":
+        assert np.allclose(f, [[0.0, 0.0, M * G / 4]] * 4, atol=1e-10)
+
+
+def test_four_corners_impact_takes_the_least_norm_impulses(off: Any) -> None:
+    """Landing flat with a velocity (down, sideways, turning about the vertical): the plastic impact on all four
+    corners stops the box (12 rows, rank 6), its impulses lstsq's least-norm ones of the impact's KKT system
+    [[M, -J^T], [J, 0]] [dqd, Lambda] = [0, -J qd-]."""
+    qdm = np.array([0.3, -0.2, -1.0, 0.0, 0.0, 0.5])
+    qdp, imp, after, loss = off.impact(STAND, qdm, active=ALL)
+    Mq, J = off.mass_matrix(STAND), off.constraint_jacobian(STAND)
+    K = np.block([[Mq, -J.T], [J, np.zeros((12, 12))]])
+    x = np.linalg.lstsq(K, np.r_[np.zeros(6), -J @ qdm], rcond=1e-12)[0]
+    assert sorted(after) == ALL
+    assert np.abs(qdp).max() < 1e-12 and np.abs(qdm + x[:6]).max() < 1e-12
+    assert np.abs(imp - x[6:]).max() < 1e-10
+    assert abs(loss - 0.5 * qdm @ Mq @ qdm) < 1e-12
+
+
+def test_dropped_box_lands_on_four_corners_and_rests_on_quarters(mid: Any) -> None:
+    """Dropped flat from h: the four corners touch down together at sqrt(2h/g) and the box rests, each corner
+    carrying m g / 4 (the hybrid simulation through the least-norm solves)."""
+    h = 0.05
+    res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], np.zeros(6)], 0.4, 1e-3, contacts=[])
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    assert sorted(e["block"] for e in res.events) == ALL and all(e["kind"] == "touchdown" for e in res.events)
+    assert max(abs(e["t"] - np.sqrt(2 * h / G)) for e in res.events) < 1e-9
+    assert np.abs(res.qd[-1]).max() < 1e-9
+    assert np.allclose(res.lam[-1].reshape(4, 3), [[0.0, 0.0, M * G / 4]] * 4, atol=1e-8)
+
+
+def test_contradicting_rows_are_still_singular(mid: Any) -> None:
+    """Turning about the vertical while all four corners are held: their accelerations, the centripetal ones of
+    the corners (-w^2 r, spreading them), are no rigid motion's, so no motion keeps the rows: the status
+    RODGEN_ERR_SINGULAR_CONSTRAINTS, never forces."""
+    with pytest.raises(DynamicsError, match="singular") as err:
+        mid.constrained_dynamics(STAND, np.r_[0.0, 0.0, 0.0, 0.0, 0.0, 2.0], active=ALL)
+    assert err.value.status == StatusCode.ERR_SINGULAR_CONSTRAINTS
