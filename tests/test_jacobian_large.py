@@ -1,7 +1,8 @@
 """The RHS Jacobian of large elastic models (24 and 48 coordinates) against two independent references.
 
-The compiled Jacobian runs the generated tangent of the inverse dynamics once per column
-(``Equations.inverse_dynamics_tangent``). References:
+The compiled Jacobian differentiates the recursive Newton-Euler algorithm over the lowered tree
+(``Equations.inverse_dynamics_derivatives``) or, with the planar recursion (``method="planar"``), runs the
+generated tangent of the inverse dynamics once per column (``Equations.inverse_dynamics_tangent``). References:
 
 * central finite differences of the compiled right-hand side (forward dynamics by the
   articulated-body algorithm, a different routine from the inverse dynamics differentiated);
@@ -85,11 +86,15 @@ def test_tangent_jacobian_of_24_coordinates_with_force_elements(build_dir: Any) 
 
 
 # the full derivative of 24 coordinates (the reference) takes most of a minute of SymPy: slow
-@pytest.mark.parametrize("n,forces", [(5, True), pytest.param(24, False, marks=pytest.mark.slow)])
-def test_tangent_jacobian_equals_the_full_symbolic_derivative(build_dir: Any, n: int, forces: bool) -> None:
+@pytest.mark.parametrize("n,forces,method", [(5, True, "planar"), (5, True, "recursive"),
+                                             pytest.param(24, False, "planar", marks=pytest.mark.slow)])
+def test_tangent_jacobian_equals_the_full_symbolic_derivative(build_dir: Any, n: int, forces: bool,
+                                                              method: str) -> None:
     """Two exact derivatives agree to round-off (the full one with force elements only where affordable:
-    it carries every variable through the expanded force laws)."""
-    eqs = derive(beam_model(n, forces=forces), method="recursive")
+    it carries every variable through the expanded force laws): the tangent (``method="planar"``) and the
+    Newton-Euler derivative (``method="recursive"``)."""
+    eqs = derive(beam_model(n, forces=forces), method=method)
+    assert (eqs.inverse_dynamics_derivatives() is None) == (method == "planar")
     sys_ = rodgen.build(eqs, build_dir=build_dir, codegen=CodegenOptions(jacobian=True))
     rng = np.random.default_rng(n)
     y, u = near_rest(sys_, rng)
@@ -113,12 +118,12 @@ def test_tangent_jacobian_of_48_coordinates_is_deferred_and_exact(build_dir: Any
 
 
 def test_jacobian_code_grows_like_the_inverse_dynamics() -> None:
-    """The Jacobian's routines grow linearly with the coordinates of a chain (the tangent is as long as
+    """The tangent's routines grow linearly with the coordinates of a chain (the tangent is as long as
     the inverse dynamics), not like nq times it: operations at 24 against 12 coordinates."""
     from rodgen.codegen.lower import lower
     ops = {}
     for n in (12, 24):
-        spec = lower(derive(beam_model(n, forces=False), method="recursive"), options=CodegenOptions(jacobian=True))
+        spec = lower(derive(beam_model(n, forces=False), method="planar"), options=CodegenOptions(jacobian=True))
         ops[n] = (sum(spec.routine(r).ops for r in ("inverse_dynamics_partials", "inverse_dynamics_tangent")),
                   spec.routine("inverse_dynamics").ops)
     growth = ops[24][0] / ops[12][0]

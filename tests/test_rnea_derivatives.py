@@ -11,6 +11,7 @@ of the inverse dynamics, every variable carried at once through its own straight
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ import pytest
 
 import rodgen
 from _robots import robot_file
+from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
 from rodgen.codegen.lower import lower
+from rodgen.codegen.slots import slots_of
 from rodgen.model.core import PointMass, Spring
 
 pin = pytest.importorskip("pinocchio")
@@ -41,7 +44,7 @@ def _function(args: list[list[Any]], outputs: list[Any], assignments: list[tuple
             names[sym] = sp.Symbol(f"_v{len(names)}")
         return names[sym]
     printer = PythonCodePrinter({"fully_qualified_modules": False})
-    lines = ["def f(" + ", ".join(f"_a{g}" for g in range(len(args))) + "):", "    from math import sin, cos, sqrt"]
+    lines = ["def f(" + ", ".join(f"_a{g}" for g in range(len(args))) + "):"]
     for g, group in enumerate(args):
         for i, s in enumerate(group):
             lines.append(f"    {safe(s)} = _a{g}[{i}]")
@@ -51,7 +54,7 @@ def _function(args: list[list[Any]], outputs: list[Any], assignments: list[tuple
     outs = [sp.sympify(o) for o in outputs]
     lines.append("    return [" + ", ".join(printer.doprint(o.xreplace({x: safe(x) for x in o.free_symbols}))
                                           for o in outs) + "]")
-    scope: dict[str, Any] = {}
+    scope: dict[str, Any] = dict(vars(math))     # sin, cos, sqrt, copysign, tanh, ... of the force laws
     exec("\n".join(lines), scope)
     return scope["f"]
 
@@ -197,12 +200,59 @@ def test_velocity_tree_of_a_floating_robot() -> None:
             assert on or M[i, j] == 0, (i, j)
 
 
-def test_planar_models_keep_the_tangent() -> None:
-    eqs = rodgen.derive(rodgen.load(Path(__file__).parent.parent / "examples" / "double_pendulum.yaml"))
-    assert eqs.inverse_dynamics_derivatives() is None
-    names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True)).routines}
-    assert {"inverse_dynamics_partials", "inverse_dynamics_tangent"} <= names
-    assert "inverse_dynamics_derivatives" not in names
+def test_planar_models_take_the_newton_euler_derivative() -> None:
+    """A planar model's lowered tree gives the derivative; the planar recursion (kept for comparison) and coupled
+    coordinates keep the tangent of the inverse dynamics."""
+    model = rodgen.load(EXAMPLES / "double_pendulum.yaml")
+    for method, ne in (("recursive", True), ("matrix", True), ("planar", False)):
+        eqs = rodgen.derive(model, method=method)
+        assert (eqs.inverse_dynamics_derivatives() is not None) == ne, method
+        names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True)).routines}
+        assert ("inverse_dynamics_derivatives" in names) == ne, method
+        assert ("inverse_dynamics_tangent" in names) == (not ne), method
+    assert rodgen.derive(rodgen.load(EXAMPLES / "solar_panel.yaml"), method="recursive"
+                         ).inverse_dynamics_derivatives() is None
+
+
+def _tangent_evaluator(eqs: Any) -> Any:
+    """(q, v, a, u, t) -> d g/d[q, qd] of the tangent path's code (``Equations.inverse_dynamics_tangent``), run
+    once per unit direction as rhs_jacobian runs it."""
+    tc = eqs.inverse_dynamics_tangent()
+    f = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t], tc.seeds], tc.outputs,
+                  list(tc.primal) + list(tc.tangent))
+    p = [eqs.param_values[s] for s in eqs.params]
+
+    def run(q: Any, v: Any, a: Any, u: Any, t: float) -> np.ndarray:
+        cols = []
+        for k in range(len(tc.seeds)):
+            dx = [1.0 if j == k else 0.0 for j in range(len(tc.seeds))]
+            cols.append(f(list(q), list(v), list(a), list(u), p, [t], dx))
+        return np.array(cols, dtype=float).T
+    return run
+
+
+PLANAR_EXAMPLES = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "solar_panel")   # coupled
+
+
+@pytest.mark.parametrize("name", PLANAR_EXAMPLES + ["vl_chain5"])
+def test_planar_newton_euler_derivative_matches_the_tangent(name: str) -> None:
+    """Both paths of a planar model's RHS Jacobian give the same ∂g/∂[q, qd] to round-off: variable segments
+    (vl_chain, pendulum_vl, telescopic_arm), masses at fractions of segments, elastic links (flexible_arm),
+    floating bases (compass gait, exo5_walk, gait2d), springs, dampers and force elements (gait2d, snake)."""
+    from rodgen.examples import vl_chain
+    model = vl_chain(5) if name == "vl_chain5" else rodgen.load(EXAMPLES / f"{name}.yaml")
+    eqs = rodgen.derive(model, method="recursive")
+    assert eqs.inverse_dynamics_derivatives() is not None
+    ne, tangent = _evaluator(eqs), _tangent_evaluator(eqs)
+    n = len(eqs.q)
+    q0 = np.array(slots_of(eqs, "M").initial_q)       # the model's posture: variable lengths positive
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        q = q0 + 0.1 * rng.normal(size=n)
+        v, a, u = rng.normal(size=n), rng.normal(size=n), rng.normal(size=len(eqs.u))
+        dq, dv = ne(q, v, a, u, 0.3)
+        ref = tangent(q, v, a, u, 0.3)
+        assert np.abs(np.hstack([dq, dv]) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max()), name
 
 
 @pytest.mark.parametrize("name", ["ur5", "solo12"])

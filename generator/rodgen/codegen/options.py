@@ -54,10 +54,11 @@ class CodegenOptions:
         right-hand side (``True``/``False``); ``None`` (the default) generates
         it whatever the size (``rodgen.build`` then compiles the model without
         it and builds it on its first use). Its code is the derivative of the
-        recursive Newton-Euler algorithm for spatial models (it grows like the
-        pairs of joints on one branch) and the tangent of the inverse dynamics,
-        run once per column, for planar models (it grows like the inverse
-        dynamics; docs/ARCHITECTURE.md).
+        recursive Newton-Euler algorithm (it grows like the pairs of joints on
+        one branch) for spatial and planar models, and the tangent of the
+        inverse dynamics, run once per column, for coupled coordinates and
+        ``method="planar"`` (it grows like the inverse dynamics;
+        docs/ARCHITECTURE.md).
     forward : algorithm of the forward dynamics, a :class:`ForwardAlgorithm` or its value
         (``"auto"``, ``"aba"``, ``"cholesky"``); ``"auto"`` uses the articulated-body
         algorithm wherever it applies.

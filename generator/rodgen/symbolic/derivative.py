@@ -248,6 +248,15 @@ def tangent_chain(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
     return TangentChain(primal, list(read), tangent, out, seeds)
 
 
+def split_large_expressions(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr],
+                            prefix: str) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+    """The assignments that ``outputs`` need and the outputs, every expression over
+    :data:`LARGE_EXPRESSION` nodes split into one assignment per operation (new symbols ``<prefix>e<k>``),
+    as :func:`tangent_chain` differentiates them; for :func:`forward_derivatives` of expanded laws."""
+    outs = [sp.sympify(o) for o in outputs]
+    return _split_large(needed_assignments(assignments, outs), outs, prefix)
+
+
 #: Nodes of an expression above which :func:`tangent_chain` splits it into one assignment per operation
 #: before differentiating (an expanded force law or a row of M qdd: its partials would each repeat it).
 LARGE_EXPRESSION = 40
@@ -341,4 +350,4 @@ def _split_large(kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr],
     return chain + out, result
 
 
-__all__ = ["forward_derivatives", "tangent_chain", "TangentChain", "partial"]
+__all__ = ["forward_derivatives", "tangent_chain", "TangentChain", "partial", "split_large_expressions"]

@@ -329,9 +329,9 @@ class Equations:
     def inverse_dynamics_derivatives(self) -> Optional["InverseDynamicsDerivatives"]:
         """d g/d q and d g/d qd of g = M a + bias - B u (a, u fixed) by differentiating the recursive
         Newton-Euler algorithm over the expanded tree, O(n * depth) straight-line code
-        (:mod:`rodgen.symbolic.rnea_derivatives`), for spatial models without coupled coordinates; None for
-        the others (the code stage then prints :meth:`inverse_dynamics_tangent`). Derived on the first call
-        and kept."""
+        (:mod:`rodgen.symbolic.rnea_derivatives`), for spatial and planar models without coupled coordinates
+        (a planar model's tree lowered onto the spatial one; not for ``method="planar"``); None for the others
+        (the code stage then prints :meth:`inverse_dynamics_tangent`). Derived on the first call and kept."""
         if self._derivatives is None:
             from .rnea_derivatives import inverse_dynamics_derivatives
             self._derivatives = (inverse_dynamics_derivatives(self),)

@@ -1,11 +1,14 @@
-"""Derivatives of a spatial model's inverse dynamics by differentiating the recursive Newton–Euler algorithm.
+"""Derivatives of a model's inverse dynamics by differentiating the recursive Newton–Euler algorithm.
 
 g(q, qd) = M(q) a + bias(q, qd) - B(q) u, with the accelerations ``a`` and the inputs ``u`` held fixed, has the
 derivatives ∂g/∂q (on the tangent space where a joint has its own configuration) and ∂g/∂qd, both nv × nv.
 Their rigid-body part is the derivative of the recursive Newton–Euler algorithm (RNEA), computed as in
 Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms" (RSS 2018; Pinocchio's
-``computeRNEADerivatives``), over the expanded tree of :mod:`rodgen.symbolic.spatial`, in the ground frame,
-where moving a quantity to the parent is a sum:
+``computeRNEADerivatives``), over the expanded tree of :mod:`rodgen.symbolic.spatial` (for a planar model its
+planar expanded tree lowered onto the spatial one by :func:`rodgen.symbolic.planar_tree.lower`: revolute nodes
+about z, prismatic nodes in the plane, so variable segments, masses at fractions of them, rods, elastic links
+and floating bases are nodes like any other), in the ground frame, where moving a quantity to the parent is a
+sum:
 
 * outward, per node i and each of its motion columns c: the column in the ground frame ``J_c`` (a motion
   vector, velocity at the ground origin), the velocity ``v_i`` and the acceleration with gravity
@@ -27,7 +30,15 @@ so the code holds O(n) per-node terms and one or two 6-term dot products per pai
 O(n · depth). The tree coordinates are ``s = T q`` (T constant), so ∂g/∂q = Tᵀ (∂τ/∂s) T. The rest of g (the
 springs, dampers, force elements and the input map: ``K + D - F - B u``) is differentiated by
 :func:`~rodgen.symbolic.derivative.forward_derivatives` (every variable at once, each symbol carrying only
-its nonzero derivatives), its configuration columns moved onto the tangent space by dq/dδ = ∂(dq/dt)/∂qd.
+its nonzero derivatives; large expressions first split into single operations by
+:func:`~rodgen.symbolic.derivative.split_large_expressions`), its configuration columns moved onto the tangent
+space by dq/dδ = ∂(dq/dt)/∂qd.
+
+Not covered, so the RHS Jacobian keeps the tangent of the inverse dynamics (``Equations.inverse_dynamics_tangent``):
+coupled coordinates (the tree's coordinates are then functions of the independent ones, not ``T q`` with a
+constant T), trees of more than :data:`MAX_PAIRS` pairs of columns on one branch, and a planar model's equations
+of the planar recursion (``method="planar"``, kept as the comparison for both the derivation and this
+derivative).
 """
 from __future__ import annotations
 
@@ -36,6 +47,7 @@ from typing import Optional
 
 import sympy as sp
 
+from ..model.valid import ValidModel
 from .equations import Equations
 from .recursive import _Emitter
 from .spatial import (
@@ -140,22 +152,33 @@ MAX_PAIRS = 1500
 
 
 def applies(eqs: Equations) -> bool:
-    """Whether :func:`inverse_dynamics_derivatives` derives these equations: a spatial model without coupled
-    coordinates (its expanded tree moves with the model's coordinates through a constant T)."""
+    """Whether :func:`inverse_dynamics_derivatives` derives these equations: a model without coupled
+    coordinates (its expanded tree moves with the model's coordinates through a constant T), spatial or
+    planar (a planar model's tree lowered onto the spatial one, :func:`rodgen.symbolic.planar_tree.lower`),
+    except equations of the planar recursion (``method="planar"``, kept for comparison: they keep the tangent
+    of the inverse dynamics, as before)."""
     model = eqs.model
-    return bool(getattr(model, "spatial", False)) and not eqs.couplings and not getattr(model, "couplings", None)
+    if eqs.couplings or getattr(model, "couplings", None):
+        return False
+    if getattr(model, "spatial", False):
+        return True
+    return isinstance(model, ValidModel) and str(eqs.method) != "planar"
 
 
 def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDerivatives]:
-    """∂g/∂q and ∂g/∂qd of the equations of a spatial model (see the module's docstring); None where
-    :func:`applies` is false or the tree has more than :data:`MAX_PAIRS` pairs of columns on one branch (planar
-    models, coupled coordinates and such large trees keep the tangent of the inverse dynamics)."""
+    """∂g/∂q and ∂g/∂qd of the equations of a spatial or planar model (see the module's docstring); None where
+    :func:`applies` is false or the tree has more than :data:`MAX_PAIRS` pairs of columns on one branch (coupled
+    coordinates, ``method="planar"`` and such large trees keep the tangent of the inverse dynamics)."""
     if not applies(eqs):
         return None
     model = eqs.model
-    k = spatial_kinematics(model)   # type: ignore[arg-type]
-    tree = SpatialTree(model, k)    # type: ignore[arg-type]
-    nodes = tree.nodes
+    if isinstance(model, ValidModel):       # planar: the planar expanded tree as a spatial one
+        from .planar_tree import lower
+        k, lowered, _, _ = lower(model)
+        nodes = lowered.nodes
+    else:
+        k = spatial_kinematics(model)   # type: ignore[arg-type]
+        nodes = SpatialTree(model, k).nodes    # type: ignore[arg-type]
     e = _Emitter(_prefix(k) + "d_")
     Jt = _Joints(nodes, k, e)
     world = _world_frames(nodes, Jt, e)
@@ -310,10 +333,12 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     assert eqs.F is not None
     rest = list(eqs.K + eqs.D - eqs.F - bu)
     if any(x != 0 for x in rest):
-        from .derivative import forward_derivatives
+        from .derivative import forward_derivatives, split_large_expressions
         nq = len(eqs.q)
-        extra, jac = forward_derivatives(eqs.assignments, rest, list(eqs.q) + list(eqs.qd),
-                                         prefix=_prefix(k) + "dr_")
+        # an expanded force law (a contact's, a Coulomb friction's, its Jᵀ f) as single operations first, as
+        # the tangent does: differentiating it whole by each of its symbols repeats it in every partial
+        chain, outs = split_large_expressions(eqs.assignments, rest, _prefix(k) + "drs_")
+        extra, jac = forward_derivatives(chain, outs, list(eqs.q) + list(eqs.qd), prefix=_prefix(k) + "dr_")
         assignments += extra
         if eqs.configuration_rate is not None:   # dq/dδ_j = d(dq/dt)/d qd_j
             tq = eqs.configuration_rate.jacobian(sp.Matrix(eqs.qd))
