@@ -14,7 +14,6 @@ import pytest
 
 from conftest import EXAMPLES
 from rodgen import gait
-from rodgen.runtime.control import PD, Reference
 
 DT = 1e-3
 
@@ -133,5 +132,3 @@ def test_bad_feedback_arguments_are_named(cycle: Any) -> None:
         gait.stride(robot, y0, ["foot_a"], "foot_b", DT, u=np.zeros(robot.nu), input_jacobian=lambda t, y: 0)
     with pytest.raises(ValueError, match="has 8 entries, got 3"):
         gait.stride(robot, y0, ["foot_a"], "foot_b", DT, u=np.zeros(3))
-    with pytest.raises(TypeError, match="a PD law is not differentiated by stride"):
-        gait.stride(robot, y0, ["foot_a"], "foot_b", DT, u=PD(Reference.hold(y0[:robot.nq]), kp=1.0, kd=1.0))

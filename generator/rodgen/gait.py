@@ -73,7 +73,9 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     ∂f/∂u those of the constrained dynamics (exact) and ∂u/∂y from ``input_jacobian(t, y) -> (nu, ny)``
     when given, else by central differences of the law alone (step ``input_step`` times max(1, abs(yⱼ))).
     The law must be a function of (t, y) over the stride: a controller with memory must keep it
-    unchanged until the touchdown (it is evaluated here with its initial ``state``).
+    unchanged until the touchdown (it is evaluated here with its initial ``state``). The runtime's own
+    :class:`~rodgen.runtime.control.PD` and :class:`~rodgen.runtime.control.ComputedTorque` (no feedforward)
+    run in C as ``simulate(controller=...)``, their ∂u/∂y in closed form (``input_jacobian`` is refused).
 
     ``arm_gap``, ``event_tol``, ``on_slip``: those of the hybrid simulation (``simulate(contacts=...)``)."""
     if robot.nq != robot.nv:
@@ -92,7 +94,9 @@ def stride(robot: Any, y0: Any, stance: Sequence[str], swing: str, dt: float, *,
     law, dlaw = _input_law(robot, u, p, input_jacobian, input_step)
     uc = _constant_inputs(robot, u) if law is None else np.zeros(robot.nu)
     u_sim = (u if law is not None else uc) if robot.nu else None
-    res = robot.simulate(y0, t_max, dt, u=u_sim, p=p, contacts=stance, disarmed=[swing],
+    builtin = _is_builtin(u)
+    res = robot.simulate(y0, t_max, dt, u=None if builtin else u_sim, controller=u if builtin else None, p=p,
+                         contacts=stance, disarmed=[swing],
                          arm_gap=arm_gap, event_tol=event_tol, alpha=0.0, beta=0.0, on_slip=on_slip)
     if not res.events:
         raise RodgenError(f"stride: no touchdown of {swing!r} within {t_max} s ({res.message})")
@@ -156,8 +160,10 @@ def _input_law(robot: Any, u: Any, p: Any, input_jacobian: Optional[Callable[[fl
     from .runtime.control import PD, ComputedTorque
     ny = robot.nq + robot.nv
     if isinstance(u, (PD, ComputedTorque)):
-        raise TypeError(f"stride: a {type(u).__name__} law is not differentiated by stride; write it as a "
-                        f"function u(t, q, qd) (its ∂u/∂y then by differences, or give input_jacobian)")
+        if input_jacobian is not None:
+            raise ValueError(f"stride: input_jacobian is for a Python law or a CController; a "
+                             f"{type(u).__name__} law's ∂u/∂y is written in closed form")
+        return _builtin_law(robot, u, p)
     if isinstance(u, CController):
         law = u.function(robot, p)
     elif callable(u):
@@ -187,6 +193,81 @@ def _input_law(robot: Any, u: Any, p: Any, input_jacobian: Optional[Callable[[fl
             e[j] = h
             D[:, j] = (law(t, y + e) - law(t, y - e)) / (2.0 * h)
         return D
+
+    return law, dlaw
+
+
+def _is_builtin(u: Any) -> bool:
+    from .runtime.control import PD, ComputedTorque
+    return isinstance(u, (PD, ComputedTorque))
+
+
+def _builtin_law(robot: Any, ctrl: Any, p: Any) -> tuple[Callable[[float, np.ndarray], np.ndarray],
+                                                          Callable[[float, np.ndarray], np.ndarray]]:
+    """(u(t, y), ∂u/∂y(t, y)) of the runtime's PD or computed-torque law (``rodgen_input_eval``, no
+    feedforward), ∂u/∂y in closed form: ∂B/∂q and the inverse dynamics' ∂(M a + bias)/∂[q, qd] at fixed a
+    from the model's ``constraint_partials``."""
+    from .runtime.control import PD, _gains
+    n, m = robot.nv, robot.nu
+    rows = ctrl.reference.rows(n)
+    times = ctrl.reference.t
+    pd = isinstance(ctrl, PD)
+    kp = _gains(ctrl.kp, m if pd else n, f"{type(ctrl).__name__} kp")
+    kd = _gains(ctrl.kd, m if pd else n, f"{type(ctrl).__name__} kd")
+
+    def ref(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r = np.array([np.interp(t, times, col) for col in rows.T])
+        return r[:n], r[n:2 * n], r[2 * n:]
+
+    def accel(t: float, y: np.ndarray) -> np.ndarray:
+        q_ref, qd_ref, qdd_ref = ref(t)
+        return qdd_ref + kp * (q_ref - y[:n]) + kd * (qd_ref - y[n:])
+
+    def law(t: float, y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        B = robot.input_map(y[:n], p)
+        if pd:
+            q_ref, qd_ref, _ = ref(t)
+            return kp * (B.T @ (q_ref - y[:n])) + kd * (B.T @ (qd_ref - y[n:]))
+        Q = robot.inverse_dynamics(y[:n], y[n:], accel(t, y), p, t=t)
+        return np.linalg.solve(B.T @ B, B.T @ Q)
+
+    def input_map_partials(y: np.ndarray, qdd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """∂(M qdd + bias)/∂[q, qd] and dB[i, j, k] = ∂B_ij/∂q_k (g = M qdd + bias - B u at u = eⱼ)."""
+        q, qd = np.ascontiguousarray(y[:n]), np.ascontiguousarray(y[n:])
+        g0, _ = robot.constraint_partials(q, qd, qdd, None, None, p, t=0.0)
+        dB = np.empty((n, m, n))
+        for j in range(m):
+            e = np.zeros(m)
+            e[j] = 1.0
+            gj, _ = robot.constraint_partials(q, qd, qdd, e, None, p, t=0.0)
+            dB[:, j, :] = g0[:, :n] - gj[:, :n]
+        return g0, dB
+
+    def dlaw(t: float, y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        q, qd = y[:n], y[n:]
+        B = robot.input_map(q, p)
+        D = np.zeros((m, 2 * n))
+        if pd:
+            q_ref, qd_ref, _ = ref(t)
+            _, dB = input_map_partials(y, np.zeros(n))
+            w = np.outer(q_ref - q, kp) + np.outer(qd_ref - qd, kd)      # w[i, j] = Kp_j e_i + Kd_j ė_i
+            D[:, :n] = -kp[:, None] * B.T + np.einsum("ijk,ij->jk", dB, w)
+            D[:, n:] = -kd[:, None] * B.T
+            return D
+        a = accel(t, y)
+        g, _ = robot.constraint_partials(np.ascontiguousarray(q), np.ascontiguousarray(qd), a, None, None, p, t=t)
+        _, dB = input_map_partials(y, np.zeros(n))
+        M = robot.mass_matrix(q, p)
+        dQ = np.hstack([g[:, :n] - M * kp[None, :], g[:, n:] - M * kd[None, :]])
+        Q = robot.inverse_dynamics(q, qd, a, p, t=t)
+        A = B.T @ B
+        u = np.linalg.solve(A, B.T @ Q)
+        rhs = B.T @ dQ
+        rhs[:, :n] += (np.einsum("ijk,i->jk", dB, Q) - np.einsum("ijk,i->jk", dB, B @ u)
+                       - B.T @ np.einsum("ilk,l->ik", dB, u))
+        return np.linalg.solve(A, rhs)
 
     return law, dlaw
 

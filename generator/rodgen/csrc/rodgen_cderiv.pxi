@@ -1,6 +1,7 @@
 # rodgen_cderiv.pxi: the binding of rodgen_cderiv.c (derivatives of the constrained dynamics and of
 # the impact map), included by _rodgen_runtime.pyx. Use it through rodgen's CompiledModel
-# (constrained_dynamics_derivatives, impact_derivatives), which checks shapes and names blocks.
+# (constrained_dynamics_derivatives, impact_derivatives, constraint_partials), which checks shapes and names
+# blocks.
 
 cdef extern from "rodgen_cderiv.h" nogil:
     long rodgen_cderiv_work_bytes(const rodgen_model *m)
@@ -58,3 +59,24 @@ def impact_derivatives(Model model, double[::1] q, double[::1] qd_minus, int[::1
     finally:
         PyMem_Free(work)
     return status
+
+
+def constraint_partials(Model model, double t, double[::1] q, double[::1] qd, double[::1] qdd, double[::1] u,
+                        double[::1] lam, double[::1] p, double[:, ::1] dg, double[:, ::1] dk):
+    """The model's constraint_partials at one state: dg [nv, 2 nv] = d(M qdd + bias - B u - J^T lam)/d[q, qd]
+    and dk [nrows, 2 nv] = d(J qdd + Jdot qd)/d[q, qd] at fixed qdd, u and lam. Returns 0, or -1 when the
+    table has no constraint_partials."""
+    cdef const rodgen_model *m = model.m
+    if (q.shape[0] != m.nq or qd.shape[0] != m.nv or qdd.shape[0] != m.nv or u.shape[0] != m.nu
+            or lam.shape[0] != m.nrows or dg.shape[0] != m.nv or dg.shape[1] != 2 * m.nv
+            or dk.shape[0] != m.nrows or dk.shape[1] != 2 * m.nv or (p.shape[0] not in (0, m.np))):
+        raise ValueError("constraint_partials: an array has the wrong length")
+    if m.constraint_partials == NULL:
+        return -1
+    cdef const double *up = &u[0] if u.shape[0] > 0 else NULL
+    cdef const double *lp = &lam[0] if lam.shape[0] > 0 else NULL
+    cdef double *kp = &dk[0, 0] if dk.shape[0] > 0 else NULL
+    cdef const double *pp = _opt_pointer(p, model.p0)
+    with nogil:
+        m.constraint_partials(t, &q[0], &qd[0], &qdd[0], up, lp, pp, &dg[0, 0], kp)
+    return 0

@@ -1128,6 +1128,28 @@ class CompiledModel:
             raise self._contact_error("constrained_dynamics_derivatives", code, mask)
         return (D[:n, :n], D[:n, n:2 * n], D[:n, 2 * n:], D[n:, :n], D[n:, n:2 * n], D[n:, 2 * n:])
 
+    def constraint_partials(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, u: Optional[ArrayLike] = None,
+                            lam: Optional[ArrayLike] = None, p: Params = None, *,
+                            t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Partials of the KKT system g = M qdd + bias - B u - Jᵀ λ and k = J qdd + J̇ qd by [q, qd] at fixed
+        qdd, u (default zero) and λ (default zero), one state: ``(dg, dk)``, shapes (nv, 2 nv) and (nrows,
+        2 nv) (by q on the tangent space where nq != nv). With u = λ = 0, dg is ∂(M a + bias)/∂[q, qd] at the
+        acceleration a = qdd: the derivative of the inverse dynamics. Generated with the RHS Jacobian."""
+        table, _ = self._partials_table("constraint_partials", ())
+        qv, qdv, av = self._one_vector(q, "q"), self._one_vector(qd, "qd"), self._one_vector(qdd, "qdd")
+        uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
+        lv = self._one_vector(lam, "lam") if lam is not None else np.zeros(self.nrows)
+        pv = _NO_P if p is None else self._one_params(p)
+        if (qv.shape[0], qdv.shape[0], av.shape[0], uv.shape[0], lv.shape[0]) != (
+                self.nq, self.nv, self.nv, self.nu, self.nrows):
+            raise ValueError(f"constraint_partials: q, qd, qdd, u, lam of the model {self.name!r} have {self.nq}, "
+                             f"{self.nv}, {self.nv}, {self.nu}, {self.nrows} entries; got {qv.shape[0]}, "
+                             f"{qdv.shape[0]}, {av.shape[0]}, {uv.shape[0]}, {lv.shape[0]}")
+        dg, dk = np.empty((self.nv, 2 * self.nv)), np.empty((self.nrows, 2 * self.nv))
+        if self._runtime.constraint_partials(table, float(t), qv, qdv, av, uv, lv, pv, dg, dk):
+            raise RodgenError(f"constraint_partials: the library of the model {self.name!r} has none")
+        return dg, dk
+
     def impact_derivatives(self, q: ArrayLike, qd_minus: ArrayLike, active: Union[str, Sequence[str]] = (),
                            p: Params = None) -> tuple[np.ndarray, ...]:
         """Derivatives of the plastic impact onto the ``active`` blocks (the set after the impact, held as
