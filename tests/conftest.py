@@ -1,6 +1,7 @@
 """Shared fixtures: one build folder per test session, compiled models shared between tests."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,15 @@ EXAMPLES = REPO / "examples"
 
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A build cache shared by the whole session (models compile once)."""
-    return tmp_path_factory.mktemp("rodgen-build")
+    """A build cache shared by the whole session (models compile once). Under pytest-xdist (``-n 2``) the
+    workers share one folder of the run, next to their own temporary folders: a model another worker has
+    built is reused, and two workers building the same one at once compile it once (the cache's lock)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent          # <run>/popen-gw0 -> <run>, the same for every worker of the run
+    folder = base / "rodgen-build"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
