@@ -200,15 +200,23 @@ def test_constrained_solve_outputs(walk) -> None:  # type: ignore[no-untyped-def
                 _close(lam[rows], want_lam, 1e-9)
 
 
-def test_singular_constraint_set_gives_a_status_not_nan(build_dir: Path) -> None:
-    """The compass gait with both feet at one point: four rows of rank two."""
+def test_dependent_rows_get_the_least_norm_forces(build_dir: Path) -> None:
+    """The compass gait with both feet at one point: four rows of rank three. The motion is unique, the forces
+    are the least-norm ones: both equal numpy's lstsq of the whole KKT system."""
     sys = rodgen.build(rodgen.load(EXAMPLES / "compass_gait.yaml"), build_dir=build_dir)
     assert sys._m.info()["routines"]["constrained_terms"]
     q = np.array(sys.initial_state()[:sys.nq], float)
     q[3] = q[2]   # the legs on top of each other
-    with pytest.raises(rodgen.DynamicsError, match="singular"):
-        sys.constrained_dynamics(q, np.zeros(sys.nq), np.zeros(len(sys.inputs)), active=["foot_a", "foot_b"])
-    qdd, _ = sys.constrained_dynamics(q, np.zeros(sys.nq), np.zeros(len(sys.inputs)), active=["foot_a"])
+    qd, u, p = np.zeros(sys.nq), np.zeros(len(sys.inputs)), None
+    qdd, lam = sys.constrained_dynamics(q, qd, u, active=["foot_a", "foot_b"])
+    Mq, h = sys.mass_matrix(q, p), sys.bias(q, qd, p)
+    J, b = sys.constraint_jacobian(q, p), sys.constraint_bias(q, qd, p)
+    assert J.shape == (4, 4) and np.linalg.matrix_rank(J) == 3
+    K = np.block([[Mq, -J.T], [J, np.zeros((4, 4))]])
+    x = np.linalg.lstsq(K, np.r_[-h, -b], rcond=1e-12)[0]
+    np.testing.assert_allclose(qdd, x[:4], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(lam, x[4:], rtol=1e-9, atol=1e-9)
+    qdd, _ = sys.constrained_dynamics(q, qd, u, active=["foot_a"])
     assert np.all(np.isfinite(qdd))
 
 
