@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
         std::cerr << "Pinocchio model has nq=" << model.nq << " nv=" << model.nv << "\n";
         return 3;
     }
-    pinocchio::Data data(model);
+    pinocchio::Data data(model), data_aba(model);   // aba leaves its own traces: a Data each
     typedef pinocchio::RigidConstraintModel CM;
     typedef pinocchio::RigidConstraintData CD;
     PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(CM) cms;
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     int status = 0;
     for (auto &s : st) {
         status |= bench_forward(s.q.data(), s.v.data(), s.u.data(), qdd.data());
-        const Eigen::VectorXd a = pinocchio::aba(model, data, s.pq, s.pv, s.ptau);
+        const Eigen::VectorXd a = pinocchio::aba(model, data_aba, s.pq, s.pv, s.ptau);
         for (int i = 0; i < nv; ++i) d_fd = std::max(d_fd, std::abs(qdd[i] - a[vi[i]]));
         if (nc) {
             status |= bench_constrained(s.q.data(), s.v.data(), s.u.data(), qdd.data(), lam.data());
@@ -149,8 +149,8 @@ int main(int argc, char **argv) {
         }
         if (!only_rodgen) {
             fd_p = std::min(fd_p, per_call_ns([&](int i) {
-                pinocchio::aba(model, data, st[i].pq, st[i].pv, st[i].ptau);
-                sink += data.ddq[0];
+                pinocchio::aba(model, data_aba, st[i].pq, st[i].pv, st[i].ptau);
+                sink += data_aba.ddq[0];
             }, ns, reps));
         }
         if (!nc) continue;
