@@ -2925,6 +2925,23 @@ int rodgen_hybrid_event(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
             status = RODGEN_ERR_TIPPED;
         }
     }
+    for (i = 0; status == RODGEN_OK && i < m->nconstraints; ++i) {
+        /* likewise a loaded, sticking point contact whose force is on its cone (a slip margin of 0) slips */
+        if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && !is_flat(m, i)
+            && !s->slipping[i] && w.lam[normal_row(m, i)] > 0.0 && !unloading(s, i, w.lam)
+            && slip_margin(s, i, w.lam) <= 0.0) {
+            hy_log(s, &out, RODGEN_EVENT_SLIP, i, tangential_force(m, i, w.lam), w.lam[normal_row(m, i)], 0.0);
+            if (o->on_slip == RODGEN_SLIP_SLIDE) {
+                start_slide(s, i, w.lam);
+                continue;
+            }
+            s->slipping[i] = 1;
+            if (o->on_slip != RODGEN_SLIP_CONTINUE) {
+                s->block = i;
+                status = RODGEN_ERR_FRICTION_CONE;
+            }
+        }
+    }
     for (i = 0; i < ny; ++i) {
         if (changed != 0 && y[i] != s->y[i]) {
             *changed = 1;
