@@ -11,7 +11,7 @@ the model through the table pointer it is given.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from .problem import OptimizeError
 
@@ -21,12 +21,18 @@ CFLAGS = ("-O2", "-fPIC")
 DRIVER = Path(__file__).with_name("rodgen_collocation.c")
 
 
-def ipopt_paths() -> tuple[Path, Path]:
-    """(the folder of libipopt, the folder of IpStdCInterface.h) from CasADi's wheel; OptimizeError without."""
+def casadi_module() -> Any:
+    """CasADi (the `optimize` extra), or an OptimizeError that says how to install it."""
     try:
         import casadi
     except ImportError:
         raise OptimizeError(f"rodgen.optimize needs IPOPT: {EXTRA}") from None
+    return casadi
+
+
+def ipopt_paths() -> tuple[Path, Path]:
+    """(the folder of libipopt, the folder of IpStdCInterface.h) from CasADi's wheel; OptimizeError without."""
+    casadi = casadi_module()
     root = Path(casadi.__file__).resolve().parent
     include = root / "include" / "coin-or"
     libs = sorted(root.glob("libipopt.*"))
@@ -67,4 +73,4 @@ def build_driver_object(*, compiler: Optional[str] = None) -> Path:
                           build_dir=cache_dir(), compiler=compiler, object_file=True)
 
 
-__all__ = ["build_driver", "ipopt_paths", "EXTRA"]
+__all__ = ["build_driver", "casadi_module", "ipopt_paths", "EXTRA"]

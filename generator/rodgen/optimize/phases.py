@@ -24,6 +24,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from .build import casadi_module
 from .problem import OptimizeError, Problem, ValidProblem, rate_name
 
 
@@ -440,7 +441,7 @@ class MultiPhaseNLP:
               ) -> "MultiPhaseResult":
         """Solve with CasADi's IPOPT (limited-memory Hessian), the functions and the exact sparse Jacobian
         evaluated by this object's C and Python callbacks."""
-        import casadi
+        casadi = casadi_module()
         x = np.array(self.guess() if x0 is None else x0, dtype=float)
         xl, xu, gl, gu = self.bounds()
         x = np.clip(x, xl, xu)
@@ -467,6 +468,7 @@ class _Callback:
     """A CasADi function of x with its sparse Jacobian, both evaluated by Python callables (kept alive here)."""
 
     def __new__(cls, name: str, n: int, m: int, fn: Any, rows: np.ndarray, cols: np.ndarray, jac: Any) -> Any:
+        casadi_module()   # the OptimizeError that names the extra, if CasADi is missing
         import casadi
 
         # duplicate (row, col) entries are summed: CasADi's sparsity takes each once
