@@ -32,6 +32,7 @@ EXTRA_FILES = {
     "generator/rodgen/cli_sweep.py": "sweep",
     "generator/rodgen/fmu/__init__.py": "fmu",
     "generator/rodgen/optimize/build.py": "optimize",
+    "generator/rodgen/optimize/phases.py": "optimize",
 }
 
 
