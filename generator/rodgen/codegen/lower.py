@@ -591,8 +591,8 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
          "d: pivots of P M P^T = L D L^T; s: the pivots of J M^-1 J^T = L D L^T over the rows held (rows in "
          "order; 1 for a row not held), then its diagonal. qdd and lambda are valid when every d[i] > 0 and "
          "the pivots of the rows held pass the caller's singularity test.")
-        + (("A call holding exactly the blocks of a contact mode (each block alone, all blocks) runs that "
-            "mode's routine, without the rows not held.",) if dispatch else ()),
+        + (("A call holding exactly the rows of one block (the others not held) runs that block's "
+            "routine, without the rows not held.",) if dispatch else ()),
         cs, False, tuple(dispatch)))
     return out
 
