@@ -580,8 +580,9 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
                          f"constrained_solve with exactly the blocks {comment_text(names, 200)} held.",
                          ("k[4i], k[4i+1] are not read: the rows of these blocks are held, the others not.",),
                          solve, True))
-        cond = " && ".join(f"k[{4 * r}] == 1 && k[{4 * r + 1}] == 0" if r in rows
-                           else f"k[{4 * r}] == 0 && k[{4 * r + 1}] == 1" for r in range(nrows))
+        # the rows not held first: a call holding more rows (both feet) leaves at the first test
+        cond = " && ".join([f"k[{4 * r}] == 0 && k[{4 * r + 1}] == 1" for r in range(nrows) if r not in rows]
+                           + [f"k[{4 * r}] == 1 && k[{4 * r + 1}] == 0" for r in sorted(rows)])
         dispatch.append((cond, c_name))
     out.append(build(
         "constrained_solve", f"{prefix}_constrained_solve",
