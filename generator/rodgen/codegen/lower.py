@@ -495,7 +495,7 @@ def constraint_routines(eqs: Equations, prefix: str, g: _Groups, options: Codege
             [g.p, output("mu_k", str(nblocks), "kinetic friction limits")],
             [("mu_k", "kinetic friction limits", [(f"mu_k[{i}]", ex) for i, ex in enumerate(kinetic)])], [], a,
             options)] if any(c.kind == "friction" for c in eqs.constraints) else []) \
-        + ([constrained_terms_routine(eqs, prefix, g, options), constrained_solve_routine(eqs, prefix, g, options)]
+        + ([constrained_terms_routine(eqs, prefix, g, options)] + constrained_solve_routine(eqs, prefix, g, options)
            if options.wants_constrained_terms(n) else [])   # n: the size of M
 
 
@@ -537,33 +537,65 @@ def constrained_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: 
         ct.assignments, options)
 
 
-def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:
+def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """``<prefix>_constrained_solve``: the symbolic stage's ``Equations.constrained_solve()``, qdd and
-    lambda for the rows held, in one routine."""
+    lambda for the rows held, in one routine; before it, a static routine per contact mode
+    (``Equations.constrained_solve_modes()``) that the public one calls when ``k`` holds exactly that mode's
+    blocks."""
     nrows = sum(c.nrows for c in eqs.constraints)
     NQ = g.NV     # velocity-sized (nv)
-    cs = eqs.constrained_solve()
-    return build_routine(
+    cs, modes = eqs.constrained_solve_modes()
+    start = [0]
+    for c in eqs.constraints:
+        start.append(start[-1] + c.nrows)
+
+    def build(name: str, c_name: str, summary: str, doc: tuple[str, ...], solve, static: bool,  # type: ignore[no-untyped-def]
+              dispatch: tuple[tuple[str, str], ...] = ()) -> Routine:
+        r = build_routine(
+            name, c_name, summary, doc,
+            [g.t, g.q, g.qd, g.u, g.p,
+             Group(Argument("k", str(4 * nrows), "per row: held (1 or 0), 1 - held, 2 alpha, beta^2"), solve.gains),
+             Group(Argument("target", str(nrows), "c_target of each row"), solve.targets),
+             output("d", NQ, "pivots of M"), output("qdd", NQ, "coordinate accelerations"),
+             output("lam", str(nrows), "constraint forces"),
+             output("s", str(2 * nrows), "pivots and diagonal of J M^-1 J^T")],
+            [("d", "pivots D of P M P^T = L D L^T", [(f"d[{i}]", ex) for i, ex in enumerate(solve.pivots)]),
+             ("s", "pivots and diagonal of J M^-1 J^T",
+              [(f"s[{i}]", ex) for i, ex in enumerate(solve.s_pivots)]
+              + [(f"s[{nrows + i}]", ex) for i, ex in enumerate(solve.s_diag)]),
+             ("lam", "constraint forces lambda", [(f"lam[{i}]", ex) for i, ex in enumerate(solve.lam)]),
+             ("qdd", "coordinate accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(solve.qdd)])],
+            [], solve.assignments, options, static=static)
+        if dispatch:
+            r = replace(r, dispatch=dispatch, unused=tuple(a for a in r.unused if a != "k"))
+        return r
+
+    out: list[Routine] = []
+    dispatch: list[tuple[str, str]] = []
+    for j, (held, solve) in enumerate(modes):
+        rows = {r for b in held for r in range(start[b], start[b + 1])}
+        names = ", ".join(eqs.constraints[b].name for b in held)
+        c_name = f"{prefix}_constrained_solve_mode{j}"
+        out.append(build(f"constrained_solve_mode{j}", c_name,
+                         f"constrained_solve with exactly the blocks {comment_text(names, 200)} held.",
+                         ("k[4i], k[4i+1] are not read: the rows of these blocks are held, the others not.",),
+                         solve, True))
+        # the rows not held first: a call holding more rows (both feet) leaves at the first test
+        cond = " && ".join([f"k[{4 * r}] == 0 && k[{4 * r + 1}] == 1" for r in range(nrows) if r not in rows]
+                           + [f"k[{4 * r}] == 1 && k[{4 * r + 1}] == 0" for r in sorted(rows)])
+        dispatch.append((cond, c_name))
+    out.append(build(
         "constrained_solve", f"{prefix}_constrained_solve",
         "Constrained dynamics for the rows held: qdd, lambda (range space, one backward substitution).",
         (f"Row i ({nrows} row(s)) is held when k[4i] = 1, k[4i+1] = 0 (not held: 0, 1; lambda_i = 0), by "
          "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target[i]).",
          "d: pivots of P M P^T = L D L^T; s: the pivots of J M^-1 J^T = L D L^T over the rows held (rows in "
          "order; 1 for a row not held), then its diagonal. qdd and lambda are valid when every d[i] > 0 and "
-         "the pivots of the rows held pass the caller's singularity test."),
-        [g.t, g.q, g.qd, g.u, g.p,
-         Group(Argument("k", str(4 * nrows), "per row: held (1 or 0), 1 - held, 2 alpha, beta^2"), cs.gains),
-         Group(Argument("target", str(nrows), "c_target of each row"), cs.targets),
-         output("d", NQ, "pivots of M"), output("qdd", NQ, "coordinate accelerations"),
-         output("lam", str(nrows), "constraint forces"),
-         output("s", str(2 * nrows), "pivots and diagonal of J M^-1 J^T")],
-        [("d", "pivots D of P M P^T = L D L^T", [(f"d[{i}]", ex) for i, ex in enumerate(cs.pivots)]),
-         ("s", "pivots and diagonal of J M^-1 J^T",
-          [(f"s[{i}]", ex) for i, ex in enumerate(cs.s_pivots)]
-          + [(f"s[{nrows + i}]", ex) for i, ex in enumerate(cs.s_diag)]),
-         ("lam", "constraint forces lambda", [(f"lam[{i}]", ex) for i, ex in enumerate(cs.lam)]),
-         ("qdd", "coordinate accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(cs.qdd)])],
-        [], cs.assignments, options)
+         "the pivots of the rows held pass the caller's singularity test.")
+        + (("A call holding exactly the rows of one block (the others not held) runs that block's "
+            "routine, without the rows not held.",) if dispatch else ()),
+        cs, False, tuple(dispatch)))
+    return out
 
 
 def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:

@@ -93,6 +93,9 @@ class Routine:
     work: int = 0
     temporaries: int = 0
     ops: int = 0
+    # (C condition on the inputs, static routine of the same signature) tried in order before the body:
+    # the first whose condition holds computes the outputs instead
+    dispatch: tuple[tuple[str, str], ...] = ()
 
     @property
     def signature(self) -> str:
@@ -214,6 +217,8 @@ class ModelSpec:
             return ("forward_dynamics",)
         if not static:
             return (name,)
+        if name.startswith("constrained_solve_mode"):
+            return ("constrained_solve",)
         users = {"articulated": ("forward_dynamics",),
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),

@@ -353,6 +353,13 @@ class Equations:
         from .constraints import constrained_solve
         return constrained_solve(self)
 
+    def constrained_solve_modes(self) -> tuple[ConstrainedSolve, list[tuple[tuple[int, ...], ConstrainedSolve]]]:
+        """The masked :meth:`constrained_solve` and its specialisations per contact mode (held blocks,
+        solve; see :func:`rodgen.symbolic.constraints.solve_modes`). Built on each call."""
+        from .constraints import constrained_solve, solve_modes
+        cs = constrained_solve(self)
+        return cs, solve_modes(self, cs)
+
     def residual(self) -> sp.Matrix:
         """M qdd + h + G + K + D - F - B u (zero along solutions)."""
         return self.M * sp.Matrix(self.qdd) + self.bias - self.B * sp.Matrix(self.u)
