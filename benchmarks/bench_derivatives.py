@@ -92,13 +92,15 @@ def compiler_version(cc: str) -> str:
     return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 
 
-def harness_object(include: Path, eigen: Path) -> Path:
-    """derivatives_harness.cpp compiled once per source and flags, kept in a cache folder."""
-    src = HERE / "derivatives_harness.cpp"
-    cmd = [tool("g++"), *CFLAGS, "-std=c++17", *PIN_DEFINES, f"-I{include}", f"-I{eigen}", "-c", str(src)]
+def harness_object(include: Path, eigen: Path, source: str = "derivatives_harness.cpp",
+                   flags: tuple[str, ...] = ()) -> Path:
+    """A C++ harness against Pinocchio (``source`` under benchmarks/) compiled once per source and flags, kept in a
+    cache folder."""
+    src = HERE / source
+    cmd = [tool("g++"), *CFLAGS, *flags, "-std=c++17", *PIN_DEFINES, f"-I{include}", f"-I{eigen}", "-c", str(src)]
     key = hashlib.sha256((src.read_text() + " ".join(cmd)).encode()).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / f"rodgen_bench_derivatives_{key}"
-    obj = cache / "derivatives_harness.o"
+    cache = Path(tempfile.gettempdir()) / f"rodgen_bench_{src.stem.replace('_harness', '')}_{key}"
+    obj = cache / f"{src.stem}.o"
     if obj.exists():
         return obj
     cache.mkdir(parents=True, exist_ok=True)

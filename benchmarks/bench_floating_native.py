@@ -25,7 +25,6 @@ Writes ``results/floating_native.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import re
 import shutil
 import subprocess
@@ -39,7 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_derivatives import CFLAGS, PIN_DEFINES, eigen_dir, prefix_dirs, tool  # noqa: E402
+from bench_derivatives import CFLAGS, eigen_dir, harness_object, prefix_dirs, tool  # noqa: E402
 from bench_floating import FEET, ROBOTS, robot_file  # noqa: E402
 
 import rodgen  # noqa: E402
@@ -81,24 +80,6 @@ int bench_forward(const double *q, const double *v, const double *u, double *qdd
 int bench_constrained(const double *q, const double *v, const double *u, double *qdd, double *lambda)
 {{ return rodgen_constrained_dynamics(M, 0.0, P, q, v, u, ACT, 0, &O, qdd, lambda, W); }}
 """
-
-
-def harness_object(include: Path, eigen: Path) -> Path:
-    """constrained_harness.cpp compiled once per source and flags, kept in a cache folder."""
-    src = HERE / "constrained_harness.cpp"
-    cmd = [tool("g++"), *CFLAGS, "-DNDEBUG", "-std=c++17", *PIN_DEFINES, f"-I{include}", f"-I{eigen}", "-c", str(src)]
-    key = hashlib.sha256((src.read_text() + " ".join(cmd)).encode()).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / f"rodgen_bench_constrained_{key}"
-    obj = cache / "constrained_harness.o"
-    if obj.exists():
-        return obj
-    cache.mkdir(parents=True, exist_ok=True)
-    print(f"compiling {src.name} against Pinocchio (once; a few minutes) ...", flush=True)
-    proc = subprocess.run([*cmd, "-o", str(obj) + ".tmp"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"the harness failed to compile:\n{' '.join(cmd)}\n{proc.stderr[-4000:]}")
-    Path(str(obj) + ".tmp").rename(obj)
-    return obj
 
 
 def robot_pair(name: str, feet: bool) -> tuple[rodgen.SpatialModel, Any, list[Any]]:
@@ -213,7 +194,7 @@ def main() -> None:
     ap.add_argument("--callgrind", action="store_true")
     args = ap.parse_args()
     include, libdir = prefix_dirs()
-    obj = harness_object(include, eigen_dir(include))
+    obj = harness_object(include, eigen_dir(include), "constrained_harness.cpp", ("-DNDEBUG",))
     rows = []
     for label, name, feet in (("solo12, four feet held", "solo12", True), ("solo12", "solo12", False),
                               ("talos", "talos", False)):

@@ -84,3 +84,17 @@ def central_jacobian(fun: Callable, x: np.ndarray, eps: float = 1e-6, relative: 
         e[i] = eps * max(1.0, abs(x[i])) if relative else eps
         cols.append((fun(x + e) - fun(x - e)) / (2 * e[i]))
     return np.array(cols).T
+
+
+def check_nlp_jacobian(nlp: object, x: np.ndarray, outside_atol: float = 0.0) -> np.ndarray:
+    """An NLP's sparse constraint Jacobian at x against central differences of its constraints (to 1e-6 of the
+    largest entry), and nothing outside its sparsity pattern (differences there at most ``outside_atol``).
+    Returns the differences."""
+    J = nlp.jacobian(x).toarray()  # type: ignore[attr-defined]
+    Jn = central_jacobian(nlp.constraints, x)  # type: ignore[attr-defined]
+    assert np.abs(J - Jn).max() <= 1e-6 * max(1.0, np.abs(Jn).max())
+    rows, cols = nlp.jacobian_structure()  # type: ignore[attr-defined]
+    outside = np.ones_like(J, dtype=bool)
+    outside[rows, cols] = False
+    assert np.all(np.abs(Jn[outside]) <= outside_atol)
+    return Jn
