@@ -10,15 +10,16 @@ which rodgen's backward-euler method integrates), and both start from the same p
 stride_guess: the hip gliding at the speed, the thighs swinging, no torques; opty's example starts from
 zeros).
 
-Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file), the
-compilation (opty's code generation and Cython build in Problem(); rodgen's model build with its RHS
-Jacobian in one library, CodegenOptions(jacobian=True), and the problem's compile, minus the derivation, in a
-fresh build folder; the collocation driver's object file, compiled once per machine like the runtime's
-extension, is built first and reported apart) and
-the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with
-the limited-memory Hessian, and rodgen with hessian='differences'. The optima are compared by their
-objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20
-and 30 nodes (limited-memory) interpolated onto the 40.
+Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file by the
+method rodgen.build uses, whose Equations the build then takes), the compilation (opty's code generation and
+Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library,
+CodegenOptions(jacobian=True), and the problem's compile, the derivation not counted, in a fresh build folder;
+the collocation driver's object file, compiled once per machine like the runtime's extension, is built first
+and reported apart) and the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves,
+interleaved): opty and rodgen with the limited-memory Hessian, and rodgen with hessian='differences' and
+'forward-differences'. The optima are compared by their objectives, and solvers are restarted from each
+other's optima. Starts: stride_guess, and the optima on 20 and 30 nodes (limited-memory) interpolated onto
+the 40.
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
@@ -42,13 +43,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rodgen  # noqa: E402
 from rodgen import optimize  # noqa: E402
-from rodgen.codegen import CodegenOptions  # noqa: E402
+from rodgen.codegen import DEFAULT_METHOD, CodegenOptions  # noqa: E402
 
 from common import write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = 40
 OPTIONS = {"tol": 1e-8, "max_iter": 3000}
+#: rodgen's solves with a Hessian by differences (beside the limited-memory one, like opty's): key -> hessian=
+DIFFERENCES = {"rodgen_differences": "differences", "rodgen_forward": "forward-differences"}
 
 
 def _walk():
@@ -179,23 +182,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model_file = rodgen.load(ROOT / "examples" / "gait2d.yaml")
-        rodgen.derive(model_file)
+        eqs = rodgen.derive(model_file, method=DEFAULT_METHOD)   # the method rodgen.build derives by
         derivation = time.perf_counter() - t0
         t0 = time.perf_counter()
-        cm = rodgen.build(model_file, build_dir=tmp, codegen=CodegenOptions(jacobian=True))   # one library
+        # one library with its RHS Jacobian; the build takes the Equations just derived (symbolic.derived)
+        cm = rodgen.build(model_file, build_dir=tmp, codegen=CodegenOptions(jacobian=True))
         cm.jacobian_model()
-        model_build = time.perf_counter() - t0 - derivation      # rodgen.build derives once more
+        model_build = time.perf_counter() - t0
+        del eqs
         t0 = time.perf_counter()
         nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=NODES), build_dir=tmp)
         compilation = model_build + time.perf_counter() - t0
-        t0 = time.perf_counter()
-        nlp_d = optimize.compile_problem(replace(walk.problem(cm, speed=args.speed, nodes=NODES),
-                                                 hessian="differences"), build_dir=tmp)
-        compilation_d = model_build + time.perf_counter() - t0
         out["rodgen"].update(derivation_seconds=derivation, compilation_seconds=compilation)
-        out["rodgen_differences"] = {"derivation_seconds": derivation, "compilation_seconds": compilation_d}
-        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s (hessian='differences': "
-              f"{compilation_d:.2f} s)")
+        nlp_of = {}
+        for key, hessian in DIFFERENCES.items():
+            t0 = time.perf_counter()
+            nlp_of[key] = optimize.compile_problem(replace(walk.problem(cm, speed=args.speed, nodes=NODES),
+                                                           hessian=hessian), build_dir=tmp)
+            out[key] = {"derivation_seconds": derivation,
+                        "compilation_seconds": model_build + time.perf_counter() - t0}
+        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s ("
+              + ", ".join(f"hessian={h!r}: {out[k]['compilation_seconds']:.2f} s" for k, h in DIFFERENCES.items())
+              + ")")
     o_der, o_comp, prob, symbolics = opty_setup(args.speed, args.parallel, dict(cm.parameters))
     out["opty"].update(derivation_seconds=o_der, compilation_seconds=o_comp)
     print(f"opty:   derivation {o_der:.2f} s, compilation {o_comp:.2f} s")
@@ -240,53 +248,54 @@ def main() -> None:
         "opty_optimum": abs(cross_r.objective - o_obj) / abs(o_obj)}
     for k in ("rodgen", "opty"):
         out[k]["seconds_per_iteration"] = out[k]["solve_seconds"] / max(1, out[k]["iterations"])
-    # rodgen with hessian='differences' from the same start
-    d_times, res_d = [], None
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        res_d = nlp_d.solve(x0, OPTIONS)
-        d_times.append(time.perf_counter() - t0)
-    assert res_d is not None
-    out["rodgen_differences"].update(solve_seconds=statistics.median(d_times), objective=res_d.objective,
-                                     iterations=res_d.iterations, status=res_d.message)
+    # rodgen with the Hessians by differences from the same start
+    for key, nlp_d in nlp_of.items():
+        d_times, res_d = [], None
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            res_d = nlp_d.solve(x0, OPTIONS)
+            d_times.append(time.perf_counter() - t0)
+        assert res_d is not None
+        out[key].update(solve_seconds=statistics.median(d_times), objective=res_d.objective,
+                        iterations=res_d.iterations, status=res_d.message)
     # more common starts: the optimum on 20 or 30 nodes (limited-memory) interpolated onto the 40 (mesh
-    # refinements); each solver from each, and opty from rodgen's optimum with hessian='differences'
+    # refinements); each solver from each, and opty from rodgen's optima with the Hessians by differences
     out["from_coarse_optima"] = {}
     for coarse_nodes in (20, 30):
         coarse_nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=coarse_nodes))
         coarse = coarse_nlp.solve(walk.stride_guess(coarse_nlp, speed=args.speed), OPTIONS)
         x1 = np.clip(nlp.guess(coarse), xl, xu)
-        times: dict[str, list[float]] = {"rodgen": [], "rodgen_differences": [], "opty": []}
-        res1 = res1d = info1 = None
+        nlps = {"rodgen": nlp, **nlp_of}
+        times: dict[str, list[float]] = {k: [] for k in (*nlps, "opty")}
+        results: dict = {}
+        info1 = None
         o_iter1 = 0
         for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            res1 = nlp.solve(x1, OPTIONS)
-            times["rodgen"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            res1d = nlp_d.solve(x1, OPTIONS)
-            times["rodgen_differences"].append(time.perf_counter() - t0)
+            for k, n in nlps.items():
+                t0 = time.perf_counter()
+                results[k] = n.solve(x1, OPTIONS)
+                times[k].append(time.perf_counter() - t0)
             _, info1, dt, o_iter1 = opty_solve(to_opty(x1))
             times["opty"].append(dt)
-        assert res1 is not None and res1d is not None and info1 is not None
-        _, back, back_time, back_iter = opty_solve(to_opty(res1d.x))
-        refine: dict = {"coarse_objective": coarse.objective, "coarse_status": coarse.message,
-                        "opty_from_rodgen_differences_optimum": {
-                            "objective": float(back["obj_val"]), "iterations": back_iter,
-                            "solve_seconds": back_time,
-                            "rel_diff": abs(float(back["obj_val"]) - res1d.objective) / abs(res1d.objective)}}
-        for k, r in (("rodgen", res1), ("rodgen_differences", res1d)):
+        assert info1 is not None
+        refine: dict = {"coarse_objective": coarse.objective, "coarse_status": coarse.message}
+        for k in DIFFERENCES:   # opty restarted from these optima: are they optima of opty's NLP too?
+            _, back, back_time, back_iter = opty_solve(to_opty(results[k].x))
+            refine[f"opty_from_{k}_optimum"] = {
+                "objective": float(back["obj_val"]), "iterations": back_iter, "solve_seconds": back_time,
+                "rel_diff": abs(float(back["obj_val"]) - results[k].objective) / abs(results[k].objective)}
+        for k, r in results.items():
             refine[k] = {"objective": r.objective, "iterations": r.iterations, "status": r.message,
                          "solve_seconds": statistics.median(times[k])}
         refine["opty"] = {"objective": float(info1["obj_val"]), "iterations": o_iter1,
                           "status": str(info1["status_msg"]), "solve_seconds": statistics.median(times["opty"])}
-        for k in ("rodgen", "rodgen_differences"):
+        for k in nlps:
             r = refine[k]
             r["rel_diff_opty"] = abs(refine["opty"]["objective"] - r["objective"]) / abs(r["objective"])
             r["total_seconds"] = out[k]["derivation_seconds"] + out[k]["compilation_seconds"] + r["solve_seconds"]
         refine["opty"]["total_seconds"] = (out["opty"]["derivation_seconds"] + out["opty"]["compilation_seconds"]
                                            + refine["opty"]["solve_seconds"])
-        for k in ("rodgen", "rodgen_differences"):
+        for k in nlps:
             refine[f"ratio_total_seconds_{k}"] = refine["opty"]["total_seconds"] / refine[k]["total_seconds"]
             refine[f"ratio_solve_seconds_{k}"] = refine["opty"]["solve_seconds"] / refine[k]["solve_seconds"]
         out["from_coarse_optima"][str(coarse_nodes)] = refine
@@ -307,21 +316,23 @@ def main() -> None:
     print(f"objectives: relative difference {rel:.1e}; rodgen from opty's optimum J = {cross_r.objective:.10g} "
           f"({fr['iterations']} iterations, {fr['solve_seconds']:.2f} s), opty from rodgen's J = "
           f"{fo['objective']:.10g} ({fo['iterations']} iterations, {fo['solve_seconds']:.2f} s)")
-    rd = out["rodgen_differences"]
-    print(f"rodgen, hessian='differences': compilation {rd['compilation_seconds']:.2f} s, solve "
-          f"{rd['solve_seconds']:.2f} s ({rd['iterations']} iterations), J = {rd['objective']:.10g}")
+    for k, h in DIFFERENCES.items():
+        rd = out[k]
+        print(f"rodgen, hessian={h!r}: compilation {rd['compilation_seconds']:.2f} s, solve "
+              f"{rd['solve_seconds']:.2f} s ({rd['iterations']} iterations), J = {rd['objective']:.10g}")
     for nodes, refine in out["from_coarse_optima"].items():
         print(f"from the {nodes}-node optimum (J = {refine['coarse_objective']:.6g}) on 40 nodes:")
-        for k in ("rodgen", "rodgen_differences", "opty"):
+        for k in ("rodgen", *DIFFERENCES, "opty"):
             r = refine[k]
             print(f"  {k:18s} J = {r['objective']:.10g} ({r['iterations']} iterations, solve "
                   f"{r['solve_seconds']:.2f} s, total {r['total_seconds']:.2f} s)"
                   + (f", opty / this: total {refine['ratio_total_seconds_' + k]:.1f}x, solve "
                      f"{refine['ratio_solve_seconds_' + k]:.1f}x, objectives {r['rel_diff_opty']:.1e} apart"
                      if k != "opty" else ""))
-        b = refine["opty_from_rodgen_differences_optimum"]
-        print(f"  opty from rodgen_differences' optimum: J = {b['objective']:.10g} ({b['iterations']} iterations, "
-              f"{b['rel_diff']:.1e} apart)")
+        for k in DIFFERENCES:
+            b = refine[f"opty_from_{k}_optimum"]
+            print(f"  opty from {k}'s optimum: J = {b['objective']:.10g} ({b['iterations']} iterations, "
+                  f"{b['rel_diff']:.1e} apart)")
     write_json("opty_gait", out)
 
 

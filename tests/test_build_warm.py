@@ -119,6 +119,39 @@ def test_equations_still_build_and_share_the_folder(tmp_path: Path) -> None:
     assert from_eqs.path == from_model.path
 
 
+def test_build_takes_the_equations_derive_returned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """derive then build of the same model by the same method derives once; a changed model, another method
+    or Equations no longer held derive again."""
+    import gc
+
+    from rodgen.symbolic import derived, planar_tree
+    derivations: list[str] = []
+    real = planar_tree.derive_tree
+
+    def counted(vm):  # type: ignore[no-untyped-def]
+        derivations.append(vm.name)
+        return real(vm)
+
+    monkeypatch.setattr(planar_tree, "derive_tree", counted)
+    model = rodgen.load(DOUBLE)
+    eqs = rodgen.derive(model, method="recursive")
+    assert derivations == ["double_pendulum"]
+    robot = rodgen.build(model, build_dir=tmp_path)
+    assert derivations == ["double_pendulum"]
+    assert derived(rodgen.load(DOUBLE), "recursive") is eqs     # another object with the same content
+    # the same generated sources as a build of the Equations themselves: the same folder name
+    assert rodgen.build(eqs, build_dir=tmp_path / "from_eqs").path.parent.name == robot.path.parent.name
+    assert np.allclose(robot.mass_matrix([0.3, 0.7]), closed_form_mass_matrix(0.7), rtol=1e-13)
+    assert derived(model, "matrix") is None
+    next(p for p in model.parameters if p.name == "m2").value = 1.7
+    changed = rodgen.build(model, build_dir=tmp_path)
+    assert derivations == ["double_pendulum"] * 2
+    assert np.allclose(changed.mass_matrix([0.3, 0.7]), closed_form_mass_matrix(0.7, m2=1.7), rtol=1e-13)
+    del eqs, robot   # the robot holds them for its deferred Jacobian
+    gc.collect()
+    assert derived(rodgen.load(DOUBLE), "recursive") is None
+
+
 LOAD_WITHOUT_SYMPY = """
 import json, sys
 sys.modules["sympy"] = None          # any import of SymPy now fails

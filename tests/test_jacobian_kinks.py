@@ -130,3 +130,25 @@ def test_full_symbolic_derivative_agrees_through_the_kinks(build_dir: Any) -> No
         J = sys_.rhs_jacobian(q, qd, u)
         S = symbolic_reference(eqs, sys_, q, qd, u)
         assert np.abs(J - S).max() <= 1e-9 * np.abs(S).max()
+
+
+def test_partial_of_one_operation_is_sympys() -> None:
+    """partial() takes sums and products of symbols and numbers (the operations of a split chain) without
+    SymPy's Derivative: the very expression sp.diff gives (the same tree, so the same generated C)."""
+    seed = 7
+    rng = np.random.default_rng(seed)
+    syms = [sp.Symbol(f"s{k}", real=True) for k in range(6)]
+    numbers = [sp.Integer(2), sp.Integer(-1), sp.Integer(-3), sp.Rational(1, 2), sp.Float(0.25), sp.Float(-1.5)]
+    checked = 0
+    for _ in range(200):
+        picked = [syms[k] for k in rng.choice(6, size=int(rng.integers(1, 5)), replace=False)]
+        extra = [numbers[int(rng.integers(len(numbers)))]] if rng.random() < 0.6 else []
+        for op in (sp.Add, sp.Mul):
+            expr = op(*picked, *extra)
+            if not (expr.is_Add or expr.is_Mul):
+                continue
+            for s in syms:
+                got, want = partial(expr, s), sp.diff(expr, s)
+                assert sp.srepr(got) == sp.srepr(want), f"seed {seed}: d({expr})/d{s}: {got} against {want}"
+                checked += 1
+    assert checked > 1000

@@ -294,7 +294,8 @@ def test_periodic_rotation_with_a_shift(pendulum: object, build_dir: Path) -> No
 
 @pytest.mark.parametrize("method, free, hessian", [
     (method, free, "exact") for method in ("trapezoidal", "hermite-simpson", "backward-euler") for free in (False, True)
-] + [("hermite-simpson", True, "differences"), ("backward-euler", False, "differences")])
+] + [("hermite-simpson", True, "differences"), ("backward-euler", False, "differences"),
+      ("trapezoidal", True, "forward-differences")])
 def test_exact_hessian_matches_central_differences(double_pendulum: object, build_dir: Path, method: str,
                                                    free: bool, hessian: str) -> None:
     """The Hessian of the Lagrangian (exact, or the points' blocks by differences in the C) against central
@@ -321,7 +322,7 @@ def test_exact_hessian_matches_central_differences(double_pendulum: object, buil
         assert np.max(np.abs(H - Hfd)) < 1e-6 * max(1.0, np.max(np.abs(Hfd))), np.max(np.abs(H - Hfd))
 
 
-@pytest.mark.parametrize("hessian", ["exact", "differences"])
+@pytest.mark.parametrize("hessian", ["exact", "differences", "forward-differences"])
 def test_hessian_of_a_model_without_inputs(build_dir: Path, hessian: str) -> None:
     """A passive pendulum (no inputs: B is n x 0) with a free duration and a boundary row: the Hessian against
     central differences of the exact gradient."""
@@ -346,10 +347,14 @@ def test_exact_hessian_solves_the_swing_up(pendulum: object, build_dir: Path) ->
     lbfgs = Problem(pendulum, **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
     exact = Problem(pendulum, hessian="exact", **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
     diff = Problem(pendulum, hessian="differences", **kwargs).solve(options={"tol": 1e-10}, build_dir=build_dir)
-    assert lbfgs.success and exact.success and diff.success
+    fwd = Problem(pendulum, hessian="forward-differences", **kwargs).solve(options={"tol": 1e-10},
+                                                                          build_dir=build_dir)
+    assert lbfgs.success and exact.success and diff.success and fwd.success
     assert exact.objective == pytest.approx(lbfgs.objective, rel=1e-7)
     assert diff.objective == pytest.approx(lbfgs.objective, rel=1e-7)
+    assert fwd.objective == pytest.approx(lbfgs.objective, rel=1e-7)
     assert exact.iterations < lbfgs.iterations and diff.iterations < lbfgs.iterations
+    assert fwd.iterations < lbfgs.iterations
 
 
 def test_same_optimum_as_casadi_on_the_same_transcription(pendulum: object, build_dir: Path) -> None:

@@ -1,7 +1,7 @@
 """The stages keep apart: read from the source's import statements (ast), not from running it.
 
 * the code stage imports nothing of the symbolic stage but its result types
-  (and its entry point ``derive``, for ``generate(model)``);
+  (and its entry points ``derive`` and ``derived``, for ``generate(model)``);
 * the runtime imports no SymPy (prescribed motions given as SymPy
   expressions are turned into numbers by :mod:`rodgen.symbolic.trajectory`).
 """
@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "generator" / "rodgen"
 
 #: what the code stage may take from rodgen.symbolic, per module it imports from
 RESULT_TYPES = {"rodgen.symbolic.equations": {"Equations", "ConstraintEquations", "ForwardDynamics"},
-                "rodgen.symbolic": {"derive"}}
+                "rodgen.symbolic": {"derive", "derived"}}
 
 
 def imports(path: Path) -> list[tuple[str, str, int]]:

@@ -80,8 +80,9 @@ def generate(source: Union[AnyModel, "Equations"], out_dir: Union[str, Path, Non
 
 
 def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] = None) -> "Equations":
-    """The Equations of a Model or ValidModel (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given) or the
-    Equations themselves."""
+    """The Equations of a Model or ValidModel (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given; those
+    ``rodgen.derive`` returned for the same model and method if they are still held, see
+    :func:`rodgen.symbolic.derived`) or the Equations themselves."""
     from ..symbolic.equations import Equations
     if isinstance(source, Equations):
         if method is not None and str(getattr(method, "value", method)) != str(source.method):
@@ -89,8 +90,9 @@ def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] 
                                f"pass the Model to derive it again")
         return source
     if isinstance(source, MODEL_TYPES):
-        from ..symbolic import derive
-        return derive(source, method=DEFAULT_METHOD if method is None else method)
+        from ..symbolic import derive, derived
+        how = DEFAULT_METHOD if method is None else method
+        return derived(source, how) or derive(source, method=how)
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
 
 

@@ -204,10 +204,10 @@ def _unevaluated(func: Any, args: Sequence[Any]) -> Any:
             flat = _one_coefficient(flat)
             if len(flat) == 2 and flat[0].is_Number and flat[1].is_Add:
                 # a number times a sum that did not become a temporary: distributed, as SymPy does
-                return sp.Add(*(_unevaluated(sp.Mul, [flat[0], t]) for t in flat[1].args), evaluate=False)
+                return sp.Add._from_args([_unevaluated(sp.Mul, [flat[0], t]) for t in flat[1].args])
         if len(flat) == 1:
             return flat[0]
-        return func(*flat, evaluate=False)
+        return func._from_args(flat)   # func(*flat, evaluate=False) without its cache and checks
     if func is sp.Pow:
         return func(*args, evaluate=False)
     return func(*args)

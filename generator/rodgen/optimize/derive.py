@@ -54,10 +54,11 @@ class ProblemEquations:
     #: triangle by [z, ze, T] (index 2 nz: T) as (row, column, expression), row >= column
     bl: tuple[sp.Symbol, ...] = ()
     boundary_hessian: tuple[tuple[int, int, sp.Expr], ...] = ()
-    #: "differences": the points' blocks of the Hessian are central differences of the points' exact
-    #: Lagrangian gradients in the collocation's C (point_hessian is empty); the terminal and boundary
-    #: terms are exact
+    #: "differences" ("forward-differences"): the points' blocks of the Hessian are central (forward)
+    #: differences of the points' exact Lagrangian gradients in the collocation's C (point_hessian is
+    #: empty); the terminal and boundary terms are exact
     differences: bool = False
+    forward: bool = False
     #: the free parameters (indices into p) and the expressions' derivatives by them: the integrand's and the
     #: terminal term's [nfree], the path constraints' and the boundary constraints' dense, row by row
     free: tuple[int, ...] = ()
@@ -146,14 +147,15 @@ def derive_problem(problem: ValidProblem) -> ProblemEquations:
                      terminal_pgradient=tuple(sp.diff(phi, v) for v in pf),
                      path_pjacobian=tuple(sp.diff(g, v) for g in path for v in pf),
                      boundary_pjacobian=tuple(sp.diff(b, v) for b in boundary for v in pf))
-    if problem.hessian in ("exact", "differences"):
+    if problem.hessian in ("exact", "differences", "forward-differences"):
         bl = tuple(sp.Symbol(f"bl{k}", real=True) for k in range(len(boundary)))
         blag = sum((b * e for b, e in zip(bl, boundary)), sp.Integer(0))
         bgrad = [sp.diff(blag, v) for v in wrt]
         extra.update(bl=bl, boundary_hessian=tuple((r, c, d) for r in range(len(wrt)) for c in range(r + 1)
                                                    if (d := sp.diff(bgrad[r], wrt[c])) != 0))
-    if problem.hessian == "differences":
-        extra.update(point_hessian=(), terminal_hessian=_lower(phi, (*z, T)), differences=True)
+    if problem.hessian in ("differences", "forward-differences"):
+        extra.update(point_hessian=(), terminal_hessian=_lower(phi, (*z, T)), differences=True,
+                     forward=problem.hessian == "forward-differences")
     elif problem.hessian == "exact":
         sL = sp.Symbol("sL", real=True)
         mu = tuple(sp.Symbol(f"mu{i}", real=True) for i in range(problem.nq))

@@ -81,7 +81,8 @@ def render_problem(eqs: ProblemEquations, *, name: str, model: str, version: str
                     check=" && ".join(f"isfinite(c[{k}])" for k in range(len(eqs.path))) or "1")
     jac = _routine(eqs, "rodopt_path_jacobian", "double t, const double *z, const double *p, double *v",
                    ("t", "z", "p", "v"), [(f"v[{n}]", d) for n, (_, _, d) in enumerate(eqs.path_jacobian)])
-    exact = 2 if eqs.differences else int(eqs.point_hessian is not None and eqs.terminal_hessian is not None)
+    exact = (3 if eqs.forward else 2) if eqs.differences else int(eqs.point_hessian is not None
+                                                                    and eqs.terminal_hessian is not None)
     hp = _routine(eqs, "rodopt_hessian_point", "double t, const double *z, const double *p, double sL, "
                   "const double *mu, const double *lam, double *H", ("t", "z", "p", "sL", "mu", "lam", "H"),
                   [(f"H[{k}]", e) for k, e in enumerate(eqs.point_hessian or ())])

@@ -25,7 +25,8 @@
  * boundary constraints' entries (between the first and the last point and T; IPOPT adds repeated entries);
  * else IPOPT's limited-memory approximation. rodopt_hessian_available() == 2: the points' blocks are central
  * differences of each point's exact Lagrangian gradient (point_gradient: the model's Jacobian or the
- * constrained dynamics' derivatives, the problem's gradients chained through lambda), symmetrised.
+ * constrained dynamics' derivatives, the problem's gradients chained through lambda), symmetrised; 3: forward
+ * differences of it (one gradient per column and the point's own, step sqrt(machine epsilon)).
  *
  * Contacts held (a model with constraint blocks, given its active mask): f is the constrained dynamics
  * with the active blocks held, its derivatives and those of the contact forces lambda [nrows] from
@@ -1068,29 +1069,40 @@ static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, c
 }
 
 /* A point's Hessian block (lower triangle, row by row, into H) by central differences of point_gradient, each
- * column's step cbrt(machine epsilon) times max(1, |z_b|), symmetrised. Without contacts q'' is linear in u
- * (M^-1 (B u - bias)), so the input columns difference only the problem's own terms: the dynamics' part of
- * the (u, u) block is zero and that of the (u, y) blocks comes from the state columns' input rows. */
+ * column's step cbrt(machine epsilon) times max(1, |z_b|), or with forward != 0 by forward differences from the
+ * point's own gradient, step sqrt(machine epsilon) times max(1, |z_b|); symmetrised. Without contacts q'' is
+ * linear in u (M^-1 (B u - bias)), so the input columns difference only the problem's own terms: the dynamics'
+ * part of the (u, u) block is zero and that of the (u, y) blocks comes from the state columns' input rows. */
 static int hessian_differences(rodopt_ctx *c, double t, const double *z, double sL, const double *mu,
-                               const double *lp, const double *ls, double *H)
+                               const double *lp, const double *ls, int forward, double *H)
 {
     int a, b, nz = c->nz;
-    double zp[nz], Gp[nz], Gm[nz], Hd[nz * nz];
+    double zp[nz], Gp[nz], Gm[nz], G0[nz], G0u[nz], Hd[nz * nz];
     for (a = 0; a < nz; ++a) {
         zp[a] = z[a];
     }
+    if (forward && (!point_gradient(c, t, z, sL, mu, lp, ls, 1, G0)
+                    || (!c->nlam && c->nu > 0 && !point_gradient(c, t, z, sL, mu, lp, ls, 0, G0u)))) {
+        return 0;
+    }
     for (b = 0; b < nz; ++b) {
-        double step = 6.0554544523933395e-06 * (fabs(z[b]) > 1.0 ? fabs(z[b]) : 1.0), up, down;
+        double step = (forward ? 1.4901161193847656e-08 : 6.0554544523933395e-06)
+                      * (fabs(z[b]) > 1.0 ? fabs(z[b]) : 1.0);
+        double up, down = 0.0;
         int dyn = c->nlam || b < c->ny;
         zp[b] = z[b] + step;
         up = zp[b] - z[b];
         if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gp)) {
             return 0;
         }
-        zp[b] = z[b] - step;
-        down = z[b] - zp[b];
-        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gm)) {
-            return 0;
+        if (forward) {
+            memcpy(Gm, dyn ? G0 : G0u, sizeof(double) * (size_t)nz);
+        } else {
+            zp[b] = z[b] - step;
+            down = z[b] - zp[b];
+            if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gm)) {
+                return 0;
+            }
         }
         zp[b] = z[b];
         for (a = 0; a < nz; ++a) {
@@ -1113,7 +1125,7 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
     double T = duration(c, x), h = T / c->nint, L;
     double mu[c->npts * n], muT[c->npts * ny], Ht[(nz + 1) * (nz + 2) / 2], gl[nz + c->nlam + 1];
     set_parameters(c, x);
-    if (!c->exact || ((c->free_T || c->exact == 2) && !eval_jac_all(c, x))) {
+    if (!c->exact || ((c->free_T || c->exact >= 2) && !eval_jac_all(c, x))) {
         return 0;
     }
     for (i = 0; i < c->npts * n; ++i) {
@@ -1139,11 +1151,11 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         }
     }
     for (j = 0; j < c->npts; ++j) {
-        if (c->exact == 2) {
+        if (c->exact >= 2) {
             const double *ls = j == 0 && c->nsp + c->nsv > 0 ? lam + nd + c->npts * c->npath + c->nper + c->nbnd
                                                               : NULL;
             if (!hessian_differences(c, point_time(c, x, j), x + j * nz, sigma * c->w[j] * h, mu + j * n,
-                                     lam + nd + j * c->npath, ls, v + j * tri)) {
+                                     lam + nd + j * c->npath, ls, c->exact == 3, v + j * tri)) {
                 return 0;
             }
         } else if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,

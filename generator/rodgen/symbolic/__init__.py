@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import enum
-from typing import Union
+import weakref
+from typing import Optional, Union
 
 from ..errors import ModelError
 from ..model.core import Model
@@ -26,6 +27,24 @@ class Method(str, enum.Enum):
 
 def available_methods() -> list[str]:
     return [m.value for m in Method]
+
+
+#: The Equations :func:`derive` returned, by (validated model, method), while someone holds them: a build of
+#: the same model by the same method takes them (:func:`derived`) instead of deriving again.
+_DERIVED: "weakref.WeakValueDictionary[tuple[object, str], Equations]" = weakref.WeakValueDictionary()
+
+
+def derived(model: AnyModel, method: Union[str, Method]) -> Optional[Equations]:
+    """The Equations :func:`derive` returned for a model equal to ``model`` (validated; the same links,
+    parameters, values and source) by ``method``, if they are still held somewhere; else None.
+
+    ``rodgen.build(model)`` (``codegen.equations_of``) looks here before deriving, so ``eqs =
+    rodgen.derive(model, method="recursive")`` followed by ``rodgen.build(model)`` derives once. Equations
+    are a result: a changed model is another key (derived again), changed Equations are not seen."""
+    try:
+        return _DERIVED.get((valid_model(model), Method(method).value))
+    except (ValueError, TypeError):   # an unknown method or an unhashable model: derive() says what is wrong
+        return None
 
 
 def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
@@ -65,7 +84,9 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
             raise ValueError(f"method 'planar' derives planar models; {vm.name!r} is a spatial model (use "
                              f"'recursive')")
         from .spatial import derive_spatial_model
-        return derive_spatial_model(vm, m.value)
+        eqs = derive_spatial_model(vm, m.value)
+        _DERIVED[(vm, m.value)] = eqs
+        return eqs
     if m is Method.LAGRANGE:
         from .lagrange import derive_lagrange
         eqs = derive_lagrange(vm)
@@ -93,6 +114,7 @@ def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
         eqs.articulated, eqs.articulated_reason = tree_articulated(eqs)
     from .constraints import constraint_equations
     eqs.constraints = constraint_equations(eqs)
+    _DERIVED[(vm, m.value)] = eqs
     return eqs
 
 
@@ -107,5 +129,5 @@ def _check_inertia(eqs: Equations) -> None:
                              source=eqs.model.source, where=f"link {c.link!r}" if c.link else "base")
 
 
-__all__ = ["derive", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method",
+__all__ = ["derive", "derived", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method",
            "available_methods"]

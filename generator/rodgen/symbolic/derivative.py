@@ -45,12 +45,31 @@ def partial(expr: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
     """d expr / d symbol where it exists, and the documented value at the kinks of ``Abs``, ``sign``,
     ``Max``, ``Min`` (see the module's docstring): SymPy's ``DiracDelta`` (of ``sign``) is dropped and
     its ``Heaviside`` (of ``Max``/``Min``) written with ``sign``, which the printers know."""
+    if expr.is_Add or expr.is_Mul:
+        d = _atoms_partial(expr, symbol)
+        if d is not None:
+            return d
     d = sp.diff(expr, symbol)
     if d.has(sp.DiracDelta):
         d = d.replace(sp.DiracDelta, lambda *a: sp.S.Zero)
     if d.has(sp.Heaviside):
         d = d.replace(sp.Heaviside, lambda x, *a: _step(x))
     return d
+
+
+def _atoms_partial(expr: sp.Expr, symbol: sp.Symbol) -> "sp.Expr | None":
+    """d expr / d symbol of a sum or a product of symbols and numbers (one operation of a split chain), as
+    ``sp.diff`` gives it (the same expression: 1 or 0 for a sum; for a product, the product of the other
+    factors, each symbol being a factor at most once in SymPy's canonical product), without building
+    SymPy's Derivative for every operand; None for any other expression."""
+    args = expr.args
+    if not all(a.is_Symbol or a.is_Number for a in args):
+        return None
+    if symbol not in args:
+        return sp.S.Zero
+    if expr.is_Add:
+        return sp.S.One
+    return sp.Mul(*[a for a in args if a != symbol])
 
 
 def needed_assignments(assignments: Sequence[tuple[sp.Symbol, sp.Expr]],

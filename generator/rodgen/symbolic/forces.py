@@ -78,7 +78,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
         v = J * qdv
         names = {**pnames, **coord, **rate, "t": eqs.t}
         if f.force is not None:
-            names.update(_point_states(f, geo, q, qdv, names))
+            names.update(_point_states(f, geo, q, qdv, names, (r, v)))
         if f.type == "spring_damper":
             assert f.b is not None
             rb = geo.position(f.b)
@@ -92,16 +92,16 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
 
 
 def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.Matrix,
-                  names: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+                  names: dict[str, sp.Expr], at: tuple[sp.Matrix, sp.Matrix]) -> dict[str, sp.Expr]:
     """The point states (``x_<point>`` ... ``vz_<point>``, :data:`rodgen.model.validate.POINT_STATES`) a point
     force's expressions use (names not already in ``names``): the point's position and velocity in the
-    ground frame."""
+    ground frame (``at``: those of the force's own point, already known)."""
     from ..model.validate import point_states
     points = {p: "" for ex in f.force or () for nm in ex.names if "_" in nm and nm not in names
               for p in [nm.split("_", 1)[1]] if geo.has_point(p)}
     known = point_states(points, geo.dim)
     out: dict[str, sp.Expr] = {}
-    cache: dict[str, tuple[sp.Matrix, sp.Matrix]] = {}
+    cache: dict[str, tuple[sp.Matrix, sp.Matrix]] = {f.point: at}
     for ex in f.force or ():
         for nm in ex.names:
             if nm not in known:

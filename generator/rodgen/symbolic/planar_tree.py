@@ -28,6 +28,7 @@ recursion of :mod:`rodgen.symbolic.recursive` (see docs/deriving.md).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -70,7 +71,25 @@ def lower_node(nd: Node) -> SNode:
 def lower(model: ValidModel, k: Optional[Kinematics] = None
           ) -> tuple[SpatialKinematics, LoweredTree, Kinematics, _TreeBuilder]:
     """The spatial kinematics and expanded tree of a planar model (and its planar kinematics and tree
-    builder, which knows the node of each named point)."""
+    builder, which knows the node of each named point). Without ``k``, the same objects for an equal model
+    while it is among the last :data:`LOWERED_KEPT` lowered (a build lowers its model three times: the
+    equations, the articulated-body algorithm, the inverse dynamics' derivatives); the callers only read them."""
+    if k is None:
+        return _lowered(model)
+    return _lower(model, k)
+
+
+#: The planar models whose lowered trees :func:`lower` keeps.
+LOWERED_KEPT = 4
+
+
+@functools.lru_cache(maxsize=LOWERED_KEPT)
+def _lowered(model: ValidModel) -> tuple[SpatialKinematics, LoweredTree, Kinematics, _TreeBuilder]:
+    return _lower(model, None)
+
+
+def _lower(model: ValidModel, k: Optional[Kinematics]
+           ) -> tuple[SpatialKinematics, LoweredTree, Kinematics, _TreeBuilder]:
     k = k or build_kinematics(model)
     builder = _TreeBuilder(model, k)
     nodes = builder.build()
