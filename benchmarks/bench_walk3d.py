@@ -9,13 +9,15 @@ first step up to 10 ms before its landing, about 2.8 s).
 
 rodgen: ``robot.simulate(..., controller=CController, contacts=["sole_l", "sole_r"])``, RK4 with events, the
 controller called at every stage and held over each step (``hold=True``). MuJoCo: the MJCF twin
-(``biped12_gait.mjcf``: the same bodies, joints and inertias, box soles on a plane, MuJoCo's default soft
-contact), driven by the *same* C function as ``mjcb_control`` (or called before each ``mj_step``, held) in a
-C program (benchmarks/mujoco_walk3d.c) linking the mujoco wheel's libmujoco, with RK4 and MuJoCo's default
-Euler. The callback maps MuJoCo's (qpos, qvel) to rodgen's (q, v): the quaternion's order (w x y z to
-x y z w) and the free joint's linear velocity (world frame to the pelvis frame). Runs are interleaved; the
-controller's own time per call is measured alone. The "same mechanism" check: the pelvis position of the
-two runs over the first 0.5 s (double support). ``--instructions`` counts instructions with callgrind.
+(``biped12_gait.mjcf``: the same bodies, joints and inertias, box soles on a plane, MuJoCo's stiffest contact
+at this step, ``biped12_gait.mj_contact``), driven by the *same* C function as ``mjcb_control`` (or called
+before each ``mj_step``, held) in a C program (benchmarks/mujoco_walk3d.c) linking the mujoco wheel's
+libmujoco, with RK4 and MuJoCo's default Euler (which does not walk with these contacts: it falls). The
+callback maps MuJoCo's (qpos, qvel) to rodgen's (q, v): the quaternion's order (w x y z to x y z w) and the
+free joint's linear velocity (world frame to the pelvis frame). Runs are interleaved; the controller's own
+time per call is measured alone. The "same mechanism" check: the pelvis position of the two runs over the
+first 0.5 s (double support); "upright": whether each run's pelvis stays above UPRIGHT to the end.
+``--instructions`` counts instructions with callgrind.
 
 Writes benchmarks/results/walk3d.json.
 """
@@ -43,6 +45,8 @@ SPATIAL = HERE.parent / "examples" / "spatial"
 DT = 1e-3
 #: the double-support window of the "same mechanism" check [s] and its tolerance on the pelvis position [m]
 AGREE_T, AGREE_TOL = 0.5, 5e-3
+#: a run is upright when its pelvis never goes below this height [m] (the gait's: about 0.85 m)
+UPRIGHT = 0.75
 
 RODGEN_ONCE = """
 import sys
@@ -139,8 +143,8 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     subprocess.run(["gcc", *objs, "-o", "mujoco_walk3d", f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}",
                     "-lm"], cwd=work, check=True)
     out["mujoco_version"] = mujoco.__version__
-    out["mujoco_contact"] = ("default soft contact and solver options; box soles 22 x 10 x 1 cm on a plane, "
-                             "friction 0.8 (rodgen: 6-row flat-foot contacts, rigid, mu of biped12.yaml)")
+    out["mujoco_contact"] = (f"{gait_mod.mj_contact(DT)}, default solver options; box soles 22 x 10 x 1 cm on a "
+                             "plane, friction 0.8 (rodgen: 6-row flat-foot contacts, rigid, mu of biped12.yaml)")
 
     def harness(mode: str, n: int, reps: int, trace: int = 0) -> tuple[list[float], dict[str, str], str]:
         proc = subprocess.run([str(work / "mujoco_walk3d"), "biped12.xml", mode, str(n), str(reps), str(trace)],
@@ -201,6 +205,9 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
         out[f"ratio_{key}_over_{ref}_without_controller"] = (out[f"{key}_us_per_step_without_controller"]
                                                              / out[f"{ref}_us_per_step_without_controller"])
     out["ratio_mujoco_rk4_over_rodgen_hold"] = out["mujoco_rk4_s"] / out["rodgen_hold_s"]
+    # like for like: the RK4 runs compared all stay upright to the end
+    out["upright_m"] = UPRIGHT
+    out["upright"] = {key: out[f"{key}_lowest_pelvis_m"] > UPRIGHT for key, _, _ in WALK_VARIANTS}
     if instructions and shutil.which("valgrind"):
         (work / "rodgen_once.py").write_text(RODGEN_ONCE)
         np.save(work / "params.npy", ctrl.params)

@@ -165,8 +165,8 @@ def test_constrained_solve_outputs(walk) -> None:  # type: ignore[no-untyped-def
     """The routine against NumPy's KKT solve on the reference's M, bias, J, for each set of held rows
     (both feet, one, none) with gains and targets that differ row by row: the pivots of M multiply to
     det M, those of the rows held to det S (S = J M^-1 J^T of those rows; a row not held has pivot 1 and
-    lambda exactly 0), s ends with the diagonal of J M^-1 J^T, and qdd, lambda solve
-    M qdd + bias = B u + J^T lambda, J qdd = -Jdot qd - k_v J qd - k_p (c - target) on the rows held."""
+    lambda exactly 0), s ends with the diagonal of J M^-1 J^T (rows held; 0 in the others), and qdd, lambda
+    solve M qdd + bias = B u + J^T lambda, J qdd = -Jdot qd - k_v J qd - k_p (c - target) on the rows held."""
     fast, _, ref = walk
     nq, nr = fast.nq, fast.nrows
     rng = np.random.default_rng(9)
@@ -190,7 +190,8 @@ def test_constrained_solve_outputs(walk) -> None:  # type: ignore[no-untyped-def
             assert np.all(piv[held == 0] == 1.0) and np.all(piv[held == 1] > 0)
             if rows:
                 assert np.prod(piv) == pytest.approx(np.linalg.det(S[np.ix_(rows, rows)]), rel=1e-9)
-            _close(out["s"][0, nr:], np.diag(S), 1e-10)
+            _close(out["s"][0, nr:], held * np.diag(S), 1e-10)
+            assert np.all(out["s"][0, nr:][held == 0] == 0.0)
             rhs = Jb + gains[:, 0] * (J @ qd) + gains[:, 1] * (c - target)
             want_qdd, want_lam = kkt_solve(M, h, B @ u, J[rows], rhs[rows])
             _close(out["qdd"][0], want_qdd, 1e-9)

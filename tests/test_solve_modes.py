@@ -38,7 +38,8 @@ def _solve(sys, q, qd, u, k, target):  # type: ignore[no-untyped-def]
 def test_modes_match_the_masked_solve_and_the_kkt_reference(walk) -> None:  # type: ignore[no-untyped-def]
     """Each mode (one foot, the other) and the masked path (both feet; one row of a foot)
     at random states with gains and targets that differ row by row: qdd, lambda, the pivots and the
-    diagonal of J M^-1 J^T equal the masked solve's, and qdd, lambda solve the KKT system."""
+    diagonal of J M^-1 J^T (rows held; 0 in the others) equal the masked solve's, and qdd, lambda solve the
+    KKT system."""
     sys, ref = walk
     nq, nr = sys.nq, sys.nrows
     rng = np.random.default_rng(21)
@@ -61,7 +62,8 @@ def test_modes_match_the_masked_solve_and_the_kkt_reference(walk) -> None:  # ty
             for name in ("d", "qdd", "lam", "s"):
                 np.testing.assert_allclose(got[name], masked[name], rtol=1e-12, atol=1e-12 * np.abs(masked[name]).max())
             assert np.all(got["lam"][held == 0] == 0.0) and np.all(got["s"][:nr][held == 0] == 1.0)
-            np.testing.assert_allclose(got["s"][nr:], np.diag(S), rtol=1e-10)
+            np.testing.assert_allclose(got["s"][nr:], held * np.diag(S), rtol=1e-10)
+            assert np.all(got["s"][nr:][held == 0] == 0.0)
             rhs = Jb + gains[:, 0] * (J @ qd) + gains[:, 1] * (c - target)
             want_qdd, want_lam = kkt_solve(M, h, B @ u, J[rows], rhs[rows])
             np.testing.assert_allclose(got["qdd"], want_qdd, rtol=1e-9, atol=1e-9 * np.abs(want_qdd).max())
@@ -70,7 +72,8 @@ def test_modes_match_the_masked_solve_and_the_kkt_reference(walk) -> None:  # ty
 
 def test_the_modes_drop_the_rows_not_held() -> None:
     """The symbolic stage specialises each block of a 2-block model held alone; in a single-foot
-    mode the other foot's forces are 0 and the solve needs fewer assignments than the masked one."""
+    mode the other foot's forces and diagonal of J M^-1 J^T are 0, the solve needs fewer assignments than the
+    masked one and none of the other foot's forward substitutions."""
     eqs = rodgen.derive(rodgen.load(EXAMPLES / "exo5_walk.yaml"))
     assert 2 <= len(eqs.constraints) <= MODE_BLOCKS_MAX
     cs, modes = eqs.constrained_solve_modes()
@@ -79,7 +82,18 @@ def test_the_modes_drop_the_rows_not_held() -> None:
     for held, solve in modes:
         other = range(nr[0], sum(nr)) if held == (0,) else range(nr[0])
         assert all(solve.lam[r] == 0 for r in other)
-        assert all(solve.s_pivots[r] == 1 for r in other)
+        assert all(solve.s_pivots[r] == 1 for r in other) and all(solve.s_diag[r] == 0 for r in other)
         assert len(solve.assignments) < len(cs.assignments)
         on = {cs.gains[4 * r] for r in range(sum(nr))} | {cs.gains[4 * r + 1] for r in range(sum(nr))}
         assert not any(on & sp.sympify(ex).free_symbols for _, ex in solve.assignments)
+        # what the outputs need: no forward substitution of the rows not held (symbols _cfd_j<r>_...)
+        defs = {sym: sp.sympify(ex) for sym, ex in solve.assignments}
+        need, todo = set(), [x for xs in (solve.pivots, solve.qdd, solve.lam, solve.s_pivots, solve.s_diag)
+                             for ex in xs for x in sp.sympify(ex).free_symbols]
+        while todo:
+            x = todo.pop()
+            if x not in need and x in defs:
+                need.add(x)
+                todo.extend(defs[x].free_symbols)
+        assert not any(x.name.startswith(f"_cfd_j{r}_") for x in need for r in other)
+        assert any(x.name.startswith(f"_cfd_j{r}_") for x in need for r in range(sum(nr)) if r not in other)

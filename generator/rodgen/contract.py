@@ -167,13 +167,13 @@ ROUTINES: tuple[Routine, ...] = (
                                   _out("d", "nv", "pivots of P M P^T = L D L^T"),
                                   _out("qdd", "nv", "coordinate accelerations"),
                                   _out("lam", "nrows", "constraint forces lambda"),
-                                  _out("s", "2*nrows",
-                                       "pivots of J M^-1 J^T = L D L^T (rows held), then its diagonal")),
+                                  _out("s", "2*nrows", "pivots of J M^-1 J^T = L D L^T (rows held), then its "
+                                       "diagonal (rows held, 0 otherwise)")),
             "The constrained dynamics for the rows held (k[4i] = 1, k[4i+1] = 0; not held: 0, 1, lambda_i = 0), "
             "range space on the factorisation of constrained_terms with one backward substitution: "
             "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target) row by row; qdd and lambda are valid when "
-            "every d[i] > 0 and the pivots "
-            "s[i] of the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T).",
+            "every d[i] > 0 and the pivots s[i] of the rows held pass the caller's test (s[nrows ..]: the "
+            "diagonal of J M^-1 J^T in the rows held, 0 in the others).",
             optional=True),
     Routine("element_forces", (_t, _q, _qd, _u, _p,
                                _out("f", "fdim*nforces", "force of each element x, y (, z)", "nforces,fdim")),

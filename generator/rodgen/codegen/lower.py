@@ -590,8 +590,8 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
         (f"Row i ({nrows} row(s)) is held when k[4i] = 1, k[4i+1] = 0 (not held: 0, 1; lambda_i = 0), by "
          "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target[i]).",
          "d: pivots of P M P^T = L D L^T; s: the pivots of J M^-1 J^T = L D L^T over the rows held (rows in "
-         "order; 1 for a row not held), then its diagonal. qdd and lambda are valid when every d[i] > 0 and "
-         "the pivots of the rows held pass the caller's singularity test.")
+         "order; 1 for a row not held), then its diagonal (0 for a row not held). qdd and lambda are valid "
+         "when every d[i] > 0 and the pivots of the rows held pass the caller's singularity test.")
         + (("A call holding exactly the rows of one block (the others not held) runs that block's "
             "routine, without the rows not held.",) if dispatch else ()),
         cs, False, tuple(dispatch)))

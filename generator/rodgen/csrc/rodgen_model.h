@@ -159,7 +159,8 @@ typedef struct rodgen_model {
     /* The constrained dynamics for the rows held (k[4i] = 1, k[4i+1] = 0; not held: 0, 1, lambda_i = 0), range
      * space on the factorisation of constrained_terms with one backward substitution: J qdd = -Jdot qd - k[4i+2] J
      * qd - k[4i+3] (c - target) row by row; qdd and lambda are valid when every d[i] > 0 and the pivots s[i] of
-     * the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T). NULL when not generated. */
+     * the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T in the rows held, 0 in the
+     * others). NULL when not generated. */
     void (*constrained_solve)(double t, const double *q, const double *qd, const double *u, const double *p, const double *k, const double *target, double *d, double *qdd, double *lam, double *s);
 
     /* Force of each force element on its point, ground frame: f[d*i + c], d = RODGEN_FDIM(m) (2 in a planar model:

@@ -452,7 +452,7 @@ class ConstrainedSolve:
     targets : (rows) the symbols c_target.
     pivots : (n) the pivots D of M.
     qdd : (n) the accelerations; lam : (rows) the constraint forces λ (0 in the rows not held).
-    s_pivots, s_diag : (rows) the pivots of S' and the diagonal of S.
+    s_pivots, s_diag : (rows) the pivots of S' and the diagonal of S in the rows held (0 in the others).
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
@@ -522,7 +522,9 @@ def constrained_solve(eqs: Equations) -> ConstrainedSolve:
                                                  if LS[k][i] != 0 and lam[k] != 0]), "lam")
     x = [new(yf[i] + sp.Add(*[Y[r][i] * lam[r] for r in range(nr) if Y[r][i] != 0]), "x") for i in range(n)]
     qdd = fa.backward(x, "a")
-    return ConstrainedSolve(fa.assignments, gains, targets, fa.D, qdd, lam, DS, diag)
+    # the diagonal of the rows held (0 in the others): a mode's solve drops the rows not held entirely
+    return ConstrainedSolve(fa.assignments, gains, targets, fa.D, qdd, lam, DS,
+                            [on[r] * diag[r] for r in range(nr)])
 
 
 MODE_BLOCKS_MAX = 3
@@ -538,8 +540,9 @@ def solve_modes(eqs: Equations, cs: ConstrainedSolve) -> list[tuple[tuple[int, .
     specialisation saves only the mask's products (about 1 % of the operations), less than the test that
     selects it costs. A mode's solve is
     the masked one with its on, off gains set (1, 0 on the rows of the held blocks, 0, 1 on the others)
-    and the numbers carried through the assignments: the rows not held drop out of J M^-1 J^T, its
-    factorisation and the back substitution; their diagonal of J M^-1 J^T is still computed (output s).
+    and the numbers carried through the assignments: the rows not held drop out of J M^-1 J^T (its
+    diagonal in s is 0 there), its factorisation and the back substitution, and so do their forward
+    substitutions.
     Its gains symbols are those of the masked solve (on, off no longer appear)."""
     nb = len(eqs.constraints)
     if not 2 <= nb <= MODE_BLOCKS_MAX:
