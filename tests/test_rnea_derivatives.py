@@ -333,3 +333,10 @@ def test_a_tree_over_the_pair_limit_keeps_the_tangent(monkeypatch: pytest.Monkey
     assert "inverse_dynamics_tangent" in names and "inverse_dynamics_derivatives" not in names
     monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 21)
     assert rodgen.derive(model).inverse_dynamics_derivatives() is not None
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "300"])
+def test_pair_loop_min_must_be_a_count(bad: Any) -> None:
+    from rodgen.errors import CodegenError
+    with pytest.raises(CodegenError, match="pair_loop_min must be a non-negative integer"):
+        CodegenOptions(pair_loop_min=bad)

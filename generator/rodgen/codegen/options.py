@@ -43,7 +43,7 @@ CONSTRAINED_TERMS_AUTO_MAX_NQ = 30
 
 #: Default of :attr:`CodegenOptions.pair_loop_min`: the pairs of joints on one branch from which their dot products
 #: are a loop in the RHS Jacobian's derivative routine.
-PAIR_LOOP_MIN = 100
+PAIR_LOOP_MIN = 300
 
 
 @dataclass(frozen=True)

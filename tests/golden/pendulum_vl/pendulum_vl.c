@@ -460,15 +460,16 @@ PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
  * from the leaves (each row, once final, is taken off its ancestors' rows), Z = -D^-1 Y, then L X = Z from
  * the roots (each row takes off its ancestors' final rows). Every step is one row minus a multiple of
  * another over the m contiguous columns (the inner loops vectorise); only pairs on one branch occur. */
-PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B, int n, int m)
+PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B)
 {
+    enum { n = PENDULUM_VL_NQ, m = 2 * PENDULUM_VL_NQ };   /* constants: loops without a remainder */
     double r;
     int i, t, c;
     for (i = n - 1; i >= 0; --i) {
-        const double *bi = B + i * m;
+        const double *restrict bi = B + i * m;
         for (t = pendulum_vl_anc_start[i]; t < pendulum_vl_anc_start[i + 1]; ++t) {
             const double l = H[i * n + pendulum_vl_anc[t]];
-            double *ba = B + pendulum_vl_anc[t] * m;
+            double *restrict ba = B + pendulum_vl_anc[t] * m;
             for (c = 0; c < m; ++c) {
                 ba[c] -= l * bi[c];
             }
@@ -482,10 +483,10 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
         }
     }
     for (i = 0; i < n; ++i) {
-        double *bi = B + i * m;
+        double *restrict bi = B + i * m;
         for (t = pendulum_vl_anc_start[i]; t < pendulum_vl_anc_start[i + 1]; ++t) {
             const double l = H[i * n + pendulum_vl_anc[t]];
-            const double *ba = B + pendulum_vl_anc[t] * m;
+            const double *restrict ba = B + pendulum_vl_anc[t] * m;
             for (c = 0; c < m; ++c) {
                 bi[c] -= l * ba[c];
             }
@@ -524,7 +525,7 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
         }
     }
     pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
-    pendulum_vl_ltdl_solve_block(M, J + 2 * n * n, n, 2 * n);
+    pendulum_vl_ltdl_solve_block(M, J + 2 * n * n);
     if (!pendulum_vl_all_finite(J + 2 * n * n, 2 * n * n)) {
         pendulum_vl_fill_nan(J, 4 * n * n);
         return RODGEN_ERR_NONFINITE_RESULT;
