@@ -73,6 +73,31 @@ def _evaluator(eqs: Any) -> Any:
     return run
 
 
+def _pair_evaluator(eqs: Any) -> Any:
+    """(q, v, a, u) -> (d g/d q, d g/d qd) from the pair products' data (``InverseDynamicsDerivatives.pairs``):
+    the rest of dg and the per-velocity vectors evaluated in Python, then the pairs' dot products in NumPy as the
+    C loop adds them."""
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.pairs is not None
+    lp, n = d.pairs, len(eqs.qd)
+    f = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t]],
+                  list(lp.dq) + list(lp.dv) + [x for vec in lp.vectors for x in vec], d.assignments)
+    p = [eqs.param_values[s] for s in eqs.params]
+
+    def run(q: Any, v: Any, a: Any, u: Any) -> tuple[np.ndarray, np.ndarray]:
+        out = np.array(f(list(q), list(v), list(a), list(u), p, [0.0]), dtype=float)
+        dq, dv = out[:n * n].reshape(n, n), out[n * n:2 * n * n].reshape(n, n)
+        J, dAdq, dVdq, dAdv, Fq, Fv, Fa, Fy = np.moveaxis(out[2 * n * n:].reshape(n, 8, 6), 1, 0)
+        for dd in range(n):
+            for aa in lp.ancestors[dd]:
+                dq[aa, dd] += J[aa] @ Fq[dd]
+                dv[aa, dd] += J[aa] @ Fv[dd]
+                dq[dd, aa] += Fa[dd] @ dAdq[aa] + Fy[dd] @ dVdq[aa]
+                dv[dd, aa] += Fa[dd] @ dAdv[aa] + Fy[dd] @ J[aa]
+        return dq, dv
+    return run
+
+
 def _urdf(relative: str, floating: bool, keep: Any = None) -> tuple[Any, Any]:
     path = str(robot_file(relative))
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
@@ -100,7 +125,7 @@ ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False, None),
 def test_inverse_dynamics_derivatives_match_pinocchio(name: str) -> None:
     model, pm = _urdf(*ROBOTS[name])
     eqs = rodgen.derive(model)
-    run = _evaluator(eqs)
+    run, pairs = _evaluator(eqs), _pair_evaluator(eqs)
     nq, nv = len(eqs.q), len(eqs.qd)
     qi, vi = _maps([str(s) for s in eqs.q], nq, nv, pm)
     data = pm.createData()
@@ -109,30 +134,34 @@ def test_inverse_dynamics_derivatives_match_pinocchio(name: str) -> None:
     for _ in range(3):
         pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         pv, pa = rng.normal(size=nv), rng.normal(size=nv)
-        dq, dv = run(pq[qi], pv[vi], pa[vi], np.zeros(len(eqs.u)))
         pin.computeRNEADerivatives(pm, data, pq, pv, pa)
         Pq, Pv = data.dtau_dq[np.ix_(vi, vi)], data.dtau_dv[np.ix_(vi, vi)]
         scale = max(1.0, np.abs(Pq).max(), np.abs(Pv).max())
-        assert np.abs(dq - Pq).max() <= RTOL * scale
-        assert np.abs(dv - Pv).max() <= RTOL * scale
+        for ev in (run, pairs):     # the straight-line form, and the loop form's vectors and pairs
+            dq, dv = ev(pq[qi], pv[vi], pa[vi], np.zeros(len(eqs.u)))
+            assert np.abs(dq - Pq).max() <= RTOL * scale
+            assert np.abs(dv - Pv).max() <= RTOL * scale
 
 
 def test_spherical_and_planar_joints_match_pinocchio() -> None:
     from test_floating_spatial import _ball_and_slider, _from_pin
     model, pm = _ball_and_slider()
     eqs = rodgen.derive(model)
-    run = _evaluator(eqs)
+    run, pairs = _evaluator(eqs), _pair_evaluator(eqs)
+    # several velocities on one node: no pair among a node's own columns (revolute 1, ball 3, planar 3, revolute 1)
+    assert eqs.inverse_dynamics_derivatives().pairs.count == 3 * 1 + 3 * 4 + 1 * 7
     data = pm.createData()
     rng = np.random.default_rng(8)
     pin.seed(8)
     for _ in range(3):
         pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         v, a = rng.normal(size=8), rng.normal(size=8)
-        dq, dv = run(_from_pin(pq), v, a, np.zeros(len(eqs.u)))
         pin.computeRNEADerivatives(pm, data, pq, v, a)
         scale = max(1.0, np.abs(data.dtau_dq).max())
-        assert np.abs(dq - data.dtau_dq).max() <= RTOL * scale
-        assert np.abs(dv - data.dtau_dv).max() <= RTOL * scale
+        for ev in (run, pairs):
+            dq, dv = ev(_from_pin(pq), v, a, np.zeros(len(eqs.u)))
+            assert np.abs(dq - data.dtau_dq).max() <= RTOL * scale
+            assert np.abs(dv - data.dtau_dv).max() <= RTOL * scale
 
 
 def _pieces() -> rodgen.SpatialModel:
@@ -255,10 +284,24 @@ def test_planar_newton_euler_derivative_matches_the_tangent(name: str) -> None:
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max()), name
 
 
-@pytest.mark.parametrize("name", ["ur5", "solo12"])
-def test_rhs_jacobian_matches_computeABADerivatives(name: str, build_dir: Path) -> None:
+def test_pair_products_need_velocities_one_to_one() -> None:
+    """Undo and virtual nodes (tree coordinates that are not the velocities): no loop form, the straight-line code."""
+    eqs = rodgen.derive(_pieces())
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.pairs is None
+    names = {r.name for r in lower(eqs, options=CodegenOptions(jacobian=True, pair_loop_min=0)).routines}
+    assert "inverse_dynamics_derivatives" in names and "inverse_dynamics_vectors" not in names
+
+
+@pytest.mark.parametrize("name, loop", [("ur5", False), ("solo12", False), ("ur5", True),
+                                        pytest.param("solo12", True, marks=pytest.mark.slow)])
+def test_rhs_jacobian_matches_computeABADerivatives(name: str, loop: bool, build_dir: Path) -> None:
+    """Both forms of the derivative routine: the pairs' products as straight-line code and as a loop."""
     model, pm = _urdf(*ROBOTS[name])
-    robot = rodgen.build(model, build_dir=build_dir, codegen=CodegenOptions(jacobian=True), defer_jacobian=False)
+    options = CodegenOptions(jacobian=True, pair_loop_min=0 if loop else 10 ** 6)
+    eqs = rodgen.derive(model)
+    assert ("inverse_dynamics_vectors" in {r.name for r in lower(eqs, options=options).routines}) == loop
+    robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
     nq, nv = robot.nq, robot.nv
     qi, vi = _maps(list(robot.coordinates), nq, nv, pm)
     data = pm.createData()
@@ -290,3 +333,10 @@ def test_a_tree_over_the_pair_limit_keeps_the_tangent(monkeypatch: pytest.Monkey
     assert "inverse_dynamics_tangent" in names and "inverse_dynamics_derivatives" not in names
     monkeypatch.setattr(rnea_derivatives, "MAX_PAIRS", 21)
     assert rodgen.derive(model).inverse_dynamics_derivatives() is not None
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "300"])
+def test_pair_loop_min_must_be_a_count(bad: Any) -> None:
+    from rodgen.errors import CodegenError
+    with pytest.raises(CodegenError, match="pair_loop_min must be a non-negative integer"):
+        CodegenOptions(pair_loop_min=bad)

@@ -102,10 +102,13 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     )
     if spatial:
         meta += (("FRAMES", repr(tuple(full.frames))),)
-    if jacobian and any(rt.name == "inverse_dynamics_derivatives" for rt in r):
+    if jacobian and any(rt.name in ("inverse_dynamics_derivatives", "inverse_dynamics_vectors") for rt in r):
         derivatives = eqs.inverse_dynamics_derivatives()
         assert derivatives is not None
         meta += (("VELOCITY_PARENTS", repr(derivatives.parents)),)
+        if any(rt.name == "inverse_dynamics_vectors" for rt in r):
+            assert derivatives.pairs is not None
+            meta += (("PAIR_ANCESTORS", repr(derivatives.pairs.ancestors)),)
     if options.regressor and eqs.regressor is not None:
         meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:
@@ -348,6 +351,25 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     NQ = g.NV
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     d = eqs.inverse_dynamics_derivatives()
+    if d is not None and d.pairs is not None and d.pairs.count >= options.pair_loop_min:
+        # the O(n) per-velocity vectors as straight-line code into vec, the pairs' dot products as the loop of
+        # <prefix>_inverse_dynamics_derivatives (templates/c/jacobian.c.jinja, from the meta PAIR_ANCESTORS)
+        lp = d.pairs
+        width = len(lp.vectors[0])
+        assert width == 48, width     # the layout templates/c/jacobian.c.jinja reads
+        entries = [(f"dg[{i * 2 * n + j}]", lp.dq[i, j] if j < n else lp.dv[i, j - n])
+                   for i in range(n) for j in range(2 * n)]
+        vec = [(f"vec[{j * width + r}]", x) for j in range(n) for r, x in enumerate(lp.vectors[j])]
+        return [build_routine(
+            "inverse_dynamics_vectors", f"{prefix}_inverse_dynamics_vectors",
+            "The per-velocity vectors of the derivative of the recursive Newton-Euler algorithm, and dg without "
+            "the products of the pairs on one branch (used by inverse_dynamics_derivatives).",
+            ("vec: per velocity, six each of J, dA/dq, dV/dq, dA/dv, F_q, F_v, F_a, F_y.",),
+            inputs + [output("dg", f"2*{NQ}*{NQ}", "d g/d q (tangent space) and d g/d qd without the pairs' "
+                                                      "products, row by row"),
+                      output("vec", f"{width}*{NQ}", "per-velocity vectors")],
+            [("dg", "d(M a + bias - B u)/d[q, qd] without the pairs' products", entries),
+             ("vec", "per-velocity vectors", vec)], [], d.assignments, options, static=True)]
     if d is not None:
         entries = [(f"dg[{i * 2 * n + j}]", d.dq[i, j] if j < n else d.dv[i, j - n])
                    for i in range(n) for j in range(2 * n)]

@@ -41,6 +41,11 @@ REAL_TYPES = ("double", "float")
 CONSTRAINED_TERMS_AUTO_MAX_NQ = 30
 
 
+#: Default of :attr:`CodegenOptions.pair_loop_min`: the pairs of joints on one branch from which their dot products
+#: are a loop in the RHS Jacobian's derivative routine.
+PAIR_LOOP_MIN = 300
+
+
 @dataclass(frozen=True)
 class CodegenOptions:
     """Options of the code stage (keyword-only where used).
@@ -78,6 +83,12 @@ class CodegenOptions:
         ``M qdd + h + G = Y theta`` (``Equations.regressor``, see :mod:`rodgen.symbolic.regressor`),
         exported beside the table with ``<prefix>_ntheta()`` and ``<prefix>_theta_list()``; off by
         default, so existing builds do not grow.
+    pair_loop_min : the fewest pairs of joints on one branch (different nodes; a chain of n joints has
+        n (n - 1) / 2) from which the derivative of the recursive Newton-Euler algorithm computes their dot
+        products in a loop over per-joint vectors instead of straight-line code (:data:`PAIR_LOOP_MIN`
+        by default): the code then grows like n instead of n · depth, and a long chain's derivative
+        stays in the processor's caches. Models whose tree's columns are not the velocities one to one
+        keep the straight-line code.
     parameter_derivatives : generate ``<prefix>_parameter_partials(t, q, qd, qdd, u, p, dg)``, the
         derivative of ``M qdd + bias - B u`` by the parameters (:mod:`rodgen.symbolic.parameter_derivative`),
         which ``state_transition(..., parameters=True)`` needs for ∂y(T)/∂p; off by default.
@@ -91,6 +102,7 @@ class CodegenOptions:
     real: str = "double"
     regressor: bool = False
     parameter_derivatives: bool = False
+    pair_loop_min: int = PAIR_LOOP_MIN
 
     def __post_init__(self) -> None:
         try:
@@ -109,6 +121,9 @@ class CodegenOptions:
             raise CodegenError(f"regressor must be True or False, got {self.regressor!r}")
         if self.parameter_derivatives not in (True, False):
             raise CodegenError(f"parameter_derivatives must be True or False, got {self.parameter_derivatives!r}")
+        if not isinstance(self.pair_loop_min, int) or isinstance(self.pair_loop_min, bool) \
+                or self.pair_loop_min < 0:
+            raise CodegenError(f"pair_loop_min must be a non-negative integer, got {self.pair_loop_min!r}")
         if self.real not in REAL_TYPES:
             raise CodegenError(f"real must be one of {', '.join(REAL_TYPES)}, got {self.real!r}")
         if self.real == "float" and self.parameter_derivatives:

@@ -224,6 +224,7 @@ class ModelSpec:
                  "inverse_dynamics_partials": ("rhs_jacobian",),
                  "inverse_dynamics_tangent": ("rhs_jacobian",),
                  "inverse_dynamics_derivatives": ("rhs_jacobian",),
+                 "inverse_dynamics_vectors": ("rhs_jacobian",),
                  "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
         if name in users and users[name]:
             return users[name]
@@ -269,6 +270,21 @@ class ModelSpec:
             run_start.append(len(runs) // 2)
         return {"parents": parents, "anc_start": tuple(start), "anc": tuple(anc) or (0,),
                 "run_start": tuple(run_start), "runs": tuple(runs) or (0,)}
+
+    def pair_ancestors(self) -> dict[str, tuple[int, ...]]:
+        """The pairs whose dot products ``<prefix>_inverse_dynamics_derivatives`` computes in a loop (meta
+        ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors``) as compressed rows: ``anc[start[d]:start[d +
+        1]]`` are the velocities of the nodes above velocity d's node."""
+        import ast
+        rows: tuple[tuple[int, ...], ...] = ()
+        for k, v in self.meta:
+            if k == "PAIR_ANCESTORS":
+                rows = ast.literal_eval(v)
+        start, anc = [0], []
+        for row in rows:
+            anc += [int(a) for a in row]
+            start.append(len(anc))
+        return {"start": tuple(start), "anc": tuple(anc) or (0,)}
 
     def names(self, key: str) -> tuple[str, ...]:
         """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""

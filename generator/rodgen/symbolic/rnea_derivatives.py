@@ -85,12 +85,46 @@ class InverseDynamicsDerivatives:
         is an ancestor of the other, so M factorises as Lᵀ D L without fill-in (Featherstone's LTDL). Where the
         tree's columns are not the velocities one to one (a virtual or an undo node), ``parents[j] = j - 1``:
         every earlier velocity counts as an ancestor, a dense factorisation.
+    pairs : the same derivatives with the dot products of the pairs of columns on different nodes of one branch
+        as data (:class:`PairProducts`), for a loop in the code; None where the tree's columns are not the
+        velocities one to one.
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
     dq: sp.Matrix
     dv: sp.Matrix
     parents: tuple[int, ...]
+    pairs: Optional["PairProducts"] = None
+
+
+#: The numbers :class:`PairProducts` gives per velocity: six each of J, dA/dq, dV/dq, dA/dv, F_q, F_v, F_a, F_y.
+PAIR_VECTORS = ("J", "dAdq", "dVdq", "dAdv", "Fq", "Fv", "Fa", "Fy")
+
+
+@dataclass(frozen=True)
+class PairProducts:
+    """The O(n · depth) part of :class:`InverseDynamicsDerivatives` as data: per-velocity vectors and the pairs.
+
+    vectors : per velocity j, 48 expressions: six each of (in :data:`PAIR_VECTORS`' order) its column J, dA/dq,
+        dV/dq and dA/dv, what it gives as the ancestor of a pair, and F_q (after the joint's turn ``J ×* f``), F_v,
+        F_a and F_y, what it gives as the descendant.
+    ancestors : per velocity d, the velocities of the nodes strictly above its own node (a joint's own columns,
+        a free joint's six, are not among them), nearest first.
+    dq, dv : ∂g/∂q and ∂g/∂qd without the products of these pairs. For every d and a in ``ancestors[d]``:
+        ``dq[a, d] += J(a)·F_q(d)``, ``dv[a, d] += J(a)·F_v(d)``,
+        ``dq[d, a] += F_a(d)·dA/dq(a) + F_y(d)·dV/dq(a)``, ``dv[d, a] += F_a(d)·dA/dv(a) + F_y(d)·J(a)``
+        give :attr:`InverseDynamicsDerivatives.dq` and ``.dv``.
+    """
+
+    vectors: tuple[tuple[sp.Expr, ...], ...]
+    ancestors: tuple[tuple[int, ...], ...]
+    dq: sp.Matrix
+    dv: sp.Matrix
+
+    @property
+    def count(self) -> int:
+        """The number of pairs (four 6-term dot products each)."""
+        return sum(len(a) for a in self.ancestors)
 
 
 def velocity_tree(nodes: list, Jt: _Joints, nv: int) -> tuple[int, ...]:
@@ -276,6 +310,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     Fv: list[Six] = [[]] * NC
     Dq: dict[tuple[int, int], sp.Expr] = {}
     Dv: dict[tuple[int, int], sp.Expr] = {}
+    strict: set[tuple[int, int]] = set()   # (ancestor, descendant) columns on different nodes
     for i in reversed(range(N)):
         m = e(_sum(accY[i][0]), f"{i}_DCm")
         h = [e(_sum(accY[i][1][r]), f"{i}_DCh{r}") for r in range(3)]
@@ -299,6 +334,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 Dq[c, kk] = _dot6(Jc[c], Fq[kk])
                 Dv[c, kk] = _dot6(Jc[c], Fv[kk])
             for kk in below[i]:
+                strict.add((c, kk))
                 Dq[kk, c] = _sum((_dot6(Fa[kk], dAdq[c]), _dot6(Fy[kk], dVdq[c])))
                 Dv[kk, c] = _sum((_dot6(Fa[kk], dAdv[c]), _dot6(Fy[kk], Jc[c])))
         par = nodes[i].parent
@@ -318,16 +354,19 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 accB[par][r][c_].append(B[r][c_])
 
     # --- the model's velocities: T' D T; then the rest of g ---------------------------------------------------
-    dq = sp.zeros(nv, nv)
-    dv = sp.zeros(nv, nv)
-    for (c, kk), val in Dq.items():
-        for a_, ca in Jt.Tmap[c]:
-            for b_, cb in Jt.Tmap[kk]:
-                dq[a_, b_] += _mul(_mul(ca, cb), val)
-    for (c, kk), val in Dv.items():
-        for a_, ca in Jt.Tmap[c]:
-            for b_, cb in Jt.Tmap[kk]:
-                dv[a_, b_] += _mul(_mul(ca, cb), val)
+    # where every column is one velocity (coefficient 1), the pairs' products also apart, for a loop in the code
+    vel = [row[0][0] if len(row) == 1 and row[0][1] == 1 else -1 for row in Jt.Tmap]
+    loop = len(vel) == nv and sorted(vel) == list(range(nv))
+    dq, dv = sp.zeros(nv, nv), sp.zeros(nv, nv)
+    lq, lv = sp.zeros(nv, nv), sp.zeros(nv, nv)
+    for D, full, part in ((Dq, dq, lq), (Dv, dv, lv)):
+        for (c, kk), val in D.items():
+            held = loop and ((c, kk) in strict or (kk, c) in strict)
+            for a_, ca in Jt.Tmap[c]:
+                for b_, cb in Jt.Tmap[kk]:
+                    full[a_, b_] += _mul(_mul(ca, cb), val)
+                    if loop and not held:
+                        part[a_, b_] += _mul(_mul(ca, cb), val)
     assignments = list(e.assignments)
     bu = eqs.B * sp.Matrix(eqs.u) if eqs.u else sp.zeros(nv, 1)
     assert eqs.F is not None
@@ -346,9 +385,29 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             tq = sp.eye(nq)
         for r in range(nv):
             for j in range(nv):
-                dq[r, j] += _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
+                extra_q = _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
+                dq[r, j] += extra_q
                 dv[r, j] += jac[r][nq + j]
-    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv))
+                if loop:
+                    lq[r, j] += extra_q
+                    lv[r, j] += jac[r][nq + j]
+    pairs = None
+    if loop:
+        vectors: list[tuple[sp.Expr, ...]] = [()] * nv
+        ancestors: list[tuple[int, ...]] = [()] * nv
+        for c in range(NC):
+            vectors[vel[c]] = tuple(sp.sympify(x) for vec in (Jc[c], dAdq[c], dVdq[c], dAdv[c], Fq[c], Fv[c],
+                                                              Fa[c], Fy[c]) for x in vec)
+        for i, nd in enumerate(nodes):
+            above: list[int] = []
+            par = nd.parent
+            while par >= 0:
+                above += [vel[c] for c in reversed(Jt.cols[par])]
+                par = nodes[par].parent
+            for c in Jt.cols[i]:
+                ancestors[vel[c]] = tuple(above)
+        pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs)
 
-
-__all__ = ["InverseDynamicsDerivatives", "inverse_dynamics_derivatives", "applies", "velocity_tree", "MAX_PAIRS"]
+__all__ = ["InverseDynamicsDerivatives", "PairProducts", "PAIR_VECTORS", "inverse_dynamics_derivatives", "applies",
+           "velocity_tree", "MAX_PAIRS"]
