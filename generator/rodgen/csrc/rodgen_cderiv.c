@@ -24,7 +24,7 @@ static int cd_finite(const double *x, int n)
 
 typedef struct {
     double *M, *L, *J, *Y, *S, *X, *T, *dg, *dg0, *dk, *B, *h, *b, *z, *lam0;
-    int *rows;
+    int *rows, *nnz, *nz;   /* the held rows; per held row i its nonzero columns nz[i * n .. i * n + nnz[i]) in J */
 } cd_scratch;
 
 static long cd_doubles(const rodgen_model *m)
@@ -37,7 +37,8 @@ static long cd_doubles(const rodgen_model *m)
 
 long rodgen_cderiv_work_bytes(const rodgen_model *m)
 {
-    long bytes = cd_doubles(m) * (long)sizeof(double) + (long)(m->nrows + 1) * (long)sizeof(int);
+    long bytes = cd_doubles(m) * (long)sizeof(double)
+                 + ((long)m->nrows * (m->nv + 2) + 1) * (long)sizeof(int);
     return (bytes + 15) / 16 * 16;
 }
 
@@ -61,6 +62,8 @@ static void cd_carve(const rodgen_model *m, void *work, cd_scratch *s)
     s->b = d; d += r;
     s->lam0 = d; d += r + 8;
     s->rows = (int *)(void *)d;
+    s->nnz = s->rows + r;
+    s->nz = s->nnz + r;
 }
 
 /* The held rows of `active` (impact: FRICTION blocks left out); -1 for a mode that is not held. */
@@ -112,7 +115,36 @@ static void cd_accumulate(double *y, int w, const double *a, int as, const doubl
     }
 }
 
-/* M and its factor, J, the held rows, Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
+/* y[c] += sum_j a[idx[j]] B[idx[j]][c] over the nnz entries idx of a (a sparse row of J) for the w columns of B
+ * (row-major): cd_accumulate skipping J's zeros (a foot's rows touch the base and its leg only). */
+static void cd_accumulate_sparse(double *y, int w, const double *a, const int *idx, int nnz, const double *B)
+{
+    int c, j;
+    for (c = 0; c + 4 <= w; c += 4) {
+        double y0 = y[c], y1 = y[c + 1], y2 = y[c + 2], y3 = y[c + 3];
+        for (j = 0; j < nnz; ++j) {
+            const double ak = a[idx[j]];
+            const double *bk = B + idx[j] * w + c;
+            y0 += ak * bk[0];
+            y1 += ak * bk[1];
+            y2 += ak * bk[2];
+            y3 += ak * bk[3];
+        }
+        y[c] = y0;
+        y[c + 1] = y1;
+        y[c + 2] = y2;
+        y[c + 3] = y3;
+    }
+    for (; c < w; ++c) {
+        double acc = y[c];
+        for (j = 0; j < nnz; ++j) {
+            acc += a[idx[j]] * B[idx[j] * w + c];
+        }
+        y[c] = acc;
+    }
+}
+
+/* M and its factor, J, the held rows (with their nonzero columns), Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
  * row i) and the factor of S = J M^-1 J^T. */
 static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
                      cd_scratch *s, int *na_out)
@@ -134,6 +166,16 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     m->constraint_jacobian(q, p, s->J);
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s->J + s->rows[i] * n;
+        int *nzi = s->nz + i * n, c = 0;
+        for (k = 0; k < n; ++k) {
+            if (Ji[k] != 0.0) {
+                nzi[c++] = k;
+            }
+        }
+        s->nnz[i] = c;
+    }
     for (k = 0; k < n; ++k) {
         for (i = 0; i < na; ++i) {
             s->Y[k * na + i] = s->J[s->rows[i] * n + k];
@@ -144,7 +186,7 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
         for (j = 0; j < na; ++j) {
             s->S[i * na + j] = 0.0;
         }
-        cd_accumulate(s->S + i * na, na, s->J + s->rows[i] * n, 1, s->Y, n);
+        cd_accumulate_sparse(s->S + i * na, na, s->J + s->rows[i] * n, s->nz + i * n, s->nnz[i], s->Y);
     }
     if (rodgen_cholesky_rel(s->S, na, CDERIV_SINGULAR_TOL) != RODGEN_OK) {
         return RODGEN_ERR_SINGULAR_CONSTRAINTS;
@@ -165,7 +207,7 @@ static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *
         for (c = 0; c < w; ++c) {
             ti[c] = -ti[c];
         }
-        cd_accumulate(ti, w, s->J + s->rows[i] * n, 1, s->X, n);
+        cd_accumulate_sparse(ti, w, s->J + s->rows[i] * n, s->nz + i * n, s->nnz[i], s->X);
     }
     rodgen_cholesky_solve_block(s->S, na, s->T, w);
     for (k = 0; k < n; ++k) {
