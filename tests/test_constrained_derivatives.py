@@ -115,9 +115,10 @@ def test_planar_derivatives_are_central_differences(example: str, active: list[s
         return np.concatenate([qdd, lam])
 
     num = _central(dyn, np.concatenate([q, qd, u]))
-    got = robot.constrained_dynamics_derivatives(q, qd, u, active)
-    ana = np.block([[got[0], got[1], got[2]], [got[3], got[4], got[5]]])
-    assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
+    for args in ((q, qd, u), (list(q), list(qd), list(u))):   # arrays (the one-state path) and lists (checked)
+        got = robot.constrained_dynamics_derivatives(*args, active)
+        ana = np.block([[got[0], got[1], got[2]], [got[3], got[4], got[5]]])
+        assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
     rows = np.concatenate([np.arange(b.row, b.row + b.nrows) for b in robot.constraints if b.name in active])
     num = _central(lambda x: _impact_kkt(robot, x[:n], x[n:], rows), np.concatenate([q, qd]))
     got = robot.impact_derivatives(q, qd, active)
@@ -132,6 +133,10 @@ def test_bad_requests_are_named(build_dir: Path) -> None:
         robot.constrained_dynamics_derivatives(q, qd, None, {"foot_a": "slide_plus"})
     with pytest.raises(ValueError, match="unknown constraint block|foot_c"):
         robot.constrained_dynamics_derivatives(q, qd, None, ["foot_c"])
+    with pytest.raises(ValueError, match="entries"):
+        robot.constrained_dynamics_derivatives(q[:-1], qd, None, ["foot_a"])
+    with pytest.raises(rodgen.DynamicsError, match="foot_a: the state.*NaN"):
+        robot.constrained_dynamics_derivatives(np.full(robot.nq, np.nan), qd, None, ["foot_a"])
     plain = rodgen.build(rodgen.load(EXAMPLES / "double_pendulum.yaml"), build_dir=build_dir)
     with pytest.raises(ValueError, match="no constraint blocks"):
         plain.impact_derivatives(np.zeros(2), np.zeros(2))

@@ -24,7 +24,9 @@ static int cd_finite(const double *x, int n)
 
 typedef struct {
     double *M, *L, *J, *Y, *S, *X, *T, *dg, *dg0, *dk, *B, *h, *b, *z, *lam0;
-    int *rows;
+    int *rows, *nnz, *nz;   /* the held rows; per held row i its nonzero columns nz[i * n .. i * n + nnz[i]) in J */
+    int *lnnz, *lnz;        /* per row k of M's factor L its nonzero columns (< k) lnz[k * n .. k * n + lnnz[k]) */
+    int n;
 } cd_scratch;
 
 static long cd_doubles(const rodgen_model *m)
@@ -37,7 +39,8 @@ static long cd_doubles(const rodgen_model *m)
 
 long rodgen_cderiv_work_bytes(const rodgen_model *m)
 {
-    long bytes = cd_doubles(m) * (long)sizeof(double) + (long)(m->nrows + 1) * (long)sizeof(int);
+    long bytes = cd_doubles(m) * (long)sizeof(double)
+                 + ((long)m->nrows * (m->nv + 2) + (long)m->nv * (m->nv + 1) + 1) * (long)sizeof(int);
     return (bytes + 15) / 16 * 16;
 }
 
@@ -61,6 +64,82 @@ static void cd_carve(const rodgen_model *m, void *work, cd_scratch *s)
     s->b = d; d += r;
     s->lam0 = d; d += r + 8;
     s->rows = (int *)(void *)d;
+    s->nnz = s->rows + r;
+    s->nz = s->nnz + r;
+    s->lnnz = s->nz + r * n;
+    s->lnz = s->lnnz + n;
+    s->n = n;
+}
+
+/* M = L^T D L in place of s->L (a copy of M), L unit lower triangular below the diagonal, D on it (Featherstone's
+ * LTDL, from the last row up): the factor of a tree's mass matrix with its coordinates in tree order (each parent
+ * before its children) has no fill-in, L's row k nonzero only in the ancestors of k, and the zeros skipped here and
+ * in the solves leave the pairs off a branch out. The nonzero columns of each row are listed for the solves. */
+static int cd_ltdl(cd_scratch *s)
+{
+    const int n = s->n;
+    double *H = s->L;
+    int i, j, k;
+    for (k = n - 1; k >= 0; --k) {
+        double *hk = H + k * n;
+        const double d = hk[k];
+        int c = 0;
+        if (!(d > RODGEN_PIVOT_RTOL * fabs(s->M[k * n + k]))) {
+            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+        }
+        for (i = k - 1; i >= 0; --i) {
+            if (hk[i] != 0.0) {
+                const double a = hk[i] / d;
+                double *hi = H + i * n;
+                for (j = i; j >= 0; --j) {
+                    hi[j] -= a * hk[j];
+                }
+                hk[i] = a;
+            }
+        }
+        for (i = 0; i < k; ++i) {
+            if (hk[i] != 0.0) {
+                s->lnz[k * n + c++] = i;
+            }
+        }
+        s->lnnz[k] = c;
+    }
+    return RODGEN_OK;
+}
+
+/* B <- M^-1 B for the n x w block B (row-major) with cd_ltdl's factor: L^T Y = B, Y <- D^-1 Y, L X = Y, each step
+ * a row update over L's nonzeros. */
+static void cd_solve_block(const cd_scratch *s, double *B, int w)
+{
+    const int n = s->n;
+    const double *L = s->L;
+    int j, k, c;
+    for (k = n - 1; k >= 0; --k) {
+        const double *bk = B + k * w;
+        for (j = 0; j < s->lnnz[k]; ++j) {
+            const int i2 = s->lnz[k * n + j];
+            const double a = L[k * n + i2];
+            double *bi = B + i2 * w;
+            for (c = 0; c < w; ++c) {
+                bi[c] -= a * bk[c];
+            }
+        }
+    }
+    for (k = 0; k < n; ++k) {
+        const double dinv = 1.0 / L[k * n + k];
+        double *bk = B + k * w;
+        for (c = 0; c < w; ++c) {
+            bk[c] *= dinv;
+        }
+        for (j = 0; j < s->lnnz[k]; ++j) {
+            const int i2 = s->lnz[k * n + j];
+            const double a = L[k * n + i2];
+            const double *bi = B + i2 * w;
+            for (c = 0; c < w; ++c) {
+                bk[c] -= a * bi[c];
+            }
+        }
+    }
 }
 
 /* The held rows of `active` (impact: FRICTION blocks left out); -1 for a mode that is not held. */
@@ -112,7 +191,36 @@ static void cd_accumulate(double *y, int w, const double *a, int as, const doubl
     }
 }
 
-/* M and its factor, J, the held rows, Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
+/* y[c] += sum_j a[idx[j]] B[idx[j]][c] over the nnz entries idx of a (a sparse row of J) for the w columns of B
+ * (row-major): cd_accumulate skipping J's zeros (a foot's rows touch the base and its leg only). */
+static void cd_accumulate_sparse(double *y, int w, const double *a, const int *idx, int nnz, const double *B)
+{
+    int c, j;
+    for (c = 0; c + 4 <= w; c += 4) {
+        double y0 = y[c], y1 = y[c + 1], y2 = y[c + 2], y3 = y[c + 3];
+        for (j = 0; j < nnz; ++j) {
+            const double ak = a[idx[j]];
+            const double *bk = B + idx[j] * w + c;
+            y0 += ak * bk[0];
+            y1 += ak * bk[1];
+            y2 += ak * bk[2];
+            y3 += ak * bk[3];
+        }
+        y[c] = y0;
+        y[c + 1] = y1;
+        y[c + 2] = y2;
+        y[c + 3] = y3;
+    }
+    for (; c < w; ++c) {
+        double acc = y[c];
+        for (j = 0; j < nnz; ++j) {
+            acc += a[idx[j]] * B[idx[j] * w + c];
+        }
+        y[c] = acc;
+    }
+}
+
+/* M and its factor, J, the held rows (with their nonzero columns), Y = M^-1 J^T of the held rows (n x na, row-major: column i that of held
  * row i) and the factor of S = J M^-1 J^T. */
 static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
                      cd_scratch *s, int *na_out)
@@ -130,21 +238,31 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
     for (i = 0; i < n * n; ++i) {
         s->L[i] = s->M[i];
     }
-    if (rodgen_cholesky(s->L, n) != RODGEN_OK) {
+    if (cd_ltdl(s) != RODGEN_OK) {
         return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     m->constraint_jacobian(q, p, s->J);
+    for (i = 0; i < na; ++i) {
+        const double *Ji = s->J + s->rows[i] * n;
+        int *nzi = s->nz + i * n, c = 0;
+        for (k = 0; k < n; ++k) {
+            if (Ji[k] != 0.0) {
+                nzi[c++] = k;
+            }
+        }
+        s->nnz[i] = c;
+    }
     for (k = 0; k < n; ++k) {
         for (i = 0; i < na; ++i) {
             s->Y[k * na + i] = s->J[s->rows[i] * n + k];
         }
     }
-    rodgen_cholesky_solve_block(s->L, n, s->Y, na);
+    cd_solve_block(s, s->Y, na);
     for (i = 0; i < na; ++i) {
         for (j = 0; j < na; ++j) {
             s->S[i * na + j] = 0.0;
         }
-        cd_accumulate(s->S + i * na, na, s->J + s->rows[i] * n, 1, s->Y, n);
+        cd_accumulate_sparse(s->S + i * na, na, s->J + s->rows[i] * n, s->nz + i * n, s->nnz[i], s->Y);
     }
     if (rodgen_cholesky_rel(s->S, na, CDERIV_SINGULAR_TOL) != RODGEN_OK) {
         return RODGEN_ERR_SINGULAR_CONSTRAINTS;
@@ -165,7 +283,7 @@ static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *
         for (c = 0; c < w; ++c) {
             ti[c] = -ti[c];
         }
-        cd_accumulate(ti, w, s->J + s->rows[i] * n, 1, s->X, n);
+        cd_accumulate_sparse(ti, w, s->J + s->rows[i] * n, s->nz + i * n, s->nnz[i], s->X);
     }
     rodgen_cholesky_solve_block(s->S, na, s->T, w);
     for (k = 0; k < n; ++k) {
@@ -219,7 +337,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
         }
         qdd[i] = acc;
     }
-    rodgen_cholesky_solve(s.L, qdd, n);
+    cd_solve_block(&s, qdd, 1);
     m->constraint_bias(q, qd, p, s.b);
     for (i = 0; i < r; ++i) {
         lam[i] = 0.0;
@@ -249,7 +367,7 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
             s.X[k * w + 2 * n + j] = -s.B[k * nu + j];
         }
     }
-    rodgen_cholesky_solve_block(s.L, n, s.X, w);
+    cd_solve_block(&s, s.X, w);
     for (i = 0; i < na; ++i) {
         for (j = 0; j < w; ++j) {
             s.T[i * w + j] = j < 2 * n ? s.dk[s.rows[i] * 2 * n + j] : 0.0;
@@ -325,7 +443,7 @@ int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const doub
             s.X[k * w + n + j] = 0.0;
         }
     }
-    rodgen_cholesky_solve_block(s.L, n, s.X, w);   /* the right half stays 0: set it to -I after the solve */
+    cd_solve_block(&s, s.X, w);   /* the right half stays 0: set it to -I after the solve */
     for (k = 0; k < n; ++k) {
         s.X[k * w + n + k] = -1.0;
     }

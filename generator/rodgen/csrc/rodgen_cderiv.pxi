@@ -37,6 +37,59 @@ def constrained_derivatives(Model model, double[::1] q, double[::1] qd, double[:
     return status
 
 
+def one_constrained_derivatives(Model model, object q, object qd, object u, int[::1] active, object p, double t):
+    """rodgen_constrained_derivatives for one state with fewer checks (the one-state path of
+    CompiledModel.constrained_dynamics_derivatives): (status, block), the block one float64 array holding qdd [nv],
+    lam [nrows] and D [(nv + nrows) x (2 nv + nu)] row-major, then the routine's scratch memory; None when q, qd, u
+    or p is not a 1-D C-contiguous float64 array of its length (u, p may be None: zero inputs, the defaults) or
+    active has not nconstraints entries."""
+    cdef const rodgen_model *m = model.m
+    if active.shape[0] != m.nconstraints:
+        return None
+    cdef Py_buffer b_q, b_qd, b_u, b_p
+    cdef int h_q = 0, h_qd = 0, h_u = 0, h_p = 0, status = 0
+    cdef const double *d_u = model.u0
+    cdef const double *d_p = model.p0
+    cdef const int *ap = &active[0] if active.shape[0] > 0 else NULL
+    cdef Py_ssize_t n = m.nv, r = m.nrows, w = 2 * m.nv + m.nu
+    cdef Py_ssize_t nres = n + r + (n + r) * w
+    cdef double[::1] block
+    cdef double *d
+    try:
+        h_q = _take(q, &b_q, m.nq)
+        if not h_q:
+            return None
+        h_qd = _take(qd, &b_qd, n)
+        if not h_qd:
+            return None
+        if u is not None:
+            h_u = _take(u, &b_u, m.nu)
+            if not h_u:
+                return None
+            d_u = <const double *>b_u.buf
+        if p is not None:
+            h_p = _take(p, &b_p, m.np)
+            if not h_p:
+                return None
+            d_p = <const double *>b_p.buf
+        res = _empty(nres + (rodgen_cderiv_work_bytes(m) + 7) // 8 + 1)
+        block = res
+        d = &block[0]
+        with nogil:
+            status = rodgen_constrained_derivatives(m, t, d_p, <const double *>b_q.buf, <const double *>b_qd.buf,
+                                                    d_u, ap, d, d + n, d + n + r, d + nres)
+    finally:
+        if h_q:
+            PyBuffer_Release(&b_q)
+        if h_qd:
+            PyBuffer_Release(&b_qd)
+        if h_u:
+            PyBuffer_Release(&b_u)
+        if h_p:
+            PyBuffer_Release(&b_p)
+    return status, res
+
+
 def impact_derivatives(Model model, double[::1] q, double[::1] qd_minus, int[::1] active, double[::1] p,
                        double[::1] qd_plus, double[::1] impulse, double[:, ::1] D):
     """rodgen_impact_derivatives into qd_plus [nv], impulse [nrows], D [(nv + nrows), 2 nv]. Returns the

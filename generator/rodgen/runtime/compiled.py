@@ -1113,6 +1113,16 @@ class CompiledModel:
         (along ``integrate(q, dq)``, as ``rhs_jacobian``'s). Raises DynamicsError (singular constraints, M not
         positive definite, ...)."""
         table, mask = self._partials_table("constrained_dynamics_derivatives", active)
+        n, r = self.nv, self.nrows
+        # the one-state path: arrays as they are, results and scratch memory in one block (None: the checked path)
+        got = self._runtime.one_constrained_derivatives(table, q, qd, u, mask, None if p is None else
+                                                        self._one_params(p), float(t))
+        if got is not None:
+            code, block = got
+            if code:
+                raise self._contact_error("constrained_dynamics_derivatives", code, mask)
+            D = block[n + r:n + r + (n + r) * (2 * n + self.nu)].reshape(n + r, 2 * n + self.nu)
+            return (D[:n, :n], D[:n, n:2 * n], D[:n, 2 * n:], D[n:, :n], D[n:, n:2 * n], D[n:, 2 * n:])
         qv, qdv = self._one_vector(q, "q"), self._one_vector(qd, "qd")
         uv = self._one_vector(u, "u") if u is not None else np.zeros(self.nu)
         pv = _NO_P if p is None else self._one_params(p)
