@@ -39,10 +39,17 @@ def _seed_pinocchio(request: pytest.FixtureRequest) -> None:
 
 
 def _robot(relative: str, build_dir: Path) -> tuple[Any, Any]:
-    """(compiled floating model, Pinocchio's model with a free-flyer root) of a URDF file, built once."""
+    """(compiled floating model, Pinocchio's model with a free-flyer root) of a URDF file, built once. solo12
+    is test_floating_contacts' model (its joint limits dropped, four foot contacts that nothing here holds):
+    the same model as there and in test_constrained_derivatives, so that the run derives and compiles it, and
+    its derivatives' library, once (the build cache), not once per file."""
     if relative not in _built:
         path = robot_file(relative)
-        model = rodgen.from_urdf(path, floating=True)
+        if relative == SOLO:
+            from test_floating_contacts import solo
+            model = solo()
+        else:
+            model = rodgen.from_urdf(path, floating=True)
         _built[relative] = (rodgen.build(model, build_dir=build_dir),
                             pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
     return _built[relative]
