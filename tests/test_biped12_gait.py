@@ -164,7 +164,7 @@ def test_first_step_in_the_hybrid_simulator(setup: tuple[Any, Any, Any], build_d
     weight (the CoM ends at rest at the height it started at)."""
     G, robot, gait = setup
     walk = _example("biped12_walk.py", "example_biped12_walk")
-    robot, gait, res = walk.run(10, t_end=gait.steps[0]["land"] - 0.02, build_dir=str(build_dir))
+    robot, gait, res = walk.run(10, t_end=gait.steps[0]["land"] - 0.02, build_dir=str(build_dir), gait=gait)
     assert res.ok, res.message
     kinds = [(e["kind"], e["block"]) for e in res.events if e["kind"] != "slip"]
     assert kinds == [("liftoff", "sole_r")]
@@ -194,7 +194,7 @@ def test_landing_keeps_the_robot_on_its_feet(setup: tuple[Any, Any, Any], build_
     G, robot, gait = setup
     walk = _example("biped12_walk.py", "example_biped12_walk_l")
     land = gait.steps[0]["land"]
-    robot, gait, res = walk.run(10, t_end=land + 0.0015, build_dir=str(build_dir))
+    robot, gait, res = walk.run(10, t_end=land + 0.0015, build_dir=str(build_dir), gait=gait)
     assert res.ok, res.message
     kinds = [(e["kind"], e["block"]) for e in res.events if e["kind"] != "slip"]
     assert kinds[:2] == [("liftoff", "sole_r"), ("touchdown", "sole_r")], kinds
@@ -214,7 +214,7 @@ def walked(setup: tuple[Any, Any, Any], build_dir: Path) -> Any:
     """The whole planned walk (10 steps, 26.4 s) in rodgen's hybrid simulator with the C controller."""
     G, robot, gait = setup
     walk = _example("biped12_walk.py", "example_biped12_walk_all")
-    return walk.run(10, t_end=float(gait.t[-1]), build_dir=str(build_dir))[2]
+    return walk.run(10, t_end=float(gait.t[-1]), build_dir=str(build_dir), gait=gait)[2]
 
 
 def test_ten_steps_single_support_carries_the_weight(setup: tuple[Any, Any, Any], walked: Any) -> None:

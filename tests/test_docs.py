@@ -152,9 +152,12 @@ def test_c_api_reference_lists_the_contract() -> None:
 # -- the gallery -----------------------------------------------------------------------------------------
 
 def test_gallery_has_a_page_and_a_figure_per_example_script() -> None:
-    """Every example script has a gallery page with at least one committed figure, and every figure the
-    pages show exists."""
-    for script in sorted((REPO / "examples").glob("*.py")):
+    """Every example script (examples/*.py and the programs of examples/spatial/) has a gallery page with at
+    least one committed figure, and every figure the pages show exists."""
+    scripts = reference_module().example_scripts()
+    assert set(sorted((REPO / "examples").glob("*.py"))) <= set(scripts)
+    assert {"biped12_walk", "solo12_stand"} <= {p.stem for p in scripts if p.parent.name == "spatial"}
+    for script in scripts:
         page = DOCS / "gallery" / f"{script.stem}.md"
         assert page.is_file(), script.name
         shown = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", page.read_text(encoding="utf-8"))

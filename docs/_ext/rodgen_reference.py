@@ -5,16 +5,16 @@ Generated from the code, never written by hand:
 * ``reference/model-file.md`` from the loaders' key sets and their field docs (``rodgen.model.fields``);
 * ``reference/c-api.md`` from the contract between C and Python (``rodgen.contract``);
 * ``reference/cli.md`` from the command line's argparse parser (``rodgen.cli.parser``);
-* ``gallery/<example>.md`` from each example script under ``examples/`` (its docstring, its source and
-  the figures it writes, committed under ``docs/gallery/img/<example>/``).
+* ``gallery/<example>.md`` from each example script under ``examples/`` and ``examples/spatial/`` (its
+  docstring, its source and the figures it writes, committed under ``docs/gallery/img/<example>/``).
 
 The pages are committed so that they read on the repository's web view too. Regenerate them with
 
     python docs/_ext/rodgen_reference.py
 
-and, for the gallery's figures (runs every example script, a minute or two):
+and, for the gallery's figures (runs every example script, a few minutes; or only the scripts named):
 
-    python docs/_ext/rodgen_reference.py --figures
+    python docs/_ext/rodgen_reference.py --figures [NAME ...]
 
 Sphinx loads this file as an extension (docs/conf.py): a page that differs from what the code gives is a
 warning, an error under ``-W``; tests/test_docs.py checks the same.
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 DOCS = Path(__file__).resolve().parents[1]
 REPO = DOCS.parent
@@ -183,37 +183,62 @@ def cli_page() -> str:
 
 # -- gallery ---------------------------------------------------------------------------------------------
 
+def _runs_as_a_program(script: Path) -> bool:
+    """A script with a ``__main__`` block (not a module the other scripts import, as spatial/biped12_gait.py)."""
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body)
+
+
 def example_scripts() -> list[Path]:
-    return sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    """The example scripts of the gallery: examples/*.py, then examples/spatial/*.py that run as programs.
+    A script's page and figure folder are named by its stem, so stems are unique across both folders."""
+    planar = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    spatial = sorted(p for p in (EXAMPLES / "spatial").glob("*.py")
+                     if not p.name.startswith("_") and _runs_as_a_program(p))
+    scripts = planar + spatial
+    stems = [p.stem for p in scripts]
+    clash = sorted({s for s in stems if stems.count(s) > 1})
+    if clash:
+        raise ValueError(f"example scripts of the same name in examples/ and examples/spatial/: {', '.join(clash)}")
+    return scripts
+
+
+def _source(script: Path) -> str:
+    """The script's path from the repository's root (examples/x.py, examples/spatial/x.py)."""
+    return script.relative_to(REPO).as_posix()
 
 
 def gallery_page(script: Path) -> str:
     doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
     title, _, body = doc.partition("\n")
     name = script.stem
+    source = _source(script)
     figures = sorted((GALLERY_IMG / name).glob("*")) if (GALLERY_IMG / name).is_dir() else []
-    out = [HEADER.format(source=f"examples/{script.name}"), f"# `{name}`: {title.strip().rstrip('.')}\n\n"]
+    out = [HEADER.format(source=source), f"# `{name}`: {title.strip().rstrip('.')}\n\n"]
     body = body.strip()
     if body:
         out.append("```text\n" + body + "\n```\n\n")
     for f in figures:
         out.append(f"![{f.name}](img/{name}/{f.name})\n\n")
     if not figures:
-        out.append("*(no figure committed: run `python docs/_ext/rodgen_reference.py --figures`)*\n\n")
-    out.append(f"Run it with `python examples/{script.name} [OUT_DIR]` (default OUT_DIR: `examples/out/`).\n\n")
-    out.append(f"```{{literalinclude}} ../../examples/{script.name}\n:language: python\n```\n")
+        out.append(f"*(no figure committed: run `python docs/_ext/rodgen_reference.py --figures {name}`)*\n\n")
+    out.append(f"Run it with `python {source} [OUT_DIR]` (default OUT_DIR: `examples/out/`).\n\n")
+    out.append(f"```{{literalinclude}} ../../{source}\n:language: python\n```\n")
     return "".join(out)
 
 
 def gallery_index() -> str:
-    out = [HEADER.format(source="the scripts under examples/"), "# Example gallery\n\n",
+    out = [HEADER.format(source="the scripts under examples/ and examples/spatial/"), "# Example gallery\n\n",
            "Each bundled example script, with the figures it writes (made by running it: "
-           "`python docs/_ext/rodgen_reference.py --figures`) and its source. The model files they use are "
-           "listed in [the examples' model files](../examples.md).\n\n",
-           "```{toctree}\n:maxdepth: 1\n\n"]
-    out += [f"{p.stem}\n" for p in example_scripts()]
-    out.append("```\n")
-    return "".join(out)
+           "`python docs/_ext/rodgen_reference.py --figures [NAME ...]`) and its source. The model files they "
+           "use are listed in [the examples' model files](../examples.md).\n\n"]
+    scripts = example_scripts()
+    for caption, group in (("Planar models", [p for p in scripts if p.parent == EXAMPLES]),
+                           ("Spatial models (examples/spatial/)", [p for p in scripts if p.parent != EXAMPLES])):
+        out.append(f"## {caption}\n\n```{{toctree}}\n:maxdepth: 1\n\n")
+        out += [f"{p.stem}\n" for p in group]
+        out.append("```\n\n")
+    return "".join(out).rstrip("\n") + "\n"
 
 
 def pages() -> dict[str, str]:
@@ -247,15 +272,22 @@ def write() -> list[str]:
     return written
 
 
-def figures(max_width: int = 900) -> None:
-    """Run every example script and keep its figures (downscaled PNGs, the GIFs of `keep_gifs`) under
-    docs/gallery/img/<example>/."""
+def figures(names: Sequence[str] = (), max_width: int = 900) -> None:
+    """Run the example scripts (all, or those named by their stem) and keep their figures (downscaled PNGs, the
+    GIFs of `keep_gifs`) under docs/gallery/img/<example>/."""
     from PIL import Image
-    keep_gifs = {"exo5_walk.gif"}
+    keep_gifs = {"exo5_walk.gif", "biped12_walk.gif"}
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(REPO / "generator"))
-    for script in example_scripts():
+    scripts = example_scripts()
+    unknown = sorted(set(names) - {p.stem for p in scripts})
+    if unknown:
+        raise SystemExit(f"--figures: no example script {', '.join(unknown)}; the scripts are "
+                         f"{', '.join(p.stem for p in scripts)}")
+    for script in scripts:
+        if names and script.stem not in names:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"running {script.name}", flush=True)
+            print(f"running {_source(script)}", flush=True)
             subprocess.run([sys.executable, str(script), tmp], check=True, env=env, cwd=REPO,
                            stdout=subprocess.DEVNULL)
             target = GALLERY_IMG / script.stem
@@ -314,9 +346,10 @@ def setup(app: Any) -> dict[str, Any]:
 
 if __name__ == "__main__":
     cli = argparse.ArgumentParser(description="Regenerate the generated pages of docs/.")
-    cli.add_argument("--figures", action="store_true", help="also run the examples and refresh the gallery figures")
+    cli.add_argument("--figures", nargs="*", metavar="NAME", default=None,
+                     help="also run the example scripts (all, or those named) and refresh their gallery figures")
     args = cli.parse_args()
-    if args.figures:
-        figures()
+    if args.figures is not None:
+        figures(args.figures)
     for path in write():
         print(f"wrote docs/{path}")

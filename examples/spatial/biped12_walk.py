@@ -34,11 +34,13 @@ import biped12_gait as gait_mod  # noqa: E402
 
 
 def run(steps: int = 10, t_end: Optional[float] = None, build_dir: Optional[str] = None,
-        dt: float = 1e-3) -> tuple[Any, Any, Any]:
+        dt: float = 1e-3, gait: Any = None) -> tuple[Any, Any, Any]:
     """Build, plan ``steps`` steps, and simulate to ``t_end`` (default: the end of the plan): (compiled model,
-    gait, SimulationResult)."""
+    gait, SimulationResult). ``gait``: a plan made before by ``biped12_gait.plan`` on this model, simulated
+    instead of planning again (``steps`` is then its own)."""
     robot = rodgen.build(rodgen.load(os.path.join(HERE, "biped12.yaml")), build_dir=build_dir)
-    gait = gait_mod.plan(robot, steps)
+    if gait is None:
+        gait = gait_mod.plan(robot, steps)
     ctrl = gait_mod.controller(gait, robot, build_dir)
     if t_end is None:
         t_end = float(gait.t[-1])
