@@ -164,6 +164,30 @@ def test_box_slides_on_four_corners_to_a_stop(off: Any) -> None:
     assert np.abs(res.lam[stuck][:, 2::3] - M * G / 4 * (1 + x * 0.05 / A ** 2)).max() < 1e-8
 
 
+def test_box_landing_sideways_slides_its_back_corners_through_the_impact(mid: Any) -> None:
+    """Dropped flat from h moving along x at vx (mu vz < vx < (mu + A / HC) vz, vz = sqrt(2 g h)): the Coulomb
+    impact holds the front corners sticking and the back ones sliding (tangential impulse mu times normal),
+    eight rows of rank 6, and stops the box. The impulses in closed form: the sums M vz (normal) and M vx
+    (tangential), the moment about the centre A (2 P_f - 2 P_b) = HC M vx, so P_f, P_b = M / 4 (vz +- HC vx / A)
+    and T_f = M vx / 2 - mu P_b; the energy lost is the kinetic energy before."""
+    h, vx = 0.05, 0.85
+    vz = np.sqrt(2 * G * h)
+    res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.3, 1e-3, contacts=[],
+                       on_slip="slide")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    touch = {e["block"]: e for e in res.events if e["kind"] == "touchdown"}
+    assert sorted(touch) == ALL and max(abs(e["t"] - np.sqrt(2 * h / G)) for e in touch.values()) < 1e-9
+    vz = G * touch["c0"]["t"]   # the speed at the located touchdown (located to the event tolerance)
+    pf, pb = M / 4 * (vz + HC * vx / A), M / 4 * (vz - HC * vx / A)
+    tf = M * vx / 2 - MU * pb
+    for c, (t, n) in zip(ALL, [(tf, pf), (tf, pf), (MU * pb, pb), (MU * pb, pb)]):
+        assert np.abs(touch[c]["impulse"] - [t, n]).max() < 1e-10, c
+        assert abs(touch[c]["energy_loss"] - 0.5 * M * (vx ** 2 + vz ** 2)) < 1e-10
+    after = res.t > np.sqrt(2 * h / G) + 1e-6
+    assert np.abs(res.qd[after]).max() < 1e-8 and np.abs(res.q[after, 2]).max() < 1e-9
+    assert np.allclose(res.lam[-1].reshape(4, 3), [[0.0, 0.0, M * G / 4]] * 4, atol=1e-8)
+
+
 def test_contradicting_rows_are_still_singular(mid: Any) -> None:
     """Turning about the vertical while all four corners are held: their accelerations, the centripetal ones of
     the corners (-w^2 r, spreading them), are no rigid motion's, so no motion keeps the rows: the status
