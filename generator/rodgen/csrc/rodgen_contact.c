@@ -1003,11 +1003,10 @@ static int least_norm_general(const double *S, int k, double *b, double tol)
 {
     double G[k * k], y[k];
     int i, j;
+    for (i = 0; i < k * k; ++i) {   /* one loop over the k * k entries, as least_norm_solve's (a VLA) */
+        G[i] = dot(S + i / k * k, S + i % k * k, k);
+    }
     for (i = 0; i < k; ++i) {
-        for (j = 0; j <= i; ++j) {
-            G[i * k + j] = dot(S + i * k, S + j * k, k);
-            G[j * k + i] = G[i * k + j];
-        }
         y[i] = b[i];
     }
     if (least_norm_solve(G, k, y, tol) != 0) {
