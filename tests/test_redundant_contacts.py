@@ -17,6 +17,7 @@ from rodgen.model.spatial import SpatialModel
 from rodgen.runtime import DynamicsError
 
 M, G, A, B, HC = 3.0, 9.81, 0.2, 0.1, 0.15     # mass, gravity, half sides of the sole (x, y), centre's height
+MU = 0.8                                       # the corners' Coulomb friction
 CORNERS = [(sx * A, sy * B) for sx in (1, -1) for sy in (1, -1)]
 
 
@@ -30,7 +31,7 @@ def _box(cx: float) -> SpatialModel:
     body.marker("top", xyz=(0.0, 0.0, 2 * HC))
     for i, (x, y) in enumerate(CORNERS):
         body.marker(f"c{i}", xyz=(x, y, 0.0))
-        model.contact(f"c{i}", f"c{i}", friction=0.8)
+        model.contact(f"c{i}", f"c{i}", friction=MU)
     model.point_force("push", "top", ("kx", 0, 0))
     return model
 
@@ -102,6 +103,88 @@ def test_dropped_box_lands_on_four_corners_and_rests_on_quarters(mid: Any) -> No
     assert sorted(e["block"] for e in res.events) == ALL and all(e["kind"] == "touchdown" for e in res.events)
     assert max(abs(e["t"] - np.sqrt(2 * h / G)) for e in res.events) < 1e-9
     assert np.abs(res.qd[-1]).max() < 1e-9
+    assert np.allclose(res.lam[-1].reshape(4, 3), [[0.0, 0.0, M * G / 4]] * 4, atol=1e-8)
+
+
+SLIDE = {c: "slide" for c in ALL}
+
+
+def _normals_sliding(cx: float, d: tuple[float, float]) -> np.ndarray:
+    """The corners' normal forces of the box sliding without turning along the ground direction d at
+    deceleration mu g: sum N = m g; the moments of N_i (0, 0, 1) - mu N_i (d, 0) at (x_i - cx, y_i, -HC) about
+    the centre vanish: sum x_i N_i = m g (mu HC d_x + cx), sum y_i N_i = m g mu HC d_y; of those forces the
+    least-norm ones lie in the span of (1), (x_i), (y_i), mutually orthogonal over the four corners."""
+    x, y = np.array(CORNERS).T
+    return M * G / 4 * (1 + x * (MU * HC * d[0] + cx) / A ** 2 + y * MU * HC * d[1] / B ** 2)
+
+
+
+@pytest.mark.parametrize("which, d", [("mid", (1.0, 0.0)), ("off", (1.0, 0.0)), ("mid", (0.96, 0.28))])
+def test_four_sliding_corners_take_the_least_norm_forces(which: str, d: tuple[float, float],
+                                                         request: pytest.FixtureRequest) -> None:
+    """Sliding along d on its four corners (four normal rows of rank 3, S = J M^-1 W^T not symmetric): the box
+    decelerates at mu g against d without turning, each corner's normal force the closed form of
+    _normals_sliding, its friction mu N against d; forces and accelerations are lstsq's least-norm solution of
+    the KKT system [[M, -W^T], [J_n, 0]] [qdd, lam_n] = [-bias, -Jdot_n qd] to 1e-10, W_i = J_n,i - mu d J_t,i
+    the force direction of corner i built here from the Jacobian's rows."""
+    robot = request.getfixturevalue(which)
+    cx = 0.0 if which == "mid" else 0.05
+    qd = np.r_[d[0], d[1], 0.0, 0.0, 0.0, 0.0] * 0.7
+    qdd, lam = robot.constrained_dynamics(STAND, qd, active=SLIDE)
+    Mq, h = robot.mass_matrix(STAND), robot.bias(STAND, qd)
+    J, b = robot.constraint_jacobian(STAND), robot.constraint_bias(STAND, qd)
+    Jn, Jx, Jy = J[2::3], J[0::3], J[1::3]
+    W = Jn - MU * (d[0] * Jx + d[1] * Jy)
+    K = np.block([[Mq, -W.T], [Jn, np.zeros((4, 4))]])
+    x = np.linalg.lstsq(K, np.r_[-h, -b[2::3]], rcond=1e-12)[0]
+    assert np.linalg.matrix_rank(Jn) == 3
+    assert np.abs(qdd - x[:6]).max() < 1e-10 and np.abs(lam[2::3] - x[6:]).max() < 1e-10 * M * G
+    assert np.allclose(qdd, np.r_[-MU * G * np.array(d), 0.0, 0.0, 0.0, 0.0], rtol=0, atol=1e-10)
+    n = _normals_sliding(cx, d)
+    assert np.abs(lam[2::3] - n).max() < 1e-10 * M * G
+    assert np.abs(lam[0::3] + MU * d[0] * n).max() < 1e-10 * M * G
+    assert np.abs(lam[1::3] + MU * d[1] * n).max() < 1e-10 * M * G
+
+
+def test_box_slides_on_four_corners_to_a_stop(off: Any) -> None:
+    """The hybrid simulation of the box (centre off the middle) sliding on its four corners from v0 along x:
+    it stops at v0 / (mu g) after v0^2 / (2 mu g), all four corners sticking there; sliding, the normal forces
+    are _normals_sliding's, at rest the static ones m g / 4 (1 + x_i cx / A^2)."""
+    v0 = 1.0
+    res = off.simulate(np.r_[STAND, v0, 0.0, 0.0, 0.0, 0.0, 0.0], 0.2, 1e-3, contacts=SLIDE, on_slip="slide")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    t_stop = v0 / (MU * G)
+    assert sorted(e["block"] for e in res.events) == ALL and all(e["kind"] == "stick" for e in res.events)
+    assert max(abs(e["t"] - t_stop) for e in res.events) < 1e-9
+    s = np.where(res.t < t_stop, v0 * res.t - 0.5 * MU * G * res.t ** 2, v0 ** 2 / (2 * MU * G))
+    assert np.abs(res.q[:, 0] - s).max() < 1e-9 and np.abs(res.q[:, 1:3]).max() < 1e-12
+    sliding, stuck = res.t < t_stop - 1e-6, res.t > t_stop + 1e-6
+    assert np.abs(res.lam[sliding][:, 2::3] - _normals_sliding(0.05, (1.0, 0.0))).max() < 1e-8
+    x = np.array(CORNERS)[:, 0]
+    assert np.abs(res.lam[stuck][:, 2::3] - M * G / 4 * (1 + x * 0.05 / A ** 2)).max() < 1e-8
+
+
+def test_box_landing_sideways_slides_its_back_corners_through_the_impact(mid: Any) -> None:
+    """Dropped flat from h moving along x at vx (mu vz < vx < (mu + A / HC) vz, vz = sqrt(2 g h)): the Coulomb
+    impact holds the front corners sticking and the back ones sliding (tangential impulse mu times normal),
+    eight rows of rank 6, and stops the box. The impulses in closed form: the sums M vz (normal) and M vx
+    (tangential), the moment about the centre A (2 P_f - 2 P_b) = HC M vx, so P_f, P_b = M / 4 (vz +- HC vx / A)
+    and T_f = M vx / 2 - mu P_b; the energy lost is the kinetic energy before."""
+    h, vx = 0.05, 0.85
+    vz = np.sqrt(2 * G * h)
+    res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.3, 1e-3, contacts=[],
+                       on_slip="slide")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    touch = {e["block"]: e for e in res.events if e["kind"] == "touchdown"}
+    assert sorted(touch) == ALL and max(abs(e["t"] - np.sqrt(2 * h / G)) for e in touch.values()) < 1e-9
+    vz = G * touch["c0"]["t"]   # the speed at the located touchdown (located to the event tolerance)
+    pf, pb = M / 4 * (vz + HC * vx / A), M / 4 * (vz - HC * vx / A)
+    tf = M * vx / 2 - MU * pb
+    for c, (t, n) in zip(ALL, [(tf, pf), (tf, pf), (MU * pb, pb), (MU * pb, pb)]):
+        assert np.abs(touch[c]["impulse"] - [t, n]).max() < 1e-10, c
+        assert abs(touch[c]["energy_loss"] - 0.5 * M * (vx ** 2 + vz ** 2)) < 1e-10
+    after = res.t > np.sqrt(2 * h / G) + 1e-6
+    assert np.abs(res.qd[after]).max() < 1e-8 and np.abs(res.q[after, 2]).max() < 1e-9
     assert np.allclose(res.lam[-1].reshape(4, 3), [[0.0, 0.0, M * G / 4]] * 4, atol=1e-8)
 
 

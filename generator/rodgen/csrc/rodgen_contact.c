@@ -872,6 +872,7 @@ static int factor_s(const rodgen_model *m, int k, double tol, scratch *w)
         for (i = 0; i < k; ++i) {
             for (j = 0; j < k; ++j) {
                 w->S[i * k + j] = dot(w->Y + i * nv, w->Z + j * nv, nv);
+                w->Sf[i * k + j] = w->S[i * k + j];   /* kept for least_norm_general when the rows are dependent */
             }
         }
         return lu(w->S, k, w->piv, tol) != 0 ? RODGEN_ERR_SINGULAR_CONSTRAINTS : RODGEN_OK;
@@ -990,6 +991,44 @@ static int least_norm_solve(const double *S, int k, double *b, double tol)
     return 0;
 }
 
+/* The least-norm solution of S x = b (x replaces b [k]) for the non-symmetric S = Y Z^T [k*k] of sliding
+ * contacts whose held rows are dependent (a box sliding on its four corners: four normal rows of rank 3):
+ * x = S^T y, y a solution of S S^T y = b by least_norm_solve. S S^T has the range of S and the null space of
+ * S^T, so x is the pseudo-inverse of S applied to b: of the forces that give the motion, the least-norm ones
+ * (the same as the least-norm solution of the whole KKT system when the null space of S is that of the
+ * force directions W^T, as for a rigid body's redundant points). tol applies to the diagonal of S S^T. Fails
+ * (returns 1) as least_norm_solve: b not in the range of S (rows that contradict each other), S 0 or not
+ * finite. */
+static int least_norm_general(const double *S, int k, double *b, double tol)
+{
+    double G[k * k], y[k];
+    int i, j;
+    for (i = 0; i < k * k; ++i) {   /* one loop over the k * k entries, as least_norm_solve's (a VLA) */
+        G[i] = dot(S + i / k * k, S + i % k * k, k);
+    }
+    for (i = 0; i < k; ++i) {
+        y[i] = b[i];
+    }
+    if (least_norm_solve(G, k, y, tol) != 0) {
+        return 1;
+    }
+    for (i = 0; i < k; ++i) {
+        double x = 0.0;
+        for (j = 0; j < k; ++j) {
+            x += S[j * k + i] * y[j];
+        }
+        b[i] = x;
+    }
+    return 0;
+}
+
+/* The least-norm solution of the k rows' system after factor_s found them dependent: symmetric S (nothing
+ * slides) or S = Y Z^T (sliding contacts), both kept in w->Sf. */
+static int dependent_solve(const scratch *w, int k, double *b, double tol)
+{
+    return w->nslide > 0 ? least_norm_general(w->Sf, k, b, tol) : least_norm_solve(w->Sf, k, b, tol);
+}
+
 static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
     double *lambda, void *work);
@@ -1076,7 +1115,7 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
     }
     if (k > 0) {
         status = factor_s(m, k, o->singular_tol, &w);
-        dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS && w.nslide == 0;
+        dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS;
         if (status != RODGEN_OK && !dependent) {
             return status;
         }
@@ -1089,12 +1128,12 @@ static int cfd_eval(const rodgen_model *m, double t, const double *p, const doub
             w.w[i] = -w.b[r] - 2.0 * o->alpha * dot(w.J + r * nv, qd, nv)
                 - o->beta * o->beta * (w.c[r] - tgt) - dot(w.Y + i * nv, w.z, nv);
         }
-        if (w.nslide > 0) {
-            lu_solve(w.S, k, w.piv, w.w);
-        } else if (dependent) {
-            if (least_norm_solve(w.Sf, k, w.w, o->singular_tol) != 0) {
+        if (dependent) {
+            if (dependent_solve(&w, k, w.w, o->singular_tol) != 0) {
                 return RODGEN_ERR_SINGULAR_CONSTRAINTS;
             }
+        } else if (w.nslide > 0) {
+            lu_solve(w.S, k, w.piv, w.w);
         } else {
             solve_lower(w.S, k, w.w);
             solve_upper(w.S, k, w.w);
@@ -1164,7 +1203,7 @@ static int impact_solve(const rodgen_model *m, const double *p, const double *q,
         }
     }
     status = factor_s(m, k, o->singular_tol, w);
-    dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS && w->nslide == 0;
+    dependent = status == RODGEN_ERR_SINGULAR_CONSTRAINTS;
     if (status != RODGEN_OK && !dependent) {
         return -status;
     }
@@ -1172,12 +1211,12 @@ static int impact_solve(const rodgen_model *m, const double *p, const double *q,
     for (i = 0; i < k; ++i) {
         w->w[i] = -dot(w->J + w->rows[i] * nv, qd_minus, nv);
     }
-    if (k > 0 && w->nslide > 0) {
-        lu_solve(w->S, k, w->piv, w->w);
-    } else if (dependent) {
-        if (least_norm_solve(w->Sf, k, w->w, o->singular_tol) != 0) {
+    if (dependent) {
+        if (dependent_solve(w, k, w->w, o->singular_tol) != 0) {
             return -RODGEN_ERR_SINGULAR_CONSTRAINTS;
         }
+    } else if (k > 0 && w->nslide > 0) {
+        lu_solve(w->S, k, w->piv, w->w);
     } else if (k > 0) {
         solve_lower(w->S, k, w->w);
         solve_upper(w->S, k, w->w);
