@@ -128,6 +128,11 @@ def test_minimum_energy_double_integrator_hermite_simpson(bar: object, build_dir
     assert np.max(np.abs(r.u[:, 0] - (6 - 12 * r.t))) < 1e-6
     assert np.max(np.abs(r.q[:, 0] - (3 * r.t**2 - 2 * r.t**3))) < 1e-8
     assert r.constraint_violation < 1e-9 and r.iterations > 0 and r.solve_seconds > 0
+    # the transcription's quadratic input sampled between the points: through the points, and the line here
+    tab = r.inputs_table(samples=5)
+    assert len(tab.t) == 5 * 10 + 1
+    np.testing.assert_allclose(tab(r.t[3]), r.u[3], atol=1e-12)
+    np.testing.assert_allclose(tab(0.537), 6 - 12 * 0.537, atol=1e-6)
 
 
 def test_minimum_energy_double_integrator_trapezoidal_converges(bar: object, build_dir: Path) -> None:

@@ -48,7 +48,7 @@ def test_multiphase_jacobian_matches_central_differences(walker: object, build_d
     mp = MultiPhase([stance(walker, "foot_a", method="trapezoidal", nodes=4), stance(walker, "foot_a", nodes=3),
                      stance(walker, "foot_b", method="backward-euler", nodes=4)],
                     transitions=[None, Transition(touchdown=["foot_b"])],
-                    periodic=Periodic(touchdown=["foot_a"], shift={"x": 1.0, "y": -0.05}))
+                    periodic=Periodic(touchdown=["foot_a"], shift={"x": 1.0, "y": -0.05}), input_rate=0.3)
     nlp = mp.compile(build_dir=build_dir)
     # links: continuity (8 rows), impacts (8 + gap + normal impulse + two cone rows)
     assert nlp.m == sum(ph.m for ph in nlp.phases) + 8 + 2 * 12
@@ -67,6 +67,10 @@ def test_multiphase_jacobian_matches_central_differences(walker: object, build_d
         assert np.all(Jn[outside] == 0.0)
         gn = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
         assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
+        # the input-rate penalty (a tenth of the objective or more here) is in the objective and its gradient
+        parts = nlp.split(x)
+        rate = nlp.objective(x) - sum(ph.objective(xk) for ph, xk in zip(nlp.phases, parts))
+        assert rate > 0.1 * nlp.objective(x)
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +139,10 @@ def test_errors_name_the_place(walker: object, build_dir: Path) -> None:
                                             r"inconsistent bounds"):
         MultiPhase([stance(walker, "foot_a", final={"th_a": 0.1}), stance(walker, "foot_a", initial={"th_a": 0.3})]
                    ).check()
+    with pytest.raises(OptimizeError, match=r"input_rate\['tau'\]: unknown input 'tau'; the model's inputs: tau_leg_b"):
+        MultiPhase([stance(walker, "foot_a")], input_rate={"tau": 1.0}).check()
+    with pytest.raises(OptimizeError, match=r"input_rate: expected a finite number >= 0, got -1"):
+        MultiPhase([stance(walker, "foot_a")], input_rate=-1).check()
     with pytest.raises(OptimizeError, match=r"phases\[0\]\.hessian: the impact map's second derivatives"):
         MultiPhase([stance(walker, "foot_a", contacts=[], hessian="exact")]).check()
     with pytest.raises(OptimizeError, match=r"phases\[1\]\.model: every phase is on the same compiled model"):

@@ -57,11 +57,16 @@ class Periodic(Transition):
 class MultiPhase:
     """A multi-phase problem: ``phases`` (one :class:`Problem` each, all on the same model, their objectives
     added), ``transitions`` (one per pair of consecutive phases; None or missing: continuity) and an optional
-    ``periodic`` map from the last phase to the first."""
+    ``periodic`` map from the last phase to the first.
+
+    ``input_rate`` : a weight w (or input name -> weight) of a penalty on the inputs' rates added to the
+    objective: per phase, w Σ (u_{i+1} - u_i)² / (t_{i+1} - t_i) over consecutive points (the integral of
+    w u̇², by differences), which keeps the optimal inputs from alternating between a mesh's points."""
 
     phases: Sequence[Problem]
     transitions: Sequence[Optional[Transition]] = ()
     periodic: Optional[Periodic] = None
+    input_rate: Any = 0.0
 
     def check(self) -> "ValidMultiPhase":
         return check_multiphase(self)
@@ -71,8 +76,9 @@ class MultiPhase:
 
     def solve(self, guess: Any = None, *, options: Optional[Mapping[str, Any]] = None,
               build_dir: Any = None) -> "MultiPhaseResult":
-        """Compile every phase and solve with IPOPT (limited-memory Hessian); ``guess``: None, or a list of one
-        guess per phase (a previous result, a SimulationResult, or an x vector of the phase)."""
+        """Compile every phase and solve with IPOPT (limited-memory Hessian); ``guess``: None, a previous
+        :class:`MultiPhaseResult` (on any meshes: a coarse solution refined), or a list of one guess per phase
+        (a previous result, a SimulationResult, or an x vector of the phase)."""
         nlp = self.compile(build_dir)
         return nlp.solve(nlp.guess(guess), options=options)
 
@@ -98,6 +104,7 @@ class Link:
 class ValidMultiPhase:
     phases: tuple[ValidProblem, ...]
     links: tuple[Link, ...]
+    input_rate: tuple[float, ...] = ()       # per input: the weight of its rate's penalty (empty: none)
 
 
 def _contacts_of(cm: Any) -> dict[str, Any]:
@@ -221,7 +228,32 @@ def check_multiphase(mp: MultiPhase) -> ValidMultiPhase:
             out[ln.after] = dataclasses.replace(
                 out[ln.after], start_position_rows=tuple(r for r in out[ln.after].start_position_rows if r not in rows),
                 start_velocity_rows=tuple(r for r in out[ln.after].start_velocity_rows if r not in rows))
-    return ValidMultiPhase(tuple(out), tuple(links))
+    return ValidMultiPhase(tuple(out), tuple(links), _input_rate(mp.input_rate, list(cm.inputs)))
+
+
+def _input_rate(weights: Any, inputs: Sequence[str]) -> tuple[float, ...]:
+    """The weights of the inputs' rate penalty, one per input (empty when every weight is 0)."""
+    from .problem import _suggest
+    if isinstance(weights, Mapping):
+        w = [0.0] * len(inputs)
+        for name, v in weights.items():
+            if not isinstance(name, str) or name not in inputs:
+                raise OptimizeError(f"unknown input {name!r}{_suggest(str(name), list(inputs))}; the model's "
+                                    f"inputs: {', '.join(inputs) or 'none'}", where=f"input_rate[{name!r}]")
+            w[inputs.index(name)] = _weight(v, f"input_rate[{name!r}]")
+    else:
+        w = [_weight(weights, "input_rate")] * len(inputs)
+    return tuple(w) if any(w) else ()
+
+
+def _weight(v: Any, where: str) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise OptimizeError(f"expected a number >= 0, got {v!r}", where=where) from None
+    if not (f >= 0.0 and np.isfinite(f)):
+        raise OptimizeError(f"expected a finite number >= 0, got {v!r}", where=where)
+    return f
 
 
 def _impulse_rows(cm: Any, touch: Sequence[str], p: Sequence[float]) -> tuple[tuple[float, ...], ...]:
@@ -384,10 +416,40 @@ class MultiPhaseNLP:
         return [a[self.xoff[k]:self.xoff[k + 1]] for k in range(len(self.phases))]
 
     def objective(self, x: Any) -> float:
-        return float(sum(ph.objective(xk) for ph, xk in zip(self.phases, self.split(x))))
+        parts = self.split(x)
+        return float(sum(ph.objective(xk) + self._rate(ph, xk, None) for ph, xk in zip(self.phases, parts)))
 
     def gradient(self, x: Any) -> np.ndarray:
-        return np.concatenate([ph.gradient(xk) for ph, xk in zip(self.phases, self.split(x))])
+        out = []
+        for ph, xk in zip(self.phases, self.split(x)):
+            g = ph.gradient(xk)
+            self._rate(ph, xk, g)
+            out.append(g)
+        return np.concatenate(out)
+
+    def _rate(self, ph: Any, xk: np.ndarray, grad: Optional[np.ndarray]) -> float:
+        """The phase's input-rate penalty Σ w (Δu)² / Δt over consecutive points (its gradient added to
+        ``grad`` when given)."""
+        w = self.problem.input_rate
+        if not w:
+            return 0.0
+        pr = ph.problem
+        nz, P, u0 = ph.nz, ph.points, 2 * pr.nq
+        U = xk[:P * nz].reshape(P, nz)[:, u0:]
+        T = float(xk[P * nz]) if pr.free_duration else pr.duration[0]
+        dt = T / (P - 1)
+        W = np.asarray(w)
+        dU = np.diff(U, axis=0)
+        val = float(np.sum(W * dU ** 2) / dt)
+        if grad is not None:
+            G = 2.0 * W * dU / dt
+            gu = np.zeros_like(U)
+            gu[1:] += G
+            gu[:-1] -= G
+            grad[:P * nz].reshape(P, nz)[:, u0:] += gu
+            if pr.free_duration:
+                grad[P * nz] -= val / T
+        return val
 
     def constraints(self, x: Any) -> np.ndarray:
         a = self._x(x)
@@ -423,9 +485,14 @@ class MultiPhaseNLP:
                 np.concatenate(gu))
 
     def guess(self, previous: Any = None) -> np.ndarray:
-        """The phases' guesses one after the other (``previous``: None or one guess per phase)."""
+        """The phases' guesses one after the other. ``previous``: None, one guess per phase (a previous
+        phase's result, a SimulationResult, or an x vector of the phase), or a :class:`MultiPhaseResult` of
+        the same phases, on any meshes: each phase's trajectories interpolated onto this problem's mesh and
+        its duration taken over (refining a coarse solution on a finer mesh)."""
         if previous is None:
             previous = [None] * len(self.phases)
+        if isinstance(previous, MultiPhaseResult):
+            previous = previous.phases
         if len(previous) != len(self.phases):
             raise OptimizeError(f"{len(previous)} guesses for {len(self.phases)} phases", where="guess")
         out = []

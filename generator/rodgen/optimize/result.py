@@ -117,10 +117,23 @@ class OptimizationResult:
         pr = self.nlp.problem
         return [self.parameters.get(name, v) for name, v in zip(pr.parameters, pr.p)]
 
-    def inputs_table(self) -> Any:
-        """The inputs as a :class:`~rodgen.InputTable` (linear between the points), for a simulation."""
+    def inputs_table(self, samples: int = 0) -> Any:
+        """The inputs as a :class:`~rodgen.InputTable`, for a simulation: linear between the points, or with
+        ``samples`` > 0 and Hermite–Simpson the quadratic through each interval's node, midpoint and node (the
+        transcription's own input) sampled ``samples`` times per interval (then linear between the samples)."""
         from ..runtime import InputTable
-        return InputTable(self.t, self.u)
+        if samples <= 0 or self.method != "hermite-simpson":
+            return InputTable(self.t, self.u)
+        s = np.linspace(0.0, 1.0, int(samples) + 1)[:-1]
+        # Lagrange's basis on 0, 1/2, 1
+        basis = np.column_stack([2 * (s - 0.5) * (s - 1), -4 * s * (s - 1), 2 * s * (s - 0.5)])
+        t, u = [], []
+        for k in range(0, len(self.t) - 2, 2):
+            t.append(self.t[k] + s * (self.t[k + 2] - self.t[k]))
+            u.append(basis @ self.u[k:k + 3])
+        t.append(self.t[-1:])
+        u.append(self.u[-1:])
+        return InputTable(np.concatenate(t), np.vstack(u))
 
     def simulate(self, dt: Optional[float] = None, **kwargs: Any) -> Any:
         """Simulate the model with the compiled integrator from the first point's state under the inputs
