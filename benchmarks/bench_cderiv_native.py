@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_derivatives import CFLAGS, coordinate_maps, eigen_dir, from_urdf_pair, harness_object, prefix_dirs, tool  # noqa: E402,E501
+from bench_floating import FEET  # noqa: E402
 
 import rodgen  # noqa: E402
 from rodgen.codegen import CodegenOptions  # noqa: E402
@@ -48,7 +49,6 @@ from rodgen.codegen import CodegenOptions  # noqa: E402
 from common import machine, write_json  # noqa: E402
 
 TARGET = 0.5
-FEET = ("FL", "FR", "HL", "HR")
 #: added to CFLAGS for the callgrind counts (valgrind does not know AVX-512, which -march=native may emit)
 CALLGRIND_FLAGS = ["-march=x86-64-v3"]
 #: the harness's repetitions per round and state (cderiv_harness.cpp's reps)
