@@ -132,13 +132,15 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     if lib is None:
         out["mujoco"] = f"no libmujoco in {mjdir}"
         return out
+    from rodgen.toolchain.compiler import arch_flags, find_compiler
     from rodgen.toolchain.controller import CONTROLLER_CFLAGS
     ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
+    native = arch_flags(find_compiler(None), "native")   # as rodgen compiles the controller (and its model)
     objs = []
     for src, opt in ((str(SPATIAL / "biped12_walk_controller.c"), ctl_opt), (str(HERE / "mujoco_walk3d.c"), "-O2")):
         obj = f"{Path(src).stem}.o"
-        subprocess.run(["gcc", "-std=c99", "-fPIC", opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj],
-                       cwd=work, check=True)
+        subprocess.run(["gcc", "-std=c99", "-fPIC", opt, *native, "-I.", f"-I{mjdir / 'include'}", "-c", src,
+                        "-o", obj], cwd=work, check=True)
         objs.append(obj)
     subprocess.run(["gcc", *objs, "-o", "mujoco_walk3d", f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}",
                     "-lm"], cwd=work, check=True)
