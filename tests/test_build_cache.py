@@ -222,3 +222,16 @@ def test_an_unknown_instruction_set_is_named() -> None:
         compiler_mod.model_cflags(BuildOptions(arch="no-such-cpu"))
     with pytest.raises(ValueError, match="arch '-mavx2' is not an instruction set"):
         BuildOptions(arch="-mavx2")
+
+
+def test_the_default_instruction_set_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = generate(model())
+    monkeypatch.setenv("RODGEN_ARCH", "portable")
+    assert BuildOptions().arch is None and build_key(files, BuildOptions()) == build_key(files, BuildOptions(arch=None))
+    cc = compiler_mod.find_compiler(None)
+    assert not [f for f in compiler_mod.runtime_cflags(cc) if f.startswith(("-march", "-mcpu"))]
+    monkeypatch.setenv("RODGEN_ARCH", "-mavx2")
+    with pytest.raises(ValueError, match=r"\$RODGEN_ARCH='-mavx2' is not an instruction set"):
+        BuildOptions()
+    monkeypatch.delenv("RODGEN_ARCH")
+    assert BuildOptions().arch == "native"

@@ -11,8 +11,8 @@ in that folder or absolute paths) are compiled with ``-std=c99 -shared``, the ``
 its flags, rodgen's version, the platform) is the same. With ``object_file=True`` the one file of
 ``compile`` is compiled (``-c``, no ``-shared``, no ``link``) into the object file ``<name>.o`` instead, for
 libraries that link it (the optimisation's model-independent driver, compiled once). ``arch`` adds the flags of
-an instruction set as :class:`rodgen.toolchain.BuildOptions` does (``"native"`` by default: these libraries are
-loaded on the machine that compiles them; the hash then covers what "native" resolves to).
+an instruction set as :class:`rodgen.toolchain.BuildOptions` does (``"default"``: ``$RODGEN_ARCH`` or ``"native"``;
+these libraries are loaded on the machine that compiles them; the hash covers what the target resolves to).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from .compiler import (
     _start,
     arch_flags,
     compiler_identity,
+    default_arch,
     find_compiler,
     library_suffix,
     target_identity,
@@ -39,7 +40,7 @@ def compile_cached(prefix: str, sources: Mapping[str, str], *, compile: Sequence
                    link: Sequence[str] = ("-lm",), include_dirs: Sequence[Union[str, Path]] = (),
                    key_parts: Optional[Mapping[str, str]] = None, library: str = "lib", what: str = "the library",
                    meta: Optional[Mapping[str, object]] = None, build_dir: Union[str, Path, None] = None,
-                   compiler: Optional[str] = None, object_file: bool = False, arch: Optional[str] = "native") -> Path:
+                   compiler: Optional[str] = None, object_file: bool = False, arch: Optional[str] = "default") -> Path:
     """Compile (or reuse) a shared library; its path ``<build_dir>/<prefix>-<hash12>/<library><suffix>``
     (with ``object_file``: an object file ``<library>.o``).
 
@@ -49,6 +50,7 @@ def compile_cached(prefix: str, sources: Mapping[str, str], *, compile: Sequence
     from .. import __version__
     from ..codegen.runtime import files_digest
     cc = find_compiler(compiler)
+    arch = default_arch() if arch == "default" else arch
     flags = list(flags) + arch_flags(cc, arch)
     dirs = [str(d) for d in include_dirs]
     parts = {"sources": files_digest(dict(sources)), "compile": "\n".join(compile), "rodgen": __version__,

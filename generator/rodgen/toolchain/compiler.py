@@ -38,6 +38,22 @@ class Optimization(str, enum.Enum):
     Os = "Os"
 
 
+#: Environment variable that sets the default instruction set of every compile (``BuildOptions.arch``, the
+#: runtime, controllers, optimisation problems): ``native`` when unset, ``portable``, or a -march value.
+ARCH_ENV = "RODGEN_ARCH"
+
+
+def default_arch() -> Optional[str]:
+    """The instruction set compiles use unless told otherwise: ``$RODGEN_ARCH`` (``"portable"`` is None), else
+    ``"native"``. Set it to ``x86-64-v3`` to run rodgen's libraries under valgrind (which stops at AVX-512), or to
+    ``portable`` for a cache shared by machines of different CPUs."""
+    value = os.environ.get(ARCH_ENV, "native").strip()
+    if value.startswith("-"):
+        raise ValueError(f"${ARCH_ENV}={value!r} is not an instruction set: give native, portable or a -march "
+                         f"value such as x86-64-v3")
+    return None if value in ("", "portable") else value
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     """How to compile a model.
@@ -51,7 +67,8 @@ class BuildOptions:
         Pass ``"O2"`` or ``"O3"`` for a long simulation whose build time does not matter.
     fast_math : add ``-ffast-math`` (changes the numbers; off unless you opt in).
     extra_cflags : further flags for every compile.
-    arch : the instruction set the code is compiled for. ``"native"`` (the default) compiles for the CPU
+    arch : the instruction set the code is compiled for (default: :func:`default_arch`, ``$RODGEN_ARCH`` or
+        ``"native"``). ``"native"`` compiles for the CPU
         of the machine that builds, as a JIT would: the library runs where it was built, and the build
         cache keys it by that CPU (:func:`target_identity`), so a cache shared between machines never
         loads code built for another CPU. Any other string is passed as ``-march=<arch>`` (e.g.
@@ -68,7 +85,7 @@ class BuildOptions:
     optimization: Union[Optimization, str] = Optimization.O1
     fast_math: bool = False
     extra_cflags: tuple[str, ...] = field(default=())
-    arch: Optional[str] = "native"
+    arch: Optional[str] = field(default_factory=default_arch)
 
     def __post_init__(self) -> None:
         try:
@@ -183,8 +200,9 @@ RUNTIME_CFLAGS = ("-O2", "-fPIC") + (("-fvisibility=hidden",) if sys.platform !=
 
 
 def runtime_cflags(compiler: tuple[str, ...]) -> list[str]:
-    """Every flag of the runtime's C: :data:`RUNTIME_CFLAGS` and the native target's (:func:`arch_flags`)."""
-    return list(RUNTIME_CFLAGS[:1]) + arch_flags(compiler, "native") + list(RUNTIME_CFLAGS[1:])
+    """Every flag of the runtime's C: :data:`RUNTIME_CFLAGS` and the default target's (:func:`arch_flags` of
+    :func:`default_arch`)."""
+    return list(RUNTIME_CFLAGS[:1]) + arch_flags(compiler, default_arch()) + list(RUNTIME_CFLAGS[1:])
 
 
 _compile_count = 0

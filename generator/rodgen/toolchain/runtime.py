@@ -27,7 +27,15 @@ from typing import Optional
 
 from ..errors import BuildError
 from . import cache
-from .compiler import compile_extension, compiler_identity, ext_suffix, find_compiler, runtime_cflags, target_identity
+from .compiler import (
+    compile_extension,
+    compiler_identity,
+    default_arch,
+    ext_suffix,
+    find_compiler,
+    runtime_cflags,
+    target_identity,
+)
 
 #: Environment variable naming the cache folder of the runtime (and of model builds).
 CACHE_ENV = cache.CACHE_ENV
@@ -55,7 +63,7 @@ def _machine_parts(compiler: Optional[str]) -> dict[str, str]:
         "cython": str(Cython.__version__),
         "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
         "cflags": " ".join(runtime_cflags(cc)),
-        "target": target_identity(cc, "native"),
+        "target": target_identity(cc, default_arch()),
         "ext_suffix": ext_suffix(),
         "python": sys.implementation.cache_tag or sys.version,
         "platform": sys.platform,
