@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 from rodgen.codegen import CodegenOptions, generate  # noqa: E402
-from rodgen.toolchain.compiler import RUNTIME_CFLAGS, BuildOptions  # noqa: E402
+from rodgen.toolchain.compiler import BuildOptions, find_compiler, model_cflags, runtime_cflags  # noqa: E402
 
 from common import CC, machine, write_json  # noqa: E402
 
@@ -206,8 +206,8 @@ def build(model: rodgen.Model, active: tuple[str, ...], folder: Path) -> Path:
     (folder / "harness.c").write_text(HARNESS.format(
         fast="fast", dense="dense", NC=len(names), ACTIVE="{" + flags + "}", NQ=len(eqs.q),
         NU=max(len(eqs.u), 1), NR=max(nrows, 1)))
-    model_flags = [f for f in BuildOptions().cflags() if f != "-fPIC"]
-    runtime_flags = [f for f in RUNTIME_CFLAGS if f not in ("-fPIC", "-fvisibility=hidden")]
+    model_flags = [f for f in model_cflags(BuildOptions()) if f != "-fPIC"]
+    runtime_flags = [f for f in runtime_cflags(find_compiler(None)) if f not in ("-fPIC", "-fvisibility=hidden")]
     objects = []
     for src in dict.fromkeys(fast + dense):   # rodgen_contact.c once
         obj = src.with_suffix(".o")

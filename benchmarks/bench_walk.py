@@ -233,11 +233,12 @@ def exo5_walking(build_dir: str, repeat: int, instructions: bool = False) -> dic
     if lib is None:
         out["mujoco"] = f"no libmujoco in {mjdir}"
         return out
-    cc = ["gcc", "-std=c99", "-fPIC"]
-    objs = []
-    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime at -O2 (its extension), the
-    # controller at rodgen's CONTROLLER_CFLAGS
+    from rodgen.toolchain.compiler import arch_flags, find_compiler
     from rodgen.toolchain.controller import CONTROLLER_CFLAGS
+    # the same flags as rodgen: the model's C at -O1 (BuildOptions), the runtime at -O2 (its extension), the
+    # controller at rodgen's CONTROLLER_CFLAGS, all for this machine's CPU (BuildOptions(arch="native"))
+    cc = ["gcc", "-std=c99", "-fPIC", *arch_flags(find_compiler(None), "native")]
+    objs = []
     ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
     for src, opt in (("exo5_walk.c", "-O1"), ("rodgen_linalg.c", ctl_opt), ("rodgen_contact.c", "-O2"),
                      ("rodgen_simulate.c", "-O2"), ("rodgen_lie.c", "-O2"),

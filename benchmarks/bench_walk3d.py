@@ -24,6 +24,7 @@ Writes benchmarks/results/walk3d.json.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,9 @@ res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]
 print(res.message)
 """
 
+
+#: the instruction set of the callgrind runs (valgrind stops at AVX-512; the timed runs use rodgen's default)
+CALLGRIND_ARCH = "x86-64-v3"
 
 #: the walking controller's C function (its share of the instructions)
 CONTROLLER = "biped12_walk_controller"
@@ -132,16 +136,24 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     if lib is None:
         out["mujoco"] = f"no libmujoco in {mjdir}"
         return out
+    from rodgen.toolchain.compiler import ARCH_ENV, arch_flags, default_arch, find_compiler
     from rodgen.toolchain.controller import CONTROLLER_CFLAGS
     ctl_opt = next(f for f in CONTROLLER_CFLAGS if f.startswith("-O"))
-    objs = []
-    for src, opt in ((str(SPATIAL / "biped12_walk_controller.c"), ctl_opt), (str(HERE / "mujoco_walk3d.c"), "-O2")):
-        obj = f"{Path(src).stem}.o"
-        subprocess.run(["gcc", "-std=c99", "-fPIC", opt, "-I.", f"-I{mjdir / 'include'}", "-c", src, "-o", obj],
+
+    def link_mujoco(arch: Optional[str], exe: str) -> None:
+        """The MuJoCo harness with the controller compiled as rodgen compiles it (for ``arch``)."""
+        flags = arch_flags(find_compiler(None), arch)
+        objs = []
+        for src, opt in ((str(SPATIAL / "biped12_walk_controller.c"), ctl_opt),
+                         (str(HERE / "mujoco_walk3d.c"), "-O2")):
+            obj = f"{Path(src).stem}.{exe}.o"
+            subprocess.run(["gcc", "-std=c99", "-fPIC", opt, *flags, "-I.", f"-I{mjdir / 'include'}", "-c", src,
+                            "-o", obj], cwd=work, check=True)
+            objs.append(obj)
+        subprocess.run(["gcc", *objs, "-o", exe, f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}", "-lm"],
                        cwd=work, check=True)
-        objs.append(obj)
-    subprocess.run(["gcc", *objs, "-o", "mujoco_walk3d", f"-L{mjdir}", f"-l:{lib.name}", f"-Wl,-rpath,{mjdir}",
-                    "-lm"], cwd=work, check=True)
+
+    link_mujoco(default_arch(), "mujoco_walk3d")
     out["mujoco_version"] = mujoco.__version__
     out["mujoco_contact"] = (f"{gait_mod.mj_contact(DT)}, default solver options; box soles 22 x 10 x 1 cm on a "
                              "plane, friction 0.8 (rodgen: 6-row flat-foot contacts, rigid, mu of biped12.yaml)")
@@ -209,21 +221,34 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     out["upright_m"] = UPRIGHT
     out["upright"] = {key: out[f"{key}_lowest_pelvis_m"] > UPRIGHT for key, _, _ in WALK_VARIANTS}
     if instructions and shutil.which("valgrind"):
+        # valgrind stops at AVX-512: count both sides built for CALLGRIND_ARCH (model, runtime, controller)
         (work / "rodgen_once.py").write_text(RODGEN_ONCE)
         np.save(work / "params.npy", ctrl.params)
         np.save(work / "y0.npy", y0)
-        ins: dict[str, Any] = {}
-        for key, hold, mode in WALK_VARIANTS:
-            if mode is None:
-                tot, ctl = callgrind([sys.executable, "rodgen_once.py", str(robot.path), str(ctrl.library),
-                                       "params.npy", "y0.npy", repr(t_end), repr(DT), "hold" if hold else "stage"],
-                                      work, ("rodgen_hybrid_simulate",), work / f"cg.{key}",
-                                      CONTROLLER)
+        saved = os.environ.get(ARCH_ENV)
+        os.environ[ARCH_ENV] = CALLGRIND_ARCH
+        try:
+            robot_cg = rodgen.build(rodgen.load(SPATIAL / "biped12.yaml"), build_dir=build_dir)
+            ctrl_cg = gait_mod.controller(gait, robot_cg, build_dir)
+            link_mujoco(CALLGRIND_ARCH, "mujoco_walk3d_cg")
+            ins: dict[str, Any] = {"arch": CALLGRIND_ARCH}
+            for key, hold, mode in WALK_VARIANTS:
+                if mode is None:
+                    tot, ctl = callgrind([sys.executable, "rodgen_once.py", str(robot_cg.path),
+                                          str(ctrl_cg.library), "params.npy", "y0.npy", repr(t_end), repr(DT),
+                                          "hold" if hold else "stage"],
+                                         work, ("rodgen_hybrid_simulate",), work / f"cg.{key}", CONTROLLER)
+                else:
+                    tot, ctl = callgrind([str(work / "mujoco_walk3d_cg"), "biped12.xml", mode, str(steps), "1"],
+                                         work,
+                                         ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}",
+                                         CONTROLLER)
+                ins[key], ins[f"{key}_controller"] = tot, ctl
+        finally:
+            if saved is None:
+                os.environ.pop(ARCH_ENV, None)
             else:
-                tot, ctl = callgrind([str(work / "mujoco_walk3d"), "biped12.xml", mode, str(steps), "1"], work,
-                                      ("mj_step", "control") if hold else ("mj_step",), work / f"cg.{key}",
-                                      CONTROLLER)
-            ins[key], ins[f"{key}_controller"] = tot, ctl
+                os.environ[ARCH_ENV] = saved
         for key, hold, mode in WALK_VARIANTS[2:]:
             ref = "rodgen_hold" if hold else "rodgen"
             ins[f"ratio_{key}_over_{ref}"] = ins[key] / ins[ref]

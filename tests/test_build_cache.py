@@ -177,3 +177,61 @@ def test_parallel_units_give_the_equations_numbers(tmp_path: Path, monkeypatch: 
     close(sys_.bias(q, qd, p), bias, 1e-12, f"seed={seed}")
     want = np.linalg.solve(M, ref.call(ref.B, q, qd, u, p) @ u - bias)
     close(sys_.forward_dynamics(q, qd, u, p), want, 1e-12 * np.linalg.cond(M), f"seed={seed}")
+
+
+def test_builds_are_for_this_cpu_and_keyed_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default compiles for the building machine's CPU; the key follows what "native" resolves to, so a cache
+    shared with a machine of another CPU holds two builds, never one loaded on the wrong CPU."""
+    cc = compiler_mod.find_compiler(None)
+    native = compiler_mod.model_cflags(BuildOptions())
+    portable = compiler_mod.model_cflags(BuildOptions(arch=None))
+    if compiler_mod.accepts(cc, "-march=native"):
+        assert "-march=native" in native and "-march=native" in compiler_mod.runtime_cflags(cc)
+    assert not [f for f in portable if f.startswith(("-march", "-mcpu"))]
+    assert BuildOptions(arch="portable").arch is None
+    files = generate(model())
+    base = build_key(files, BuildOptions())
+    assert build_key(files, BuildOptions(arch=None)) != base
+    real = compiler_mod.target_identity
+
+    def other_cpu(compiler: tuple[str, ...], arch: object) -> str:
+        return real(compiler, arch) + ("\n-march=another-cpu" if arch == "native" else "")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compiler_mod, "target_identity", other_cpu)
+    monkeypatch.setattr(rodgen.toolchain, "target_identity", other_cpu)
+    assert build_key(files, BuildOptions()) != base
+    assert build_key(files, BuildOptions(arch=None)) == build_key(files, BuildOptions(arch="portable"))
+
+
+def test_a_portable_build_gives_the_native_numbers(tmp_path: Path) -> None:
+    import numpy as np
+    native = rodgen.build(model(), build_dir=tmp_path)
+    portable = rodgen.build(model(), build_dir=tmp_path, options=BuildOptions(arch=None))
+    assert portable.path != native.path
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q, qd = rng.uniform(-1, 1, native.nq), rng.uniform(-1, 1, native.nq)
+        u = rng.uniform(-1, 1, native.nu)
+        np.testing.assert_allclose(portable.forward_dynamics(q, qd, u), native.forward_dynamics(q, qd, u),
+                                   rtol=1e-13, atol=1e-13)
+
+
+def test_an_unknown_instruction_set_is_named() -> None:
+    with pytest.raises(BuildError, match=r"BuildOptions\(arch='no-such-cpu'\): the C compiler .* rejects "
+                                         r"-march=no-such-cpu"):
+        compiler_mod.model_cflags(BuildOptions(arch="no-such-cpu"))
+    with pytest.raises(ValueError, match="arch '-mavx2' is not an instruction set"):
+        BuildOptions(arch="-mavx2")
+
+
+def test_the_default_instruction_set_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = generate(model())
+    monkeypatch.setenv("RODGEN_ARCH", "portable")
+    assert BuildOptions().arch is None and build_key(files, BuildOptions()) == build_key(files, BuildOptions(arch=None))
+    cc = compiler_mod.find_compiler(None)
+    assert not [f for f in compiler_mod.runtime_cflags(cc) if f.startswith(("-march", "-mcpu"))]
+    monkeypatch.setenv("RODGEN_ARCH", "-mavx2")
+    with pytest.raises(ValueError, match=r"\$RODGEN_ARCH='-mavx2' is not an instruction set"):
+        BuildOptions()
+    monkeypatch.delenv("RODGEN_ARCH")
+    assert BuildOptions().arch == "native"

@@ -52,6 +52,18 @@ def test_failed_build_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err == "rodgen: error: the C compiler 'no-such-cc-rodgen' was not found on PATH\n"
 
 
+def test_arch_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["build", str(EXAMPLES / "pendulum_vl.yaml"), "--build-dir", str(tmp_path), "--arch", "no-such-cpu"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rodgen: error: BuildOptions(arch='no-such-cpu'): the C compiler ") and err.count("\n") == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("pendulum_vl-")]
+    rc = main(["build", str(EXAMPLES / "pendulum_vl.yaml"), "--build-dir", str(tmp_path), "--arch", "portable"])
+    assert rc == 0
+    meta = next(tmp_path.glob("pendulum_vl-*/rodgen-build.json")).read_text()
+    assert "-march" not in meta and "-mcpu" not in meta
+
+
 def test_entry_point_without_traceback(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "rodgen.cli", "generate", str(tmp_path / "nope.yaml"), "-o",
                           str(tmp_path)], capture_output=True, text=True, cwd=REPO)

@@ -355,3 +355,23 @@ def test_exo5_walks_with_its_c_controller_in_the_fmu(build_dir: Path, tmp_path: 
     rows = [np.flatnonzero(np.abs(ref.t - t) < 1e-12)[-1] for t in res["time"]]
     assert np.abs(_q(res, robot) - ref.q[rows]).max() < 1e-12
     assert res["q.x"][-1] - res["q.x"][0] > 0.8 * 0.4 * steps * 0.9      # it walks, about a metre a second
+
+
+def test_the_fmu_binary_is_portable(pendulum: rodgen.runtime.CompiledModel, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An FMU is shipped to other machines: its binary is compiled for the compiler's generic target, not for the
+    exporting machine's CPU as rodgen's own builds are."""
+    import importlib
+    compiler = importlib.import_module("rodgen.toolchain.compiler")
+    real, seen = compiler.compile_model, []
+
+    def spy(*args: object, **kwargs: object) -> Path:
+        seen.append(compiler.model_cflags(kwargs["options"]))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compiler, "compile_model", spy)
+    fmu = rodgen.export_fmu(pendulum, tmp_path / "p.fmu", kind="cs")
+    assert fmu.is_file() and len(seen) == 1
+    assert not [f for f in seen[0] if f.startswith(("-march", "-mcpu"))], seen[0]
+    assert "-march=native" in compiler.model_cflags(compiler.BuildOptions()) or \
+        not compiler.accepts(compiler.find_compiler(None), "-march=native")

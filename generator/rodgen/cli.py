@@ -71,7 +71,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from . import load
     from .toolchain import BuildOptions, build
     model = load(args.model)
-    options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math)
+    options = BuildOptions(compiler=args.compiler, optimization=args.opt, fast_math=args.fast_math, arch=args.arch)
     sys_ = build(model, build_dir=args.build_dir, method=args.method, options=options,
                  codegen=_codegen_options(args))
     print(f"built {sys_.name}: nq={sys_.nq}, nu={sys_.nu}, np={sys_.np}")
@@ -140,6 +140,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--compiler", default=None, metavar="CC", help="C compiler (default $CC, cc or gcc)")
     b.add_argument("-O", dest="opt", choices=OPT_LEVELS, default="O1", help="optimisation level (default O1)")
     b.add_argument("--fast-math", action="store_true", help="compile with -ffast-math (changes the numbers)")
+    b.add_argument("--arch", default="native", metavar="ARCH",
+                   help="instruction set: native (default, this machine's CPU), portable (the compiler's generic "
+                        "target), or a -march value such as x86-64-v3")
     _add_codegen_args(b)
     b.set_defaults(func=_cmd_build)
 

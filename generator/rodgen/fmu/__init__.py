@@ -556,7 +556,7 @@ def _compile(src: Path, out: Path, identifier: str, sources: list[str], version:
         for f in src.iterdir():
             shutil.copy2(f, work / f.name)
         lib = identifier + library_suffix()
-        options = BuildOptions(optimization="O2", extra_cflags=(f"-I{headers}",))
+        options = BuildOptions(optimization="O2", extra_cflags=(f"-I{headers}",), arch=None)  # shipped: portable
         try:
             compile_model(work, sources=sources, library=lib, options=options)
         except BuildError as exc:

@@ -38,6 +38,7 @@ from .compiler import (
     find_compiler,
     library_suffix,
     model_cflags,
+    target_identity,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -54,6 +55,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
         "rodgen": __version__,
         "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
         "cflags": " ".join(model_cflags(options)),
+        "target": target_identity(compiler, options.arch),
         "library": library_suffix(),
         "platform": sys.platform,
     }

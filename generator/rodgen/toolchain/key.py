@@ -127,7 +127,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
     BuildOptions ``options``, computed without deriving anything."""
     from .. import __version__
     from . import cache
-    from .compiler import compiler_identity, find_compiler, library_suffix, model_cflags
+    from .compiler import compiler_identity, find_compiler, library_suffix, model_cflags, target_identity
     compiler = find_compiler(options.compiler)
     parts = {
         "model": canonical(model),
@@ -137,6 +137,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
         "generator": generator_digest(),
         "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
         "cflags": " ".join(model_cflags(options)),
+        "target": target_identity(compiler, options.arch),
         "library": library_suffix(),
         "platform": sys.platform,
     }

@@ -27,7 +27,15 @@ from typing import Optional
 
 from ..errors import BuildError
 from . import cache
-from .compiler import RUNTIME_CFLAGS, compile_extension, compiler_identity, ext_suffix, find_compiler
+from .compiler import (
+    compile_extension,
+    compiler_identity,
+    default_arch,
+    ext_suffix,
+    find_compiler,
+    runtime_cflags,
+    target_identity,
+)
 
 #: Environment variable naming the cache folder of the runtime (and of model builds).
 CACHE_ENV = cache.CACHE_ENV
@@ -54,7 +62,8 @@ def _machine_parts(compiler: Optional[str]) -> dict[str, str]:
         "rodgen": __version__,
         "cython": str(Cython.__version__),
         "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
-        "cflags": " ".join(RUNTIME_CFLAGS),
+        "cflags": " ".join(runtime_cflags(cc)),
+        "target": target_identity(cc, default_arch()),
         "ext_suffix": ext_suffix(),
         "python": sys.implementation.cache_tag or sys.version,
         "platform": sys.platform,
@@ -102,11 +111,12 @@ def _runtime_path(compiler: Optional[str]) -> Path:
         for name in sorted(files):
             (tmp / name).write_bytes(files[name].encode("utf-8"))
         sources = sorted(n for n in files if n.endswith(".c"))
-        compile_extension(tmp, pyx=f"{MODULE}.pyx", sources=sources, module=MODULE, compiler=compiler)
+        compile_extension(tmp, pyx=f"{MODULE}.pyx", sources=sources, module=MODULE, compiler=compiler,
+                          cflags=runtime_cflags(find_compiler(compiler)))
         seconds = time.perf_counter() - start
         _build_seconds[str(root / key)] = seconds
         return {"module": module_file, "build_hash": digest, "files": sorted(files),
-                "cflags": list(RUNTIME_CFLAGS), "compiler": " ".join(find_compiler(compiler)),
+                "cflags": runtime_cflags(find_compiler(compiler)), "compiler": " ".join(find_compiler(compiler)),
                 "compile_seconds": round(seconds, 3)}
 
     def failure(exc: BuildError, failed: Path) -> BuildError:
