@@ -195,9 +195,9 @@ def test_box_landing_fast_slides_on_all_four_corners_and_never_sinks(mid: Any) -
     """Dropped flat from h moving along x faster than (A / HC) vz: held sticking, the back corners would have to
     pull (the front ones' friction pitches the box forward), so no set of sticking and released corners is an
     impact, and above mu vz the front corners cannot stick either; the Coulomb impact slides all four
-    (tangential impulse mu times normal, against the motion). In closed form: no pitch, so the moment about the centre is 0: P_f (A - mu HC) = P_b (A + mu HC), with
-    2 (P_f + P_b) = M vz; the box leaves the impact at vx - mu vz, slides decelerating at mu g to a stop, and no
-    corner goes below the ground."""
+    (tangential impulse mu times normal, against the motion). In closed form: no pitch, so the moment about
+    the centre is 0: P_f (A - mu HC) = P_b (A + mu HC), with 2 (P_f + P_b) = M vz; the box leaves the impact at
+    vx - mu vz, slides decelerating at mu g to a stop, and no corner goes below the ground."""
     h, vx = 0.05, 1.5
     res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.4, 1e-3, contacts=[],
                        on_slip="slide")
