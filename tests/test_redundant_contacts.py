@@ -165,12 +165,14 @@ def test_box_slides_on_four_corners_to_a_stop(off: Any) -> None:
 
 
 def test_box_landing_sideways_slides_its_back_corners_through_the_impact(mid: Any) -> None:
-    """Dropped flat from h moving along x at vx (mu vz < vx < (mu + A / HC) vz, vz = sqrt(2 g h)): the Coulomb
-    impact holds the front corners sticking and the back ones sliding (tangential impulse mu times normal),
-    eight rows of rank 6, and stops the box. The impulses in closed form: the sums M vz (normal) and M vx
-    (tangential), the moment about the centre A (2 P_f - 2 P_b) = HC M vx, so P_f, P_b = M / 4 (vz +- HC vx / A)
-    and T_f = M vx / 2 - mu P_b; the energy lost is the kinetic energy before."""
-    h, vx = 0.05, 0.85
+    """Dropped flat from h moving along x at vx (vz = sqrt(2 g h)): held sticking on all four corners, the back
+    ones' share of the tangential impulse leaves their cone, and with mu vz / (1 + mu HC / A) < vx <= mu vz the
+    Coulomb impact holds the front corners sticking and the back ones sliding (tangential impulse mu times
+    normal), eight rows of rank 6, and stops the box. The impulses in closed form: the sums M vz (normal) and
+    M vx (tangential), the moment about the centre A (2 P_f - 2 P_b) = HC M vx, so P_f, P_b = M / 4 (vz +- HC vx
+    / A) and T_f = M vx / 2 - mu P_b, inside the front corners' cone (T_f <= mu P_f iff vx <= mu vz); the energy
+    lost is the kinetic energy before. (Above mu vz no corner can stick: the next test.)"""
+    h, vx = 0.05, 0.65
     vz = np.sqrt(2 * G * h)
     res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.3, 1e-3, contacts=[],
                        on_slip="slide")
@@ -180,12 +182,61 @@ def test_box_landing_sideways_slides_its_back_corners_through_the_impact(mid: An
     vz = G * touch["c0"]["t"]   # the speed at the located touchdown (located to the event tolerance)
     pf, pb = M / 4 * (vz + HC * vx / A), M / 4 * (vz - HC * vx / A)
     tf = M * vx / 2 - MU * pb
+    assert MU * vz / (1 + MU * HC / A) < vx <= MU * vz and tf <= MU * pf
     for c, (t, n) in zip(ALL, [(tf, pf), (tf, pf), (MU * pb, pb), (MU * pb, pb)]):
         assert np.abs(touch[c]["impulse"] - [t, n]).max() < 1e-10, c
         assert abs(touch[c]["energy_loss"] - 0.5 * M * (vx ** 2 + vz ** 2)) < 1e-10
     after = res.t > np.sqrt(2 * h / G) + 1e-6
     assert np.abs(res.qd[after]).max() < 1e-8 and np.abs(res.q[after, 2]).max() < 1e-9
     assert np.allclose(res.lam[-1].reshape(4, 3), [[0.0, 0.0, M * G / 4]] * 4, atol=1e-8)
+
+
+def test_box_landing_fast_slides_on_all_four_corners_and_never_sinks(mid: Any) -> None:
+    """Dropped flat from h moving along x faster than (A / HC) vz: held sticking, the back corners would have to
+    pull (the front ones' friction pitches the box forward), so no set of sticking and released corners is an
+    impact, and above mu vz the front corners cannot stick either; the Coulomb impact slides all four
+    (tangential impulse mu times normal, against the motion). In closed form: no pitch, so the moment about
+    the centre is 0: P_f (A - mu HC) = P_b (A + mu HC), with 2 (P_f + P_b) = M vz; the box leaves the impact at
+    vx - mu vz, slides decelerating at mu g to a stop, and no corner goes below the ground."""
+    h, vx = 0.05, 1.5
+    res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.4, 1e-3, contacts=[],
+                       on_slip="slide")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    touch = {e["block"]: e for e in res.events if e["kind"] == "touchdown"}
+    t0 = np.sqrt(2 * h / G)
+    assert sorted(touch) == ALL and max(abs(e["t"] - t0) for e in touch.values()) < 1e-9
+    vz = G * touch["c0"]["t"]
+    assert vx > A / HC * vz and A > MU * HC       # the back corners would pull; sliding, both pairs push
+    pb, pf = M * vz * (A - MU * HC) / (4 * A), M * vz * (A + MU * HC) / (4 * A)
+    for c, n in zip(ALL, [pf, pf, pb, pb]):
+        assert np.abs(touch[c]["impulse"] - [MU * n, n]).max() < 1e-10, c
+    assert not [e for e in res.events if e["kind"] == "liftoff"]
+    v1 = vx - MU * vz
+    t_stop = t0 + v1 / (MU * G)
+    stops = [e for e in res.events if e["kind"] == "stick"]
+    assert sorted(e["block"] for e in stops) == ALL and max(abs(e["t"] - t_stop) for e in stops) < 1e-9
+    assert abs(res.q[-1, 0] - (vx * touch["c0"]["t"] + v1 ** 2 / (2 * MU * G))) < 1e-9
+    corners = np.array([z[:, 2] for name, z in mid.points(res.q).items() if name in ALL])
+    assert corners.min() > -1e-9 and np.abs(res.qd[-1]).max() < 1e-8
+
+
+def test_box_landing_slowly_sticks_on_all_four_corners(mid: Any) -> None:
+    """The same landing below vx = (A / HC) vz and with the back corners' share in the cone: all four stick
+    and stop the box at once, the normal impulses M / 4 (vz +- HC vx / A) (moment about the centre), the
+    tangential ones summing to M vx."""
+    h, vx = 0.05, 0.3
+    res = mid.simulate(np.r_[0.0, 0.0, h, STAND[3:], vx, 0.0, 0.0, 0.0, 0.0, 0.0], 0.2, 1e-3, contacts=[],
+                       on_slip="slide")
+    assert res.status == rodgen.runtime.result.Status.SUCCESS, res.message
+    touch = {e["block"]: e for e in res.events if e["kind"] == "touchdown"}
+    assert sorted(touch) == ALL and [e["kind"] for e in res.events] == ["touchdown"] * 4
+    vz = G * touch["c0"]["t"]
+    pf, pb = M / 4 * (vz + HC * vx / A), M / 4 * (vz - HC * vx / A)
+    for c, n in zip(ALL, [pf, pf, pb, pb]):
+        assert abs(touch[c]["impulse"][1] - n) < 1e-10, c
+    assert abs(sum(e["impulse"][0] for e in touch.values()) - M * vx) < 1e-10
+    after = res.t > touch["c0"]["t"] + 1e-6
+    assert np.abs(res.qd[after]).max() < 1e-8
 
 
 def test_contradicting_rows_are_still_singular(mid: Any) -> None:

@@ -1891,21 +1891,27 @@ static double slide_speed(const rodgen_hybrid_state *s, const hscratch *w, const
     return s->active[i] == RODGEN_SLIDE_PLUS ? -vt : vt;
 }
 
-/* Contact i starts to slide against its tangential force lam [r .. r + nt - 1] (the force it could not
- * get while sticking, or an impulse): one tangent SLIDE_PLUS / SLIDE_MINUS by its sign, two SLIDE with the
- * reference direction -f_t/|f_t| (the way the contact moves) in the target's tangential entries. */
-static void start_slide(rodgen_hybrid_state *s, int i, const double *lam)
+/* Contact i starts to slide against its tangential force ft [nt] (the force it could not get while
+ * sticking, an impulse, or minus its velocity): one tangent SLIDE_PLUS / SLIDE_MINUS by its sign, two SLIDE
+ * with the reference direction -f_t/|f_t| (the way the contact moves) in the target's tangential entries. */
+static void slide_against(rodgen_hybrid_state *s, int i, const double *ft)
 {
     const rodgen_model *m = s->model;
     const int r = m->constraints[i].row;
     if (ntan(m, i) == 1) {
-        s->active[i] = lam[r] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
+        s->active[i] = ft[0] > 0.0 ? RODGEN_SLIDE_PLUS : RODGEN_SLIDE_MINUS;
     } else {
-        const double n = tnorm(lam, r, 2);
+        const double n = tnorm(ft, 0, 2);
         s->active[i] = RODGEN_SLIDE;
-        s->target[r] = (n > 0.0 ? -lam[r] / n : 1.0) * RODGEN_SLIDE_REST;   /* its length: see rest_speed */
-        s->target[r + 1] = (n > 0.0 ? -lam[r + 1] / n : 0.0) * RODGEN_SLIDE_REST;
+        s->target[r] = (n > 0.0 ? -ft[0] / n : 1.0) * RODGEN_SLIDE_REST;   /* its length: see rest_speed */
+        s->target[r + 1] = (n > 0.0 ? -ft[1] / n : 0.0) * RODGEN_SLIDE_REST;
     }
+}
+
+/* slide_against the tangential rows of the forces of every row lam [nrows]. */
+static void start_slide(rodgen_hybrid_state *s, int i, const double *lam)
+{
+    slide_against(s, i, lam + s->model->constraints[i].row);
 }
 
 /* The speed below which a 3-row sliding contact's friction turns towards its reference direction (the
@@ -2331,18 +2337,50 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         }
         if (sliding) {
             /* Coulomb impact: a touching contact whose sticking impulse leaves the cone slides during the
-             * impact (its tangential impulse mu * normal impulse, against its tangential velocity) */
+             * impact (its tangential impulse mu * normal impulse, against its tangential velocity); so does
+             * a touching contact the impact released although it moves into the ground after it (no
+             * complementary set holds it sticking: a box landing flat at speed, its back corners pulled
+             * down by the front ones' friction, slides on all four), its direction that of its tangential
+             * velocity before the impact. Each pass switches contacts to sliding only, so at most nc. */
+            const int nv = RODGEN_NV(m);
+            const double *qd_minus = s->y + nq;
+            double vmax = 0.0;
+            int pass;
             for (i = 0; i < nc; ++i) {
-                const int r = m->constraints[i].row;
-                if (w->g1[i] != 0.0 && w->after[i] && m->constraints[i].kind == RODGEN_CONTACT && !is_flat(m, i)
-                    && isfinite(s->mu[i]) && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
-                    start_slide(s, i, w->imp);
+                if (w->g1[i] != 0.0 && is_unilateral(m, i)) {
+                    vmax = fmax(vmax, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
+                }
+            }
+            for (pass = 0; pass <= nc; ++pass) {
+                redo = 0;
+                for (i = 0; i < nc; ++i) {
+                    const int r = m->constraints[i].row;
+                    if (w->g1[i] == 0.0 || m->constraints[i].kind != RODGEN_CONTACT || is_flat(m, i)
+                        || !isfinite(s->mu[i]) || is_sliding(m, w->act2, i)) {
+                        continue;
+                    }
+                    if (w->after[i] && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
+                        start_slide(s, i, w->imp);
+                    } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vmax) {
+                        double mv[2] = {0.0, 0.0};   /* minus the tangential velocity: the friction's way */
+                        int k;
+                        for (k = 0; k < ntan(m, i); ++k) {
+                            mv[k] = -dot(w->J + (r + k) * nv, qd_minus, nv);
+                        }
+                        if (!(tnorm(mv, 0, ntan(m, i)) > RODGEN_SLIDE_REST)) {
+                            continue;   /* at rest along the ground: no way to slide */
+                        }
+                        slide_against(s, i, mv);
+                    } else {
+                        continue;
+                    }
                     w->act2[i] = s->active[i];
                     s->active[i] = 0;
                     redo = 1;
                 }
-            }
-            if (redo) {
+                if (!redo) {
+                    break;
+                }
                 status = hy_impact(s, o, w, &loss);
                 if (status != RODGEN_OK) {
                     return status;
