@@ -2344,11 +2344,11 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
              * velocity before the impact. Each pass switches contacts to sliding only, so at most nc. */
             const int nv = RODGEN_NV(m);
             const double *qd_minus = s->y + nq;
-            double vmax = 0.0;
+            double vn_scale = 0.0;
             int pass;
             for (i = 0; i < nc; ++i) {
                 if (w->g1[i] != 0.0 && is_unilateral(m, i)) {
-                    vmax = fmax(vmax, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
+                    vn_scale = fmax(vn_scale, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
                 }
             }
             for (pass = 0; pass <= nc; ++pass) {
@@ -2361,7 +2361,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                     }
                     if (w->after[i] && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
                         start_slide(s, i, w->imp);
-                    } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vmax) {
+                    } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vn_scale) {
                         double mv[2] = {0.0, 0.0};   /* minus the tangential velocity: the friction's way */
                         int k;
                         for (k = 0; k < ntan(m, i); ++k) {

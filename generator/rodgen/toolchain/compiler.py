@@ -118,7 +118,7 @@ GCC_MODEL_CFLAGS = ("-fno-dse", "-fno-tree-dse")
 def is_gcc(compiler: tuple[str, ...]) -> bool:
     """Whether the compiler is GCC (its ``--version`` names the Free Software Foundation, and not clang)."""
     try:
-        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.SubprocessError):
         return False
     text = out.stdout or ""
@@ -138,12 +138,13 @@ def model_cflags(options: "BuildOptions") -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def accepts(compiler: tuple[str, ...], flag: str) -> bool:
-    """Whether the compiler compiles an empty C file with ``flag`` (asked once per process)."""
+    """Whether the compiler compiles an empty C file with ``flag`` (asked once per process). A compiler that
+    cannot be run (or does not answer in 10 minutes) is a BuildError, never a silent change of flags."""
+    cmd = list(compiler) + [flag, "-x", "c", "-c", os.devnull, "-o", os.devnull]
     try:
-        out = subprocess.run(list(compiler) + [flag, "-x", "c", "-c", os.devnull, "-o", os.devnull],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return False
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"cannot ask the C compiler whether it takes {flag}: {exc}", command=cmd) from None
     return out.returncode == 0
 
 
@@ -166,31 +167,35 @@ def arch_flags(compiler: tuple[str, ...], arch: Optional[str]) -> list[str]:
     return [flag]
 
 
+def cpu_identity() -> str:
+    """This machine's CPU as the operating system describes it: on Linux the model and the instruction-set
+    flags of /proc/cpuinfo's first processor (the same for every process, read without running anything),
+    elsewhere :func:`platform.processor` and the machine type."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    keys = ("vendor_id", "model name", "cpu family", "model", "flags", "Features", "CPU implementer", "CPU part")
+    first: dict[str, str] = {}
+    for ln in lines:
+        key, _, value = ln.partition(":")
+        key = key.strip()
+        if key in keys and key not in first:
+            first[key] = " ".join(value.split())
+    if first:
+        return "\n".join(f"{k}: {first[k]}" for k in keys if k in first)
+    return f"{platform.machine()} {platform.processor()}"
+
+
 @functools.lru_cache(maxsize=None)
 def target_identity(compiler: tuple[str, ...], arch: Optional[str]) -> str:
-    """What the target of ``arch`` resolves to on this machine, for the build cache's key: for ``"native"`` the
-    compiler's own expansion of it (``-###`` prints the CPU and its features that ``-march=native`` selects),
-    so a build made on another CPU has another key; otherwise the flags themselves."""
+    """What the target of ``arch`` is on this machine, for the build cache's key: the flags, and for
+    ``"native"`` the CPU they resolve to (:func:`cpu_identity`; with the compiler's identity, which the key
+    holds too, it fixes what ``-march=native`` selects), so a build made on another CPU has another key."""
     flags = arch_flags(compiler, arch)
     if arch != "native" or not flags:
         return " ".join(flags)
-    try:
-        out = subprocess.run(list(compiler) + flags + ["-###", "-x", "c", "-c", os.devnull, "-o", os.devnull],
-                             capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        out = None
-    lines = [] if out is None else [ln.strip() for ln in (out.stderr or "").splitlines()
-                                    if "cc1" in ln or "-target-cpu" in ln]
-    if not lines:       # the expansion is unknown: key by this machine's CPU description instead
-        try:
-            lines = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                     if ln.startswith(("model name", "flags", "Features"))][:2]
-        except OSError:
-            lines = [platform.machine(), platform.processor()]
-    # the expansion names the temporary files and the output; keep only options
-    words = [w for ln in lines for w in shlex.split(ln) if w.startswith("-") and not w.startswith(("-o", "-dumpbase",
-                                                                                                    "-auxbase"))]
-    return " ".join(flags) + "\n" + " ".join(words or lines)
+    return " ".join(flags) + "\n" + cpu_identity()
 
 
 #: Flags of the runtime's C and its Cython wrapper (compiled once, so optimised; the model's options
@@ -240,7 +245,7 @@ def find_compiler(requested: Optional[str] = None) -> tuple[str, ...]:
 def compiler_identity(compiler: tuple[str, ...]) -> str:
     """The first line of ``<compiler> --version`` (part of the build hash)."""
     try:
-        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.SubprocessError) as exc:
         raise BuildError(f"cannot run the C compiler: {exc}", command=list(compiler) + ["--version"]) from None
     lines = (out.stdout or out.stderr).strip().splitlines()
