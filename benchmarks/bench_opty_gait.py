@@ -12,14 +12,14 @@ zeros).
 
 Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file by the
 method rodgen.build uses, whose Equations the build then takes), the compilation (opty's code generation and
-Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library and only the routines
-the collocation calls, CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES), and the problem's
+Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library and only the routines the
+collocation calls, CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES), and the problem's
 compile, the derivation not counted, in a fresh build folder; the collocation driver's object file, compiled
-once per machine like the runtime's extension, is built first and reported apart) and the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves,
-interleaved): opty and rodgen with the limited-memory Hessian, and rodgen with hessian='differences' and
-'forward-differences'. The optima are compared by their objectives, and solvers are restarted from each
-other's optima. Starts: stride_guess, and the optima on 20 and 30 nodes (limited-memory) interpolated onto
-the 40.
+once per machine like the runtime's extension, is built first and reported apart) and the solve (IPOPT from
+the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with the limited-memory
+Hessian, and rodgen with hessian='differences' and 'forward-differences'. The optima are compared by their
+objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20 and
+30 nodes (limited-memory) interpolated onto the 40.
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
