@@ -10,16 +10,17 @@ which rodgen's backward-euler method integrates), and both start from the same p
 stride_guess: the hip gliding at the speed, the thighs swinging, no torques; opty's example starts from
 zeros).
 
-Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file by the
+Imports (SymPy and rodgen's symbolic stage; opty and pygait2d) are not timed on either side. Timed
+separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file by the
 method rodgen.build uses, whose Equations the build then takes), the compilation (opty's code generation and
-Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library,
-CodegenOptions(jacobian=True), and the problem's compile, the derivation not counted, in a fresh build folder;
-the collocation driver's object file, compiled once per machine like the runtime's extension, is built first
-and reported apart) and the solve (IPOPT from the same start, tol 1e-8; median of --repeat solves,
-interleaved): opty and rodgen with the limited-memory Hessian, and rodgen with hessian='differences' and
-'forward-differences'. The optima are compared by their objectives, and solvers are restarted from each
-other's optima. Starts: stride_guess, and the optima on 20 and 30 nodes (limited-memory) interpolated onto
-the 40.
+Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library and only the routines the
+collocation calls, CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES), and the problem's
+compile, the derivation not counted, in a fresh build folder; the collocation driver's object file, compiled
+once per machine like the runtime's extension, is built first and reported apart) and the solve (IPOPT from
+the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with the limited-memory
+Hessian, and rodgen with hessian='differences' and 'forward-differences'. The optima are compared by their
+objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20 and
+30 nodes (limited-memory) interpolated onto the 40.
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
@@ -179,14 +180,21 @@ def main() -> None:
     t0 = time.perf_counter()
     build_driver_object()
     out["rodgen_driver_seconds"] = time.perf_counter() - t0
+    # imports are outside both sides' times, as opty's and pygait2d's are (SymPy is imported here first)
+    t0 = time.perf_counter()
+    for name in ("sympy", "rodgen.symbolic"):
+        importlib.import_module(name)
+    out["rodgen_imports_seconds"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         model_file = rodgen.load(ROOT / "examples" / "gait2d.yaml")
         eqs = rodgen.derive(model_file, method=DEFAULT_METHOD)   # the method rodgen.build derives by
         derivation = time.perf_counter() - t0
         t0 = time.perf_counter()
-        # one library with its RHS Jacobian; the build takes the Equations just derived (symbolic.derived)
-        cm = rodgen.build(model_file, build_dir=tmp, codegen=CodegenOptions(jacobian=True))
+        # one library with its RHS Jacobian and only the routines the collocation calls (optimize.ROUTINES);
+        # the build takes the Equations just derived (symbolic.derived)
+        cm = rodgen.build(model_file, build_dir=tmp,
+                          codegen=CodegenOptions(jacobian=True, routines=optimize.ROUTINES))
         cm.jacobian_model()
         model_build = time.perf_counter() - t0
         del eqs

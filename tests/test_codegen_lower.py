@@ -222,3 +222,33 @@ def test_powers_printed_as_products_keep_their_place_in_a_quotient() -> None:
                y / (x + z) ** 2):
         text = p.doprint(ex)
         assert math.isclose(eval(text, env), float(ex.subs({x: 1.7, y: -0.3, z: 2.9})), rel_tol=1e-14), text
+
+
+def test_common_argument_subsets_match_sympys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rodgen's match_common_args (dict-based) makes the substitutions SymPy's cse_main.match_common_args makes:
+    the same generated files for a walker with force elements and contacts (sums and products of many shapes),
+    and on random sums and products of shared arguments."""
+    import sys
+
+    from sympy.simplify.cse_main import match_common_args as sympys
+
+    import rodgen.codegen.straight  # noqa: F401
+    from rodgen.codegen import render
+    from rodgen.codegen.lower import lower as lower_eqs
+    straight = sys.modules["rodgen.codegen.straight"]
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "compass_gait.yaml"), method="recursive")
+    ours = render(lower_eqs(eqs, options=CodegenOptions(jacobian=True))).files
+    monkeypatch.setattr(straight, "match_common_args", sympys)
+    assert render(lower_eqs(eqs, options=CodegenOptions(jacobian=True))).files == ours
+    monkeypatch.undo()
+    rng = np.random.default_rng(5)
+    xs = sp.symbols("x0:9")
+    for func in (sp.Add, sp.Mul):
+        funcs = list({func(*[xs[k] for k in rng.choice(9, size=rng.integers(2, 7), replace=False)])
+                      for _ in range(60)})
+        a: dict = {}
+        b: dict = {}
+        straight.match_common_args(func, list(funcs), a)
+        sympys(func, list(funcs), b)
+        assert a.keys() == b.keys() and len(a) > 10
+        assert [str(a[k]) for k in a] == [str(b[k]) for k in a]   # nested Unevaluated sums or products

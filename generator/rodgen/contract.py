@@ -119,23 +119,24 @@ ROUTINES: tuple[Routine, ...] = (
     Routine("mass_matrix", (_q, _p, _out("M", "nv*nv", "mass matrix, row-major", "nv,nv")),
             "Mass matrix M(q), symmetric positive definite.", single=True),
     Routine("bias", (_t, _q, _qd, _p, _out("h", "nv", "bias forces")),
-            "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", single=True),
-    Routine("gravity", (_q, _p, _out("g", "nv", "gravity forces")), "Gravity forces G(q) (part of the bias)."),
+            "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.", optional=True, single=True),
+    Routine("gravity", (_q, _p, _out("g", "nv", "gravity forces")), "Gravity forces G(q) (part of the bias).",
+            optional=True),
     Routine("input_map", (_q, _p, _out("B", "nv*nu", "input map, row-major", "nv,nu")),
             "Input map B(q): generalized forces = B u."),
     Routine("forward_dynamics", (_t, _q, _qd, _u, _p, _out("qdd", "nv", "coordinate accelerations")),
             "Forward dynamics qdd = M^-1 (B u - bias).", status=True, single=True),
     Routine("inverse_dynamics", (_t, _q, _qd, _qdd, _p, _out("Q", "nv", "generalized forces")),
-            "Inverse dynamics Q = M(q) qdd + bias(q, qd).", single=True),
+            "Inverse dynamics Q = M(q) qdd + bias(q, qd).", optional=True, single=True),
     Routine("rhs", (_t, Arg("y", "ny", "state [q, qd]"), _u,
                     _p, _out("dy", "ny", "state derivative [dq/dt, qdd]")),
             "Right-hand side of y' = f(t, y), y = [q, qd] (nq + nv numbers; dq/dt = qd where nq = nv, else "
             "the configuration derivative of each joint: a free joint's quaternion turns by 1/2 q (0, w)).",
             status=True, single=True),
     Routine("energy", (_q, _qd, _p, _out("e", "2", "kinetic, potential energy")),
-            "Kinetic and potential energy: e[0] = T, e[1] = V."),
+            "Kinetic and potential energy: e[0] = T, e[1] = V.", optional=True),
     Routine("points", (_q, _p, _out("r", "2*npoints", "point positions x, y")),
-            "Positions of the marker points: r[2*i] = x, r[2*i+1] = y."),
+            "Positions of the marker points: r[2*i] = x, r[2*i+1] = y.", optional=True),
     Routine("rhs_jacobian", (_t, _q, _qd, _u, _p,
                              _out("J", "4*nv*nv", "d[qd, qdd]/d[q, qd], row-major", "2*nv,2*nv")),
             "Exact Jacobian of the right-hand side at constant u (with free, spherical or planar joints: on the "
@@ -195,6 +196,11 @@ ROUTINES: tuple[Routine, ...] = (
             "forward dynamics' qdd, d qdd/dp = -M^-1 dg (generated on request: "
             "CodegenOptions(parameter_derivatives=True)).", optional=True),
 )
+
+
+#: The routines a build may leave out (``CodegenOptions(routines=...)``): none of the runtime's other routines calls
+#: them (``bias`` is kept in a model with constraint blocks, whose constrained dynamics calls it).
+ELECTIVE_ROUTINES = ("bias", "gravity", "inverse_dynamics", "energy", "points", "element_forces")
 
 
 def routine(name: str) -> Routine:
@@ -680,4 +686,4 @@ FUNCTIONS: tuple[Function, ...] = (
 __all__ = ["NV", "NY", "Arg", "Routine", "ROUTINES", "routine", "SIZES", "width_value", "StatusEntry", "STATUSES",
            "StatusCode", "Constant", "METHODS", "INPUT_KINDS", "BLOCK_KINDS", "JOINT_KINDS", "PHASES", "EVENT_KINDS",
            "SLIP_MODES", "constant", "labels", "Field", "Struct", "STRUCTS", "CONSTRAINT", "MODEL_HEAD", "MODEL_TAIL",
-           "INPUT_FN", "Function", "FUNCTIONS"]
+           "INPUT_FN", "Function", "FUNCTIONS", "ELECTIVE_ROUTINES"]

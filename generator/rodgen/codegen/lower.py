@@ -14,7 +14,7 @@ import copy
 import hashlib
 import json
 from dataclasses import fields, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import sympy as sp
 
@@ -162,55 +162,66 @@ def _mass_items(M: sp.Matrix) -> tuple[list[tuple[str, sp.Expr]], list[tuple[str
 
 def dynamics_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
     """mass_matrix, bias, gravity, input_map, inverse_dynamics (``Equations.inverse_dynamics()``: Newton-Euler
-    where the method gives it, else M qdd + bias), energy, points."""
+    where the method gives it, else M qdd + bias), energy, points: those ``CodegenOptions.routines`` asks for."""
     n, m = len(eqs.qd), len(eqs.u)   # velocity-sized: nv
     M, bias, B, a = eqs.M, eqs.bias, eqs.B, eqs.assignments
-    if eqs.inverse is None:
-        inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
-        inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = []
-    else:
-        column, inverse_assignments = eqs.inverse_dynamics()
-        inverse = list(column)
     NQ, NU = g.NV, g.NU
     m_items, m_copies = _mass_items(M)
-    points = list(eqs.points.values())
-    return [
-        build_routine(
-            "mass_matrix", f"{prefix}_mass_matrix", "Mass matrix M(q), symmetric positive definite.",
-            (f"M: {NQ} x {NQ}, row-major.",), [g.q, g.p, output("M", f"{NQ}*{NQ}", "mass matrix, row-major")],
-            [("M", f"mass matrix, row-major {n}x{n}, lower triangle", m_items)],
-            [("M", "upper triangle by symmetry", m_copies)], a, options),
-        build_routine(
+    wants = _wanted(eqs, options)
+    out = [build_routine(
+        "mass_matrix", f"{prefix}_mass_matrix", "Mass matrix M(q), symmetric positive definite.",
+        (f"M: {NQ} x {NQ}, row-major.",), [g.q, g.p, output("M", f"{NQ}*{NQ}", "mass matrix, row-major")],
+        [("M", f"mass matrix, row-major {n}x{n}, lower triangle", m_items)],
+        [("M", "upper triangle by symmetry", m_copies)], a, options)]
+    if wants("bias"):
+        out.append(build_routine(
             "bias", f"{prefix}_bias", "Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u.",
             ("velocity terms + gravity + springs + dampers - force elements.",),
             [g.t, g.q, g.qd, g.p, output("h", NQ, "bias forces")],
-            [("h", "bias forces h + G + K + D", [(f"h[{i}]", bias[i]) for i in range(n)])], [], a, options),
-        build_routine(
+            [("h", "bias forces h + G + K + D", [(f"h[{i}]", bias[i]) for i in range(n)])], [], a, options))
+    if wants("gravity"):
+        out.append(build_routine(
             "gravity", f"{prefix}_gravity", "Gravity forces G(q) (part of the bias).", (),
             [g.q, g.p, output("g", NQ, "gravity forces")],
-            [("g", "gravity forces G", [(f"g[{i}]", eqs.G[i]) for i in range(n)])], [], a, options),
-        build_routine(
-            "input_map", f"{prefix}_input_map", "Input map B(q): generalized forces = B u.",
-            (f"B: {NQ} x {NU}, row-major.",), [g.q, g.p, output("B", f"{NQ}*{NU}", "input map, row-major")],
-            [("B", f"input map, row-major {n}x{m}", [(f"B[{i * m + j}]", B[i, j]) for i in range(n)
-                                                      for j in range(m)])], [], a, options),
-        build_routine(
+            [("g", "gravity forces G", [(f"g[{i}]", eqs.G[i]) for i in range(n)])], [], a, options))
+    out.append(build_routine(
+        "input_map", f"{prefix}_input_map", "Input map B(q): generalized forces = B u.",
+        (f"B: {NQ} x {NU}, row-major.",), [g.q, g.p, output("B", f"{NQ}*{NU}", "input map, row-major")],
+        [("B", f"input map, row-major {n}x{m}", [(f"B[{i * m + j}]", B[i, j]) for i in range(n)
+                                                  for j in range(m)])], [], a, options))
+    if wants("inverse_dynamics"):
+        if eqs.inverse is None:
+            inverse = [_row_times(M, i, eqs.qdd) + bias[i] for i in range(n)]
+            inverse_assignments: list[tuple[sp.Symbol, sp.Expr]] = []
+        else:
+            column, inverse_assignments = eqs.inverse_dynamics()
+            inverse = list(column)
+        out.append(build_routine(
             "inverse_dynamics", f"{prefix}_inverse_dynamics",
             "Inverse dynamics: generalized forces Q = M(q) qdd + bias(q, qd).",
             ("Q equals B(q) u for the inputs u that produce the accelerations qdd.",),
             [g.t, g.q, g.qd, g.qdd, g.p, output("Q", NQ, "generalized forces")],
             [("Q", "generalized forces M qdd + bias",
-              [(f"Q[{i}]", inverse[i]) for i in range(n)])], [], a + inverse_assignments, options),
-        build_routine(
+              [(f"Q[{i}]", inverse[i]) for i in range(n)])], [], a + inverse_assignments, options))
+    if wants("energy"):
+        out.append(build_routine(
             "energy", f"{prefix}_energy", "Kinetic and potential energy: e[0] = T, e[1] = V.",
             ("V holds gravity and springs.",), [g.q, g.qd, g.p, output("e", "2", "kinetic, potential energy")],
-            [("e", "kinetic and potential energy", [("e[0]", eqs.T), ("e[1]", eqs.V)])], [], a, options),
-        build_routine(
+            [("e", "kinetic and potential energy", [("e[0]", eqs.T), ("e[1]", eqs.V)])], [], a, options))
+    if wants("points"):
+        points = list(eqs.points.values())
+        out.append(build_routine(
             "points", f"{prefix}_points", "Positions of the marker points: r[2*i] = x, r[2*i+1] = y.",
             (), [g.q, g.p, output("r", f"2*{g.NPTS}", "point positions")],
             [("r", "marker points x, y", [(f"r[{2 * i + c}]", v[c]) for i, v in enumerate(points)
-                                          for c in range(2)])], [], a, options),
-    ]
+                                          for c in range(2)])], [], a, options))
+    return out
+
+
+def _wanted(eqs: Equations, options: CodegenOptions) -> Callable[[str], bool]:
+    """Whether a table routine of ``eqs`` is generated (``CodegenOptions.routines``)."""
+    constrained = bool(eqs.constraints)
+    return lambda name: options.wants_routine(name, constrained=constrained)
 
 
 def frame_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
@@ -621,9 +632,10 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
 
 
 def force_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
-    """element_forces: the force of each force element on its point (none without force elements); d = 2
-    components in a planar model, 3 in a spatial one (``contract.FDIM``)."""
-    if not eqs.forces:
+    """element_forces: the force of each force element on its point (none without force elements, or when
+    ``CodegenOptions.routines`` leaves it out); d = 2 components in a planar model, 3 in a spatial one
+    (``contract.FDIM``)."""
+    if not eqs.forces or not _wanted(eqs, options)("element_forces"):
         return []
     d = 3 if getattr(eqs.model, "spatial", False) else 2
     for f in eqs.forces:

@@ -108,10 +108,10 @@ typedef struct rodgen_model {
     /* Mass matrix M(q), symmetric positive definite. */
     void (*mass_matrix)(const double *q, const double *p, double *M);
 
-    /* Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u. */
+    /* Bias forces h + G + K + D, as in M(q) qdd + bias = B(q) u. NULL when not generated. */
     void (*bias)(double t, const double *q, const double *qd, const double *p, double *h);
 
-    /* Gravity forces G(q) (part of the bias). */
+    /* Gravity forces G(q) (part of the bias). NULL when not generated. */
     void (*gravity)(const double *q, const double *p, double *g);
 
     /* Input map B(q): generalized forces = B u. */
@@ -120,17 +120,17 @@ typedef struct rodgen_model {
     /* Forward dynamics qdd = M^-1 (B u - bias). Returns a status. */
     int (*forward_dynamics)(double t, const double *q, const double *qd, const double *u, const double *p, double *qdd);
 
-    /* Inverse dynamics Q = M(q) qdd + bias(q, qd). */
+    /* Inverse dynamics Q = M(q) qdd + bias(q, qd). NULL when not generated. */
     void (*inverse_dynamics)(double t, const double *q, const double *qd, const double *qdd, const double *p, double *Q);
 
     /* Right-hand side of y' = f(t, y), y = [q, qd] (nq + nv numbers; dq/dt = qd where nq = nv, else the
      * configuration derivative of each joint: a free joint's quaternion turns by 1/2 q (0, w)). Returns a status. */
     int (*rhs)(double t, const double *y, const double *u, const double *p, double *dy);
 
-    /* Kinetic and potential energy: e[0] = T, e[1] = V. */
+    /* Kinetic and potential energy: e[0] = T, e[1] = V. NULL when not generated. */
     void (*energy)(const double *q, const double *qd, const double *p, double *e);
 
-    /* Positions of the marker points: r[2*i] = x, r[2*i+1] = y. */
+    /* Positions of the marker points: r[2*i] = x, r[2*i+1] = y. NULL when not generated. */
     void (*points)(const double *q, const double *p, double *r);
 
     /* Exact Jacobian of the right-hand side at constant u (with free, spherical or planar joints: on the tangent

@@ -19,6 +19,12 @@ from .problem import METHODS, OptimizeError, Problem, ValidProblem, rate_name
 from .result import OptimizationResult
 from .solve import compile_problem, solve
 
+#: The routines of a model's table the collocation calls (the constraint routines and the parameter partials of the
+#: models and problems that need them come with their own options): ``rodgen.build(model,
+#: codegen=CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES))`` builds no other of
+#: ``rodgen.contract.ELECTIVE_ROUTINES`` (bias, inverse dynamics, energy, points, element forces).
+ROUTINES = ("mass_matrix", "input_map", "rhs", "rhs_jacobian")
+
 __all__ = ["Problem", "ValidProblem", "OptimizeError", "OptimizationResult", "CollocationNLP", "compile_problem",
            "solve", "rate_name", "METHODS", "MultiPhase", "MultiPhaseNLP", "MultiPhaseResult", "Periodic",
-           "Transition"]
+           "Transition", "ROUTINES"]

@@ -145,6 +145,8 @@ class CompiledModel:
         self.version: str = info["version"]
         self.method: str = info["method"]
         self.forward: str = info["forward"]
+        #: the routines of the model's table this library holds (CodegenOptions(routines=...) may leave some out)
+        self.routines: frozenset[str] = frozenset(k for k, v in info["routines"].items() if v)
         # the table whose rhs_jacobian is called: this library's, or (deferred) a build with the Jacobian
         self._jacobian_table: Any = model if info["routines"]["rhs_jacobian"] else None
         self._jacobian_build: Optional[Callable[[], "CompiledModel"]] = None

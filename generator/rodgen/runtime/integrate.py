@@ -204,15 +204,12 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     Y = np.concatenate(ys) if ys else np.empty((0, ny))
     U = np.concatenate(us) if us else np.empty((0, nu))
     q, qd = Y[:, :nq], Y[:, nq:]
-    if len(t):
-        T, V = sys.energy(q, qd, pv)
-    else:
-        T = V = np.empty(0)
+    T, V = _energy(sys, q, qd, pv)
     accepted, rejected, evaluations = sim.counts
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
-    if getattr(sys, "force_names", None) and len(t):
+    if getattr(sys, "force_names", None) and len(t) and _has(sys, "element_forces"):
         res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     res.extra.update(steps=np.array(accepted), rejected=np.array(rejected), evaluations=np.array(evaluations))
     if isinstance(fn, tuple):
@@ -262,6 +259,21 @@ def _method(method: Union[Integrator, str]) -> Integrator:
     except ValueError:
         choices = ", ".join(repr(m.value) for m in Integrator)
         raise ValueError(f"unknown method {method!r}; the compiled integrators are {choices}") from None
+
+
+def _has(sys: "CompiledModel", routine: str) -> bool:
+    """Whether the model's library holds ``routine`` (a build with CodegenOptions(routines=...) may not)."""
+    return routine in getattr(sys, "routines", (routine,))
+
+
+def _energy(sys: "CompiledModel", q: np.ndarray, qd: np.ndarray, pv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T, V) along a result; NaN where the model was built without its energy routine."""
+    if not len(q):
+        return np.empty(0), np.empty(0)
+    if not _has(sys, "energy"):
+        return np.full(len(q), np.nan), np.full(len(q), np.nan)
+    T, V = sys.energy(q, qd, pv)
+    return T, V
 
 
 def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
@@ -455,11 +467,11 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
     A = np.concatenate(acts) if acts else np.empty((0, nc), dtype=np.intc)
     U = np.concatenate(us) if us else np.empty((0, nu))
     q, qd = Y[:, :nq], Y[:, nq:]
-    T, V = sys.energy(q, qd, pv) if len(t) else (np.empty(0), np.empty(0))
+    T, V = _energy(sys, q, qd, pv)
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
-    if getattr(sys, "force_names", None) and len(t):
+    if getattr(sys, "force_names", None) and len(t) and _has(sys, "element_forces"):
         res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
     phases: list[tuple[float, list[str]]] = []
     for i in range(len(t)):
