@@ -474,6 +474,7 @@ def test_recursive_frame_bias_is_the_rate_derivative_of_j_qd() -> None:
 
     import numpy as np
     import sympy as sp
+
     from rodgen.symbolic.constraints import constraint_equations
     model = _closed_loop_model(6)[0]
     eqs = rodgen.derive(model, "recursive")
