@@ -465,3 +465,29 @@ def test_flat_foot_holds_a_free_body_with_its_weights_wrench(build_dir: Path) ->
         assert np.abs(qd_plus).max() <= 1e-12
         assert np.allclose(impulse[:3], -mass * v_c, rtol=0, atol=1e-10)
         assert abs(loss - 0.5 * (mass * v_c @ v_c + v[3:] @ inertia @ v[3:])) <= 1e-10
+
+
+def test_recursive_frame_bias_is_the_rate_derivative_of_j_qd() -> None:
+    """The recursive method's J̇ q̇ of a 6-row loop (the Newton-Euler recursion's accelerations at q̈ = 0,
+    Equations.frame_biases) equals the forward-mode time derivative of J q̇ (the path without them)."""
+    import copy
+
+    import numpy as np
+    import sympy as sp
+
+    from rodgen.symbolic.constraints import constraint_equations
+    model = _closed_loop_model(6)[0]
+    eqs = rodgen.derive(model, "recursive")
+    assert eqs.frame_biases and "m" in eqs.frame_biases
+    other = copy.copy(eqs)
+    other.frame_biases, other.assignments = {}, list(eqs.assignments)
+    other.constraints = constraint_equations(other)
+    subs = list(eqs.q) + list(eqs.qd) + list(eqs.params)
+    fast, slow = (sp.lambdify(subs, e.expanded().constraints[0].bias, "numpy") for e in (eqs, other))
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        vals = list(rng.uniform(-1, 1, len(eqs.q))) + list(rng.normal(size=len(eqs.qd))) \
+            + [float(eqs.param_values[s]) for s in eqs.params]
+        a, b = np.array(fast(*vals), float).ravel(), np.array(slow(*vals), float).ravel()
+        assert np.abs(a).max() > 0.1
+        assert np.allclose(a, b, atol=1e-11, rtol=1e-11)

@@ -145,6 +145,16 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
         """J̇ q̇ of Jacobian rows J written in the recursion's intermediate symbols (not inlined)."""
         return sp.Matrix(rate_derivative(eqs, list(rows * sp.Matrix(eqs.qd)), rate, tangents))
 
+    def bias(names: tuple[str, ...], signs: tuple[int, ...], A: sp.Matrix, angular: bool,
+             raw: sp.Matrix) -> sp.Matrix:
+        """J̇ q̇ of the rows A (sum of sign J_frame) of the frames' origins (and angular rows): from the
+        recursion's frame biases when it gives them (A constant), else by differentiating J q̇ (raw: J's rows)."""
+        if not all(key(nm) in eqs.frame_biases for nm in names):
+            return jdot_v(raw)
+        fb = sum((sg * eqs.frame_biases[key(nm)] for nm, sg in zip(names, signs)), sp.zeros(6, 1))
+        out = A * fb[0:3, :]
+        return out.col_join(A * fb[3:6, :]) if angular else out
+
     out: list[ConstraintEquations] = []
     ground = getattr(model, "ground")           # a ValidSpatialGround: the plane n·r = height
     t1, t2, n = ground_axes(sp.Matrix([X(c) for c in ground.normal]))
@@ -161,7 +171,8 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
             pos = pos.col_join(T * sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(T * Jf[3:6, :])
             Jraw = Jraw.col_join(T * raw[3:6, :])
-        out.append(replace(block(c.name, "contact", pos, X(c.friction), jacobian=J, bias=jdot_v(Jraw)),
+        out.append(replace(block(c.name, "contact", pos, X(c.friction), jacobian=J,
+                                 bias=bias((c.marker,), (1,), T, c.rows == 6, Jraw)),
                            sole=getattr(c, "sole", None)))
     for lp in model.loops:
         ra, Ra, Ja = frame(lp.a)
@@ -173,7 +184,8 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
             pos = pos.col_join(sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(Jb[3:6, :] - Ja[3:6, :])
             Jraw = raw
-        out.append(block(lp.name, "loop", pos, jacobian=J, bias=jdot_v(Jraw)))
+        out.append(block(lp.name, "loop", pos, jacobian=J,
+                         bias=bias((lp.b, lp.a), (1, -1), sp.eye(3), lp.rows == 6, Jraw)))
     return out
 
 

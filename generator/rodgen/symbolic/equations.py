@@ -193,6 +193,10 @@ class Equations:
     #: spatial models: name -> (6, n) Jacobian of each frame of ``frames`` (rows 0-2: velocity of its
     #: origin, rows 3-5: its angular velocity, both in the ground frame; times qd)
     frame_jacobians: dict[str, sp.Matrix] = field(default_factory=dict)
+    #: spatial models by the recursive method: name -> (6, 1) J̇ qd of each frame of ``frames`` (its origin's
+    #: acceleration and its angular acceleration at qdd = 0, ground frame, from the recursion's own
+    #: velocity-product accelerations); empty otherwise (the constraint rows then differentiate J qd)
+    frame_biases: dict[str, sp.Matrix] = field(default_factory=dict)
     #: dq/dt (nq, 1) in q and qd where the velocities are not the coordinates' rates (a free joint: the
     #: position's rate R v, the quaternion's 1/2 q (0, w); a spherical or planar joint); None where dq/dt = qd
     configuration_rate: Optional[sp.Matrix] = None
@@ -265,6 +269,7 @@ class Equations:
                                          x(f.generalized), f.input) for f in self.forces])
         out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
         out.frame_jacobians = {nm: x(jac) for nm, jac in self.frame_jacobians.items()}
+        out.frame_biases = {nm: x(b) for nm, b in self.frame_biases.items()}
         out.closed_form_reason = self.closed_form_reason
         return out
 

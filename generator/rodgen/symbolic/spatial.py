@@ -760,9 +760,11 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     V = e(sp.Add(*Vg), "Vg") + spring_energy(k)  # type: ignore[arg-type]
     frames = {}
     jacobians = {}
+    biases = {}
     for name, ref in tree.frames.items():
         frames[name] = _frame_of(ref, world)
         jacobians[name] = _frame_jacobian(ref, frames[name][0], nodes, J, world, n)
+        biases[name] = _frame_bias(ref, world, vel, accl)
     kv = k.velocity_view()
     K, D = spring_forces(kv), damper_forces(kv)  # type: ignore[arg-type]
     points = {nm: sp.Matrix(pos) for nm, (pos, _) in frames.items()}
@@ -773,7 +775,23 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
                     inverse=inverse, inverse_assignments=inverse_assignments)
     eqs.frames = {nm: (sp.Matrix(pos), sp.Matrix(rot)) for nm, (pos, rot) in frames.items()}
     eqs.frame_jacobians = jacobians
+    eqs.frame_biases = biases
     return eqs
+
+
+def _frame_bias(ref: SRef, world: list[tuple[M3, V3]], vel: list[tuple[V3, V3]],
+                accl: list[tuple[V3, V3]]) -> sp.Matrix:
+    """J̇ qd of a frame (its Jacobian as :func:`_frame_jacobian`): the classical acceleration of its origin and
+    its angular acceleration at qdd = 0, ground frame. From its node's spatial velocity (w, v) and its spatial
+    acceleration at qdd = 0 without gravity (aw, av), node axes, for the point r of the node:
+    a = av + aw x r + w x (v + w x r)."""
+    if ref.node < 0:
+        return sp.zeros(6, 1)
+    Rw = world[ref.node][0]
+    (w, v), (aw, av) = vel[ref.node], accl[ref.node]
+    r = ref.pl
+    a = _add(_add(av, _cross(aw, r)), _cross(w, _add(v, _cross(w, r))))
+    return sp.Matrix(_mv(Rw, a) + _mv(Rw, aw))
 
 
 def _frame_jacobian(ref: SRef, pos: V3, nodes: list[SNode], J: _Joints, world: list[tuple[M3, V3]],
@@ -1180,6 +1198,7 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         Jc = sp.Matrix([[sp.diff(f.get(qf, qf), qi) for qi in eqs.q] for qf in full_q])
         eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
         eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
+        eqs.frame_biases = {}   # J̇ of the coupled coordinates' map too: the rows differentiate J qd
     else:
         eqs.frames, eqs.frame_jacobians = frames, jacobians
     velocity_names = [c.name for c in eqs.coordinates] if not model.lie else [
