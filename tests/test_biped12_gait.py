@@ -209,6 +209,54 @@ def test_landing_keeps_the_robot_on_its_feet(setup: tuple[Any, Any, Any], build_
     assert np.abs(fr["foot_r"][0] - gait.footholds["r"][1]).max() < 1e-2
 
 
+def test_mujoco_twin_walks_the_first_step_like_rodgen(setup: tuple[Any, Any, Any], build_dir: Path) -> None:
+    """The MJCF twin (biped12_gait.mjcf with mj_contact's stiff soles, RK4 at dt = 1 ms) driven through MuJoCo's
+    Python bindings by the same C controller (called at every RK4 stage, as benchmarks/bench_walk3d.py's
+    harness does) over 4 s, the first step and 1.2 s after its landing: it stays upright (pelvis above 0.75 m),
+    its right sole lifts at least 2 cm in the swing, and its pelvis follows rodgen's hybrid run to 5 mm over the
+    first 0.5 s (double support: the same mechanism) and within the deviations the benchmark reports over the
+    whole 10 s walk (82, 29, 6 mm in x, y, z) throughout."""
+    mujoco = pytest.importorskip("mujoco")
+    G, robot, gait = setup
+    dt, t_end = 1e-3, 4.0
+    ctrl = G.controller(gait, robot, str(build_dir))
+    res = robot.simulate(np.r_[gait.q[0], gait.v[0]], t_end, dt, controller=ctrl, contacts=["sole_l", "sole_r"],
+                         on_slip="continue", max_events=2000)
+    assert res.ok, res.message
+    mm = mujoco.MjModel.from_xml_string(G.mjcf(robot, dt))
+    md = mujoco.MjData(mm)
+    assert mm.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+
+    def rot(x: float, y: float, z: float, w: float) -> np.ndarray:
+        return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+    law = ctrl.function(robot)
+
+    def control(m: Any, d: Any) -> None:   # MuJoCo's (qpos, qvel) as rodgen's [q, v]
+        q = np.r_[d.qpos[:3], d.qpos[4:7], d.qpos[3], d.qpos[7:]]
+        d.ctrl[:] = law(d.time, np.r_[q, rot(*q[3:7]).T @ d.qvel[:3], d.qvel[3:]])
+
+    md.qpos[:] = G.mujoco_qpos(gait.q[0])
+    md.qvel[:] = np.r_[rot(*gait.q[0][3:7]) @ gait.v[0][:3], gait.v[0][3:]]
+    n = int(round(t_end / dt))
+    pelvis, sole_r = np.empty((n, 4)), np.empty(n)
+    mujoco.set_mjcb_control(control)
+    try:
+        for k in range(n):
+            mujoco.mj_step(mm, md)
+            pelvis[k] = [md.time, *md.qpos[:3]]
+            sole_r[k] = md.geom("sole_r").xpos[2] - 0.005   # the box sole's bottom face
+    finally:
+        mujoco.set_mjcb_control(None)
+    assert pelvis[:, 3].min() > 0.75 and sole_r.max() > 0.02
+    ours = np.array([np.interp(pelvis[:, 0], res.t, res.q[:, i]) for i in range(3)]).T
+    early = pelvis[:, 0] <= 0.5 + 1e-9
+    assert np.abs(pelvis[early, 1:] - ours[early]).max() < 5e-3
+    assert np.all(np.abs(pelvis[:, 1:] - ours).max(axis=0) < [0.082, 0.029, 0.006])
+
+
 @pytest.fixture(scope="module")
 def walked(setup: tuple[Any, Any, Any], build_dir: Path) -> Any:
     """The whole planned walk (10 steps, 26.4 s) in rodgen's hybrid simulator with the C controller."""
