@@ -43,17 +43,20 @@ def walker(build_dir: Path) -> object:
 @pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
 def test_contact_phase_derivatives_match_central_differences(walker: object, build_dir: Path, method: str) -> None:
     """Defects of the constrained dynamics, path constraints and an integrand in the contact forces (chained
-    through dlambda/dz), the friction cone, the gap and velocity rows at the first node, a free duration."""
+    through dlambda/dz), the friction cone, the gap and velocity rows at the first node, the held point's position
+    (as at the first node) and velocity at every later node in place of the base's node-to-node defects, a free
+    duration."""
     pr = Problem(walker, nodes=4, method=method, duration=(0.3, 1.0), contacts=["foot_a"],
                  objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
                  path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100), ("th_b - th_a", -1, 1)])
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     npath = 2 + 3                                   # the user's two, then fn >= 0 and the friction cone
     assert nlp.m == (4 - 1) * nlp.nset * 8 + nlp.points * npath + 1 + 2
+    assert nlp.problem.hold_rows == (0, 1) and nlp.problem.hold_columns == (0, 1)     # foot_a's rows; x, y
     rng = np.random.default_rng(1)
     for _ in range(2):
         x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
-        x[-1] = 0.7
+        x[nlp.points * nlp.nz] = 0.7
         check_nlp_jacobian(nlp, x)
         gn = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
         assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
@@ -68,6 +71,16 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
         gap = walker.constraint_position(Z[0, :4])[1]
         vel = walker.constraint_jacobian(Z[0, :4])[:2] @ Z[0, 4:8]
         np.testing.assert_allclose(g[-3:], [gap, *vel], rtol=1e-12, atol=1e-12)
+        # at every later node: foot_a's position minus the first node's and its velocity, in place of the
+        # node-to-node defects of x and y (q rows 0, 1; qd rows 4, 5); the others are the defects
+        step = 2 if method == "hermite-simpson" else 1
+        c0 = walker.constraint_position(Z[0, :4])[:2]
+        for k in range(3):
+            zb = Z[(k + 1) * step]
+            rows = g[k * nlp.nset * 8:][:8]
+            np.testing.assert_allclose(rows[:2], walker.constraint_position(zb[:4])[:2] - c0, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(rows[4:6], walker.constraint_jacobian(zb[:4])[:2] @ zb[4:8], rtol=1e-12,
+                                       atol=1e-12)
 
 
 @pytest.mark.parametrize("hessian", ["differences", "forward-differences"])
@@ -82,7 +95,7 @@ def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path, h
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     rng = np.random.default_rng(3)
     x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
-    x[-1] = 0.7
+    x[nlp.points * nlp.nz] = 0.7
     lam = rng.normal(size=nlp.m)
     H = nlp.hessian(x, 0.7, lam).toarray()
     Hn = central_jacobian(lambda y: 0.7 * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
