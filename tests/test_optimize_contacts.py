@@ -44,8 +44,7 @@ def walker(build_dir: Path) -> object:
 def test_contact_phase_derivatives_match_central_differences(walker: object, build_dir: Path, method: str) -> None:
     """Defects of the constrained dynamics, path constraints and an integrand in the contact forces (chained
     through dlambda/dz), the friction cone, the gap and velocity rows at the first node, the held point's position
-    (as at the first node) and velocity at every later node in place of the base's node-to-node defects, a free
-    duration."""
+    (as at the first node) and velocity at every later point in place of the base's defects, a free duration."""
     pr = Problem(walker, nodes=4, method=method, duration=(0.3, 1.0), contacts=["foot_a"],
                  objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
                  path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100), ("th_b - th_a", -1, 1)])
@@ -71,13 +70,14 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
         gap = walker.constraint_position(Z[0, :4])[1]
         vel = walker.constraint_jacobian(Z[0, :4])[:2] @ Z[0, 4:8]
         np.testing.assert_allclose(g[-3:], [gap, *vel], rtol=1e-12, atol=1e-12)
-        # at every later node: foot_a's position minus the first node's and its velocity, in place of the
-        # node-to-node defects of x and y (q rows 0, 1; qd rows 4, 5); the others are the defects
+        # at every later point: foot_a's position minus the first node's and its velocity, in place of the
+        # defects of x and y (q rows 0, 1; qd rows 4, 5) of the set ending there (Hermite-Simpson's second set:
+        # the midpoint's)
         step = 2 if method == "hermite-simpson" else 1
         c0 = walker.constraint_position(Z[0, :4])[:2]
-        for k in range(3):
-            zb = Z[(k + 1) * step]
-            rows = g[k * nlp.nset * 8:][:8]
+        for ks in range(3 * nlp.nset):
+            zb = Z[(ks // nlp.nset) * step + (step if ks % nlp.nset == 0 else 1)]
+            rows = g[ks * 8:][:8]
             np.testing.assert_allclose(rows[:2], walker.constraint_position(zb[:4])[:2] - c0, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(rows[4:6], walker.constraint_jacobian(zb[:4])[:2] @ zb[4:8], rtol=1e-12,
                                        atol=1e-12)

@@ -35,10 +35,11 @@
  * d lambda/d z (a path row that reads lambda depends on the whole point). After the boundary rows come the
  * start rows: the listed constraint rows' positions c_r(q) and velocities (J qd)_r at the first node
  * (d (J qd)_r/dq = 1/2 d (Jdot qd)_r/dqd, from constraint_partials).
- * Rows held at every node (hr [nh]): in interval k's node-to-node defect set, the q row of coordinate hc[i] is
- * replaced by the held row's position at the interval's end node b as at the first node, c_r(q_b) - c_r(q_0),
- * and its qd row by the velocity (J qd_b)_r: the held points stay where they start, at rest, at every node, not
- * only to the collocation's accuracy of J qdd + Jdot qd = 0. Replacing rather than adding keeps the rows
+ * Rows held at every point (hr [nh]): in interval k's defect sets, the q row of coordinate hc[i] is replaced by
+ * the held row's position at the set's own point as at the first node, c_r(q_b) - c_r(q_0), and its qd row by
+ * the velocity (J qd_b)_r (b: the interval's end node for the node-to-node set, its midpoint for Hermite-Simpson's
+ * interpolation set): the held points stay where they start, at rest, at every point, not only to the
+ * collocation's accuracy of J qdd + Jdot qd = 0. Replacing rather than adding keeps the rows
  * independent (the dynamics keep the constraints to first order already): it is Posa et al. (2016)'s velocity
  * slacks along the coordinates hc (columns of J's held rows that are independent) with the slacks eliminated.
  * Their Jacobian entries come after every other (the replaced rows' own entries are zeros; IPOPT sums repeats).
@@ -138,6 +139,14 @@ typedef struct rodopt_ctx {
 } rodopt_ctx;
 
 void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol);
+
+/* The point whose held rows replace defect set ks = k * nset + s: interval k's end node (s = 0), its midpoint
+ * (s = 1, Hermite-Simpson). */
+static int held_point(const struct rodopt_ctx *c, int ks)
+{
+    int k = ks / c->nset, s = ks % c->nset;
+    return k * c->step + (s == 0 ? c->step : 1);
+}
 
 static double duration(const rodopt_ctx *c, const double *x)
 {
@@ -308,7 +317,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
     c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
-    c->nnz += c->nint * c->nh * 4 * c->n;
+    c->nnz += c->nint * c->nset * c->nh * 4 * c->n;
     c->nnz += (c->nint * c->nset * c->n + c->npts * c->npath + c->nbnd) * c->nfp;
     c->exact = rodopt_hessian_available();
     c->bh_nnz = rodopt_boundary_hessian_structure(NULL, NULL);
@@ -661,8 +670,8 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
     if (c->nh > 0) {
         double *cc = c->cw, *Jc = c->cw + c->nlam, c0[c->nlam];
         c->m->constraint_position(x, c->p, c0);
-        for (k = 0; k < c->nint; ++k) {
-            const double *z = x + (k + 1) * c->step * nz;
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *z = x + held_point(c, k) * nz;
             c->m->constraint_position(z, c->p, cc);
             c->m->constraint_jacobian(z, c->p, Jc);
             for (i = 0; i < c->nh; ++i) {          /* in place of the defects of coordinate hc[i] */
@@ -670,8 +679,8 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
                 for (j = 0; j < c->n; ++j) {
                     v += Jc[c->hr[i] * c->n + j] * z[c->n + j];
                 }
-                g[k * c->nset * ny + c->hc[i]] = cc[c->hr[i]] - c0[c->hr[i]];
-                g[k * c->nset * ny + c->n + c->hc[i]] = v;
+                g[k * ny + c->hc[i]] = cc[c->hr[i]] - c0[c->hr[i]];
+                g[k * ny + c->n + c->hc[i]] = v;
             }
         }
     }
@@ -750,10 +759,10 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
         row0 += 1;
     }
-    for (k = 0; k < c->nint; ++k) {         /* at node b: c_r(q_b) - c_r(q_0) (q_b, q_0), (J qd_b)_r (q_b, qd_b) */
-        int b = (k + 1) * c->step * nz;
+    for (k = 0; k < c->nint * c->nset; ++k) {   /* at point b: c_r(q_b) - c_r(q_0) (q_b, q_0), (J qd_b)_r (q_b, qd_b) */
+        int b = held_point(c, k) * nz;
         for (i = 0; i < c->nh; ++i) {
-            int rq = k * c->nset * ny + c->hc[i];
+            int rq = k * ny + c->hc[i];
             for (a = 0; a < n; ++a) {
                 iRow[e] = rq; jCol[e++] = b + a;
             }
@@ -763,7 +772,7 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
         for (i = 0; i < c->nh; ++i) {
             for (a = 0; a < 2 * n; ++a) {
-                iRow[e] = k * c->nset * ny + n + c->hc[i]; jCol[e++] = b + a;
+                iRow[e] = k * ny + n + c->hc[i]; jCol[e++] = b + a;
             }
         }
     }
@@ -838,13 +847,13 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
                 double al = d->alpha[t], bh = d->beta[t] * h;
                 const double *Jp = c->J + pt * ny * ny, *Bp = c->Bu + pt * n * nu;
                 for (r = 0; r < n; ++r) {
-                    int held = s == 0 && c->hq[r];        /* a row replaced by a held row: zeros here */
+                    int held = c->hq[r];                  /* a row replaced by a held row: zeros here */
                     v[e++] = held ? 0.0 : al;
                     v[e++] = held ? 0.0 : bh;
                 }
                 for (r = 0; r < n; ++r) {
                     const double *Jrow = Jp + (n + r) * ny;
-                    double on = s == 0 && c->hq[r] ? 0.0 : 1.0;
+                    double on = c->hq[r] ? 0.0 : 1.0;
                     for (a = 0; a < ny; ++a) {
                         v[e++] = on * ((a == n + r ? al : 0.0) + bh * Jrow[a]);
                     }
@@ -860,7 +869,7 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
                         int pt = k * c->step + d->off[t];
                         sum += d->beta[t] * c->f[pt * ny + r];
                     }
-                    v[e++] = s == 0 && c->hq[r < n ? r : r - n] ? 0.0 : sum / c->nint;
+                    v[e++] = c->hq[r < n ? r : r - n] ? 0.0 : sum / c->nint;
                 }
             }
         }
@@ -930,8 +939,8 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
             zero[i] = 0.0;
         }
         c->m->constraint_jacobian(x, c->p, J0);
-        for (k = 0; k < c->nint; ++k) {
-            const double *z = x + (k + 1) * c->step * nz;
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *z = x + held_point(c, k) * nz;
             c->m->constraint_jacobian(z, c->p, Jc);
             c->m->constraint_partials(0.0, z, z + n, zero, zero, zero, c->p, dg, dk);
             for (i = 0; i < c->nh; ++i) {
@@ -1238,25 +1247,26 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
             for (t = 0; t < d->nterm; ++t) {
                 int pt = k * c->step + d->off[t];
                 for (i = 0; i < n; ++i) {
-                    mu[pt * n + i] += s == 0 && c->hq[i] ? 0.0 : lr[n + i] * d->beta[t] * h;
+                    mu[pt * n + i] += c->hq[i] ? 0.0 : lr[n + i] * d->beta[t] * h;
                 }
                 for (r = 0; r < ny; ++r) {
-                    muT[pt * ny + r] += s == 0 && c->hq[r < n ? r : r - n] ? 0.0 : lr[r] * d->beta[t] / c->nint;
+                    muT[pt * ny + r] += c->hq[r < n ? r : r - n] ? 0.0 : lr[r] * d->beta[t] / c->nint;
                 }
             }
         }
     }
-    /* the rows held at the nodes: their multipliers per node (node 0: minus the positions' sum, for c_r(q_0)) */
-    double lh[(c->nint + 1) * 2 * (c->nh > 0 ? c->nh : 1)];
+    /* the rows held at the points: their multipliers per point (point 0: minus the positions' sum, for c_r(q_0)) */
+    double lh[c->npts * 2 * (c->nh > 0 ? c->nh : 1)];
     if (c->nh > 0) {
         for (i = 0; i < 2 * c->nh; ++i) {
             lh[i] = 0.0;
         }
-        for (k = 0; k < c->nint; ++k) {
-            const double *lr = lam + k * c->nset * ny;
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *lr = lam + k * ny;
+            int b = held_point(c, k);
             for (i = 0; i < c->nh; ++i) {
-                lh[(k + 1) * 2 * c->nh + i] = lr[c->hc[i]];
-                lh[(k + 1) * 2 * c->nh + c->nh + i] = lr[n + c->hc[i]];
+                lh[b * 2 * c->nh + i] = lr[c->hc[i]];
+                lh[b * 2 * c->nh + c->nh + i] = lr[n + c->hc[i]];
                 lh[i] -= lr[c->hc[i]];
             }
         }
@@ -1265,7 +1275,7 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         if (c->exact >= 2) {
             const double *ls = j == 0 && c->nsp + c->nsv > 0 ? lam + nd + c->npts * c->npath + c->nper + c->nbnd
                                                               : NULL;
-            const double *lhj = c->nh > 0 && j % c->step == 0 ? lh + (j / c->step) * 2 * c->nh : NULL;
+            const double *lhj = c->nh > 0 ? lh + j * 2 * c->nh : NULL;
             if (!hessian_differences(c, point_time(c, x, j), x + j * nz, sigma * c->w[j] * h, mu + j * n,
                                      lam + nd + j * c->npath, ls, lhj, c->exact == 3, v + j * tri)) {
                 return 0;
