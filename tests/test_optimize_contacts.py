@@ -136,6 +136,28 @@ def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object,
     assert np.all(forces[:, 1] >= -1e-8) and np.all(np.abs(forces[:, 0]) <= 10.0 * forces[:, 1] + 1e-6)
 
 
+def test_held_foot_stays_put_at_every_point(walker: object, build_dir: Path) -> None:
+    """The stance foot held on a coarse mesh (4 Hermite-Simpson nodes over 1.2 s) while the hip is raised as
+    high as the hip torque allows: held at the acceleration level only (J qdd + Jdot qd = 0), this optimum let
+    the foot drift 9e-3 m at the nodes and 1.2e-2 m at the midpoints, moving at up to 6e-2 m/s. Now its position
+    (as at the start) and velocity hold at every node and midpoint, measured with the model's own
+    constraint_position and constraint_jacobian at the solution, and the hip's height is the stance leg's
+    (the foot on the ground, the leg of length 1)."""
+    a0 = 0.3
+    r = Problem(walker, nodes=4, duration=1.2, method="hermite-simpson", contacts=["foot_a"],
+                objective="tau_leg_b**2", terminal="-10*y", parameters={"mu": 10.0},
+                bounds={"x": (-1.0, 1.0), "y": (0.5, 1.5), "tau_leg_b": (-20.0, 20.0)},
+                initial={"x": -np.sin(a0), "th_a": a0, "th_b": -a0, "th_a_dot": -1.0, "th_b_dot": 0.0}
+                ).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    assert r.success
+    foot = walker.constraint_position(r.q)[:, :2]
+    np.testing.assert_allclose(foot, np.tile(foot[0], (len(r.t), 1)), rtol=0, atol=1e-9)
+    assert abs(foot[0, 1]) <= 1e-9                                   # on the ground
+    rate = np.einsum("prn,pn->pr", walker.constraint_jacobian(r.q)[:, :2], r.qd)
+    assert np.abs(rate).max() <= 1e-9
+    np.testing.assert_allclose(r.q[:, 1], np.cos(r.q[:, 2]) + foot[0, 1], atol=1e-9)
+
+
 def test_bad_contacts_are_named(walker: object, build_dir: Path) -> None:
     with pytest.raises(OptimizeError, match=r"contacts\[1\]: unknown contact 'foot_c' \(did you mean 'foot_b'"):
         Problem(walker, contacts=["foot_b", "foot_c"]).check()
