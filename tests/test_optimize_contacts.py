@@ -83,13 +83,14 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
                                        atol=1e-12)
 
 
-@pytest.mark.parametrize("hessian", ["differences", "forward-differences"])
-def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path, hessian: str) -> None:
+@pytest.mark.parametrize("hessian,method", [("differences", "trapezoidal"), ("forward-differences", "trapezoidal"),
+                                            ("differences", "hermite-simpson")])
+def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path, hessian: str, method: str) -> None:
     """hessian='differences' with contacts held: the Lagrangian's Hessian (the points' blocks from the
     constrained dynamics' derivatives, an integrand and path rows in the forces chained through dlambda/dz,
-    the gap and velocity rows at the first node, a free duration) against central differences of its exact
-    gradient sigma grad f + J^T lam."""
-    pr = Problem(walker, nodes=3, method="trapezoidal", duration=(0.3, 1.0), contacts=["foot_a"],
+    the gap and velocity rows at the first node, the held rows at every later point, a free duration) against
+    central differences of its exact gradient sigma grad f + J^T lam."""
+    pr = Problem(walker, nodes=3, method=method, duration=(0.3, 1.0), contacts=["foot_a"],
                  objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
                  path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100)], hessian=hessian)
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
