@@ -10,7 +10,7 @@ stays above the ground. The objective is the effort: the integral of the four jo
 four length forces squared (N m and N alike), the joint torques within 150 N m, the joints' rates within
 10 rad/s, and a penalty on the inputs' rates (``MultiPhase(input_rate=0.01)``: without it the optimal inputs
 alternate between nodes and midpoints, which the mesh does not resolve). With ``--refine N`` the solution is
-refined on N nodes, started from the coarse one. 15 nodes take about 3 minutes.
+refined on N nodes, started from the coarse one. 15 nodes take 3 to 6 minutes.
 
 The script prints which actuators carry the work (the integral of |power| of each: torque times relative
 angular rate, length force times length rate), replays each interval with the compiled integrator from its

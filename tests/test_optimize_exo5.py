@@ -65,7 +65,7 @@ def test_small_mesh_step_holds_the_stance_foot(exo5: Any, build_dir: Path) -> No
 
 @pytest.fixture(scope="module")
 def coarse(exo5: Any, build_dir: Path) -> Any:
-    """The example's step on 15 nodes (about 160 s on a loaded machine)."""
+    """The example's step on 15 nodes (3 to 6 minutes on a loaded machine)."""
     res = exo.solve(exo5, 15, build_dir=build_dir)
     assert res.constraint_violation < 1e-4, res.message
     return res
