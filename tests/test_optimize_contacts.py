@@ -43,17 +43,19 @@ def walker(build_dir: Path) -> object:
 @pytest.mark.parametrize("method", ["trapezoidal", "hermite-simpson"])
 def test_contact_phase_derivatives_match_central_differences(walker: object, build_dir: Path, method: str) -> None:
     """Defects of the constrained dynamics, path constraints and an integrand in the contact forces (chained
-    through dlambda/dz), the friction cone, the gap and velocity rows at the first node, a free duration."""
+    through dlambda/dz), the friction cone, the gap and velocity rows at the first node, the held point's position
+    (as at the first node) and velocity at every later point in place of the base's defects, a free duration."""
     pr = Problem(walker, nodes=4, method=method, duration=(0.3, 1.0), contacts=["foot_a"],
                  objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
                  path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100), ("th_b - th_a", -1, 1)])
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     npath = 2 + 3                                   # the user's two, then fn >= 0 and the friction cone
     assert nlp.m == (4 - 1) * nlp.nset * 8 + nlp.points * npath + 1 + 2
+    assert nlp.problem.hold_rows == (0, 1) and nlp.problem.hold_columns == (0, 1)     # foot_a's rows; x, y
     rng = np.random.default_rng(1)
     for _ in range(2):
         x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
-        x[-1] = 0.7
+        x[nlp.points * nlp.nz] = 0.7
         check_nlp_jacobian(nlp, x)
         gn = central_jacobian(lambda y: np.array([nlp.objective(y)]), x)[0]
         assert np.abs(nlp.gradient(x) - gn).max() <= 1e-6 * max(1.0, np.abs(gn).max())
@@ -68,21 +70,33 @@ def test_contact_phase_derivatives_match_central_differences(walker: object, bui
         gap = walker.constraint_position(Z[0, :4])[1]
         vel = walker.constraint_jacobian(Z[0, :4])[:2] @ Z[0, 4:8]
         np.testing.assert_allclose(g[-3:], [gap, *vel], rtol=1e-12, atol=1e-12)
+        # at every later point: foot_a's position minus the first node's and its velocity, in place of the
+        # defects of x and y (q rows 0, 1; qd rows 4, 5) of the set ending there (Hermite-Simpson's second set:
+        # the midpoint's)
+        step = 2 if method == "hermite-simpson" else 1
+        c0 = walker.constraint_position(Z[0, :4])[:2]
+        for ks in range(3 * nlp.nset):
+            zb = Z[(ks // nlp.nset) * step + (step if ks % nlp.nset == 0 else 1)]
+            rows = g[ks * 8:][:8]
+            np.testing.assert_allclose(rows[:2], walker.constraint_position(zb[:4])[:2] - c0, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(rows[4:6], walker.constraint_jacobian(zb[:4])[:2] @ zb[4:8], rtol=1e-12,
+                                       atol=1e-12)
 
 
-@pytest.mark.parametrize("hessian", ["differences", "forward-differences"])
-def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path, hessian: str) -> None:
+@pytest.mark.parametrize("hessian,method", [("differences", "trapezoidal"), ("forward-differences", "trapezoidal"),
+                                            ("differences", "hermite-simpson")])
+def test_contact_phase_hessian_by_differences(walker: object, build_dir: Path, hessian: str, method: str) -> None:
     """hessian='differences' with contacts held: the Lagrangian's Hessian (the points' blocks from the
     constrained dynamics' derivatives, an integrand and path rows in the forces chained through dlambda/dz,
-    the gap and velocity rows at the first node, a free duration) against central differences of its exact
-    gradient sigma grad f + J^T lam."""
-    pr = Problem(walker, nodes=3, method="trapezoidal", duration=(0.3, 1.0), contacts=["foot_a"],
+    the gap and velocity rows at the first node, the held rows at every later point, a free duration) against
+    central differences of its exact gradient sigma grad f + J^T lam."""
+    pr = Problem(walker, nodes=3, method=method, duration=(0.3, 1.0), contacts=["foot_a"],
                  objective="tau_leg_b**2 + 0.01*fn_foot_a**2 + ft_foot_a*th_b",
                  path=[("fn_foot_a*sin(th_a) + ft_foot_a*x_dot", -100, 100)], hessian=hessian)
     nlp = optimize.compile_problem(pr, build_dir=build_dir)
     rng = np.random.default_rng(3)
     x = nlp.guess() + 0.1 * rng.normal(size=nlp.n)
-    x[-1] = 0.7
+    x[nlp.points * nlp.nz] = 0.7
     lam = rng.normal(size=nlp.m)
     H = nlp.hessian(x, 0.7, lam).toarray()
     Hn = central_jacobian(lambda y: 0.7 * nlp.gradient(y) + nlp.jacobian(y).T @ lam, x)
@@ -121,6 +135,28 @@ def test_stance_held_on_the_ground_is_the_pinned_double_pendulum(walker: object,
         _, ref = walker.constrained_dynamics(held.q[j], held.qd[j], held.u[j], ["foot_a"], p)
         np.testing.assert_allclose(forces[j], ref[:2], rtol=1e-9, atol=1e-7)
     assert np.all(forces[:, 1] >= -1e-8) and np.all(np.abs(forces[:, 0]) <= 10.0 * forces[:, 1] + 1e-6)
+
+
+def test_held_foot_stays_put_at_every_point(walker: object, build_dir: Path) -> None:
+    """The stance foot held on a coarse mesh (4 Hermite-Simpson nodes over 1.2 s) while the hip is raised as
+    high as the hip torque allows: held at the acceleration level only (J qdd + Jdot qd = 0), this optimum let
+    the foot drift 9e-3 m at the nodes and 1.2e-2 m at the midpoints, moving at up to 6e-2 m/s. Now its position
+    (as at the start) and velocity hold at every node and midpoint, measured with the model's own
+    constraint_position and constraint_jacobian at the solution, and the hip's height is the stance leg's
+    (the foot on the ground, the leg of length 1)."""
+    a0 = 0.3
+    r = Problem(walker, nodes=4, duration=1.2, method="hermite-simpson", contacts=["foot_a"],
+                objective="tau_leg_b**2", terminal="-10*y", parameters={"mu": 10.0},
+                bounds={"x": (-1.0, 1.0), "y": (0.5, 1.5), "tau_leg_b": (-20.0, 20.0)},
+                initial={"x": -np.sin(a0), "th_a": a0, "th_b": -a0, "th_a_dot": -1.0, "th_b_dot": 0.0}
+                ).solve(options={"tol": 1e-10}, build_dir=build_dir)
+    assert r.success
+    foot = walker.constraint_position(r.q)[:, :2]
+    np.testing.assert_allclose(foot, np.tile(foot[0], (len(r.t), 1)), rtol=0, atol=1e-9)
+    assert abs(foot[0, 1]) <= 1e-9                                   # on the ground
+    rate = np.einsum("prn,pn->pr", walker.constraint_jacobian(r.q)[:, :2], r.qd)
+    assert np.abs(rate).max() <= 1e-9
+    np.testing.assert_allclose(r.q[:, 1], np.cos(r.q[:, 2]) + foot[0, 1], atol=1e-9)
 
 
 def test_bad_contacts_are_named(walker: object, build_dir: Path) -> None:

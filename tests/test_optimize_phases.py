@@ -148,25 +148,3 @@ def test_errors_name_the_place(walker: object, build_dir: Path) -> None:
     with pytest.raises(OptimizeError, match=r"phases\[1\]\.model: every phase is on the same compiled model"):
         passive_walker = rodgen.build(rodgen.load(ROOT / "examples" / "compass_gait.yaml"), build_dir=build_dir)
         MultiPhase([stance(walker, "foot_a"), Problem(passive_walker, contacts=["foot_a"])]).check()
-
-
-@pytest.mark.slow
-def test_exo5_periodic_gait_at_one_metre_per_second(build_dir: Path) -> None:
-    """examples/exo5_walk_optimal.py (about 40 s): the heel strike at its optimum is rodgen's impact, the legs
-    relabelled; the work is integrated from the solution's own torques and rates."""
-    import sys
-    sys.path.insert(0, str(ROOT / "examples"))
-    import exo5_walk_optimal as ex
-    model = ex.build(build_dir)
-    res = ex.solve(model, 15, build_dir)
-    r = res.phases[0]
-    # IPOPT relaxes the bounds by 1e-8 of their size (the forces' 3000 N)
-    assert res.constraint_violation < 1e-4 and res.duration == pytest.approx(0.5)
-    qd_plus, impulse, after, _ = model.impact(r.q[-1], r.qd[-1], ["foot_b"])
-    assert after == ["foot_b"]
-    c = list(model.coordinates)
-    perm = [c.index(ex.RELABEL.get(n, n)) for n in c]
-    np.testing.assert_allclose(r.qd[0], qd_plus[perm], atol=1e-8)
-    np.testing.assert_allclose(r.q[0], r.q[-1][perm] - np.eye(len(c))[0] * ex.STEP, atol=1e-10)
-    w = ex.work(res)
-    assert set(w) == set(model.inputs) and all(v >= 0 for v in w.values())

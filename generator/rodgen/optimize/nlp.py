@@ -41,7 +41,7 @@ def _load(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     lib.rodopt_new.restype = ctypes.c_void_p
     lib.rodopt_new.argtypes = [ctypes.c_void_p, _dp, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
-                               ctypes.c_int, _ip, _ip, ctypes.c_int, _ip, ctypes.c_int, _ip]
+                               ctypes.c_int, _ip, _ip, ctypes.c_int, _ip, ctypes.c_int, _ip, ctypes.c_int, _ip, _ip]
     lib.rodopt_contact_forces.restype = ctypes.c_int
     lib.rodopt_contact_forces.argtypes = [ctypes.c_void_p, _dp, _dp]
     lib.rodopt_free.restype = None
@@ -86,13 +86,16 @@ class CollocationNLP:
         # a model with contacts: the constrained dynamics with the active blocks held (None: the model's rhs)
         self._active = np.array(problem.active, dtype=np.intc) if problem.nlam else None
         self._start = [np.array(list(rows) or [0], dtype=np.intc)
-                       for rows in (problem.start_position_rows, problem.start_velocity_rows)]
+                       for rows in (problem.start_position_rows, problem.start_velocity_rows, problem.hold_rows,
+                                    problem.hold_columns)]
         ctx = self._lib.rodopt_new(ctypes.c_void_p(self._table.address()), _ptr(self._p), problem.nodes,
                                    METHODS[problem.method], int(problem.free_duration), T0,
                                    len(problem.periodic), per.ctypes.data_as(_ip),
                                    None if self._active is None else self._active.ctypes.data_as(_ip),
                                    len(problem.start_position_rows), self._start[0].ctypes.data_as(_ip),
-                                   len(problem.start_velocity_rows), self._start[1].ctypes.data_as(_ip))
+                                   len(problem.start_velocity_rows), self._start[1].ctypes.data_as(_ip),
+                                   len(problem.hold_rows), self._start[2].ctypes.data_as(_ip),
+                                   self._start[3].ctypes.data_as(_ip))
         if not ctx:
             raise MemoryError("the collocation's workspace could not be allocated")
         self._ctx: Optional[ctypes.c_void_p] = ctypes.c_void_p(ctx)

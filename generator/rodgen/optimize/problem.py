@@ -164,6 +164,12 @@ class ValidProblem:
     forces: tuple[str, ...] = ()
     start_position_rows: tuple[int, ...] = ()
     start_velocity_rows: tuple[int, ...] = ()
+    #: the constraint rows of the contacts held, whose position (as at the first node) and velocity (zero) are
+    #: constrained at every later node, and per row the coordinate whose node-to-node collocation defects
+    #: (position and rate) these rows replace, which keeps them independent (Posa et al.'s velocity slacks along
+    #: that coordinate, eliminated; J's columns of them nonsingular)
+    hold_rows: tuple[int, ...] = ()
+    hold_columns: tuple[int, ...] = ()
     #: the parameters that are variables (after the points' variables and the duration): (index in p, lower,
     #: upper)
     free_parameters: tuple[tuple[int, float, float], ...] = ()
@@ -351,6 +357,8 @@ def check_problem(problem: Problem) -> ValidProblem:
     if clash:
         raise OptimizeError(f"the contact force's name {clash[0]!r} is also a name of the model; rename the "
                             f"contact or the model's name", where="contacts")
+    hold_rows = tuple(start_vel)
+    hold_columns = _hold_columns(cm, fixed["initial"], p, hold_rows)
     start_pos, start_vel = _start_rows(cm, fixed["initial"], p, start_pos, start_vel)
     point_names = variables + params + ([TIME] if TIME not in params else []) + [f for f in forces if f]
     objective = terminal = None
@@ -388,7 +396,7 @@ def check_problem(problem: Problem) -> ValidProblem:
                         final=tuple(fixed["final"]), periodic=tuple(periodic), path=tuple(path),
                         boundary=tuple(boundary), hessian=problem.hessian, contacts=contacts, active=active,
                         forces=forces, start_position_rows=start_pos, start_velocity_rows=start_vel,
-                        free_parameters=free_params)
+                        hold_rows=hold_rows, hold_columns=hold_columns, free_parameters=free_params)
 
 
 def _free_parameters(problem: Problem, cm: Any, params: list[str],
@@ -469,6 +477,42 @@ def _contacts(problem: Problem, cm: Any) -> tuple[tuple[str, ...], tuple[int, ..
             start_pos.append(b.row + b.nrows - 1)           # the gap
             start_vel.extend(range(b.row, b.row + b.nrows))
     return tuple(given), mask, tuple(forces), tuple(start_pos), tuple(start_vel)
+
+
+def _hold_columns(cm: Any, initial: Sequence[tuple[int, float]], p: Sequence[float],
+                  rows: tuple[int, ...]) -> tuple[int, ...]:
+    """Per held row, the coordinate whose node-to-node defects the row's position and velocity replace: columns of
+    J's held rows picked greedily by their norm after projecting out those picked (a pivoted QR of J's held rows at
+    the initial coordinates given, the others 0), the columns that do not depend on the configuration first
+    (J at a second configuration): the base's translations of a floating model, whose positions the held point
+    then fixes while the joints follow the collocated dynamics alone. OptimizeError when J's held rows are
+    dependent there."""
+    if not rows:
+        return ()
+    import numpy as np
+    n = int(cm.nq)
+    q = np.zeros(n)
+    for i, v in initial:
+        if i < n:
+            q[i] = v
+    J, J2 = (np.asarray(cm.constraint_jacobian(qq, list(p)), dtype=float).reshape(-1, n)[list(rows)]
+             for qq in (q, q + np.linspace(0.3, 0.7, n)))
+    scale = max(1.0, float(np.max(np.abs(J))))
+    constant = np.max(np.abs(J - J2), axis=0) <= 1e-12 * scale
+    A = J.copy()
+    picked: list[int] = []
+    for _ in rows:
+        nrm = np.linalg.norm(A, axis=0)
+        nrm[picked] = -1.0
+        best = np.where(constant & (nrm > 1e-6 * scale), nrm, -1.0)
+        k = int(np.argmax(best)) if best.max() > 0 else int(np.argmax(nrm))
+        if nrm[k] <= 1e-9 * scale:
+            raise OptimizeError("the held contacts' constraint rows are dependent at the initial coordinates (two "
+                                "contacts of one rigid body?); hold fewer contacts", where="contacts")
+        v = A[:, k] / nrm[k]
+        A -= np.outer(v, v @ A)
+        picked.append(k)
+    return tuple(picked)
 
 
 def _start_rows(cm: Any, initial: Sequence[tuple[int, float]], p: Sequence[float], start_pos: tuple[int, ...],

@@ -35,6 +35,14 @@
  * d lambda/d z (a path row that reads lambda depends on the whole point). After the boundary rows come the
  * start rows: the listed constraint rows' positions c_r(q) and velocities (J qd)_r at the first node
  * (d (J qd)_r/dq = 1/2 d (Jdot qd)_r/dqd, from constraint_partials).
+ * Rows held at every point (hr [nh]): in interval k's defect sets, the q row of coordinate hc[i] is replaced by
+ * the held row's position at the set's own point as at the first node, c_r(q_b) - c_r(q_0), and its qd row by
+ * the velocity (J qd_b)_r (b: the interval's end node for the node-to-node set, its midpoint for Hermite-Simpson's
+ * interpolation set): the held points stay where they start, at rest, at every point, not only to the
+ * collocation's accuracy of J qdd + Jdot qd = 0. Replacing rather than adding keeps the rows
+ * independent (the dynamics keep the constraints to first order already): it is Posa et al. (2016)'s velocity
+ * slacks along the coordinates hc (columns of J's held rows that are independent) with the slacks eliminated.
+ * Their Jacobian entries come after every other (the replaced rows' own entries are zeros; IPOPT sums repeats).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -124,10 +132,21 @@ typedef struct rodopt_ctx {
     int path_out;              /* the path rows' nonzeros per point in the NLP's Jacobian */
     int nsp, nsv;              /* start rows: constraint positions, constraint velocities */
     int *sp, *sv;
+    int nh;                    /* rows held at every node: how many */
+    int *hr, *hc;              /* the held rows [nh], the coordinates whose node-to-node defects they replace [nh] */
+    int *hq;                   /* per coordinate: 1 + its index in hc, or 0 [n] */
     double *cw;                /* scratch: c [nrows], Jc [nrows*n], dg [2 n n], dk [2 nrows n] */
 } rodopt_ctx;
 
 void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol);
+
+/* The point whose held rows replace defect set ks = k * nset + s: interval k's end node (s = 0), its midpoint
+ * (s = 1, Hermite-Simpson). */
+static int held_point(const struct rodopt_ctx *c, int ks)
+{
+    int k = ks / c->nset, s = ks % c->nset;
+    return k * c->step + (s == 0 ? c->step : 1);
+}
 
 static double duration(const rodopt_ctx *c, const double *x)
 {
@@ -149,14 +168,17 @@ void rodopt_free(rodopt_ctx *c)
     free(c->active); free(c->lam); free(c->D); free(c->wz); free(c->work); free(c->path_dense); free(c->sp);
     free(c->sv); free(c->cw); free(c->bh_row); free(c->bh_col); free(c->fp); free(c->Pd); free(c->dgp);
     free(c->jr); free(c->jc); free(c->jv); free(c->xp); free(c->gp); free(c->gm); free(c->cp);
+    free(c->hr); free(c->hc); free(c->hq);
     free(c);
 }
 
 /* method 0: trapezoidal, 1: Hermite-Simpson, 2: backward Euler; nodes >= 2; per: state indices (0 .. 2n-1)
  * held periodic; active: NULL (the model's rhs) or the mask of the blocks held [nconstraints]; sp, sv: the
- * constraint rows whose position and velocity are held at the first node. */
+ * constraint rows whose position and velocity are held at the first node; hr, hc: the rows held at every later
+ * node and the coordinates whose node-to-node defect rows they replace [nh]. */
 rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int method, int free_T, double T,
-                       int nper, const int *per, const int *active, int nsp, const int *sp, int nsv, const int *sv)
+                       int nper, const int *per, const int *active, int nsp, const int *sp, int nsv, const int *sv,
+                       int nh, const int *hr, const int *hc)
 {
     rodopt_ctx *c = (rodopt_ctx *)calloc(1, sizeof(rodopt_ctx));
     int j, k, s;
@@ -195,6 +217,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->Bw = (double *)malloc(sizeof(double) * (size_t)(c->n * (c->nu > 0 ? c->nu : 1)));
     c->nfp = rodopt_free_parameters(NULL);
     c->pofs = c->npts * c->nz + (free_T ? 1 : 0);
+    c->nh = active ? nh : 0;
     c->nvar = c->pofs + c->nfp;
     c->fp = (int *)malloc(sizeof(int) * (size_t)(c->nfp + 1));
     c->Pd = (double *)malloc(sizeof(double) * (size_t)(c->npts * c->n * c->nfp + 1));
@@ -210,6 +233,9 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     c->path_dense = (int *)calloc((size_t)(c->npath + 1), sizeof(int));
     c->sp = (int *)malloc(sizeof(int) * (size_t)(c->nsp + 1));
     c->sv = (int *)malloc(sizeof(int) * (size_t)(c->nsv + 1));
+    c->hr = (int *)malloc(sizeof(int) * (size_t)(c->nh + 1));
+    c->hc = (int *)malloc(sizeof(int) * (size_t)(c->nh + 1));
+    c->hq = (int *)calloc((size_t)(c->n + 1), sizeof(int));
     c->wz = (double *)malloc(sizeof(double) * (size_t)(c->nz + c->nlam + 1));
     if (active) {
         long wb = rodgen_cderiv_work_bytes(m);
@@ -227,7 +253,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
             c->active[j] = active[j];
         }
     }
-    if (!c->path_dense || !c->sp || !c->sv || !c->wz) {
+    if (!c->path_dense || !c->sp || !c->sv || !c->wz || !c->hr || !c->hc || !c->hq) {
         rodopt_free(c);
         return NULL;
     }
@@ -236,6 +262,11 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
     }
     for (j = 0; j < c->nsv; ++j) {
         c->sv[j] = sv[j];
+    }
+    for (j = 0; j < c->nh; ++j) {
+        c->hr[j] = hr[j];
+        c->hc[j] = hc[j];
+        c->hq[hc[j]] = j + 1;
     }
     c->xf = (double *)malloc(sizeof(double) * (size_t)c->nvar);
     c->xj = (double *)malloc(sizeof(double) * (size_t)c->nvar);
@@ -286,6 +317,7 @@ rodopt_ctx *rodopt_new(const rodgen_model *m, const double *p, int nodes, int me
         c->nnz += c->nint * (c->sets[s].nterm * (2 * c->n + c->n * c->nz) + (free_T ? c->ny : 0));
     }
     c->nnz += c->npts * c->path_out + 2 * nper + c->bnd_nnz + c->nsp * c->n + c->nsv * 2 * c->n;
+    c->nnz += c->nint * c->nset * c->nh * 4 * c->n;
     c->nnz += (c->nint * c->nset * c->n + c->npts * c->npath + c->nbnd) * c->nfp;
     c->exact = rodopt_hessian_available();
     c->bh_nnz = rodopt_boundary_hessian_structure(NULL, NULL);
@@ -635,6 +667,23 @@ int rodopt_eval_g(rodopt_ctx *c, const double *x, double *g)
             g[row++] = v;
         }
     }
+    if (c->nh > 0) {
+        double *cc = c->cw, *Jc = c->cw + c->nlam, c0[c->nlam];
+        c->m->constraint_position(x, c->p, c0);
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *z = x + held_point(c, k) * nz;
+            c->m->constraint_position(z, c->p, cc);
+            c->m->constraint_jacobian(z, c->p, Jc);
+            for (i = 0; i < c->nh; ++i) {          /* in place of the defects of coordinate hc[i] */
+                double v = 0.0;
+                for (j = 0; j < c->n; ++j) {
+                    v += Jc[c->hr[i] * c->n + j] * z[c->n + j];
+                }
+                g[k * ny + c->hc[i]] = cc[c->hr[i]] - c0[c->hr[i]];
+                g[k * ny + c->n + c->hc[i]] = v;
+            }
+        }
+    }
     for (i = 0; i < row; ++i) {
         if (!isfinite(g[i])) {
             return 0;
@@ -710,6 +759,23 @@ void rodopt_jac_structure(const rodopt_ctx *c, int *iRow, int *jCol)
         }
         row0 += 1;
     }
+    for (k = 0; k < c->nint * c->nset; ++k) {   /* at point b: c_r(q_b) - c_r(q_0) (q_b, q_0), (J qd_b)_r (q_b, qd_b) */
+        int b = held_point(c, k) * nz;
+        for (i = 0; i < c->nh; ++i) {
+            int rq = k * ny + c->hc[i];
+            for (a = 0; a < n; ++a) {
+                iRow[e] = rq; jCol[e++] = b + a;
+            }
+            for (a = 0; a < n; ++a) {
+                iRow[e] = rq; jCol[e++] = a;
+            }
+        }
+        for (i = 0; i < c->nh; ++i) {
+            for (a = 0; a < 2 * n; ++a) {
+                iRow[e] = k * ny + n + c->hc[i]; jCol[e++] = b + a;
+            }
+        }
+    }
     /* the free parameters' columns: the defects' qd rows, the path rows at every point, the boundary rows */
     if (c->nfp > 0) {
         int nd = c->nint * c->nset * ny, kp;
@@ -781,16 +847,18 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
                 double al = d->alpha[t], bh = d->beta[t] * h;
                 const double *Jp = c->J + pt * ny * ny, *Bp = c->Bu + pt * n * nu;
                 for (r = 0; r < n; ++r) {
-                    v[e++] = al;
-                    v[e++] = bh;
+                    int held = c->hq[r];                  /* a row replaced by a held row: zeros here */
+                    v[e++] = held ? 0.0 : al;
+                    v[e++] = held ? 0.0 : bh;
                 }
                 for (r = 0; r < n; ++r) {
                     const double *Jrow = Jp + (n + r) * ny;
+                    double on = c->hq[r] ? 0.0 : 1.0;
                     for (a = 0; a < ny; ++a) {
-                        v[e++] = (a == n + r ? al : 0.0) + bh * Jrow[a];
+                        v[e++] = on * ((a == n + r ? al : 0.0) + bh * Jrow[a]);
                     }
                     for (a = 0; a < nu; ++a) {
-                        v[e++] = bh * Bp[r * nu + a];
+                        v[e++] = on * bh * Bp[r * nu + a];
                     }
                 }
             }
@@ -801,7 +869,7 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
                         int pt = k * c->step + d->off[t];
                         sum += d->beta[t] * c->f[pt * ny + r];
                     }
-                    v[e++] = sum / c->nint;
+                    v[e++] = c->hq[r < n ? r : r - n] ? 0.0 : sum / c->nint;
                 }
             }
         }
@@ -862,6 +930,34 @@ int rodopt_eval_jac(rodopt_ctx *c, const double *x, double *v)
             }
             for (a = 0; a < n; ++a) {
                 v[e++] = Jc[c->sv[i] * n + a];
+            }
+        }
+    }
+    if (c->nh > 0) {
+        double *Jc = c->cw + c->nlam, *dg = Jc + c->nlam * n, *dk = dg + 2 * n * n, zero[nz + c->nlam + 1], J0[c->nlam * n];
+        for (i = 0; i < nz + c->nlam + 1; ++i) {
+            zero[i] = 0.0;
+        }
+        c->m->constraint_jacobian(x, c->p, J0);
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *z = x + held_point(c, k) * nz;
+            c->m->constraint_jacobian(z, c->p, Jc);
+            c->m->constraint_partials(0.0, z, z + n, zero, zero, zero, c->p, dg, dk);
+            for (i = 0; i < c->nh; ++i) {
+                for (a = 0; a < n; ++a) {
+                    v[e++] = Jc[c->hr[i] * n + a];
+                }
+                for (a = 0; a < n; ++a) {
+                    v[e++] = -J0[c->hr[i] * n + a];
+                }
+            }
+            for (i = 0; i < c->nh; ++i) {
+                for (a = 0; a < n; ++a) {
+                    v[e++] = 0.5 * dk[c->hr[i] * 2 * n + n + a];
+                }
+                for (a = 0; a < n; ++a) {
+                    v[e++] = Jc[c->hr[i] * n + a];
+                }
             }
         }
     }
@@ -960,9 +1056,11 @@ static int parameter_hessian(rodopt_ctx *c, const double *x, double sigma, const
 
 /* A point's exact Lagrangian gradient by z at (t, z): sL dL/dz + sum_i mu_i dqdd_i/dz + sum_k lp_k dpath_k/dz
  * (L and the path chained through lambda(z) with contacts), and at the first point with contacts the start
- * rows' ls [nsp + nsv] times their gradients. dyn = 0 (only without contacts): the dynamics' term left out. */
+ * rows' ls [nsp + nsv] times their gradients; at a node with the rows held at the nodes, lh [2 nh] times the
+ * gradients of their positions c_r(q) and velocities (J qd)_r. dyn = 0 (only without contacts): the dynamics'
+ * term left out. */
 static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, const double *mu, const double *lp,
-                          const double *ls, int dyn, double *G)
+                          const double *ls, const double *lh, int dyn, double *G)
 {
     int i, a, k, r, n = c->n, nu = c->nu, ny = c->ny, nz = c->nz, nw = nz + c->nlam;
     double w[nw + 1], gw[nw + 1], pv[c->path_nnz + 1], L;
@@ -1045,19 +1143,26 @@ static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, c
     for (a = 0; a < nz; ++a) {
         G[a] += gw[a];
     }
-    if (ls) {
+    if (ls || lh) {
         double *Jc = c->cw + c->nlam, *dg = Jc + c->nlam * n, *dk = dg + 2 * n * n, zero[nw + 1];
         for (i = 0; i < nw + 1; ++i) {
             zero[i] = 0.0;
         }
         c->m->constraint_jacobian(z, c->p, Jc);
         c->m->constraint_partials(0.0, z, z + n, zero, zero, zero, c->p, dg, dk);
-        for (i = 0; i < c->nsp; ++i) {
+        for (i = 0; lh && i < c->nh; ++i) {
+            r = c->hr[i];
+            for (a = 0; a < n; ++a) {
+                G[a] += lh[i] * Jc[r * n + a] + lh[c->nh + i] * 0.5 * dk[r * 2 * n + n + a];
+                G[n + a] += lh[c->nh + i] * Jc[r * n + a];
+            }
+        }
+        for (i = 0; ls && i < c->nsp; ++i) {
             for (a = 0; a < n; ++a) {
                 G[a] += ls[i] * Jc[c->sp[i] * n + a];
             }
         }
-        for (i = 0; i < c->nsv; ++i) {
+        for (i = 0; ls && i < c->nsv; ++i) {
             r = c->sv[i];
             for (a = 0; a < n; ++a) {
                 G[a] += ls[c->nsp + i] * 0.5 * dk[r * 2 * n + n + a];
@@ -1074,15 +1179,15 @@ static int point_gradient(rodopt_ctx *c, double t, const double *z, double sL, c
  * linear in u (M^-1 (B u - bias)), so the input columns difference only the problem's own terms: the dynamics'
  * part of the (u, u) block is zero and that of the (u, y) blocks comes from the state columns' input rows. */
 static int hessian_differences(rodopt_ctx *c, double t, const double *z, double sL, const double *mu,
-                               const double *lp, const double *ls, int forward, double *H)
+                               const double *lp, const double *ls, const double *lh, int forward, double *H)
 {
     int a, b, nz = c->nz;
     double zp[nz], Gp[nz], Gm[nz], G0[nz], G0u[nz], Hd[nz * nz];
     for (a = 0; a < nz; ++a) {
         zp[a] = z[a];
     }
-    if (forward && (!point_gradient(c, t, z, sL, mu, lp, ls, 1, G0)
-                    || (!c->nlam && c->nu > 0 && !point_gradient(c, t, z, sL, mu, lp, ls, 0, G0u)))) {
+    if (forward && (!point_gradient(c, t, z, sL, mu, lp, ls, lh, 1, G0)
+                    || (!c->nlam && c->nu > 0 && !point_gradient(c, t, z, sL, mu, lp, ls, lh, 0, G0u)))) {
         return 0;
     }
     for (b = 0; b < nz; ++b) {
@@ -1092,7 +1197,7 @@ static int hessian_differences(rodopt_ctx *c, double t, const double *z, double 
         int dyn = c->nlam || b < c->ny;
         zp[b] = z[b] + step;
         up = zp[b] - z[b];
-        if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gp)) {
+        if (!point_gradient(c, t, zp, sL, mu, lp, ls, lh, dyn, Gp)) {
             return 0;
         }
         if (forward) {
@@ -1100,7 +1205,7 @@ static int hessian_differences(rodopt_ctx *c, double t, const double *z, double 
         } else {
             zp[b] = z[b] - step;
             down = z[b] - zp[b];
-            if (!point_gradient(c, t, zp, sL, mu, lp, ls, dyn, Gm)) {
+            if (!point_gradient(c, t, zp, sL, mu, lp, ls, lh, dyn, Gm)) {
                 return 0;
             }
         }
@@ -1142,11 +1247,27 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
             for (t = 0; t < d->nterm; ++t) {
                 int pt = k * c->step + d->off[t];
                 for (i = 0; i < n; ++i) {
-                    mu[pt * n + i] += lr[n + i] * d->beta[t] * h;
+                    mu[pt * n + i] += c->hq[i] ? 0.0 : lr[n + i] * d->beta[t] * h;
                 }
                 for (r = 0; r < ny; ++r) {
-                    muT[pt * ny + r] += lr[r] * d->beta[t] / c->nint;
+                    muT[pt * ny + r] += c->hq[r < n ? r : r - n] ? 0.0 : lr[r] * d->beta[t] / c->nint;
                 }
+            }
+        }
+    }
+    /* the rows held at the points: their multipliers per point (point 0: minus the positions' sum, for c_r(q_0)) */
+    double lh[c->npts * 2 * (c->nh > 0 ? c->nh : 1)];
+    if (c->nh > 0) {
+        for (i = 0; i < 2 * c->nh; ++i) {
+            lh[i] = 0.0;
+        }
+        for (k = 0; k < c->nint * c->nset; ++k) {
+            const double *lr = lam + k * ny;
+            int b = held_point(c, k);
+            for (i = 0; i < c->nh; ++i) {
+                lh[b * 2 * c->nh + i] = lr[c->hc[i]];
+                lh[b * 2 * c->nh + c->nh + i] = lr[n + c->hc[i]];
+                lh[i] -= lr[c->hc[i]];
             }
         }
     }
@@ -1154,8 +1275,9 @@ int rodopt_eval_h(rodopt_ctx *c, const double *x, double sigma, const double *la
         if (c->exact >= 2) {
             const double *ls = j == 0 && c->nsp + c->nsv > 0 ? lam + nd + c->npts * c->npath + c->nper + c->nbnd
                                                               : NULL;
+            const double *lhj = c->nh > 0 ? lh + j * 2 * c->nh : NULL;
             if (!hessian_differences(c, point_time(c, x, j), x + j * nz, sigma * c->w[j] * h, mu + j * n,
-                                     lam + nd + j * c->npath, ls, c->exact == 3, v + j * tri)) {
+                                     lam + nd + j * c->npath, ls, lhj, c->exact == 3, v + j * tri)) {
                 return 0;
             }
         } else if (!rodopt_hessian_point(point_time(c, x, j), x + j * nz, c->p, sigma * c->w[j] * h, mu + j * n,
