@@ -218,6 +218,10 @@ def test_velocity_tree_of_a_floating_robot() -> None:
     tree = spec.velocity_tree()
     assert tree["anc"][tree["anc_start"][10]:tree["anc_start"][11]] == (9, 5, 4, 3, 2, 1, 0)
     assert tree["runs"][2 * tree["run_start"][10]:2 * tree["run_start"][11]] == (9, 9, 5, 0)
+    # descendants: all twelve leg velocities below the base's last, the foot below a knee
+    assert tree["desc"][tree["desc_start"][5]:tree["desc_start"][6]] == tuple(range(6, 18))
+    assert tree["desc"][tree["desc_start"][10]:tree["desc_start"][11]] == (11,)
+    assert tree["desc_start"][17] == tree["desc_start"][18]
     # every entry of M off a branch of that tree is zero
     M = eqs.M
     for i in range(18):

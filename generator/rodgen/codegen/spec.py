@@ -248,7 +248,8 @@ class ModelSpec:
         with ``inverse_dynamics_derivatives``) as compressed rows for the C loops: ``anc[anc_start[i]:
         anc_start[i + 1]]`` are velocity i's ancestors from its parent down to the root (``parents``: -1 for a
         root), and ``runs[2 * run_start[i]:2 * run_start[i + 1]]`` the same as runs of consecutive indices,
-        (highest, lowest) each, from the parent down."""
+        (highest, lowest) each, from the parent down; ``desc[desc_start[i]:desc_start[i + 1]]`` its descendants
+        (every velocity with i among its ancestors), ascending."""
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
         start: list[int] = [0]
         anc: list[int] = []
@@ -268,8 +269,16 @@ class ModelSpec:
                 else:
                     runs += [x, x]
             run_start.append(len(runs) // 2)
+        desc: list[list[int]] = [[] for _ in parents]
+        for j in range(len(parents)):
+            for a in anc[start[j]:start[j + 1]]:
+                desc[a].append(j)
+        desc_start = [0]
+        for row in desc:
+            desc_start.append(desc_start[-1] + len(row))
         return {"parents": parents, "anc_start": tuple(start), "anc": tuple(anc) or (0,),
-                "run_start": tuple(run_start), "runs": tuple(runs) or (0,)}
+                "run_start": tuple(run_start), "runs": tuple(runs) or (0,),
+                "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,)}
 
     def pair_ancestors(self) -> dict[str, tuple[int, ...]]:
         """The pairs whose dot products ``<prefix>_inverse_dynamics_derivatives`` computes in a loop (meta
