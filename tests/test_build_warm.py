@@ -162,25 +162,6 @@ def test_build_takes_the_equations_derive_returned(tmp_path: Path, monkeypatch: 
     assert derived(own_model(), "recursive") is None
 
 
-
-def test_build_takes_equations_derived_by_derive_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """rodgen.derive(model) (the matrix method) then rodgen.build(model) (no method given) builds those Equations
-    instead of deriving by the recursive method; a method given to build is derived by."""
-    from rodgen.symbolic import matrix, planar_tree
-    calls: list[str] = []
-    real_tree, real_matrix = planar_tree.derive_tree, matrix.derive_matrix
-    monkeypatch.setattr(planar_tree, "derive_tree", lambda vm: calls.append("recursive") or real_tree(vm))
-    monkeypatch.setattr(matrix, "derive_matrix", lambda vm: calls.append("matrix") or real_matrix(vm))
-    model = own_model()
-    next(p for p in model.parameters if p.name == "m2").value = 1.3   # Equations no other test holds
-    eqs = rodgen.derive(model)
-    robot = rodgen.build(model, build_dir=tmp_path)
-    assert calls == ["matrix"] and robot.method == "matrix"
-    assert np.allclose(robot.mass_matrix([0.3, 0.7]), closed_form_mass_matrix(0.7, m1=M1_OWN, m2=1.3), rtol=1e-13)
-    by_recursive = rodgen.build(model, build_dir=tmp_path, method="recursive")
-    assert calls == ["matrix", "recursive"] and by_recursive.method == "recursive"
-    del eqs
-
 LOAD_WITHOUT_SYMPY = """
 import json, sys
 sys.modules["sympy"] = None          # any import of SymPy now fails

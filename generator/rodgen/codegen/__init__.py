@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from ..errors import CodegenError
 from ..model.valid import MODEL_TYPES, AnyModel
-from .options import DEFAULT_METHOD, CodegenOptions, ForwardAlgorithm, build_method, prefix_of
+from .options import DEFAULT_METHOD, CodegenOptions, ForwardAlgorithm, prefix_of
 from .spec import Argument, ConstraintBlock, ModelSpec, Part, Routine, Section, Slot, Statement, comment_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,7 +80,7 @@ def generate(source: Union[AnyModel, "Equations"], out_dir: Union[str, Path, Non
 
 
 def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] = None) -> "Equations":
-    """The Equations of a Model or ValidModel (derived, by ``method``, or :func:`build_method`'s when None: those
+    """The Equations of a Model or ValidModel (derived, by :data:`DEFAULT_METHOD` unless ``method`` is given; those
     ``rodgen.derive`` returned for the same model and method if they are still held, see
     :func:`rodgen.symbolic.derived`) or the Equations themselves."""
     from ..symbolic.equations import Equations
@@ -91,7 +91,7 @@ def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] 
         return source
     if isinstance(source, MODEL_TYPES):
         from ..symbolic import derive, derived
-        how = build_method(source) if method is None else method
+        how = DEFAULT_METHOD if method is None else method
         return derived(source, how) or derive(source, method=how)
     raise TypeError(f"expected a rodgen.Model or rodgen.Equations, got {type(source).__name__}")
 
@@ -99,4 +99,4 @@ def equations_of(source: Union[AnyModel, "Equations"], *, method: Optional[str] 
 __all__ = ["generate", "lower", "render", "equations_of", "CodegenOptions", "ForwardAlgorithm", "DEFAULT_METHOD",
            "GeneratedFiles", "ModelSpec", "ConstraintBlock", "Routine", "Part", "Section", "Statement", "Argument",
            "Slot", "SlotPrinter", "c_double", "comment_text", "prefix_of", "straight_line", "environment",
-           "template_digest", "template_root", "build_method"]
+           "template_digest", "template_root"]

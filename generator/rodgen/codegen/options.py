@@ -179,17 +179,6 @@ class CodegenOptions:
         return bool(self.constrained_terms)
 
 
-def build_method(model: object) -> str:
-    """The method a build of ``model`` derives by when none is given: :data:`DEFAULT_METHOD`, unless
-    ``rodgen.derive`` returned Equations of an equal model by another method that are still held (and none by
-    this one), which the build then takes instead of deriving again (``rodgen.symbolic.derived_methods``).
-    Imports no SymPy: without ``rodgen.symbolic`` loaded nothing was derived."""
-    import sys
-    symbolic = sys.modules.get("rodgen.symbolic")
-    held = symbolic.derived_methods(model) if symbolic is not None else []
-    return DEFAULT_METHOD if DEFAULT_METHOD in held or not held else held[0]
-
-
 def prefix_of(name: str) -> str:
     """The lower-case C prefix of a model name; refuses names that are not safe identifiers.
 

@@ -47,16 +47,6 @@ def derived(model: AnyModel, method: Union[str, Method]) -> Optional[Equations]:
         return None
 
 
-def derived_methods(model: AnyModel) -> list[str]:
-    """The methods by which Equations of a model equal to ``model`` (see :func:`derived`) are still held, in the
-    order of :class:`Method`; ``rodgen.build(model)`` without a method builds one of them instead of deriving."""
-    try:
-        vm = valid_model(model)
-        return [m.value for m in Method if _DERIVED.get((vm, m.value)) is not None]
-    except (ValueError, TypeError):
-        return []
-
-
 def derive(model: AnyModel, method: Union[str, Method] = "matrix") -> Equations:
     """Derive the equations of motion ``M qdd + h + G + K + D = B u`` of a model.
 
@@ -140,4 +130,4 @@ def _check_inertia(eqs: Equations) -> None:
 
 
 __all__ = ["derive", "derived", "Equations", "ConstraintEquations", "ForceEquations", "ForwardDynamics", "Method",
-           "available_methods", "derived_methods"]
+           "available_methods"]

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
-from ..codegen.options import CodegenOptions, build_method
+from ..codegen.options import DEFAULT_METHOD, CodegenOptions
 from ..errors import BuildError
 from ..model.valid import MODEL_TYPES, VALID_TYPES, AnyModel, ValidModel, valid_model
 from . import cache
@@ -124,8 +124,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         derived; their generated sources are hashed to find the build).
     build_dir : the cache folder (default ``<user cache>/models``, see ``toolchain.cache.default_build_dir``).
     method : derivation method when ``source`` is a Model (default: ``rodgen.codegen.DEFAULT_METHOD``,
-        the recursive method, or the method of Equations ``rodgen.derive`` returned for an equal model that are
-        still held, when none by the default method are: ``rodgen.codegen.build_method``).
+        the recursive method).
     options : BuildOptions (compiler, optimisation, fast math, extra flags).
     codegen : CodegenOptions.
     progress : show the stages (derive, generate, compile) on stderr; default: when stderr is a terminal.
@@ -155,7 +154,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     if isinstance(source, MODEL_TYPES):
         from .key import model_key
         source = valid_model(source)
-        method = str(getattr(method, "value", method)) if method is not None else build_method(source)
+        method = str(getattr(method, "value", method)) if method is not None else DEFAULT_METHOD
         # decided before derivation, so that the key names what the library holds
         now, deferred = build_codegen(codegen, len(source.independent_coordinates()), defer_jacobian=defer_jacobian)
         key = f"{source.name.lower()}-{model_key(source, method, now, options)[:24]}"

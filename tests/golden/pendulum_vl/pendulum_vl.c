@@ -457,14 +457,74 @@ PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
 }
 
 /* B <- -M^-1 B for the n x m block B (row-major, row stride m) with the factor of pendulum_vl_ltdl: L^T Y = B
- * from the leaves (each row, once final, is taken off its ancestors' rows), Z = -D^-1 Y, then L X = Z from
- * the roots (each row takes off its ancestors' final rows). Every step is one row minus a multiple of
- * another over the m contiguous columns (the inner loops vectorise); only pairs on one branch occur. */
+ * from the leaves (each row takes off its descendants' final rows), then X = -D^-1 Y - L' X from the roots
+ * (each row, scaled, takes off its ancestors' final rows; L' the strict part of L); only pairs on one branch
+ * occur. Each row is computed once, by column blocks held in registers while the other rows are taken off (GNU
+ * vector extensions: 24 columns in six vectors of 4, then blocks of 4, then single columns), so a row is read
+ * and written once per pass instead of once per pair. */
+#if defined(__GNUC__) && !defined(__INTEL_COMPILER) && defined(__AVX__)
+typedef double pendulum_vl_v4 __attribute__((vector_size(32), aligned(8)));
+#define PENDULUM_VL_V4(x) (*(pendulum_vl_v4 *)(x))
+#define PENDULUM_VL_CV4(x) (*(const pendulum_vl_v4 *)(x))
+/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending */
+static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
+static const int pendulum_vl_desc[1] = { 1 };
+#endif
+
+#ifdef PENDULUM_VL_V4
+/* bi <- s bi - sum_t l_t B[rows[t]] with l_t = lb[rows[t] * ls], over the m columns of one row */
+PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const double *lb, int ls, const double *B,
+                                   const int *rows, int k)
+{
+    enum { m = 2 * PENDULUM_VL_NQ };
+    int c0 = 0, t;
+#ifdef PENDULUM_VL_V4
+    for (; c0 + 24 <= m; c0 += 24) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
+        pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
+        pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
+        for (t = 0; t < k; ++t) {
+            const double l = lb[rows[t] * ls];
+            const double *b = B + rows[t] * m + c0;
+            a0 -= l * PENDULUM_VL_CV4(b);
+            a1 -= l * PENDULUM_VL_CV4(b + 4);
+            a2 -= l * PENDULUM_VL_CV4(b + 8);
+            a3 -= l * PENDULUM_VL_CV4(b + 12);
+            a4 -= l * PENDULUM_VL_CV4(b + 16);
+            a5 -= l * PENDULUM_VL_CV4(b + 20);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+        PENDULUM_VL_V4(bi + c0 + 4) = a1;
+        PENDULUM_VL_V4(bi + c0 + 8) = a2;
+        PENDULUM_VL_V4(bi + c0 + 12) = a3;
+        PENDULUM_VL_V4(bi + c0 + 16) = a4;
+        PENDULUM_VL_V4(bi + c0 + 20) = a5;
+    }
+    for (; c0 + 4 <= m; c0 += 4) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
+        for (t = 0; t < k; ++t) {
+            a0 -= lb[rows[t] * ls] * PENDULUM_VL_CV4(B + rows[t] * m + c0);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+    }
+#endif
+    for (; c0 < m; ++c0) {
+        double a = s * bi[c0];
+        for (t = 0; t < k; ++t) {
+            a -= lb[rows[t] * ls] * B[rows[t] * m + c0];
+        }
+        bi[c0] = a;
+    }
+}
+#endif
+
 PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B)
 {
-    enum { n = PENDULUM_VL_NQ, m = 2 * PENDULUM_VL_NQ };   /* constants: loops without a remainder */
-    double r;
-    int i, t, c;
+    enum { n = PENDULUM_VL_NQ, m = 2 * PENDULUM_VL_NQ };
+    int i;
+#ifndef PENDULUM_VL_V4
+    /* without AVX the vectors of 4 are split and slower: one row minus a multiple of another per step */
+    int t, c;
     for (i = n - 1; i >= 0; --i) {
         const double *restrict bi = B + i * m;
         for (t = pendulum_vl_anc_start[i]; t < pendulum_vl_anc_start[i + 1]; ++t) {
@@ -476,14 +536,11 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
         }
     }
     for (i = 0; i < n; ++i) {
-        double *bi = B + i * m;
-        r = -1.0 / H[i * n + i];
+        double *restrict bi = B + i * m;
+        const double r = -1.0 / H[i * n + i];
         for (c = 0; c < m; ++c) {
             bi[c] *= r;
         }
-    }
-    for (i = 0; i < n; ++i) {
-        double *restrict bi = B + i * m;
         for (t = pendulum_vl_anc_start[i]; t < pendulum_vl_anc_start[i + 1]; ++t) {
             const double l = H[i * n + pendulum_vl_anc[t]];
             const double *restrict ba = B + pendulum_vl_anc[t] * m;
@@ -492,6 +549,16 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
             }
         }
     }
+#else
+    for (i = n - 1; i >= 0; --i) {
+        pendulum_vl_row_minus(B + i * m, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
+                          pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
+    }
+    for (i = 0; i < n; ++i) {
+        pendulum_vl_row_minus(B + i * m, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
+                          pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
+    }
+#endif
 }
 
 /* Jacobian of the right-hand side at constant u: J = d[qd, qdd]/d[q, qd], row-major 2NV x 2NV (the
