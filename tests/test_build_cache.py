@@ -198,7 +198,6 @@ def test_builds_are_for_this_cpu_and_keyed_by_it(monkeypatch: pytest.MonkeyPatch
         return real(compiler, arch) + ("\n-march=another-cpu" if arch == "native" else "")  # type: ignore[arg-type]
 
     monkeypatch.setattr(compiler_mod, "target_identity", other_cpu)
-    monkeypatch.setattr(rodgen.toolchain, "target_identity", other_cpu)
     assert build_key(files, BuildOptions()) != base
     assert build_key(files, BuildOptions(arch=None)) == build_key(files, BuildOptions(arch="portable"))
 

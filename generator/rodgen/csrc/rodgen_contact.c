@@ -2273,6 +2273,63 @@ static int reanchor(rodgen_hybrid_state *s, const hscratch *w, const double *qd,
     return 1;
 }
 
+/* The Coulomb impact of hy_jump after hy_impact solved it with its touching contacts sticking (w->act2, w->g1,
+ * w->imp, w->after, w->qdp as hy_impact leaves them; w->J holds J(y)): a touching contact whose sticking impulse
+ * leaves the cone slides during the impact (its tangential impulse mu * normal impulse, against its tangential
+ * velocity); so does a touching contact the impact released although it moves into the ground after it (no
+ * complementary set holds it sticking: a box landing flat at speed, its back corners pulled down by the front
+ * ones' friction, slides on all four), its direction that of its tangential velocity before the impact. The
+ * impact is solved again after each pass; a pass switches contacts to sliding only, so at most nc passes. */
+static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
+{
+    const rodgen_model *m = s->model;
+    const int nc = m->nconstraints, nv = RODGEN_NV(m);
+    const double *qd_minus = s->y + m->nq;
+    double vn_scale = 0.0;
+    int i, pass, redo, status;
+    for (i = 0; i < nc; ++i) {
+        if (w->g1[i] != 0.0 && is_unilateral(m, i)) {
+            vn_scale = fmax(vn_scale, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
+        }
+    }
+    for (pass = 0; pass <= nc; ++pass) {
+        redo = 0;
+        for (i = 0; i < nc; ++i) {
+            const int r = m->constraints[i].row;
+            if (w->g1[i] == 0.0 || m->constraints[i].kind != RODGEN_CONTACT || is_flat(m, i)
+                || !isfinite(s->mu[i]) || is_sliding(m, w->act2, i)) {
+                continue;
+            }
+            if (w->after[i] && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
+                start_slide(s, i, w->imp);
+            } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vn_scale) {
+                double mv[2] = {0.0, 0.0};   /* minus the tangential velocity: the friction's way */
+                int k;
+                for (k = 0; k < ntan(m, i); ++k) {
+                    mv[k] = -dot(w->J + (r + k) * nv, qd_minus, nv);
+                }
+                if (!(tnorm(mv, 0, ntan(m, i)) > RODGEN_SLIDE_REST)) {
+                    continue;   /* at rest along the ground: no way to slide */
+                }
+                slide_against(s, i, mv);
+            } else {
+                continue;
+            }
+            w->act2[i] = s->active[i];
+            s->active[i] = 0;
+            redo = 1;
+        }
+        if (!redo) {
+            break;
+        }
+        status = hy_impact(s, o, w, loss);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+    }
+    return RODGEN_OK;
+}
+
 /* How a jump ends the run: a flat foot that tipped (RODGEN_ERR_TIPPED), a contact that slipped unless
  * on_slip is RODGEN_SLIP_CONTINUE (RODGEN_ERR_FRICTION_CONE: with RODGEN_SLIP_SLIDE only a flat foot's slip
  * is logged), else RODGEN_OK; s->block: the block. */
@@ -2330,61 +2387,14 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     if (touched) {
         double loss = 0.0;
-        int redo = 0;
         status = hy_impact(s, o, w, &loss);
         if (status != RODGEN_OK) {
             return status;
         }
         if (sliding) {
-            /* Coulomb impact: a touching contact whose sticking impulse leaves the cone slides during the
-             * impact (its tangential impulse mu * normal impulse, against its tangential velocity); so does
-             * a touching contact the impact released although it moves into the ground after it (no
-             * complementary set holds it sticking: a box landing flat at speed, its back corners pulled
-             * down by the front ones' friction, slides on all four), its direction that of its tangential
-             * velocity before the impact. Each pass switches contacts to sliding only, so at most nc. */
-            const int nv = RODGEN_NV(m);
-            const double *qd_minus = s->y + nq;
-            double vn_scale = 0.0;
-            int pass;
-            for (i = 0; i < nc; ++i) {
-                if (w->g1[i] != 0.0 && is_unilateral(m, i)) {
-                    vn_scale = fmax(vn_scale, fabs(dot(w->J + normal_row(m, i) * nv, qd_minus, nv)));
-                }
-            }
-            for (pass = 0; pass <= nc; ++pass) {
-                redo = 0;
-                for (i = 0; i < nc; ++i) {
-                    const int r = m->constraints[i].row;
-                    if (w->g1[i] == 0.0 || m->constraints[i].kind != RODGEN_CONTACT || is_flat(m, i)
-                        || !isfinite(s->mu[i]) || is_sliding(m, w->act2, i)) {
-                        continue;
-                    }
-                    if (w->after[i] && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
-                        start_slide(s, i, w->imp);
-                    } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vn_scale) {
-                        double mv[2] = {0.0, 0.0};   /* minus the tangential velocity: the friction's way */
-                        int k;
-                        for (k = 0; k < ntan(m, i); ++k) {
-                            mv[k] = -dot(w->J + (r + k) * nv, qd_minus, nv);
-                        }
-                        if (!(tnorm(mv, 0, ntan(m, i)) > RODGEN_SLIDE_REST)) {
-                            continue;   /* at rest along the ground: no way to slide */
-                        }
-                        slide_against(s, i, mv);
-                    } else {
-                        continue;
-                    }
-                    w->act2[i] = s->active[i];
-                    s->active[i] = 0;
-                    redo = 1;
-                }
-                if (!redo) {
-                    break;
-                }
-                status = hy_impact(s, o, w, &loss);
-                if (status != RODGEN_OK) {
-                    return status;
-                }
+            status = hy_coulomb_impact(s, o, w, &loss);
+            if (status != RODGEN_OK) {
+                return status;
             }
         }
         for (i = 0; i < nc; ++i) {

@@ -33,12 +33,11 @@ from .compiler import (
     BuildOptions,
     Optimization,
     compile_count,
+    compile_key_parts,
     compile_model,
-    compiler_identity,
     find_compiler,
     library_suffix,
     model_cflags,
-    target_identity,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -53,9 +52,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
     parts = {
         "sources": files.digest(),
         "rodgen": __version__,
-        "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
-        "cflags": " ".join(model_cflags(options)),
-        "target": target_identity(compiler, options.arch),
+        **compile_key_parts(compiler, model_cflags(options), options.arch),
         "library": library_suffix(),
         "platform": sys.platform,
     }

@@ -10,9 +10,9 @@ in that folder or absolute paths) are compiled with ``-std=c99 -shared``, the ``
 ``<build_dir>/<prefix>-<hash12>/`` is reused whenever the hash (the sources, ``key_parts``, the compiler,
 its flags, rodgen's version, the platform) is the same. With ``object_file=True`` the one file of
 ``compile`` is compiled (``-c``, no ``-shared``, no ``link``) into the object file ``<name>.o`` instead, for
-libraries that link it (the optimisation's model-independent driver, compiled once). ``arch`` adds the flags of
-an instruction set as :class:`rodgen.toolchain.BuildOptions` does (``"default"``: ``$RODGEN_ARCH`` or ``"native"``;
-these libraries are loaded on the machine that compiles them; the hash covers what the target resolves to).
+libraries that link it (the optimisation's model-independent driver, compiled once). These libraries are loaded
+on the machine that compiles them, so they are compiled for :func:`rodgen.toolchain.compiler.default_arch`'s
+instruction set (``$RODGEN_ARCH`` or ``"native"``), and the hash covers what it resolves to.
 """
 from __future__ import annotations
 
@@ -28,11 +28,10 @@ from .compiler import (
     _Log,
     _start,
     arch_flags,
-    compiler_identity,
+    compile_key_parts,
     default_arch,
     find_compiler,
     library_suffix,
-    target_identity,
 )
 
 
@@ -40,7 +39,7 @@ def compile_cached(prefix: str, sources: Mapping[str, str], *, compile: Sequence
                    link: Sequence[str] = ("-lm",), include_dirs: Sequence[Union[str, Path]] = (),
                    key_parts: Optional[Mapping[str, str]] = None, library: str = "lib", what: str = "the library",
                    meta: Optional[Mapping[str, object]] = None, build_dir: Union[str, Path, None] = None,
-                   compiler: Optional[str] = None, object_file: bool = False, arch: Optional[str] = "default") -> Path:
+                   compiler: Optional[str] = None, object_file: bool = False) -> Path:
     """Compile (or reuse) a shared library; its path ``<build_dir>/<prefix>-<hash12>/<library><suffix>``
     (with ``object_file``: an object file ``<library>.o``).
 
@@ -50,13 +49,12 @@ def compile_cached(prefix: str, sources: Mapping[str, str], *, compile: Sequence
     from .. import __version__
     from ..codegen.runtime import files_digest
     cc = find_compiler(compiler)
-    arch = default_arch() if arch == "default" else arch
+    arch = default_arch()
     flags = list(flags) + arch_flags(cc, arch)
     dirs = [str(d) for d in include_dirs]
     parts = {"sources": files_digest(dict(sources)), "compile": "\n".join(compile), "rodgen": __version__,
-             "compiler": " ".join(cc) + "\n" + compiler_identity(cc), "cflags": " ".join(flags),
-             "link": " ".join(link), "include_dirs": "\n".join(dirs), "platform": sys.platform,
-             "target": target_identity(cc, arch)}
+             **compile_key_parts(cc, flags, arch), "link": " ".join(link), "include_dirs": "\n".join(dirs),
+             "platform": sys.platform}
     if object_file:
         parts["object_file"] = "1"
     parts.update(key_parts or {})

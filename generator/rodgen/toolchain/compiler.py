@@ -115,13 +115,19 @@ GCC_MODEL_CFLAGS = ("-fno-dse", "-fno-tree-dse")
 
 
 @functools.lru_cache(maxsize=None)
-def is_gcc(compiler: tuple[str, ...]) -> bool:
-    """Whether the compiler is GCC (its ``--version`` names the Free Software Foundation, and not clang)."""
+def version_text(compiler: tuple[str, ...]) -> str:
+    """What ``<compiler> --version`` prints (asked once per process); a compiler that cannot be run is a
+    BuildError, never a silent change of flags or key."""
     try:
         out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    text = out.stdout or ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"cannot run the C compiler: {exc}", command=list(compiler) + ["--version"]) from None
+    return out.stdout or out.stderr or ""
+
+
+def is_gcc(compiler: tuple[str, ...]) -> bool:
+    """Whether the compiler is GCC (its ``--version`` names the Free Software Foundation, and not clang)."""
+    text = version_text(compiler)
     return "Free Software Foundation" in text and "clang" not in text.lower()
 
 
@@ -241,15 +247,17 @@ def find_compiler(requested: Optional[str] = None) -> tuple[str, ...]:
                      "or pass compiler=...")
 
 
-@functools.lru_cache(maxsize=None)
 def compiler_identity(compiler: tuple[str, ...]) -> str:
     """The first line of ``<compiler> --version`` (part of the build hash)."""
-    try:
-        out = subprocess.run(list(compiler) + ["--version"], capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildError(f"cannot run the C compiler: {exc}", command=list(compiler) + ["--version"]) from None
-    lines = (out.stdout or out.stderr).strip().splitlines()
+    lines = version_text(compiler).strip().splitlines()
     return lines[0] if lines else " ".join(compiler)
+
+
+def compile_key_parts(compiler: tuple[str, ...], flags: Sequence[str], arch: Optional[str]) -> dict[str, str]:
+    """The parts of a build cache key that say how it is compiled: the compiler and its identity, the flags, and
+    what the target ``arch`` resolves to on this machine (:func:`target_identity`)."""
+    return {"compiler": " ".join(compiler) + "\n" + compiler_identity(compiler), "cflags": " ".join(flags),
+            "target": target_identity(compiler, arch)}
 
 
 def python_include() -> list[str]:

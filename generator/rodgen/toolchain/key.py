@@ -127,7 +127,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
     BuildOptions ``options``, computed without deriving anything."""
     from .. import __version__
     from . import cache
-    from .compiler import compiler_identity, find_compiler, library_suffix, model_cflags, target_identity
+    from .compiler import compile_key_parts, find_compiler, library_suffix, model_cflags
     compiler = find_compiler(options.compiler)
     parts = {
         "model": canonical(model),
@@ -135,9 +135,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
         "codegen": canonical(codegen),
         "rodgen": __version__,
         "generator": generator_digest(),
-        "compiler": " ".join(compiler) + "\n" + compiler_identity(compiler),
-        "cflags": " ".join(model_cflags(options)),
-        "target": target_identity(compiler, options.arch),
+        **compile_key_parts(compiler, model_cflags(options), options.arch),
         "library": library_suffix(),
         "platform": sys.platform,
     }

@@ -29,12 +29,11 @@ from ..errors import BuildError
 from . import cache
 from .compiler import (
     compile_extension,
-    compiler_identity,
+    compile_key_parts,
     default_arch,
     ext_suffix,
     find_compiler,
     runtime_cflags,
-    target_identity,
 )
 
 #: Environment variable naming the cache folder of the runtime (and of model builds).
@@ -61,9 +60,7 @@ def _machine_parts(compiler: Optional[str]) -> dict[str, str]:
     return {
         "rodgen": __version__,
         "cython": str(Cython.__version__),
-        "compiler": " ".join(cc) + "\n" + compiler_identity(cc),
-        "cflags": " ".join(runtime_cflags(cc)),
-        "target": target_identity(cc, default_arch()),
+        **compile_key_parts(cc, runtime_cflags(cc), default_arch()),
         "ext_suffix": ext_suffix(),
         "python": sys.implementation.cache_tag or sys.version,
         "platform": sys.platform,
