@@ -427,6 +427,29 @@ def test_a_compiled_problem_is_found_without_deriving(pendulum: object, build_di
     assert changed.library != first.library
 
 
+def test_a_compiled_problem_is_keyed_by_the_cpu_it_is_built_for(pendulum: object,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index key that finds a compiled problem without deriving holds what the library's own key holds: the
+    flags and the CPU a native build is for, so a cache shared with another CPU (or a portable build) never finds
+    this machine's native library."""
+    from rodgen.optimize.solve import quick_key
+    from rodgen.toolchain import compiler as compiler_mod
+    valid = Problem(pendulum, nodes=7, objective="tau_arm**2").check()
+    monkeypatch.setenv("RODGEN_ARCH", "native")
+    native = quick_key(valid, None)
+    assert quick_key(valid, None) == native
+    monkeypatch.setenv("RODGEN_ARCH", "portable")
+    assert quick_key(valid, None) != native
+    monkeypatch.setenv("RODGEN_ARCH", "native")
+    real = compiler_mod.target_identity
+
+    def other_cpu(compiler: tuple[str, ...], arch: object) -> str:
+        return real(compiler, arch) + "\n-march=another-cpu"  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compiler_mod, "target_identity", other_cpu)
+    assert quick_key(valid, None) != native
+
+
 @pytest.mark.parametrize("method, tol", [("hermite-simpson", 5e-4), ("trapezoidal", 3e-2)])
 def test_prescribed_motion_gives_the_inverse_dynamics(pendulum: object, build_dir: Path, method: str,
                                                       tol: float) -> None:

@@ -14,17 +14,20 @@ from .problem import Problem, ValidProblem
 def quick_key(valid: ValidProblem, compiler: Optional[str]) -> str:
     """The key of a problem's build known before deriving: everything the generated C depends on (the
     expressions' text, the names' order, the duration's freedom, the Hessian and, for the exact one, the
-    model's generated code), the sources that shape it, the compiler and IPOPT's folder."""
+    model's generated code), the sources that shape it, how it is compiled (the compiler, the flags and the
+    CPU a native build is for: :func:`~rodgen.toolchain.compiler.compile_key_parts`, as the library's own key)
+    and IPOPT's folder."""
     from .. import __version__
-    from ..toolchain.compiler import compiler_identity, find_compiler
+    from ..toolchain.compiler import arch_flags, compile_key_parts, default_arch, find_compiler
     from ..toolchain.key import generator_digest
-    from .build import ipopt_paths
+    from .build import CFLAGS, ipopt_paths
     here = Path(__file__).resolve().parent
     sources = hashlib.sha256()
     for f in sorted(here.iterdir()):
         if f.suffix in (".py", ".c"):
             sources.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     cc = find_compiler(compiler)
+    arch = default_arch()
     text = json.dumps({
         "variables": valid.variables, "parameters": valid.parameters,
         "objective": valid.objective.text if valid.objective else None,
@@ -35,7 +38,8 @@ def quick_key(valid: ValidProblem, compiler: Optional[str]) -> str:
         "model": valid.model.content_hash if valid.hessian == "exact" else None,
         "method": valid.model.method if valid.hessian == "exact" else None,
         "generator": generator_digest(), "optimize": sources.hexdigest(), "rodgen": __version__,
-        "compiler": " ".join(cc) + "\n" + compiler_identity(cc), "ipopt": str(ipopt_paths()[0])}, sort_keys=True)
+        **compile_key_parts(cc, list(CFLAGS) + arch_flags(cc, arch), arch), "ipopt": str(ipopt_paths()[0])},
+        sort_keys=True)
     return "optimize-" + hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
