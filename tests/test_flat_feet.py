@@ -20,11 +20,11 @@ SOLE = (-0.05, 0.15, -0.04, 0.04)               # x_min, x_max, y_min, y_max of 
 MU = 0.8
 
 
-def _box() -> SpatialModel:
+def _box(sole: bool = True) -> SpatialModel:
     """A rigid box on a free joint standing on a flat foot at its frame's origin, its centre of mass at
     (CX, 0, HC): pushes along x and y at height HF (kx t, kw t), a push along y at the sole's origin (ky t)
     and a lift at the centre of mass (kz t), another there (ka sin(w t))."""
-    model = SpatialModel("flatbox")
+    model = SpatialModel("flatbox" if sole else "flatbox_bare")
     for k in ("kx", "ky", "kz", "kw", "ka", "w"):
         model.parameter(k, 0.0)
     body = model.link("body", joint="free")
@@ -36,7 +36,7 @@ def _box() -> SpatialModel:
     model.point_force("shove", "heel", (0, "ky*t", 0))
     model.point_force("lift", "com", (0, 0, "kz*t"))
     model.point_force("shake", "com", (0, 0, "ka*sin(w*t)"))
-    model.contact("sole", "body", friction=MU, rows=6, sole=SOLE)
+    model.contact("sole", "body", friction=MU, rows=6, sole=SOLE if sole else None)
     return model
 
 
@@ -169,6 +169,29 @@ def test_box_released_at_rest_is_armed_by_its_velocity_and_touches_at_the_ground
     off, td = res.events[0], res.events[1]
     assert abs(off["t"] - t1) < 1e-9 and abs(td["t"] - t2) < 1e-9
     assert v2 < 0 and abs(td["energy_loss"] - M * v2 ** 2 / 2) < 1e-6 * M * v2 ** 2
+    assert res.q[:, 2].min() > -1e-9
+
+
+def test_box_lifted_and_pushed_back_rests_until_released_it_would_rise(build_dir: Path) -> None:
+    """A lift kz t at the centre of mass and a push kx t (kx < 0) at height HF on the box without a sole (no
+    tip test): held, its normal force m g - kz t pulls from t1 = m g / kz on, but released its sole's origin
+    would sink: at rest, its acceleration is kz t / m - g + CX (HF - HC) kx t / Iyy (the push's moment about
+    the centre of mass turns it back onto its heel), negative until t* = g / (kz / m + CX (HF - HC) kx / Iyy).
+    The held rows couple the normal row to the moments, so neither held nor released is consistent between
+    t1 and t*: the box rests, held with the pull of the closed form, and lifts off at the end of the first step
+    where, released, it would not come back within a step (within dt of t*); no touchdown, and the sole never
+    goes below the ground (it used to lift off at t1, touch again at rest and sink 0.18 mm unnoticed)."""
+    box = rodgen.build(_box(sole=False), build_dir=build_dir)
+    kz, kx, dt, iyy = 40.0, -5.0, 1e-3, 0.02
+    res = box.simulate(_rest(), 0.6, dt, contacts=["sole"], p={"kz": kz, "kx": kx}, on_slip="continue")
+    assert res.ok, res.message
+    t1 = M * G / kz
+    t_star = G / (kz / M + CX * (HF - HC) * kx / iyy)
+    [off] = [e for e in res.events if e["kind"] != "slip"]
+    assert off["kind"] == "liftoff" and abs(off["t"] - t_star) <= dt, off
+    resting = (res.t > t1 + 1e-9) & (res.t < off["t"])
+    assert resting.sum() > 10 and np.all(res.active["sole"][resting] != 0)
+    np.testing.assert_allclose(res.lam[resting, 2], M * G - kz * res.t[resting], rtol=0, atol=1e-6)
     assert res.q[:, 2].min() > -1e-9
 
 
