@@ -2459,9 +2459,10 @@ static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options
  * touching blocks' targets set) that part from their bound only at the integration's resolution: their normal
  * velocity after it at most 1e-9 of the largest before it (the complementarity's tolerance), or turned back
  * into the ground within half a step by their gap acceleration in the phase after it (half_step_velocity < 0:
- * a biped's stance sole unloaded by the other foot's landing, 1.5 mm/s up against the 5 mm/s gravity gives it
- * in half a step of 1 ms). They are held (w->after), and hy_settle decides by their normal force whether they
- * stay, rest or go. The others part: they lift off (the compass gait's trailing foot, 0.39 m/s up). */
+ * a biped's stance sole unloaded by the other foot's landing parts at up to 2.7 mm/s while its leg's joint law
+ * pulls it back at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after), and hy_settle
+ * decides by their normal force whether they stay, rest or go. The others part: they lift off (the compass
+ * gait's trailing foot, 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
 static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w)
 {
     const rodgen_model *m = s->model;
