@@ -2460,15 +2460,17 @@ static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options
  * velocity after it at most 1e-9 of the largest before it (the complementarity's tolerance), or turned back
  * into the ground within half a step by their gap acceleration in the phase after it (half_step_velocity < 0:
  * a biped's stance sole unloaded by the other foot's landing parts at up to 2.7 mm/s while its leg's joint law
- * pulls it back at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after), and hy_settle
- * decides by their normal force whether they stay, rest or go. The others part: they lift off (the compass
- * gait's trailing foot, 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
-static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w)
+ * pulls it back at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after) and the impact
+ * is solved again with them held (w->qdp, w->imp, *loss: their velocity 0 after it, a small pull), and
+ * hy_settle decides by their normal force whether they stay, rest or go. The others part: they lift off (the
+ * compass gait's trailing foot, 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
+static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
 {
     const rodgen_model *m = s->model;
     const int nv = RODGEN_NV(m), nq = m->nq, nc = m->nconstraints;
     double vscale = 0.0;
-    int i, any = 0, status;
+    int i, j, k, any = 0, again = 0, status;
+    scratch c;
     for (i = 0; i < nc; ++i) {
         if (w->act2[i] && is_unilateral(m, i)) {
             vscale = fmax(vscale, fabs(dot(w->J + normal_row(m, i) * nv, s->y + nq, nv)));
@@ -2494,9 +2496,34 @@ static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
                 || half_step_velocity(s, o, w, w->yt, w->dy + nq, i) < 0.0)) {
             w->after[i] = w->act2[i];
             s->active[i] = w->after[i];
+            again = 1;
         }
     }
-    return status;
+    if (status != RODGEN_OK || !again) {
+        return status;
+    }
+    carve(m, w->work, &c);
+    for (i = 0; i < nc; ++i) {
+        c.act[i] = w->after[i];
+    }
+    k = impact_solve(m, s->p, s->y, s->y + nq, s->target, &o->cfd, &c);
+    if (k < 0) {
+        return -k;
+    }
+    impact_velocity(m, s->y + nq, k, &c, w->qdp);
+    for (i = 0; i < m->nrows; ++i) {
+        w->imp[i] = c.b[i];
+    }
+    *loss = 0.0;   /* kinetic energies |L^T qd|^2 / 2 */
+    for (i = 0; i < nv; ++i) {
+        double a = 0.0, b = 0.0;
+        for (j = i; j < nv; ++j) {
+            a += c.M[j * nv + i] * s->y[nq + j];
+            b += c.M[j * nv + i] * w->qdp[j];
+        }
+        *loss += 0.5 * (a * a - b * b);
+    }
+    return all_finite(w->qdp, nv) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
 }
 
 /* How a jump ends the run: a flat foot that tipped (RODGEN_ERR_TIPPED), a contact that slipped unless
@@ -2593,7 +2620,7 @@ static int hy_jump_once(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
             }
             s->target[normal_row(m, i)] = 0.0;
         }
-        status = hold_at_rest(s, o, w);
+        status = hold_at_rest(s, o, w, &loss);
         if (status != RODGEN_OK) {
             return status;
         }
