@@ -12,10 +12,10 @@ lift-offs and touchdowns and where each foot stands against its planned foothold
 walk (OUT_DIR/biped12_walk.gif, twice real time).
 
 The run checks itself in tests/test_biped12_gait.py: the stance foot carries the weight in single support,
-the feet advance by the planned stride to 2.5 cm, the pelvis keeps its planned height to 1 cm. What it does
-not do yet: the stride falls about 1 cm short per step (the feet are released and touch again as the
-weight moves between them in double support, and a foot stays at the tilt it landed with), so the walk
-ends about 7 cm behind its plan (docs/walking.md, "A 3D biped").
+the feet advance by the planned stride to 5 mm and lie flat, no sole sinks below the ground by more than
+1e-6 m, the pelvis keeps its planned height to 1 cm. What it does not do yet: in double support the joint law
+of both legs sets the load split by the joints' errors, so a foot leaves the ground for up to 0.4 s now and
+then and lands again (docs/walking.md, "A 3D biped").
 """
 from __future__ import annotations
 

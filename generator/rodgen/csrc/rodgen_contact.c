@@ -1273,6 +1273,8 @@ static int any_sinking(const rodgen_model *m, const scratch *w, const double *qd
     return 0;
 }
 
+static int is_flat(const rodgen_model *m, int i);
+
 /* The largest number of unilateral blocks at an impact whose active sets are enumerated. */
 #define IMPACT_ENUMERATE 12
 
@@ -1358,11 +1360,32 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
                 found = most_pulling(m, k, w) < 0 && !any_sinking(m, w, qd_plus, tol);
             }
         }
-        if (!found) {   /* the releases' set again */
+        if (!found) {
+            /* the releases' set again, and the released flat feet that move into the ground held again, the
+             * deepest first, until none does: a flat foot (which cannot slide through an impact) is kept out
+             * of the ground, held pulling where no set would let it go (the hybrid simulation then lets it
+             * rest); a point contact released moving into the ground slides in the Coulomb impact */
             for (i = 0; i < nc; ++i) {
                 w->act[i] = w->act0[i];
             }
             k = release_pulling(m, p, q, qd_minus, ref, o, w);
+            for (j = 0; k >= 0 && j < nc; ++j) {
+                int deepest = -1;
+                double vmin = -tol;
+                impact_velocity(m, qd_minus, k, w, qd_plus);
+                for (i = 0; i < nc; ++i) {
+                    if (w->act0[i] && !w->act[i] && is_unilateral(m, i) && is_flat(m, i)
+                        && dot(w->J + normal_row(m, i) * nv, qd_plus, nv) < vmin) {
+                        vmin = dot(w->J + normal_row(m, i) * nv, qd_plus, nv);
+                        deepest = i;
+                    }
+                }
+                if (deepest < 0) {
+                    break;
+                }
+                w->act[deepest] = w->act0[deepest];
+                k = impact_solve(m, p, q, qd_minus, ref, o, w);
+            }
             if (k < 0) {
                 return -k;
             }
@@ -1493,7 +1516,7 @@ static void hy_normalize(const rodgen_model *m, double *q)
  * active, armed, slipping, act2, after [nc each]; then (aligned) the scratch of
  * the constrained dynamics. */
 typedef struct {
-    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *uh, *g1, *gx, *lam, *c, *qdp, *imp, *J;
+    double *y0, *k1, *k2, *k3, *k4, *y1, *yx, *yt, *dy, *u, *uh, *g1, *gx, *lam, *c, *qdp, *imp, *bias, *J;
     double *memo;   /* the last evaluation of hy_dyn, see there: HY_MEMO(m) doubles */
     int *act2, *after;
     int *partner;   /* [nc] a dry-friction block's LIMIT block on the same coordinate, or -1 (set at the start) */
@@ -1516,7 +1539,7 @@ static long hybrid_doubles(const rodgen_model *m)
 {
     const long ny = RODGEN_NY(m), nv = RODGEN_NV(m), nr = m->nrows, nc = m->nconstraints;
     return ny + nr + 3 * nc                                         /* y, target, g, mu */
-        + HY_NSTATES * ny + 2 * (m->nu > 0 ? m->nu : 1) + 4 * nc + 3 * nr + nv + nr * nv   /* scratch */
+        + HY_NSTATES * ny + 2 * (m->nu > 0 ? m->nu : 1) + 4 * nc + 4 * nr + nv + nr * nv   /* scratch */
         + HY_MEMO(m);
 }
 
@@ -1579,6 +1602,8 @@ static void hcarve(const rodgen_model *m, const rodgen_hybrid_state *s, hscratch
     w->c = d;
     d += nr;
     w->imp = d;
+    d += nr;
+    w->bias = d;
     d += nr;
     w->qdp = d;
     d += RODGEN_NV(m);
@@ -1969,16 +1994,95 @@ static int any_sliding(const rodgen_hybrid_state *s)
     return 0;
 }
 
-/* armed[i] of a block released at rest by a pulling normal force (not by an impact): not armed, but it
- * touches down again if it sinks through -arm_gap before rising through arm_gap (a flat foot released with
- * no normal velocity would otherwise sink into the ground unarmed). A block that lifts off with a
- * separating velocity, or starts disarmed, stays unarmed below the ground (the compass gait's scuffing). */
-#define SETTLED 2
+/* armed[i] of an inactive unilateral block released at its bound at rest (by a pulling normal force, or by an
+ * impact that leaves it at rest or parting so slowly that its gap acceleration turns it back within half a
+ * step): it touches down when it is at or below its bound moving into it (touch_margin < 0). A block that
+ * lifts off faster, or starts disarmed, passes under the ground until it has risen through arm_gap (the
+ * compass gait's scuffing at mid-stance), then is armed (1) by its gap alone. */
+#define RELEASED 2
+/* armed[i] of an active unilateral block held although its normal force pulls, because released it would
+ * move into the ground (a flat foot's normal row coupled to its held tangential and orientation rows: the
+ * moments it carries as it unloads pull its normal row down when they vanish): it rests on its bound, and is
+ * released once released it would move away (rest_margin < 0). */
+#define RESTING 3
+
+/* Whether an inactive block is RELEASED (its touch_margin needs J and J' qd). */
+static int any_margins(const rodgen_hybrid_state *s)
+{
+    int i;
+    for (i = 0; i < s->model->nconstraints; ++i) {
+        if (!s->active[i] && s->armed[i] == RELEASED) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The gap velocity of block i half a step ahead, v_n + a_n dt / 2, from the velocities y + nq and the
+ * accelerations qdd at y (w->J and w->bias hold J(y) and J'(y) qd): below 0 the block moves into its bound
+ * within half a step, at the resolution of the integration at rest if it turns back within it. */
+static double half_step_velocity(const rodgen_hybrid_state *s, const rodgen_hybrid_options *o, const hscratch *w,
+    const double *y, const double *qdd, int i)
+{
+    const rodgen_model *m = s->model;
+    const int r = normal_row(m, i), nv = RODGEN_NV(m);
+    const double vn = dot(w->J + r * nv, y + m->nq, nv), an = dot(w->J + r * nv, qdd, nv) + w->bias[r];
+    return vn + 0.5 * (o->dt > 0.0 ? o->dt : 0.0) * an;
+}
+
+/* A block moving into its bound slower than this is at rest (RODGEN_SLIDE_REST along the ground): a RELEASED
+ * block touches when it moves in faster, a held block whose normal force pulls rests (RESTING) if released
+ * it would; a RESTING block goes when released it would move away. The band between keeps the decisions
+ * apart where the velocity is 0 up to rounding. */
+#define HY_REST_SPEED RODGEN_SLIDE_REST
+
+/* The event function of a RELEASED block: max(gap, dt * (half_step_velocity + HY_REST_SPEED)), negative when
+ * it is at or below its bound and moves into it within half a step (dt only scales a velocity to a gap). */
+static double touch_margin(const rodgen_hybrid_state *s, const rodgen_hybrid_options *o, const hscratch *w,
+    const double *y, const double *qdd, int i)
+{
+    return fmax(w->c[normal_row(s->model, i)],
+        (o->dt > 0.0 ? o->dt : 1.0) * (half_step_velocity(s, o, w, y, qdd, i) + HY_REST_SPEED));
+}
+
+/* Whether active block i, released at (t, y), would move into its bound within a step (*back = 1): at once
+ * (its half_step_velocity in the phase with it released below -HY_REST_SPEED), or at the end of one RK4 step
+ * of dt in that phase (its touch_margin there below 0: a flat foot whose moments, released, turn it back
+ * onto the ground within the step). The step cannot resolve such a flight: the block rests (RESTING) instead
+ * of chattering between touchdowns at rest and releases. (w->u: the inputs at (t, y); w->yx, w->k1..k4,
+ * w->yt, w->c, w->J, w->bias and the constrained dynamics' scratch are overwritten, hy_dyn's memo is not.) */
+static int would_return(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t,
+    const double *y, int i, int *back)
+{
+    const rodgen_model *m = s->model;
+    const int saved = s->active[i];
+    int status;
+    s->active[i] = 0;
+    m->constraint_position(y, s->p, w->c);
+    m->constraint_jacobian(y, s->p, w->J);
+    m->constraint_bias(y, y + m->nq, s->p, w->bias);
+    status = hy_cfd(s, o, w, t, y, w->k4 + m->nq, 0);
+    s->evaluations += 1;
+    *back = status == RODGEN_OK && half_step_velocity(s, o, w, y, w->k4 + m->nq, i) < -HY_REST_SPEED;
+    if (status == RODGEN_OK && !*back && o->dt > 0.0) {
+        status = hy_rk4(s, o, w, t, y, o->dt, w->yx);
+        if (status == RODGEN_OK) {
+            status = hy_dyn(s, o, w, t + o->dt, w->yx, w->k4, 0);
+        }
+        if (status == RODGEN_OK) {
+            m->constraint_position(w->yx, s->p, w->c);
+            m->constraint_jacobian(w->yx, s->p, w->J);
+            m->constraint_bias(w->yx, w->yx + m->nq, s->p, w->bias);
+            *back = touch_margin(s, o, w, w->yx, w->k4 + m->nq, i) < 0.0;
+        }
+    }
+    s->active[i] = saved;
+    return status;
+}
 
 /* Event functions at (t, y), two per block, an event when one turns negative:
- *   g[2i]:   inactive armed unilateral block: its gap (row); released at rest (SETTLED, not yet risen
- *            through arm_gap): its gap + arm_gap (sinking through -arm_gap, it touches again); active: its
- *            normal force; else 1
+ *   g[2i]:   inactive armed unilateral block: its gap (row); released at rest (RELEASED, not yet risen
+ *            through arm_gap): touch_margin; active: its normal force (RESTING: see hy_step); else 1
  *   g[2i+1]: sticking contact not slipping: mu * normal - |tangential|; sticking dry-friction block:
  *            static limit - |force|; sliding contact or slipping dry-friction block: its speed against
  *            its friction force; else 1
@@ -1987,14 +2091,17 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
     const double *y, double *g)
 {
     const rodgen_model *m = s->model;
-    const int sliding = any_sliding(s);
+    const int sliding = any_sliding(s), margins = any_margins(s);
     int i, status = hy_dyn(s, o, w, t, y, w->dy, w->lam);
     if (status != RODGEN_OK) {
         return status;
     }
     m->constraint_position(y, s->p, w->c);
-    if (sliding) {
+    if (sliding || margins) {
         m->constraint_jacobian(y, s->p, w->J);
+    }
+    if (margins) {
+        m->constraint_bias(y, y + m->nq, s->p, w->bias);
     }
     for (i = 0; i < m->nconstraints; ++i) {
         g[2 * i] = 1.0;
@@ -2021,8 +2128,10 @@ static int hy_events(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
                                                                   margins to reach 0 */
                 g[2 * i + 1] = fmin(g[2 * i + 1], tip_margin(m, i, w->lam));
             }
+        } else if (s->armed[i] == RELEASED) {
+            g[2 * i] = touch_margin(s, o, w, y, w->dy + m->nq, i);
         } else if (s->armed[i]) {
-            g[2 * i] = w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0);
+            g[2 * i] = w->c[normal_row(m, i)];
         }
     }
     return RODGEN_OK;
@@ -2125,8 +2234,9 @@ static void friction_sync(rodgen_hybrid_state *s, hscratch *w)
     }
 }
 
-/* Release pulling blocks (most negative normal force first, until none pulls),
- * then log contacts outside the friction cone and flat feet whose centre of pressure left their sole.
+/* Release pulling blocks (most negative normal force first, until none pulls; one that released would touch
+ * again within a step, would_return, rests instead: RESTING, held), then log contacts outside the friction
+ * cone and flat feet whose centre of pressure left their sole.
  * Returns a status; *slip_block receives a contact that slipped, *tip_block a flat foot that tipped (or
  * they stay -1). A flat foot does not slide: with RODGEN_SLIP_SLIDE its slip is logged as with
  * RODGEN_SLIP_STOP. */
@@ -2135,7 +2245,12 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
 {
     const rodgen_model *m = s->model;
     int pass, i, status;
-    for (pass = 0; pass <= 2 * m->nconstraints; ++pass) {
+    for (i = 0; i < m->nconstraints; ++i) {
+        if (s->active[i] && s->armed[i] == RESTING) {
+            s->armed[i] = 1;   /* tested again below */
+        }
+    }
+    for (pass = 0; pass <= 3 * m->nconstraints; ++pass) {
         int worst = -1;
         double lworst = 0.0;
         friction_sync(s, w);
@@ -2144,14 +2259,24 @@ static int hy_settle(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hsc
             return status;
         }
         for (i = 0; i < m->nconstraints; ++i) {
-            if (s->active[i] && is_unilateral(m, i) && w->lam[normal_row(m, i)] < lworst) {
+            if (s->active[i] && is_unilateral(m, i) && s->armed[i] != RESTING
+                && w->lam[normal_row(m, i)] < lworst) {
                 lworst = w->lam[normal_row(m, i)];
                 worst = i;
             }
         }
         if (worst >= 0) {
+            int back;
+            status = would_return(s, o, w, s->t, s->y, worst, &back);
+            if (status != RODGEN_OK) {
+                return status;
+            }
+            if (back) {
+                s->armed[worst] = RESTING;   /* released, it would move into the ground: it rests there */
+                continue;
+            }
             s->active[worst] = 0;
-            s->armed[worst] = SETTLED;   /* released at rest: it touches again if it sinks */
+            s->armed[worst] = RELEASED;   /* released at rest: it touches again when it moves into the ground */
             s->slipping[worst] = 0;
             hy_log(s, out, release_kind(m, worst), worst, 0.0, 0.0, 0.0);
             continue;
@@ -2330,6 +2455,77 @@ static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options
     return RODGEN_OK;
 }
 
+/* The blocks an impact released (w->act2 and not w->after; w->qdp the velocities after it, w->J: J(y), the
+ * touching blocks' targets set) that part from their bound only at the integration's resolution: their normal
+ * velocity after it at most 1e-9 of the largest before it (the complementarity's tolerance), or turned back
+ * into the ground within half a step by their gap acceleration in the phase after it (half_step_velocity < 0:
+ * a biped's stance sole unloaded by the other foot's landing parts at up to 2.7 mm/s while its leg's joint law
+ * pulls it back at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after) and the impact
+ * is solved again with them held (w->qdp, w->imp, *loss: their velocity 0 after it, a small pull), and
+ * hy_settle decides by their normal force whether they stay, rest or go. The others part: they lift off (the
+ * compass gait's trailing foot, 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
+static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
+{
+    const rodgen_model *m = s->model;
+    const int nv = RODGEN_NV(m), nq = m->nq, nc = m->nconstraints;
+    double vscale = 0.0;
+    int i, j, k, any = 0, again = 0, status;
+    scratch c;
+    for (i = 0; i < nc; ++i) {
+        if (w->act2[i] && is_unilateral(m, i)) {
+            vscale = fmax(vscale, fabs(dot(w->J + normal_row(m, i) * nv, s->y + nq, nv)));
+            any = any || !w->after[i];
+        }
+    }
+    if (!any) {
+        return RODGEN_OK;
+    }
+    for (i = 0; i < RODGEN_NY(m); ++i) {   /* the state after the impact, in its phase */
+        w->yt[i] = i < nq ? s->y[i] : w->qdp[i - nq];
+    }
+    for (i = 0; i < nc; ++i) {
+        if (is_unilateral(m, i)) {
+            s->active[i] = w->after[i];   /* the phase after the impact (hy_jump_once sets it so anyway) */
+        }
+    }
+    status = hy_dyn(s, o, w, s->t, w->yt, w->dy, w->lam);
+    m->constraint_bias(w->yt, w->qdp, s->p, w->bias);
+    for (i = 0; status == RODGEN_OK && i < nc; ++i) {
+        if (w->act2[i] && !w->after[i] && is_unilateral(m, i)
+            && (dot(w->J + normal_row(m, i) * nv, w->qdp, nv) <= 1e-9 * vscale
+                || half_step_velocity(s, o, w, w->yt, w->dy + nq, i) < 0.0)) {
+            w->after[i] = w->act2[i];
+            s->active[i] = w->after[i];
+            again = 1;
+        }
+    }
+    if (status != RODGEN_OK || !again) {
+        return status;
+    }
+    carve(m, w->work, &c);
+    for (i = 0; i < nc; ++i) {
+        c.act[i] = w->after[i];
+    }
+    k = impact_solve(m, s->p, s->y, s->y + nq, s->target, &o->cfd, &c);
+    if (k < 0) {
+        return -k;
+    }
+    impact_velocity(m, s->y + nq, k, &c, w->qdp);
+    for (i = 0; i < m->nrows; ++i) {
+        w->imp[i] = c.b[i];
+    }
+    *loss = 0.0;   /* kinetic energies |L^T qd|^2 / 2 */
+    for (i = 0; i < nv; ++i) {
+        double a = 0.0, b = 0.0;
+        for (j = i; j < nv; ++j) {
+            a += c.M[j * nv + i] * s->y[nq + j];
+            b += c.M[j * nv + i] * w->qdp[j];
+        }
+        *loss += 0.5 * (a * a - b * b);
+    }
+    return all_finite(w->qdp, nv) ? RODGEN_OK : RODGEN_ERR_NONFINITE_RESULT;
+}
+
 /* How a jump ends the run: a flat foot that tipped (RODGEN_ERR_TIPPED), a contact that slipped unless
  * on_slip is RODGEN_SLIP_CONTINUE (RODGEN_ERR_FRICTION_CONE: with RODGEN_SLIP_SLIDE only a flat foot's slip
  * is logged), else RODGEN_OK; s->block: the block. */
@@ -2346,18 +2542,23 @@ static int stop_status(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, i
     return RODGEN_OK;
 }
 
-/* The jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
- * when its gap is below 0, one released at rest (SETTLED) when its gap is below -arm_gap (touch_zero: at or
- * below, for an importer's solver that stops on the root). */
-static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
+/* One jump at (s->t, s->y), an event located there: impacts, releases, slips. An armed block touches
+ * when its gap is below 0, a RELEASED one when its touch_margin is (touch_zero: at or below, for an
+ * importer's solver that stops on the root). */
+static int hy_jump_once(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
     const rodgen_model *m = s->model;
     const int nq = m->nq, nc = m->nconstraints, sliding = o->on_slip == RODGEN_SLIP_SLIDE;
     int i, touched = 0, status, slip_block = -1, tip_block = -1;
     hy_store(s, o, w, out);   /* the state before the jump, in the old phase */
+    status = hy_dyn(s, o, w, s->t, s->y, w->dy, w->lam);   /* the phase's accelerations, for touch_margin */
+    if (status != RODGEN_OK) {
+        return status;
+    }
     m->constraint_position(s->y, s->p, w->c);
     m->constraint_jacobian(s->y, s->p, w->J);
+    m->constraint_bias(s->y, s->y + nq, s->p, w->bias);
     if (any_sliding(s)) {
         /* a sliding contact that has stopped (or turned) sticks where it is */
         for (i = 0; i < nc; ++i) {
@@ -2375,8 +2576,8 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     }
     for (i = 0; i < nc; ++i) {
         /* the impact's set: sticking blocks and the touching ones held, sliding contacts sliding */
-        const double below = is_unilateral(m, i) && s->armed[i]
-            ? w->c[normal_row(m, i)] + (s->armed[i] == SETTLED ? o->arm_gap : 0.0) : 1.0;
+        const double below = !is_unilateral(m, i) || s->active[i] || !s->armed[i] ? 1.0
+            : s->armed[i] == RELEASED ? touch_margin(s, o, w, s->y, w->dy + nq, i) : w->c[normal_row(m, i)];
         w->act2[i] = is_active(m, s->active, i) ? (is_sliding(m, s->active, i) ? s->active[i] : RODGEN_STICK) : 0;
         w->g1[i] = 0.0;
         if (is_unilateral(m, i) && !s->active[i] && (below < 0.0 || (touch_zero && below <= 0.0))) {
@@ -2397,6 +2598,32 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 return status;
             }
         }
+        for (i = 0; i < nc; ++i) {   /* the touching blocks' targets, held or not */
+            const int r = m->constraints[i].row;
+            int k;
+            if (w->g1[i] == 0.0) {
+                continue;
+            }
+            if (m->constraints[i].kind != RODGEN_CONTACT) {
+                s->target[r] = 0.0;
+                continue;
+            }
+            for (k = 0; k < m->constraints[i].nrows && !is_sliding(m, w->after, i); ++k) {
+                if (held_in_place(m, i, k)) {   /* held where it touched (a flat foot's heading too); a
+                                                   sliding one keeps its direction there */
+                    s->target[r + k] = w->c[r + k];
+                }
+            }
+            if (is_flat(m, i)) {   /* a flat foot's tilt about the ground's axes: flat on the ground */
+                s->target[r + 3] = 0.0;
+                s->target[r + 4] = 0.0;
+            }
+            s->target[normal_row(m, i)] = 0.0;
+        }
+        status = hold_at_rest(s, o, w, &loss);
+        if (status != RODGEN_OK) {
+            return status;
+        }
         for (i = 0; i < nc; ++i) {
             const int r = m->constraints[i].row;
             const int contact = m->constraints[i].kind == RODGEN_CONTACT;
@@ -2406,14 +2633,6 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, it, in, loss);
                 if (w->after[i]) {
                     if (contact) {
-                        int k;
-                        for (k = 0; k < m->constraints[i].nrows && !is_sliding(m, w->after, i); ++k) {
-                            if (held_in_place(m, i, k)) {   /* held where it touched (a flat foot's orientation
-                                                               too); a sliding one keeps its direction there */
-                                s->target[r + k] = w->c[r + k];
-                            }
-                        }
-                        s->target[normal_row(m, i)] = 0.0;
                         if ((!sliding || is_flat(m, i)) && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
                             s->slipping[i] = 1;
                             hy_log(s, out, RODGEN_EVENT_SLIP, i, it, in, 0.0);
@@ -2421,23 +2640,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                                 slip_block = i;
                             }
                         }
-                    } else {
-                        s->target[r] = 0.0;
                     }
-                }
-            }
-        }
-        {
-            /* a block held before the impact that the impact releases with a normal velocity after it
-             * of at most 2 alpha arm_gap stays held: the drift control (2 alpha J qd) takes that velocity
-             * out within a gap of arm_gap, the gap the touchdown of a released block needs to be armed
-             * again (released, it would sink unarmed); hy_settle releases it if its normal force in the
-             * constrained dynamics pulls */
-            const int nv = RODGEN_NV(m);
-            for (i = 0; i < nc; ++i) {
-                if (w->act2[i] && !w->after[i] && w->g1[i] == 0.0 && is_unilateral(m, i)
-                    && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) <= 2.0 * o->cfd.alpha * o->arm_gap) {
-                    w->after[i] = w->act2[i];
                 }
             }
         }
@@ -2447,9 +2650,11 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
             }
             if (is_unilateral(m, i)) {
                 if (!w->after[i]) {
-                    s->armed[i] = w->act2[i] ? SETTLED : 0;   /* released by the impact: it touches again if
-                                                                 it sinks */
+                    s->armed[i] = 0;   /* released by the impact parting, or left out of it: disarmed until it
+                                          rises through arm_gap */
                     s->slipping[i] = 0;
+                } else if (s->armed[i] == RESTING) {
+                    s->armed[i] = 1;   /* hy_settle tests it again */
                 }
                 s->active[i] = w->after[i];
             }
@@ -2499,6 +2704,41 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
     if (s->quiet_jumps > 2 * nc + 4 || (o->max_events > 0 && s->events > o->max_events)) {
         return RODGEN_ERR_TOO_MANY_EVENTS;
     }
+    return RODGEN_OK;
+}
+
+/* The jump at (s->t, s->y): hy_jump_once, then again while a RELEASED block is already at or below its bound
+ * moving into it (touch_margin < 0: an event function negative after a jump never turns negative, so it
+ * would never fire; an impact that leaves a block sinking or a pulling release can do that), up to the
+ * limit of jumps at one instant (RODGEN_ERR_TOO_MANY_EVENTS, s->block the block that would not settle). */
+static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
+    int touch_zero)
+{
+    const rodgen_model *m = s->model;
+    int i, again;
+    do {
+        int status = hy_jump_once(s, o, w, out, touch_zero);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        again = -1;
+        if (!any_margins(s)) {
+            break;
+        }
+        status = hy_events(s, o, w, s->t, s->y, w->g1);
+        if (status != RODGEN_OK) {
+            return status;
+        }
+        for (i = 0; i < m->nconstraints && again < 0; ++i) {
+            if (!s->active[i] && s->armed[i] == RELEASED && w->g1[2 * i] < 0.0) {
+                again = i;
+            }
+        }
+        if (again >= 0 && s->quiet_jumps >= 2 * m->nconstraints + 4) {
+            s->block = again;
+            return RODGEN_ERR_TOO_MANY_EVENTS;
+        }
+    } while (again >= 0);
     return RODGEN_OK;
 }
 
@@ -2627,6 +2867,10 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
                 s->slipping[i] = 0;
                 changed = 1;
             }
+            if (s->active[i] && s->armed[i] == RESTING && w->lam[normal_row(m, i)] > 0.0) {
+                s->armed[i] = 1;   /* it presses again: held as any other */
+                changed = 1;
+            }
             /* a 3-row contact sliding along a turning path: its reference direction follows (w->J: J(y1)) */
             if (s->active[i] == RODGEN_SLIDE && reanchor(s, w, s->y + m->nq, i, 0) > 0) {
                 changed = 1;
@@ -2638,6 +2882,22 @@ static int hy_step(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         s->have_g = !changed;
         s->stored = 0;
         s->held = 0;
+        for (i = 0; i < nc; ++i) {
+            /* a RESTING block still pulling goes at the end of the step where released it would no longer
+             * come back within a step (no event function tells that: it is decided at the steps' resolution) */
+            if (s->active[i] && s->armed[i] == RESTING && w->lam[normal_row(m, i)] < 0.0) {
+                int back;
+                status = would_return(s, o, w, s->t, s->y, i, &back);
+                if (status != RODGEN_OK) {
+                    return status;
+                }
+                if (!back) {
+                    s->have_g = 0;
+                    *jumped = 1;
+                    return hy_jump(s, o, w, out, 0);
+                }
+            }
+        }
         return RODGEN_OK;
     }
     status = hy_rk4(s, o, w, t, w->y0, tau - t, w->y1);
@@ -2949,8 +3209,9 @@ int rodgen_hybrid_indicators(rodgen_hybrid_state *s, const rodgen_hybrid_options
     for (i = 0; i < m->nconstraints; ++i) {
         if (is_unilateral(m, i) && !s->active[i] && s->armed[i] != 1) {
             z[2 * i] = w.c[normal_row(m, i)] - o->arm_gap;     /* rises through arm_gap: armed */
-            if (s->armed[i] == SETTLED) {
-                z[2 * i + 1] = w.c[normal_row(m, i)] + o->arm_gap;   /* sinks through -arm_gap: touches */
+            if (s->armed[i] == RELEASED) {
+                z[2 * i + 1] = touch_margin(s, o, &w, y, w.dy + m->nq, i);   /* at its bound moving into it:
+                                                                              touches */
             }
         } else if (s->active[i] == RODGEN_STICK && m->constraints[i].kind == RODGEN_CONTACT && s->slipping[i]) {
             z[2 * i + 1] = slip_margin(s, i, w.lam);           /* back inside its cone: un-latched */

@@ -219,10 +219,13 @@ long rodgen_hybrid_work_bytes(const rodgen_model *m);
  * o->arm_gap. A block that starts inactive with a gap below arm_gap, or
  * is left inactive by an impact it took no part in, is disarmed: before it
  * has risen, a foot passing under the ground (the compass gait's scuffing at
- * mid-stance) is ignored. A block released (its normal force pulling, or by
- * an impact's complementary contact set) is disarmed too, but touches down
- * again if its gap sinks below -arm_gap before it has risen (a flat foot
- * released at rest would otherwise sink into the ground). */
+ * mid-stance) is ignored, as is one an impact releases with a separating
+ * velocity still positive half a step on (v_n + a_n dt / 2). One the impact
+ * leaves at rest at that resolution stays held. A block released by a
+ * pulling normal force touches down again as soon as it is at or below its
+ * bound moving into it (faster than RODGEN_SLIDE_REST half a step on); a
+ * pulling block that released would move into its bound within a step rests
+ * (held) until that is no longer so (docs/simulation.md, "Arming"). */
 int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
     rodgen_hybrid_input_fn input, void *context, const rodgen_hybrid_options *o, double t0, const double *y0,
     const int *active0, const int *disarmed0, void *work);
