@@ -138,6 +138,15 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
         pos, rot = eqs.frames[k]
         return inline(pos), inline(rot), inline(eqs.frame_jacobians[k])
 
+    def velocity(names: tuple[str, ...], signs: tuple[int, ...], A: sp.Matrix, angular: bool) -> sp.Matrix | None:
+        """J q̇ of the rows A (sum of sign J_frame) from the frames' velocities of the recursion (None when it
+        does not give them: J q̇ is then the product)."""
+        if not all(key(nm) in eqs.frame_velocities for nm in names):
+            return None
+        fv = sum((sg * eqs.frame_velocities[key(nm)] for nm, sg in zip(names, signs)), sp.zeros(6, 1))
+        out = A * fv[0:3, :]
+        return out.col_join(A * fv[3:6, :]) if angular else out
+
     rate = eqs.configuration_rate if eqs.configuration_rate is not None else sp.Matrix(eqs.qd)
     tangents: dict[sp.Symbol, sp.Expr] = {}
 
@@ -173,7 +182,7 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
             Jraw = Jraw.col_join(T * raw[3:6, :])
         out.append(replace(block(c.name, "contact", pos, X(c.friction), jacobian=J,
                                  bias=bias((c.marker,), (1,), T, c.rows == 6, Jraw)),
-                           sole=getattr(c, "sole", None)))
+                           sole=getattr(c, "sole", None), velocity=velocity((c.marker,), (1,), T, c.rows == 6)))
     for lp in model.loops:
         ra, Ra, Ja = frame(lp.a)
         rb, Rb, Jb = frame(lp.b)
@@ -184,8 +193,9 @@ def _spatial_blocks(eqs: Equations, X, inline, block) -> list[ConstraintEquation
             pos = pos.col_join(sp.Matrix([E[2, 1], E[0, 2], E[1, 0]]))
             J = J.col_join(Jb[3:6, :] - Ja[3:6, :])
             Jraw = raw
-        out.append(block(lp.name, "loop", pos, jacobian=J,
-                         bias=bias((lp.b, lp.a), (1, -1), sp.eye(3), lp.rows == 6, Jraw)))
+        out.append(replace(block(lp.name, "loop", pos, jacobian=J,
+                                 bias=bias((lp.b, lp.a), (1, -1), sp.eye(3), lp.rows == 6, Jraw)),
+                           velocity=velocity((lp.b, lp.a), (1, -1), sp.eye(3), lp.rows == 6)))
     return out
 
 
@@ -431,8 +441,7 @@ def constrained_terms(eqs: Equations) -> ConstrainedTerms:
         for s in range(r + 1):
             ex = sp.Add(*[Y[r][i] * V[s][i] for i in range(n) if V[r][i] != 0 and V[s][i] != 0])
             delassus[r][s] = delassus[s][r] = new(ex, "s")
-    qd = list(eqs.qd)
-    velocity = [sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0]) for row in rows]
+    velocity = _velocities(eqs, rows, fa.share)
     bias = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.bias]
     free = [bias[r] + sp.Add(*[row[j] * qdd_free[j] for j in range(n) if row[j] != 0 and qdd_free[j] != 0])
             for r, row in enumerate(rows)]
@@ -502,13 +511,13 @@ def constrained_solve(eqs: Equations) -> ConstrainedSolve:
                 S[r][r] = new(on[r] * diag[r] + off[r], "s")
             else:
                 S[r][s] = S[s][r] = new((on[r] * on[s]) * ex, "s")
-    qd = list(eqs.qd)
     bias = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.bias]
     position = [ex.xreplace(fa.share) for c in eqs.constraints for ex in c.position]
+    velocity = _velocities(eqs, rows, fa.share)
     rhs = []
     for r, row in enumerate(rows):
         free = bias[r] + sp.Add(*[V[r][i] * yf[i] for i in range(n) if V[r][i] != 0 and yf[i] != 0])
-        vel = sp.Add(*[row[j] * qd[j] for j in range(n) if row[j] != 0])
+        vel = velocity[r]
         rhs.append(new(on[r] * (-free - gains[4 * r + 2] * vel - gains[4 * r + 3] * (position[r] - targets[r])),
                        "b"))
     # S = L_S D_S L_S^T, then lambda = L_S^-T D_S^-1 L_S^-1 rhs
@@ -537,6 +546,20 @@ def constrained_solve(eqs: Equations) -> ConstrainedSolve:
     # the diagonal of the rows held (0 in the others): a mode's solve drops the rows not held entirely
     return ConstrainedSolve(fa.assignments, gains, targets, fa.D, qdd, lam, DS,
                             [on[r] * diag[r] for r in range(nr)])
+
+
+def _velocities(eqs: Equations, rows: list[sp.Matrix], share: dict) -> list[sp.Expr]:  # type: ignore[type-arg]
+    """J q̇ of every constraint row: a block's ``velocity`` where the derivation gives it, else the rows
+    (``rows``, J with the shared sines and cosines) times q̇."""
+    qd = list(eqs.qd)
+    out: list[sp.Expr] = []
+    for c in eqs.constraints:
+        if c.velocity is not None:
+            out.extend(ex.xreplace(share) for ex in c.velocity)
+            continue
+        for row in rows[len(out):len(out) + c.nrows]:
+            out.append(sp.Add(*[row[j] * qd[j] for j in range(len(qd)) if row[j] != 0]))
+    return out
 
 
 MODE_BLOCKS_MAX = 3
