@@ -59,7 +59,7 @@ static double now(void) {{
 int main(int argc, char **argv) {{
     const double p[{NP}] = {P};
     double q[{NQ}] = {Q}, qd[{NQ}] = {QD}, u[{NU}] = {{0}}, qdd[{NQ}], d[{NQ}];
-    double k[4 * {NR}], target[{NR}], lam[{NR}], s[2 * {NR}];
+    double k[4 * {NR}], target[{NR}], lam[{NR}], s[2 * {NR}], f[(2 * {NQ}) * (2 * {NQ})];
     const char *mode = argc > 1 ? argv[1] : "fd";
     long reps = argc > 2 ? atol(argv[2]) : 100000, i;
     int j, st = 0;
@@ -100,8 +100,8 @@ class Harness:
 
         def arr(v: Any) -> str:
             return "{" + ", ".join(repr(float(x)) for x in v) + "}"
-        call = (f"{name}_constrained_solve(0.0, q, qd, u, p, k, target, d, qdd, lam, s)" if solve is not None
-                else "(void)k; (void)target; (void)d; (void)lam; (void)s")
+        call = (f"{name}_constrained_solve(0.0, q, qd, u, p, k, target, d, qdd, lam, s, f)" if solve is not None
+                else "(void)k; (void)target; (void)d; (void)lam; (void)s; (void)f")
         (self.dir / "harness.c").write_text(HARNESS.format(name=name, NQ=nq, NU=nu, NP=len(pvals), NR=nr,
                                                            P=arr(pvals), Q=arr(q0), QD=arr(qd0), SOLVE=call))
         self.exe = self.dir / "harness"

@@ -116,6 +116,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
         out[f"{key}_pelvis_end_m"] = [float(x) for x in res.q[-1, :3]]
         out[f"{key}_lowest_pelvis_m"] = float(res.q[:, 2].min())
         out[f"{key}_evaluations"] = int(res.extra["evaluations"])
+        out[f"{key}_responses"] = int(res.extra.get("responses", 0))   # held: evaluations replaced by the response
     why = missing("mujoco")
     if why:
         out["mujoco"] = why

@@ -7,10 +7,12 @@ held, and the left sole alone: its mode's solve) lowered by the code stage with 
 operation count after CSE (``Routine.ops``). Each part is measured as the difference to the same solve with
 that part set to zero and carried through (the code stage then drops what only it used):
 
-* ``Jdot qd``: the soles' bias J̇ q̇ (the symbolic stage's rate derivative of J q̇);
+* ``Jdot qd``: the soles' bias J̇ q̇ (from the recursion's accelerations; it shares their world rotation with J q̇);
 * ``rhs``: the whole right-hand side of the held rows (J̇ q̇, J q̇, c - target and their gains);
 * ``unconstrained``: what is left with λ = 0 (M, the bias, P M Pᵀ = L D Lᵀ, the free accelerations);
-* the rest: the rows' Jacobians, V = L⁻¹ P Jᵀ, J M⁻¹ Jᵀ and its factorisation, λ, the backward substitution.
+* the rest: the rows' Jacobians, V = L⁻¹ P Jᵀ, J M⁻¹ Jᵀ and its factorisation, λ, the backward substitution;
+* ``input response``: the operations of the mode's ``constrained_response`` (q̈ and λ moved to other inputs on
+  the solve's factors), beside the solve's total.
 
 It also checks the structure the solve relies on: each sole's V = L⁻¹ P Jᵀ has nonzeros only in its own
 leg's and the pelvis's entries (the tree's leaves first), so the two soles meet only in the pelvis's 6.
@@ -26,7 +28,7 @@ from pathlib import Path
 import sympy as sp
 
 import rodgen
-from rodgen.codegen.options import CodegenOptions
+from rodgen.codegen.options import ELECTIVE_ROUTINES, CodegenOptions
 from rodgen.symbolic import derive
 from rodgen.symbolic.constraints import _Factored, _specialise
 
@@ -38,9 +40,14 @@ def main() -> None:
     eqs = derive(rodgen.load(HERE.parent / "examples" / "spatial" / "biped12.yaml"), "recursive")
     groups = lower._Groups(eqs, "BIPED12")
 
-    def ops(e, solve) -> int:  # type: ignore[no-untyped-def]
+    def ops(e, solve, name: str = "constrained_solve") -> int:  # type: ignore[no-untyped-def]
+        """The operations of the routine ``name`` for ``solve``; the solve's parts are counted without the
+        input response (its stored factors would keep alive what a part set to zero drops)."""
         object.__setattr__(e, "constrained_solve_modes", lambda: (solve, []))
-        return int(lower.constrained_solve_routine(e, "b", groups, CodegenOptions())[-1].ops)
+        options = CodegenOptions() if name == "constrained_response" else CodegenOptions(
+            routines=[r for r in ELECTIVE_ROUTINES if r != "constrained_response"])
+        routines = lower.constrained_solve_routine(e, "b", groups, options)
+        return int(next(r for r in routines if r.name == name).ops)
 
     def solves(e):  # type: ignore[no-untyped-def]
         cs, modes = type(e).constrained_solve_modes(e)
@@ -63,7 +70,8 @@ def main() -> None:
         free = replace(free, lam=[sp.Integer(0)] * nr, s_pivots=[sp.Integer(0)] * nr, s_diag=[sp.Integer(0)] * nr)
         unconstrained = ops(eqs, free)
         out[mode] = {"total": total, "Jdot qd": total - ops(no_bias, nb[mode]), "rhs": rhs,
-                     "unconstrained": unconstrained, "rest": total - rhs - unconstrained}
+                     "unconstrained": unconstrained, "rest": total - rhs - unconstrained,
+                     "input response": ops(eqs, solve, "constrained_response")}
     fa = _Factored(eqs)
     legs = {"left": set(), "right": set()}  # elimination indices of each sole's V
     for r, row in enumerate(fa.rows):
@@ -71,9 +79,10 @@ def main() -> None:
         legs["left" if r < 6 else "right"].update(i for i in range(fa.n) if v[i] != 0)
     shared = sorted(legs["left"] & legs["right"])
     pelvis = sorted(fa.order.index(j) for j in range(6))   # the free joint's 6 velocities come first
-    print(f"{'mode':12} {'total':>7} {'Jdot qd':>8} {'rhs':>7} {'uncon.':>7} {'rest':>7}")
+    print(f"{'mode':12} {'total':>7} {'Jdot qd':>8} {'rhs':>7} {'uncon.':>7} {'rest':>7} {'response':>9}")
     for mode, d in out.items():
-        print(f"{mode:12} {d['total']:7d} {d['Jdot qd']:8d} {d['rhs']:7d} {d['unconstrained']:7d} {d['rest']:7d}")
+        print(f"{mode:12} {d['total']:7d} {d['Jdot qd']:8d} {d['rhs']:7d} {d['unconstrained']:7d} {d['rest']:7d} "
+              f"{d['input response']:9d}")
     print("the soles' V share only the pelvis's entries:", shared == pelvis)
     res = {"ops": out, "soles_share_only_pelvis": shared == pelvis}
     (HERE / "results").mkdir(exist_ok=True)

@@ -32,7 +32,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple:
 def test_the_routines_kept_compute_the_dynamics(builds: tuple) -> None:
     only, full = builds
     assert only.routines == {"mass_matrix", "input_map", "forward_dynamics", "rhs", "rhs_jacobian"}
-    assert set(contract.ELECTIVE_ROUTINES) - {"element_forces"} <= full.routines   # no force elements here
+    # no force elements, no constraint blocks here
+    assert set(contract.ELECTIVE_ROUTINES) - {"element_forces", "constrained_response"} <= full.routines
     rng = np.random.default_rng(3)
     for _ in range(3):
         q, qd, u = rng.uniform(-1, 1, only.nq), rng.uniform(-2, 2, only.nq), rng.uniform(-3, 3, only.nu)

@@ -180,7 +180,8 @@ def test_constrained_solve_outputs(walk) -> None:  # type: ignore[no-untyped-def
             gains = rng.uniform(0.0, 50.0, size=(nr, 2))
             k = np.column_stack([held, 1.0 - held, gains]).reshape(-1)
             target = rng.normal(size=nr) * 0.01
-            out = {name: np.zeros((1, w)) for name, w in (("d", nq), ("qdd", nq), ("lam", nr), ("s", 2 * nr))}
+            out = {name: np.zeros((1, w)) for name, w in (("d", nq), ("qdd", nq), ("lam", nr), ("s", 2 * nr),
+                                                          ("f", (2 * nq) ** 2))}
             fast._m.constrained_solve(1, np.zeros(1), q[None], qd[None], u[None], p[None], k[None], target[None],
                                       *out.values())
             S = J @ np.linalg.solve(M, J.T)

@@ -491,3 +491,31 @@ def test_recursive_frame_bias_is_the_rate_derivative_of_j_qd() -> None:
         a, b = np.array(fast(*vals), float).ravel(), np.array(slow(*vals), float).ravel()
         assert np.abs(a).max() > 0.1
         assert np.allclose(a, b, atol=1e-11, rtol=1e-11)
+
+
+def test_recursive_row_velocity_is_the_jacobian_times_qd() -> None:
+    """The recursive method's J q̇ of a flat foot on a floating base and of a 6-row loop (the frames' velocities
+    of the Newton-Euler recursion, ConstraintEquations.velocity, which the constrained solve uses) equals the
+    rows' Jacobian times the velocities at random states."""
+    import numpy as np
+    import sympy as sp
+
+    biped = rodgen.derive(rodgen.load(Path(__file__).resolve().parents[1] / "examples" / "spatial" / "biped12.yaml"),
+                          "recursive")
+    loop = rodgen.derive(_closed_loop_model(6)[0], "recursive")
+    rng = np.random.default_rng(23)
+    for eqs in (biped, loop):
+        for _ in range(2):
+            q = rng.uniform(-1, 1, len(eqs.q))
+            if eqs.lie_joints:                           # the free joint's quaternion: a unit one
+                q[3:7] /= np.linalg.norm(q[3:7])
+            vals: dict = {**dict(zip(eqs.q, q)), **dict(zip(eqs.qd, rng.normal(size=len(eqs.qd)))),
+                          **{s: float(eqs.param_values[s]) for s in eqs.params}}
+            for sym, ex in eqs.assignments:              # the recursion's intermediates, in numbers
+                vals[sym] = sp.Float(ex.xreplace(vals))
+            for c in eqs.constraints:
+                assert c.velocity is not None, c.name
+                a = np.array([float(x.xreplace(vals)) for x in c.velocity])
+                b = np.array([float(x.xreplace(vals)) for x in c.jacobian * sp.Matrix(eqs.qd)])
+                assert np.abs(b).max() > 0.1
+                assert np.allclose(a, b, atol=1e-12, rtol=1e-12), (c.name, a - b)

@@ -164,3 +164,33 @@ def test_hybrid_hold_locates_events_with_the_foot_on_the_ground(walker: Any, gai
     # the held run differs from the per-stage one (the law depends on the state) but walks the same steps
     per_stage = _walk(sys, gait, u=hip, on_slip="continue")
     assert len([e for e in per_stage.events if e["kind"] == "touchdown"]) == len(touchdowns)
+
+
+def test_hybrid_hold_moves_the_last_evaluation_by_the_input_response(walker: Any, gait: np.ndarray,
+                                                                      build_dir: Any) -> None:
+    """A new held sample at the state of the last evaluation (the end of a step, evaluated for the event
+    functions) moves that evaluation by the model's constrained_response instead of evaluating the dynamics
+    again: the same run as the build without the routine, which evaluates again."""
+    from rodgen.codegen.options import CodegenOptions
+    from rodgen.contract import ELECTIVE_ROUTINES
+    without = rodgen.build(walker.model, build_dir=build_dir, codegen=CodegenOptions(
+        routines=[r for r in ELECTIVE_ROUTINES if r != "constrained_response"]))
+    assert "constrained_response" in walker.routines and "constrained_response" not in without.routines
+
+    def hip(t: float, q: np.ndarray, qd: np.ndarray) -> list[float]:
+        return [-0.1 * (qd[3] - qd[2]) + 0.05 * np.sin(5.0 * t)]
+
+    fast, full = (_walk(sys, gait, u=hip, hold=True, on_slip="continue") for sys in (walker, without))
+    assert fast.status == Status.SUCCESS and full.status == Status.SUCCESS, (fast.message, full.message)
+    steps = int(round(3.0 / 2e-3))
+    assert int(full.extra["responses"]) == 0 and int(fast.extra["responses"]) > steps // 2
+    # each response stands for an evaluation (a sample that returns to the memo's inputs needs neither)
+    saved = int(full.extra["evaluations"]) - int(fast.extra["evaluations"])
+    assert int(fast.extra["responses"]) <= saved <= int(fast.extra["responses"]) + len(fast.events)
+    assert [(e["kind"], e["block"]) for e in fast.events] == [(e["kind"], e["block"]) for e in full.events]
+    # the same arithmetic up to the order of its sums: events located to 1e-12 s move by a few of that, the
+    # states agree to rounding
+    np.testing.assert_allclose([e["t"] for e in fast.events], [e["t"] for e in full.events], rtol=0, atol=1e-10)
+    assert fast.t.shape == full.t.shape
+    np.testing.assert_allclose(fast.q, full.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.lam, full.lam, rtol=0, atol=1e-9 * np.abs(full.lam).max())

@@ -28,7 +28,8 @@ def walk(build_dir: Path):  # type: ignore[no-untyped-def]
 
 def _solve(sys, q, qd, u, k, target):  # type: ignore[no-untyped-def]
     nq, nr = sys.nq, sys.nrows
-    out = {name: np.zeros((1, w)) for name, w in (("d", nq), ("qdd", nq), ("lam", nr), ("s", 2 * nr))}
+    out = {name: np.zeros((1, w)) for name, w in (("d", nq), ("qdd", nq), ("lam", nr), ("s", 2 * nr),
+                                                  ("f", (2 * nq) ** 2))}
     p = np.asarray(sys.parameter_vector(), float)
     sys._m.constrained_solve(1, np.zeros(1), q[None], qd[None], u[None], p[None], k[None], target[None],
                              *out.values())
@@ -97,3 +98,30 @@ def test_the_modes_drop_the_rows_not_held() -> None:
                 todo.extend(defs[x].free_symbols)
         assert not any(x.name.startswith(f"_cfd_j{r}_") for x in need for r in other)
         assert any(x.name.startswith(f"_cfd_j{r}_") for x in need for r in range(sum(nr)) if r not in other)
+
+
+def test_the_input_response_is_the_change_of_a_second_solve(walk) -> None:  # type: ignore[no-untyped-def]
+    """``<prefix>_constrained_response`` from the factors a ``constrained_solve`` call stored, for each mode
+    (one foot, the other) and the masked path (both feet, one row, none): qdd and lambda of that call plus the
+    response to du equal those of a second full solve at u + du (qdd and lambda are affine in u)."""
+    sys, _ = walk
+    nq, nr = sys.nq, sys.nrows
+    assert "constrained_response" in sys.routines
+    p = np.asarray(sys.parameter_vector(), float)
+    rng = np.random.default_rng(8)
+    q0 = sys.initial_state()[:nq]
+    for rows in (range(0, 2), range(2, 4), range(0, 4), range(0, 1), range(0)):
+        held = np.isin(np.arange(nr), list(rows)).astype(float)
+        k = np.column_stack([held, 1.0 - held, rng.uniform(0.0, 50.0, size=(nr, 2))]).reshape(-1)
+        target = rng.normal(size=nr) * 0.01
+        q, qd = q0 + 0.1 * rng.normal(size=nq), rng.normal(size=nq)
+        u, du = rng.normal(size=len(sys.inputs)) * 5.0, rng.normal(size=len(sys.inputs)) * 5.0
+        first, second = _solve(sys, q, qd, u, k, target), _solve(sys, q, qd, u + du, k, target)
+        dqdd, dlam = np.zeros((1, nq)), np.zeros((1, nr))
+        sys._m.constrained_response(1, p[None], k[None], du[None], first["f"][None], dqdd, dlam)
+        assert np.abs(second["qdd"] - first["qdd"]).max() > 1.0     # the inputs move the accelerations
+        np.testing.assert_allclose(first["qdd"] + dqdd[0], second["qdd"], rtol=0,
+                                   atol=1e-11 * np.abs(second["qdd"]).max())
+        np.testing.assert_allclose(first["lam"] + dlam[0], second["lam"], rtol=0,
+                                   atol=1e-11 * max(np.abs(second["lam"]).max(), 1.0))
+        assert np.all(dlam[0][held == 0] == 0.0)

@@ -169,7 +169,9 @@ ROUTINES: tuple[Routine, ...] = (
                                   _out("qdd", "nv", "coordinate accelerations"),
                                   _out("lam", "nrows", "constraint forces lambda"),
                                   _out("s", "2*nrows", "pivots of J M^-1 J^T = L D L^T (rows held), then its "
-                                       "diagonal (rows held, 0 otherwise)")),
+                                       "diagonal (rows held, 0 otherwise)"),
+                                  _out("f", "ny*ny", "the factors constrained_response reads (NULL: not stored; "
+                                       "unused without constrained_response)")),
             "The constrained dynamics for the rows held (k[4i] = 1, k[4i+1] = 0; not held: 0, 1, lambda_i = 0), "
             "range space on the factorisation of constrained_terms with one backward substitution: "
             "J qdd = -Jdot qd - k[4i+2] J qd - k[4i+3] (c - target) row by row; qdd and lambda are valid when "
@@ -195,12 +197,23 @@ ROUTINES: tuple[Routine, ...] = (
             "Partial derivative of g = M qdd + bias - B u by the parameters p at fixed q, qd, qdd and u; at the "
             "forward dynamics' qdd, d qdd/dp = -M^-1 dg (generated on request: "
             "CodegenOptions(parameter_derivatives=True)).", optional=True),
+    Routine("constrained_response", (_p, Arg("k", "4*nrows", "the gains of the constrained_solve call"),
+                                     Arg("du", "nu", "input change"),
+                                     Arg("f", "ny*ny", "the factors that constrained_solve call stored"),
+                                     _out("qdd", "nv", "change of the coordinate accelerations"),
+                                     _out("lam", "nrows", "change of the constraint forces")),
+            "How the constrained_solve call that stored f changes with its inputs u -> u + du (the same state, "
+            "rows held, gains and targets: qdd and lambda are affine in u), from that call's factorisations; "
+            "generated where the input map B holds parameters only.", optional=True),
 )
 
 
 #: The routines a build may leave out (``CodegenOptions(routines=...)``): none of the runtime's other routines calls
-#: them (``bias`` is kept in a model with constraint blocks, whose constrained dynamics calls it).
-ELECTIVE_ROUTINES = ("bias", "gravity", "inverse_dynamics", "energy", "points", "element_forces")
+#: them (``bias`` is kept in a model with constraint blocks, whose constrained dynamics calls it), or only where the
+#: model has them (``constrained_response``: the hybrid simulation's held inputs evaluate the dynamics again
+#: without it).
+ELECTIVE_ROUTINES = ("bias", "gravity", "inverse_dynamics", "energy", "points", "element_forces",
+                     "constrained_response")
 
 
 def routine(name: str) -> Routine:

@@ -94,7 +94,7 @@ static void routines(const rodgen_model *m, const double *y0, const double *p)
         if (m->constrained_terms) {
             double *d = vec(nq), *qdd0 = vec(nq), *Jt = vec(nr * nq), *ct = vec(nr), *v = vec(nr);
             double *a0 = vec(nr), *A = vec(nr * nq), *S = vec(nr * nr), *k = vec(4 * nr), *target = vec(nr);
-            double *lam = vec(nr), *s = vec(2 * nr), *qdd2 = vec(nq);
+            double *lam = vec(nr), *s = vec(2 * nr), *qdd2 = vec(nq), *f = vec((nq + RODGEN_NV(m)) * (nq + RODGEN_NV(m)));
             m->constrained_terms(0.0, q, qd, u, p, d, qdd0, Jt, ct, v, a0, A, S);
             for (int i = 0; i < nr; ++i) {
                 k[4 * i] = i < 2 ? 1.0 : 0.0;
@@ -102,11 +102,11 @@ static void routines(const rodgen_model *m, const double *y0, const double *p)
                 k[4 * i + 2] = 20.0;
                 k[4 * i + 3] = 100.0;
             }
-            m->constrained_solve(0.0, q, qd, u, p, k, target, d, qdd2, lam, s);
+            m->constrained_solve(0.0, q, qd, u, p, k, target, d, qdd2, lam, s, f);
             show("constrained_qdd0", qdd0, nq);
             show("constrained_S", S, nr * nr);
             free(d), free(qdd0), free(Jt), free(ct), free(v), free(a0), free(A), free(S), free(k), free(target);
-            free(lam), free(s), free(qdd2);
+            free(lam), free(s), free(qdd2), free(f);
         }
         if (m->kinetic_friction) {
             double *mk = vec(nc);

@@ -574,16 +574,26 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
     """``<prefix>_constrained_solve``: the symbolic stage's ``Equations.constrained_solve()``, qdd and
     lambda for the rows held, in one routine; before it, a static routine per contact mode
     (``Equations.constrained_solve_modes()``) that the public one calls when ``k`` holds exactly that mode's
-    blocks."""
+    blocks. With them ``<prefix>_constrained_response`` (and its routine per mode), the change of qdd and
+    lambda with the inputs from the factors the solve stores in ``f``, where every solve has its
+    ``InputResponse`` and its factors fit ``f`` ((nq + nv)^2 doubles); without it ``f`` is not written."""
     nrows = sum(c.nrows for c in eqs.constraints)
     NQ = g.NV     # velocity-sized (nv)
+    NF = f"({g.NQ} + {g.NV})*({g.NQ} + {g.NV})"
+    nf = (len(eqs.q) + len(eqs.qd)) ** 2
     cs, modes = eqs.constrained_solve_modes()
+    solves = [cs] + [solve for _, solve in modes]
+    respond = _wanted(eqs, options)("constrained_response") and all(
+        s.response is not None and len(s.response.carried) <= nf for s in solves)
     start = [0]
     for c in eqs.constraints:
         start.append(start[-1] + c.nrows)
+    f_doc = ("the factors constrained_response reads (NULL: not stored)" if respond
+             else "not written (no constrained_response)")
 
     def build(name: str, c_name: str, summary: str, doc: tuple[str, ...], solve, static: bool,  # type: ignore[no-untyped-def]
               dispatch: tuple[tuple[str, str], ...] = ()) -> Routine:
+        stored = [(f"f[{i}]", x) for i, x in enumerate(solve.response.carried)] if respond else []
         r = build_routine(
             name, c_name, summary, doc,
             [g.t, g.q, g.qd, g.u, g.p,
@@ -591,20 +601,40 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
              Group(Argument("target", str(nrows), "c_target of each row"), solve.targets),
              output("d", NQ, "pivots of M"), output("qdd", NQ, "coordinate accelerations"),
              output("lam", str(nrows), "constraint forces"),
-             output("s", str(2 * nrows), "pivots and diagonal of J M^-1 J^T")],
+             output("s", str(2 * nrows), "pivots and diagonal of J M^-1 J^T"), output("f", NF, f_doc)],
             [("d", "pivots D of P M P^T = L D L^T", [(f"d[{i}]", ex) for i, ex in enumerate(solve.pivots)]),
              ("s", "pivots and diagonal of J M^-1 J^T",
               [(f"s[{i}]", ex) for i, ex in enumerate(solve.s_pivots)]
               + [(f"s[{nrows + i}]", ex) for i, ex in enumerate(solve.s_diag)]),
              ("lam", "constraint forces lambda", [(f"lam[{i}]", ex) for i, ex in enumerate(solve.lam)]),
-             ("qdd", "coordinate accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(solve.qdd)])],
-            [], solve.assignments, options, static=static)
+             ("qdd", "coordinate accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(solve.qdd)])]
+            + ([("f", "the factors of the input response", stored)] if stored else []),
+            [], solve.assignments, options, static=static, optional=("f",))
+        if dispatch:
+            r = replace(r, dispatch=dispatch, unused=tuple(a for a in r.unused if a != "k"))
+        return r
+
+    def response(name: str, c_name: str, summary: str, doc: tuple[str, ...], solve, static: bool,  # type: ignore[no-untyped-def]
+                 dispatch: tuple[tuple[str, str], ...] = ()) -> Routine:
+        res = solve.response
+        r = build_routine(
+            name, c_name, summary, doc,
+            [g.p, Group(Argument("k", str(4 * nrows), "the gains of the constrained_solve call"), solve.gains),
+             Group(Argument("du", g.NU, "input change"), res.du),
+             Group(Argument("f", NF, "the factors that constrained_solve call stored"), res.carried),
+             output("qdd", NQ, "change of the coordinate accelerations"),
+             output("lam", str(nrows), "change of the constraint forces")],
+            [("lam", "change of lambda", [(f"lam[{i}]", ex) for i, ex in enumerate(res.lam)]),
+             ("qdd", "change of the accelerations", [(f"qdd[{i}]", ex) for i, ex in enumerate(res.qdd)])],
+            [], res.assignments, options, static=static)
         if dispatch:
             r = replace(r, dispatch=dispatch, unused=tuple(a for a in r.unused if a != "k"))
         return r
 
     out: list[Routine] = []
+    responses: list[Routine] = []
     dispatch: list[tuple[str, str]] = []
+    rdispatch: list[tuple[str, str]] = []
     for j, (held, solve) in enumerate(modes):
         rows = {r for b in held for r in range(start[b], start[b + 1])}
         names = ", ".join(eqs.constraints[b].name for b in held)
@@ -617,6 +647,13 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
         cond = " && ".join([f"k[{4 * r}] == 0 && k[{4 * r + 1}] == 1" for r in range(nrows) if r not in rows]
                            + [f"k[{4 * r}] == 1 && k[{4 * r + 1}] == 0" for r in sorted(rows)])
         dispatch.append((cond, c_name))
+        if respond:
+            rc_name = f"{prefix}_constrained_response_mode{j}"
+            responses.append(response(f"constrained_response_mode{j}", rc_name,
+                                      f"constrained_response of constrained_solve_mode{j} (the blocks "
+                                      f"{comment_text(names, 200)} held).",
+                                      ("k[4i], k[4i+1] are not read.",), solve, True))
+            rdispatch.append((cond, rc_name))
     out.append(build(
         "constrained_solve", f"{prefix}_constrained_solve",
         "Constrained dynamics for the rows held: qdd, lambda (range space, one backward substitution).",
@@ -626,8 +663,19 @@ def constrained_solve_routine(eqs: Equations, prefix: str, g: _Groups, options: 
          "order; 1 for a row not held), then its diagonal (0 for a row not held). qdd and lambda are valid "
          "when every d[i] > 0 and the pivots of the rows held pass the caller's singularity test.")
         + (("A call holding exactly the rows of one block (the others not held) runs that block's "
-            "routine, without the rows not held.",) if dispatch else ()),
+            "routine, without the rows not held.",) if dispatch else ())
+        + ((f"f: the {max(len(s.response.carried) for s in solves if s.response)} factors (at most) that "
+            "constrained_response reads.",) if respond else ()),
         cs, False, tuple(dispatch)))
+    if respond:
+        out += responses
+        out.append(response(
+            "constrained_response", f"{prefix}_constrained_response",
+            "The change of qdd and lambda of a constrained_solve call when its inputs change by du.",
+            ("k and f: that call's gains and stored factors (the same state, rows held, gains and targets).",
+             "qdd and lambda are affine in u: its results at u + du are that call's plus these.")
+            + (("A call holding exactly the rows of one block runs that block's routine.",) if rdispatch else ()),
+            cs, False, tuple(rdispatch)))
     return out
 
 

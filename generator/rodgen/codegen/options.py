@@ -99,9 +99,9 @@ class CodegenOptions:
         which ``state_transition(..., parameters=True)`` needs for ∂y(T)/∂p; off by default.
     routines : the routines of the model's table (``rodgen.contract.ROUTINES``) the caller will use, or ``None``
         (the default) for all of them. Of :data:`ELECTIVE_ROUTINES` (bias, gravity, inverse_dynamics, energy,
-        points, element_forces) only those named are derived and generated; the others (mass matrix, input
-        map, forward dynamics, right-hand side, what other options ask for) are always built. A module built
-        without a routine raises NotImplementedError naming it when it is called. The collocation of
+        points, element_forces, constrained_response) only those named are derived and generated; the others
+        (mass matrix, input map, forward dynamics, right-hand side, what other options ask for) are always built.
+        A module built without a routine raises NotImplementedError naming it when it is called. The collocation of
         :mod:`rodgen.optimize` calls ``rodgen.optimize.ROUTINES`` only: ``CodegenOptions(jacobian=True,
         routines=rodgen.optimize.ROUTINES)`` builds gait2d's library with about 30 % fewer operations.
     """

@@ -52,7 +52,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
                   outputs: Sequence[tuple[str, str, list[tuple[str, sp.Expr]]]],
                   copies: Sequence[tuple[str, str, list[tuple[str, ...]]]],
                   assignments: Sequence[tuple[sp.Symbol, sp.Expr]], options: CodegenOptions,
-                  static: bool = False) -> Routine:
+                  static: bool = False, optional: Sequence[str] = ()) -> Routine:
     """Build one routine.
 
     outputs : (argument name, section comment, [(slot text, expression)]) per output argument.
@@ -60,6 +60,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
         (the mirrored upper triangle of a symmetric matrix); an item ``(slot, slot, loop)`` is one
         copy inside the C loop header ``loop`` (``for (int i = 1; ...)``).
     assignments : intermediate ``(symbol, expression)`` the outputs may refer to.
+    optional : output arguments the caller may pass as NULL: their stores run under ``if (<name> != 0)``.
     """
     flat = [(slot, ex) for _, _, items in outputs for slot, ex in items]
     temps, reduced = straight_line(assignments, [ex for _, ex in flat], cse=options.cse)
@@ -87,7 +88,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
                 stmts.append(("mirror", item[0], (item[2], item[1])))
             else:
                 stmts.append(("copy", item[0], item[1]))
-    part_of_stmt, crossing, free = split_statements(stmts, options.max_statements)
+    stmts, part_of_stmt, crossing, free = _split_with_optional(stmts, options.max_statements, set(optional))
     nparts = max(part_of_stmt, default=0) + 1
 
     # names of temporaries: t<k> locals, or w[j] when shared between parts
@@ -103,6 +104,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
                                                                      real=options.real))
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
     comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
+    comments.update({"guard:out:" + arg: f"{arg} != 0" for arg in optional})
 
     def unused_in(fs: Iterable[sp.Basic]) -> tuple[str, ...]:
         fs = set(fs)
@@ -135,14 +137,35 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
                    ops)
 
 
-def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[sp.Basic], list[set[sp.Basic]]]:
-    """Cut statements into consecutive parts of at most ``size``.
+def _split_with_optional(stmts: list[Stmt], size: int, optional: set[str]
+                         ) -> tuple[list[Stmt], list[int], set[sp.Basic], list[set[sp.Basic]]]:
+    """:func:`split_statements` of the statements but the stores into the ``optional`` outputs, which then go
+    to the end of the part that defines their last temporary (one guarded section a part, and no temporary
+    kept in the work array only for them): (statements, part of each, crossing, free symbols)."""
+    opt = [st for st in stmts if st[0] == "out" and _array(st[1]) in optional]
+    if not opt:
+        return (stmts, *split_statements(stmts, size))
+    base = [st for st in stmts if not (st[0] == "out" and _array(st[1]) in optional)]
+    part_of_base, _, _ = split_statements(base, size)
+    temp_part = {st[1]: p for st, p in zip(base, part_of_base) if st[0] == "temp"}
+    last = max(part_of_base, default=0)
+    at: dict[int, list[Stmt]] = {}
+    for st in opt:
+        fs = st[2].free_symbols if isinstance(st[2], sp.Basic) else set()
+        at.setdefault(max((temp_part[s] for s in fs if s in temp_part), default=last), []).append(st)
+    out: list[Stmt] = []
+    parts: list[int] = []
+    for j in range(last + 1):
+        chunk = [st for st, p in zip(base, part_of_base) if p == j] + at.get(j, [])
+        out += chunk
+        parts += [j] * len(chunk)
+    return (out, *_crossing(out, parts))
 
-    Returns the part of each statement, the temporaries used in another part than the one
-    defining them (they go into the work array), and the free symbols of each statement.
-    """
-    nparts = max(1, -(-len(stmts) // size))
-    part_of_stmt = [k // size for k in range(len(stmts))] if nparts > 1 else [0] * len(stmts)
+
+def _crossing(stmts: Sequence[Stmt], part_of_stmt: list[int]) -> tuple[list[int], set[sp.Basic], list[set[sp.Basic]]]:
+    """(part of each statement, the temporaries used in another part than the one defining them, the free
+    symbols of each statement) for the given parts."""
+    nparts = max(part_of_stmt, default=0) + 1
     temp_part: dict[sp.Basic, int] = {}
     crossing: set[sp.Basic] = set()
     free: list[set[sp.Basic]] = []
@@ -156,6 +179,16 @@ def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[s
         if kind == "temp":
             temp_part[a] = part_of_stmt[k]  # type: ignore[index]
     return part_of_stmt, crossing, free
+
+
+def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[sp.Basic], list[set[sp.Basic]]]:
+    """Cut statements into consecutive parts of at most ``size``.
+
+    Returns the part of each statement, the temporaries used in another part than the one
+    defining them (they go into the work array), and the free symbols of each statement.
+    """
+    nparts = max(1, -(-len(stmts) // size))
+    return _crossing(stmts, [k // size for k in range(len(stmts))] if nparts > 1 else [0] * len(stmts))
 
 
 def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Basic, str],
@@ -214,4 +247,4 @@ def _section(key: Optional[str], statements: list[Statement], comments: dict[str
         comment = f"{n} intermediate value{'s' if n != 1 else ''}"
     else:
         comment = comments.get(str(key), "")
-    return Section(comment, tuple(statements))
+    return Section(comment, tuple(statements), comments.get(f"guard:{key}", ""))

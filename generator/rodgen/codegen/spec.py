@@ -61,6 +61,7 @@ class Section:
 
     comment: str
     statements: tuple[Statement, ...]
+    guard: str = ""                # a C condition the statements run under (an output the caller may pass NULL)
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,8 @@ class ModelSpec:
             return (name,)
         if name.startswith("constrained_solve_mode"):
             return ("constrained_solve",)
+        if name.startswith("constrained_response_mode"):
+            return ("constrained_response",)
         users = {"articulated": ("forward_dynamics",),
                  "mass_force": ("forward_dynamics",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),

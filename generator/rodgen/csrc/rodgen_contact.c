@@ -202,6 +202,9 @@ typedef struct {
     int *act0;     /* [nconstraints] an impact's blocks at the ground (its active set before any release) */
 } scratch;
 
+/* The factors constrained_solve stores for constrained_response: (nq + nv)^2 doubles where the model has it. */
+#define RESPONSE_DOUBLES(m) ((m)->constrained_response != 0 ? (long)RODGEN_NY(m) * RODGEN_NY(m) : 0L)
+
 static long size_doubles(const rodgen_model *m)
 {
     const long nv = RODGEN_NV(m), nr = m->nrows, nu = m->nu;
@@ -772,17 +775,13 @@ static int none_sliding(const rodgen_model *m, const int *active)
  * cfd_terms: M positive definite (its pivots), S = J M^-1 J^T of the rows held with the pivot test of
  * spd_solve (pivots in the order of the rows, relative to the largest diagonal entry of the rows held).
  * A contact's tangential row without a target holds where it is: its position gain is 0. */
-static int cfd_solve(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
-    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
-    double *lambda, double *work)
+/* The gains k [4 nrows] and targets tg [nrows] of constrained_solve for the active blocks; returns the number
+ * of blocks held. */
+static int solve_gains(const rodgen_model *m, const int *active, const double *target, const rodgen_cfd_options *o,
+    double *kv, double *tg)
 {
-    const int nv = RODGEN_NV(m), nr = m->nrows;
     const double a2 = 2.0 * o->alpha, b2 = o->beta * o->beta;
-    /* its own layout of the scratch (8 nrows + 2 nv doubles, less than size_doubles) */
-    double *const kv = work, *const tg = work + 4 * nr, *const s = tg + nr, *const lam = s + 2 * nr;
-    double *const a = lam + nr, *const d = a + nv;   /* a, lam: copied to qdd, lambda once they pass the tests */
-    double dmax = 0.0, fin0 = 0.0, fin1 = 0.0;
-    int i, r, bad = 0, held = 0;
+    int i, r, held = 0;
     for (i = 0; i < m->nconstraints; ++i) {
         const rodgen_constraint *c = m->constraints + i;
         const double on = is_active(m, active, i) ? 1.0 : 0.0;
@@ -800,7 +799,23 @@ static int cfd_solve(const rodgen_model *m, double t, const double *p, const dou
             }
         }
     }
-    m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s);
+    return held;
+}
+
+/* fac: where constrained_solve stores its factors for constrained_response (RESPONSE_DOUBLES), or NULL: not
+ * stored. */
+static int cfd_solve(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
+    const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
+    double *lambda, double *work, double *fac)
+{
+    const int nv = RODGEN_NV(m), nr = m->nrows;
+    /* its own layout of the scratch (8 nrows + 2 nv doubles, less than size_doubles) */
+    double *const kv = work, *const tg = work + 4 * nr, *const s = tg + nr, *const lam = s + 2 * nr;
+    double *const a = lam + nr, *const d = a + nv;   /* a, lam: copied to qdd, lambda once they pass the tests */
+    double dmax = 0.0, fin0 = 0.0, fin1 = 0.0;
+    int i, bad = 0;
+    const int held = solve_gains(m, active, target, o, kv, tg);
+    m->constrained_solve(t, q, qd, u, p, kv, tg, d, a, lam, s, fac);
     for (i = 0; i < nv; ++i) {
         bad |= !(d[i] > 0.0);
     }
@@ -1031,7 +1046,7 @@ static int dependent_solve(const scratch *w, int k, double *b, double tol)
 
 static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
-    double *lambda, void *work);
+    double *lambda, void *work, double *fac, int *solved);
 
 int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p, const double *q,
     const double *qd, const double *u, const int *active, const double *target, const rodgen_cfd_options *o,
@@ -1047,21 +1062,28 @@ int rodgen_constrained_dynamics(const rodgen_model *m, double t, const double *p
         rodgen_cfd_defaults(&def);
         o = &def;
     }
-    return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work);
+    return cfd_eval(m, t, p, q, qd, u, active, target, o, qdd, lambda, work, 0, 0);
 }
 
 /* rodgen_constrained_dynamics past its checks of the arguments (the hybrid simulation has made them at
- * its start, and keeps its states and inputs finite). */
+ * its start, and keeps its states and inputs finite). fac: see cfd_solve; *solved (when not NULL) is set to 1
+ * when the result is constrained_solve's (its factors then in fac), else 0. */
 static int cfd_eval(const rodgen_model *m, double t, const double *p, const double *q, const double *qd,
     const double *u, const int *active, const double *target, const rodgen_cfd_options *o, double *qdd,
-    double *lambda, void *work)
+    double *lambda, void *work, double *fac, int *solved)
 {
     const int nv = RODGEN_NV(m), nr = m->nrows;
     scratch w;
     int k, i, j, status, dependent = 0;
+    if (solved != 0) {
+        *solved = 0;
+    }
     if (m->constrained_solve != 0 && nr > 0 && none_sliding(m, active)) {
-        status = cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work);
+        status = cfd_solve(m, t, p, q, qd, u, active, target, o, qdd, lambda, (double *)work, fac);
         if (status != RODGEN_ERR_SINGULAR_CONSTRAINTS) {
+            if (solved != 0) {
+                *solved = status == RODGEN_OK;
+            }
             return status;
         }
     } else if (m->constrained_terms != 0) {
@@ -1532,8 +1554,11 @@ typedef struct {
 } houtput;
 
 #define HY_NSTATES 9   /* y0, k1..k4, y1, yx, yt, dy */
-/* The memo: its key t, y [ny], active [nc], target [nr]; its values dy [ny], lambda [nr], u [nu]. */
-#define HY_MEMO(m) (1L + 2L * RODGEN_NY(m) + (m)->nconstraints + 2L * (m)->nrows + ((m)->nu > 0 ? (m)->nu : 1))
+/* The memo: its key t, y [ny], active [nc], target [nr]; its values dy [ny], lambda [nr], u [nu]; then whether
+ * the factors of its constrained_solve are kept [1], the response's scratch dqdd [nv], dlambda [nr] and those
+ * factors [RESPONSE_DOUBLES]. */
+#define HY_MEMO(m) (1L + 2L * RODGEN_NY(m) + (m)->nconstraints + 2L * (m)->nrows + ((m)->nu > 0 ? (m)->nu : 1) \
+    + 1L + RODGEN_NV(m) + (m)->nrows + RESPONSE_DOUBLES(m))
 
 static long hybrid_doubles(const rodgen_model *m)
 {
@@ -1672,8 +1697,9 @@ static int hy_law(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
 }
 
 /* hold: sample the input function at (s->t, s->y) into the held inputs. When they change, the memo
- * (keyed without them) is dropped and the phase is checked again (a new sample can pull a contact or
- * push it out of its friction cone). */
+ * (keyed without them) is dropped unless hy_dyn can move it to them by the input response (it compares its
+ * inputs with the held ones), and the phase is checked again (a new sample can pull a contact or push it
+ * out of its friction cone). */
 static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
 {
     const int nu = s->model->nu;
@@ -1688,7 +1714,9 @@ static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
     }
     s->held = 1;
     if (changed) {
-        w->memo[0] = NAN;
+        if (!s->model->constrained_response) {
+            w->memo[0] = NAN;
+        }
         s->have_g = 0;
         s->settled = 0;
     }
@@ -1700,21 +1728,59 @@ static int hy_sample(rodgen_hybrid_state *s, hscratch *w)
  * inputs are checked where they are made; a state that is not finite is found from a result that is not
  * (RODGEN_ERR_NONFINITE_STATE, as rodgen_constrained_dynamics's RODGEN_ERR_NONFINITE_INPUT was). */
 static int hy_cfd(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
-    double *qdd, double *lambda)
+    double *qdd, double *lambda, double *fac, int *solved)
 {
     const rodgen_model *m = s->model;
     const int status = cfd_eval(m, t, s->p, y, y + m->nq, w->u, s->active, s->target, &o->cfd, qdd, lambda,
-        w->work);
+        w->work, fac, solved);
     if (status != RODGEN_OK && !(all_finite(y, RODGEN_NY(m)))) {
         return RODGEN_ERR_NONFINITE_STATE;
     }
     return status;
 }
 
+/* hold: the memo's evaluation moved to the held inputs w->uh (it was made under mem_u, the same state, rows
+ * held and targets) by the model's constrained_response from the factors its constrained_solve kept: qdd and
+ * lambda are affine in u. Returns 0 (the memo untouched) where it cannot: no response, no factors kept (the
+ * evaluation took another path), or a result that is not finite. */
+static int hy_respond(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *mem_dy,
+    double *mem_lam, double *mem_u)
+{
+    const rodgen_model *m = s->model;
+    const int nq = m->nq, nv = RODGEN_NV(m), nr = m->nrows, nu = m->nu;
+    double *const kept = mem_u + (nu > 0 ? nu : 1), *const dq = kept + 1, *const dl = dq + nv, *const fac = dl + nr;
+    double *const kv = w->work, *const tg = kv + 4 * nr;   /* the contact scratch is free between evaluations */
+    int i;
+    if (m->constrained_response == 0 || kept[0] != 1.0) {
+        return 0;
+    }
+    for (i = 0; i < nu; ++i) {
+        w->u[i] = w->uh[i] - mem_u[i];
+    }
+    solve_gains(m, s->active, s->target, &o->cfd, kv, tg);
+    m->constrained_response(s->p, kv, w->u, fac, dq, dl);
+    if (!all_finite(dq, nv) || !all_finite(dl, nr)) {
+        return 0;
+    }
+    for (i = 0; i < nv; ++i) {
+        mem_dy[nq + i] += dq[i];
+    }
+    for (i = 0; i < nr; ++i) {
+        mem_lam[i] += dl[i];
+    }
+    for (i = 0; i < nu; ++i) {
+        mem_u[i] = w->uh[i];
+    }
+    s->responses += 1;
+    return 1;
+}
+
 /* dy = [qd, qdd] in the current phase; lambda [nrows] may be NULL. Leaves the inputs at (t, y) in w->u.
  * The last successful evaluation is kept in w->memo with its key (t, y, the active set and the targets) and
  * returned again for the same key: the state at the end of an RK4 step is evaluated for the event
- * functions, then for the first stage of the next step and for the stored row, at the same (t, y). */
+ * functions, then for the first stage of the next step and for the stored row, at the same (t, y). Held
+ * inputs that changed since (a new sample) move it by the input response (hy_respond), where the model has
+ * one, instead of a new evaluation. */
 static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double t, const double *y,
     double *dy, double *lambda)
 {
@@ -1722,7 +1788,8 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     const int nq = m->nq, ny = RODGEN_NY(m), nr = m->nrows, nc = m->nconstraints, nu = m->nu;
     double *key_y = w->memo + 1, *key_a = key_y + ny, *key_g = key_a + nc;
     double *mem_dy = key_g + nr, *mem_lam = mem_dy + ny, *mem_u = mem_lam + nr;
-    int i, hit = w->memo[0] == t, status;
+    double *const kept = mem_u + (nu > 0 ? nu : 1), *const fac = kept + 1 + RODGEN_NV(m) + nr;
+    int i, hit = w->memo[0] == t, status, solved = 0;
     for (i = 0; hit && i < ny; ++i) {
         hit = key_y[i] == y[i];
     }
@@ -1731,6 +1798,13 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
     }
     for (i = 0; hit && i < nr; ++i) {
         hit = key_g[i] == s->target[i];
+    }
+    if (hit && o->hold) {
+        int same = 1;
+        for (i = 0; same && i < nu; ++i) {
+            same = mem_u[i] == w->uh[i];
+        }
+        hit = same || hy_respond(s, o, w, mem_dy, mem_lam, mem_u);
     }
     if (hit) {
         for (i = 0; i < ny; ++i) {
@@ -1752,17 +1826,18 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
             return status;
         }
         s->evaluations += 1;
-        status = hy_cfd(s, o, w, t, y, dy + nq, 0);
+        status = hy_cfd(s, o, w, t, y, dy + nq, 0, 0, 0);
         hy_rate(m, y, y + nq, dy);
         return status;
     }
     w->memo[0] = NAN;
+    kept[0] = 0.0;
     status = hy_law(s, o, w, t, y);
     if (status != RODGEN_OK) {
         return status;
     }
     s->evaluations += 1;
-    status = hy_cfd(s, o, w, t, y, dy + nq, mem_lam);
+    status = hy_cfd(s, o, w, t, y, dy + nq, mem_lam, fac, &solved);
     if (status == RODGEN_ERR_NONFINITE_STATE) {
         return status;
     }
@@ -1785,6 +1860,7 @@ static int hy_dyn(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscrat
         for (i = 0; i < nu; ++i) {
             mem_u[i] = w->u[i];
         }
+        kept[0] = solved ? 1.0 : 0.0;
     }
     return status;
 }
@@ -2948,6 +3024,7 @@ int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const dou
     s->steps = 0;
     s->events = 0;
     s->evaluations = 0;
+    s->responses = 0;
     s->block = -1;
     s->stored = 0;
     s->settled = 0;
@@ -3311,7 +3388,7 @@ static void copy_bytes(void *to, const void *from, long n)
 /* The saved run: its scalars, then its own buffer (state arrays, phase, memo) as it is. */
 typedef struct {
     double t0, t, last_jump;
-    long steps, events, evaluations;
+    long steps, events, evaluations, responses;
     int block, stored, settled, quiet_jumps, have_g, held;
 } hsaved;
 
@@ -3329,6 +3406,7 @@ void rodgen_hybrid_save(const rodgen_hybrid_state *s, void *buf)
     h.steps = s->steps;
     h.events = s->events;
     h.evaluations = s->evaluations;
+    h.responses = s->responses;
     h.block = s->block;
     h.stored = s->stored;
     h.settled = s->settled;
@@ -3355,6 +3433,7 @@ void rodgen_hybrid_restore(rodgen_hybrid_state *s, const rodgen_model *m, const 
     s->steps = h.steps;
     s->events = h.events;
     s->evaluations = h.evaluations;
+    s->responses = h.responses;
     s->block = h.block;
     s->stored = h.stored;
     s->settled = h.settled;

@@ -187,6 +187,8 @@ typedef struct {
     long steps;            /* completed grid steps */
     long events;           /* events so far */
     long evaluations;      /* evaluations of the constrained dynamics */
+    long responses;        /* hold: evaluations replaced by the model's constrained_response (a new sample at
+                              the state of the last evaluation) */
     int block;             /* the block of the last error (INITIAL_STATE, FRICTION_CONE, EVENT_NOT_LOCATED), -1 */
     int stored;            /* y has been written to the outputs */
     int settled;           /* the phase has been checked for pulling forces at t */

@@ -41,6 +41,7 @@ cdef extern from "rodgen_contact.h" nogil:
         long steps
         long events
         long evaluations
+        long responses
         int block
     long rodgen_hybrid_work_bytes(const rodgen_model *m)
     int rodgen_hybrid_start(rodgen_hybrid_state *s, const rodgen_model *m, const double *p,
@@ -331,5 +332,5 @@ cdef class Hybrid:
 
     @property
     def counts(self):
-        """(grid steps, events, evaluations of the constrained dynamics)."""
-        return self.st.steps, self.st.events, self.st.evaluations
+        """(grid steps, events, evaluations of the constrained dynamics, input responses in their place)."""
+        return self.st.steps, self.st.events, self.st.evaluations, self.st.responses

@@ -161,7 +161,7 @@ typedef struct rodgen_model {
      * qd - k[4i+3] (c - target) row by row; qdd and lambda are valid when every d[i] > 0 and the pivots s[i] of
      * the rows held pass the caller's test (s[nrows ..]: the diagonal of J M^-1 J^T in the rows held, 0 in the
      * others). NULL when not generated. */
-    void (*constrained_solve)(double t, const double *q, const double *qd, const double *u, const double *p, const double *k, const double *target, double *d, double *qdd, double *lam, double *s);
+    void (*constrained_solve)(double t, const double *q, const double *qd, const double *u, const double *p, const double *k, const double *target, double *d, double *qdd, double *lam, double *s, double *f);
 
     /* Force of each force element on its point, ground frame: f[d*i + c], d = RODGEN_FDIM(m) (2 in a planar model:
      * x, y; 3 in a spatial one: x, y, z). NULL when not generated. */
@@ -181,6 +181,11 @@ typedef struct rodgen_model {
      * dynamics' qdd, d qdd/dp = -M^-1 dg (generated on request: CodegenOptions(parameter_derivatives=True)). NULL
      * when not generated. */
     void (*parameter_partials)(double t, const double *q, const double *qd, const double *qdd, const double *u, const double *p, double *dg);
+
+    /* How the constrained_solve call that stored f changes with its inputs u -> u + du (the same state, rows held,
+     * gains and targets: qdd and lambda are affine in u), from that call's factorisations; generated where the
+     * input map B holds parameters only. NULL when not generated. */
+    void (*constrained_response)(const double *p, const double *k, const double *du, const double *f, double *qdd, double *lam);
 
     /* [nq] */
     const char *const *coordinate_names;

@@ -484,8 +484,9 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
         res.friction = {b.name: L[:, b.row].copy() for b in sys.constraints if b.kind == "friction"}
     res.events = events
     res.phases = phases
-    steps_done, nev, evaluations = run.counts
-    res.extra.update(lam=L, steps=np.array(steps_done), events=np.array(nev), evaluations=np.array(evaluations))
+    steps_done, nev, evaluations, responses = run.counts
+    res.extra.update(lam=L, steps=np.array(steps_done), events=np.array(nev), evaluations=np.array(evaluations),
+                     responses=np.array(responses))
     if isinstance(fn, tuple):
         res.extra["controller_state"] = fn[2].state.copy()
     return res

@@ -44,6 +44,9 @@ class ConstraintEquations:
         friction with stiction on a coordinate, 1 row: the coordinate); None otherwise.
     kinetic : the kinetic limit of a ``"friction"`` block; None otherwise.
     sole : a flat foot's sole ``(x_min, x_max, y_min, y_max)`` (its frame's tangential axes); None otherwise.
+    velocity : (k, 1) J q̇ where the derivation gives it from its own velocities (a spatial model's contacts and
+        loops by the recursive method: the frames' velocities of the recursion, in the intermediate symbols of
+        ``Equations.assignments``); None otherwise (J q̇ is then the product).
     """
 
     name: str
@@ -54,6 +57,7 @@ class ConstraintEquations:
     friction: Optional[sp.Expr] = None
     kinetic: Optional[sp.Expr] = None
     sole: Optional[tuple[float, float, float, float]] = None
+    velocity: Optional[sp.Matrix] = None
 
     @property
     def nrows(self) -> int:
@@ -197,6 +201,9 @@ class Equations:
     #: acceleration and its angular acceleration at qdd = 0, ground frame, from the recursion's own
     #: velocity-product accelerations); empty otherwise (the constraint rows then differentiate J qd)
     frame_biases: dict[str, sp.Matrix] = field(default_factory=dict)
+    #: spatial models by the recursive method: name -> (6, 1) J qd of each frame of ``frames`` (its origin's
+    #: velocity and its angular velocity, ground frame, from the recursion's own velocities); empty otherwise
+    frame_velocities: dict[str, sp.Matrix] = field(default_factory=dict)
     #: dq/dt (nq, 1) in q and qd where the velocities are not the coordinates' rates (a free joint: the
     #: position's rate R v, the quaternion's 1/2 q (0, w); a spherical or planar joint); None where dq/dt = qd
     configuration_rate: Optional[sp.Matrix] = None
@@ -262,7 +269,8 @@ class Equations:
                          {k: v.xreplace(subs) for k, v in self.couplings.items()},
                          [ConstraintEquations(c.name, c.kind, x(c.position), x(c.jacobian), x(c.bias),
                                               None if c.friction is None else c.friction.xreplace(subs),
-                                              None if c.kinetic is None else c.kinetic.xreplace(subs), c.sole)
+                                              None if c.kinetic is None else c.kinetic.xreplace(subs), c.sole,
+                                              None if c.velocity is None else x(c.velocity))
                           for c in self.constraints],
                          self.articulated, self.articulated_reason, x(self.F),  # type: ignore[arg-type]
                          [ForceEquations(f.name, f.type, f.point, x(f.position), x(f.jacobian), x(f.force),
@@ -270,6 +278,7 @@ class Equations:
         out.frames = {nm: (x(pos), x(rot)) for nm, (pos, rot) in self.frames.items()}
         out.frame_jacobians = {nm: x(jac) for nm, jac in self.frame_jacobians.items()}
         out.frame_biases = {nm: x(b) for nm, b in self.frame_biases.items()}
+        out.frame_velocities = {nm: x(b) for nm, b in self.frame_velocities.items()}
         out.closed_form_reason = self.closed_form_reason
         return out
 

@@ -761,10 +761,12 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     frames = {}
     jacobians = {}
     biases = {}
+    velocities = {}
     for name, ref in tree.frames.items():
         frames[name] = _frame_of(ref, world)
         jacobians[name] = _frame_jacobian(ref, frames[name][0], nodes, J, world, n)
         biases[name] = _frame_bias(ref, world, vel, accl)
+        velocities[name] = _frame_velocity(ref, world, vel)
     kv = k.velocity_view()
     K, D = spring_forces(kv), damper_forces(kv)  # type: ignore[arg-type]
     points = {nm: sp.Matrix(pos) for nm, (pos, _) in frames.items()}
@@ -776,7 +778,19 @@ def derive_spatial(model: ValidSpatialModel, k: Optional[SpatialKinematics] = No
     eqs.frames = {nm: (sp.Matrix(pos), sp.Matrix(rot)) for nm, (pos, rot) in frames.items()}
     eqs.frame_jacobians = jacobians
     eqs.frame_biases = biases
+    eqs.frame_velocities = velocities
     return eqs
+
+
+def _frame_velocity(ref: SRef, world: list[tuple[M3, V3]], vel: list[tuple[V3, V3]]) -> sp.Matrix:
+    """J qd of a frame (its Jacobian as :func:`_frame_jacobian`): the velocity of its origin and its angular
+    velocity, ground frame, from its node's spatial velocity (w, v) of the recursion (node axes), for the point
+    r of the node: R (v + w x r), R w."""
+    if ref.node < 0:
+        return sp.zeros(6, 1)
+    Rw = world[ref.node][0]
+    w, v = vel[ref.node]
+    return sp.Matrix(_mv(Rw, _add(v, _cross(w, ref.pl))) + _mv(Rw, w))
 
 
 def _frame_bias(ref: SRef, world: list[tuple[M3, V3]], vel: list[tuple[V3, V3]],
@@ -1199,6 +1213,7 @@ def derive_spatial_model(model: ValidSpatialModel, method: str) -> Equations:
         eqs.frames = {nm: (p.xreplace(f), R.xreplace(f)) for nm, (p, R) in frames.items()}
         eqs.frame_jacobians = {nm: jac.xreplace(f) * Jc for nm, jac in jacobians.items()}
         eqs.frame_biases = {}   # J̇ of the coupled coordinates' map too: the rows differentiate J qd
+        eqs.frame_velocities = {}
     else:
         eqs.frames, eqs.frame_jacobians = frames, jacobians
     velocity_names = [c.name for c in eqs.coordinates] if not model.lie else [
