@@ -2137,7 +2137,7 @@ static int would_return(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
     m->constraint_position(y, s->p, w->c);
     m->constraint_jacobian(y, s->p, w->J);
     m->constraint_bias(y, y + m->nq, s->p, w->bias);
-    status = hy_cfd(s, o, w, t, y, w->k4 + m->nq, 0);
+    status = hy_cfd(s, o, w, t, y, w->k4 + m->nq, 0, 0, 0);
     s->evaluations += 1;
     *back = status == RODGEN_OK && half_step_velocity(s, o, w, y, w->k4 + m->nq, i) < -HY_REST_SPEED;
     if (status == RODGEN_OK && !*back && o->dt > 0.0) {
