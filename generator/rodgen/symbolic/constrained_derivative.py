@@ -46,9 +46,13 @@ def constraint_partials(eqs: "Equations") -> tuple[list[tuple[sp.Symbol, sp.Expr
     g = M a + bias - B u - Jᵀ λ, k = J a + J̇ qd. The part M a + bias - B u comes from the derivatives of
     the recursive Newton-Euler algorithm (:meth:`Equations.inverse_dynamics_derivatives`, O(n · depth))
     where they apply, else from forward-mode derivatives of :meth:`Equations.inverse_dynamics`
-    (:func:`rodgen.symbolic.derivative.forward_derivatives`, 2 nv times its size); -Jᵀ λ and k are
-    differentiated in forward mode through the kinematics' assignments (for solo12's four feet that part is
-    about 25 k of the routine's 40 k operations after the code stage's CSE, the Newton-Euler part 15 k).
+    (:func:`rodgen.symbolic.derivative.forward_derivatives`, 2 nv times its size). With the former, the rows
+    of a spatial model's contacts and loops, -Jᵀ λ and k, come from the same recursion's motion
+    (``TreeMotion`` of :mod:`rodgen.symbolic.rnea_derivatives`, see ``_motion_rows``: per held frame a few
+    products per column of its path and per pair of them); the other rows (a planar model's, limits,
+    frictions) are differentiated in forward mode through the kinematics' assignments. For solo12's four
+    feet the routine has 23.4 k operations after the code stage's CSE (40 k when its contact rows were
+    forward mode).
     """
     n, nq = len(eqs.qd), len(eqs.q)
     jac = sp.Matrix.vstack(*[c.jacobian for c in eqs.constraints]) if eqs.constraints else sp.zeros(0, n)
@@ -185,7 +189,7 @@ def _motion_rows(e: _Emitter, tm: "TreeMotion", name: str, terms: list[tuple[str
             dv_q = [e(x, f"{tag}vq{c}_{j}") for j, x in enumerate(dv_q)]
             da_q = [_sum((x, -y, -z)) for x, y, z in zip(tm.dAdq[c], _mcross(a, Jc), _mcross(v, tm.dVdq[c]))]
             da_v = [_sum((x, -y)) for x, y in zip(tm.dAdv[c], _mcross(v, Jc))]
-            cols = []
+            cols: list[list[sp.Expr]] = []
             for dv, da, dr in ((dv_q, da_q, P[c]), (Jc, da_v, None)):
                 dw, dvO = dv[:3], dv[3:]
                 # d(a_O + ẇ × r + w × (v_O + w × r)) = da_O + dẇ × r + ẇ × dr + dw × v_r + w × (dv_O + dw × r + w × dr)
