@@ -19,9 +19,10 @@
  * (rodgen_cfd_defaults' singular_tol). */
 #define CDERIV_SINGULAR_TOL 1e-10
 
-/* The row updates below at -O3 under GCC whatever the file's level (the model's C is built at -O1). */
+/* The row updates below at -O3 under GCC whatever the file's level (the model's C is built at -O1), their
+ * multiply-adds fused where the CPU has them (one rounding instead of two; -std=c99 turns that off otherwise). */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__)
-#define CD_LOOPS __attribute__((optimize("O3")))
+#define CD_LOOPS __attribute__((optimize("O3", "fp-contract=fast")))
 #else
 #define CD_LOOPS
 #endif
@@ -36,8 +37,15 @@ typedef double cd_v4 __attribute__((vector_size(32), aligned(8)));
  * branches, vectorised, instead of a test per entry). */
 CD_LOOPS static int cd_finite(const double *x, int n)
 {
-    int i, bad = 0;
-    for (i = 0; i < n; ++i) {
+    int i = 0, bad = 0;
+#ifdef CD_V4
+    cd_v4 acc = {0.0, 0.0, 0.0, 0.0};
+    for (; i + 4 <= n; i += 4) {
+        acc += CD_CV4(x + i) - CD_CV4(x + i);
+    }
+    bad = !(acc[0] + acc[1] + acc[2] + acc[3] == 0.0);
+#endif
+    for (; i < n; ++i) {
         bad |= !(x[i] - x[i] == 0.0);
     }
     return !bad;
@@ -112,52 +120,42 @@ static void cd_carve(const rodgen_model *m, void *work, cd_scratch *s)
     s->n = n;
 }
 
+#ifdef CD_V4
+/* The block of cd_row of NB vectors of 4 columns from column c, held in registers over the terms (a constant NB:
+ * the loops over the block unrolled). */
+#define CD_BLOCK(NB)                                                                   \
+    for (; c + 4 * (NB) <= w; c += 4 * (NB)) {                                         \
+        cd_v4 acc[NB];                                                                 \
+        int v_;                                                                        \
+        for (v_ = 0; v_ < (NB); ++v_) {                                                \
+            acc[v_] = x != 0 ? sx * CD_CV4(x + c + 4 * v_) : zero;                     \
+        }                                                                              \
+        for (t = 0; t < k; ++t) {                                                      \
+            const double l = cf[t];                                                    \
+            const double *b = A + idx[t] * lda + c;                                    \
+            for (v_ = 0; v_ < (NB); ++v_) {                                            \
+                acc[v_] -= l * CD_CV4(b + 4 * v_);                                     \
+            }                                                                          \
+        }                                                                              \
+        for (v_ = 0; v_ < (NB); ++v_) {                                                \
+            CD_V4(y + c + 4 * v_) = acc[v_] * my;                                      \
+        }                                                                              \
+    }
+#endif
+
 /* y[c] = (sx * x[c] - sum_t cf[t] A[idx[t] * lda + c]) * my for the w columns of one row (x may be y; x NULL: 0):
- * each row computed once, its columns held in registers over the terms (blocks of 24 and 4 columns in vectors of
- * 4 where AVX is on), so a row is read and written once instead of once per term. */
+ * each row computed once, its columns held in registers over the terms (blocks of 48, 24, 12 and 4 columns in
+ * vectors of 4 where AVX is on), so a row is read and written once instead of once per term. */
 CD_LOOPS static void cd_row(double *y, const double *x, double sx, double my, const double *cf, const int *idx,
                             int k, const double *A, int lda, int w)
 {
     int c = 0, t;
 #ifdef CD_V4
-    for (; c + 24 <= w; c += 24) {
-        const cd_v4 z = {0.0, 0.0, 0.0, 0.0};
-        cd_v4 a0, a1, a2, a3, a4, a5;
-        if (x != 0) {
-            a0 = sx * CD_CV4(x + c);
-            a1 = sx * CD_CV4(x + c + 4);
-            a2 = sx * CD_CV4(x + c + 8);
-            a3 = sx * CD_CV4(x + c + 12);
-            a4 = sx * CD_CV4(x + c + 16);
-            a5 = sx * CD_CV4(x + c + 20);
-        } else {
-            a0 = a1 = a2 = a3 = a4 = a5 = z;
-        }
-        for (t = 0; t < k; ++t) {
-            const double l = cf[t];
-            const double *b = A + idx[t] * lda + c;
-            a0 -= l * CD_CV4(b);
-            a1 -= l * CD_CV4(b + 4);
-            a2 -= l * CD_CV4(b + 8);
-            a3 -= l * CD_CV4(b + 12);
-            a4 -= l * CD_CV4(b + 16);
-            a5 -= l * CD_CV4(b + 20);
-        }
-        CD_V4(y + c) = a0 * my;
-        CD_V4(y + c + 4) = a1 * my;
-        CD_V4(y + c + 8) = a2 * my;
-        CD_V4(y + c + 12) = a3 * my;
-        CD_V4(y + c + 16) = a4 * my;
-        CD_V4(y + c + 20) = a5 * my;
-    }
-    for (; c + 4 <= w; c += 4) {
-        const cd_v4 z = {0.0, 0.0, 0.0, 0.0};
-        cd_v4 a0 = x != 0 ? sx * CD_CV4(x + c) : z;
-        for (t = 0; t < k; ++t) {
-            a0 -= cf[t] * CD_CV4(A + idx[t] * lda + c);
-        }
-        CD_V4(y + c) = a0 * my;
-    }
+    const cd_v4 zero = {0.0, 0.0, 0.0, 0.0};
+    CD_BLOCK(12)
+    CD_BLOCK(6)
+    CD_BLOCK(3)
+    CD_BLOCK(1)
 #endif
     for (; c < w; ++c) {
         double a = x != 0 ? sx * x[c] : 0.0;
@@ -179,27 +177,26 @@ static int cd_ltdl(cd_scratch *s)
     int i, j, k;
     for (k = n - 1; k >= 0; --k) {
         double *hk = H + k * n;
+        int *nz = s->lnz + k * n;
         const double d = hk[k];
-        int c = 0;
+        int c = 0, t;
         if (!(d > RODGEN_PIVOT_RTOL * fabs(s->M[k * n + k]))) {
             return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
         }
-        for (i = k - 1; i >= 0; --i) {
+        for (i = 0; i < k; ++i) {     /* the row's nonzeros: the ancestors of k */
             if (hk[i] != 0.0) {
-                const double a = hk[i] / d;
-                double *hi = H + i * n;
-                for (j = i; j >= 0; --j) {
-                    hi[j] -= a * hk[j];
-                }
-                hk[i] = a;
-            }
-        }
-        for (i = 0; i < k; ++i) {
-            if (hk[i] != 0.0) {
-                s->lnz[k * n + c++] = i;
+                nz[c++] = i;
             }
         }
         s->lnnz[k] = c;
+        for (t = c - 1; t >= 0; --t) {
+            const double a = hk[nz[t]] / d;
+            double *hi = H + nz[t] * n;
+            for (j = 0; j <= t; ++j) {
+                hi[nz[j]] -= a * hk[nz[j]];
+            }
+            hk[nz[t]] = a;
+        }
     }
     for (i = 0; i < n; ++i) {
         s->dnnz[i] = 0;
