@@ -315,16 +315,16 @@ def test_contact_and_loop_rows_from_the_recursion_are_forward_mode_derivatives(
     leg.loop("pin", "foot", "anchor")
     leg.loop("weld", "shin.end", "anchor", rows=6)
     rng = np.random.default_rng(21)
-    for model in (leg,):
-        eqs = rodgen.derive(model)
-        assert cd._motion_blocks(eqs)             # the recursion gives these rows
-        new = eqs.constraint_partials()
-        monkeypatch.setattr(cd, "_motion_blocks", lambda e: {})
-        old = eqs.constraint_partials()
-        monkeypatch.undo()
-        f_new, f_old = _partials_function(eqs, new), _partials_function(eqs, old)
-        for _ in range(3):
-            x = [*rng.normal(size=len(eqs.q) + 2 * len(eqs.qd) + len(eqs.u)),
-                 *(float(eqs.param_values[s]) for s in eqs.params), *rng.normal(size=len(new[1])), 0.3]
-            for mine, ref in zip(f_new(*x), f_old(*x)):
-                assert _close(np.array(mine), np.array(ref), 1e-12)
+    eqs = rodgen.derive(leg)
+    motion = eqs.inverse_dynamics_derivatives().motion
+    assert len(cd._motion_blocks(eqs, motion)) == 4     # the recursion gives the rows of all four blocks
+    new = eqs.constraint_partials()
+    monkeypatch.setattr(cd, "_motion_blocks", lambda e, m: {})
+    old = eqs.constraint_partials()
+    monkeypatch.undo()
+    f_new, f_old = _partials_function(eqs, new), _partials_function(eqs, old)
+    for _ in range(3):
+        x = [*rng.normal(size=len(eqs.q) + 2 * len(eqs.qd) + len(eqs.u)),
+             *(float(eqs.param_values[s]) for s in eqs.params), *rng.normal(size=len(new[1])), 0.3]
+        for mine, ref in zip(f_new(*x), f_old(*x)):
+            assert _close(np.array(mine), np.array(ref), 1e-12)

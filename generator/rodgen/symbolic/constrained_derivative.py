@@ -73,7 +73,7 @@ def constraint_partials(eqs: "Equations") -> tuple[list[tuple[sp.Symbol, sp.Expr
                                                 list(eqs.q) + list(eqs.qd), prefix="_cp")
         return assignments, lam, rows[:n], rows[n:]
     # the spatial contacts' and loops' rows from the recursion's motion; the other rows in forward mode
-    blocks = _motion_blocks(eqs) if rnea.motion is not None else {}
+    blocks = _motion_blocks(eqs, rnea.motion) if rnea.motion is not None else {}
     spans, r0 = [], 0
     for c in eqs.constraints:
         spans.append((c, r0))
@@ -114,7 +114,8 @@ def constraint_partials(eqs: "Equations") -> tuple[list[tuple[sp.Symbol, sp.Expr
     return assignments, lam, dg, dk
 
 
-def _motion_blocks(eqs: "Equations") -> dict[str, tuple[list[tuple[str, int]], Optional[sp.Matrix], bool]]:
+def _motion_blocks(eqs: "Equations", tm: "TreeMotion"
+                   ) -> dict[str, tuple[list[tuple[str, int]], Optional[sp.Matrix], bool]]:
     """The blocks whose rows the recursion's motion gives: a spatial model's contacts and loops, name -> (their
     frames with a sign, the rows' axes T (None: the ground's), whether three angular rows follow the three of the
     point). Frames the recursion's tree does not name are left to forward mode."""
@@ -135,7 +136,7 @@ def _motion_blocks(eqs: "Equations") -> dict[str, tuple[list[tuple[str, int]], O
     for c in eqs.constraints:
         if c.kind in ("contact", "loop") and c.name in found:
             terms, Tc, angular = found[c.name]
-            if c.nrows == (6 if angular else 3):
+            if c.nrows == (6 if angular else 3) and all(f in tm.frames for f, _ in terms):
                 out[c.name] = found[c.name]
     return out
 
@@ -160,8 +161,8 @@ def _motion_rows(e: _Emitter, tm: "TreeMotion", name: str, terms: list[tuple[str
     F = mtv(list(lam[:3]))
     N = mtv(list(lam[3:6])) if angular else None
     for t, (frame, sign) in enumerate(terms):
-        ref = tm.frames.get(frame)
-        if ref is None or ref.node < 0:
+        ref = tm.frames[frame]
+        if ref.node < 0:
             continue      # a frame of the ground: no motion
         tag = f"{name}{t}_"
         i = ref.node
