@@ -19,8 +19,9 @@
  * (rodgen_cfd_defaults' singular_tol). */
 #define CDERIV_SINGULAR_TOL 1e-10
 
-/* The row updates below at -O3 under GCC whatever the file's level (the model's C is built at -O1), their
- * multiply-adds fused where the CPU has them (one rounding instead of two; -std=c99 turns that off otherwise). */
+/* The loops below at -O3 under GCC whatever the file's level (the runtime's C is built at -O2, a model's at -O1),
+ * their multiply-adds fused where the CPU has them (one rounding instead of two; -std=c99 turns that off
+ * otherwise). */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__)
 #define CD_LOOPS __attribute__((optimize("O3", "fp-contract=fast")))
 #else
@@ -170,7 +171,7 @@ CD_LOOPS static void cd_row(double *y, const double *x, double sx, double my, co
  * LTDL, from the last row up): the factor of a tree's mass matrix with its coordinates in tree order (each parent
  * before its children) has no fill-in, L's row k nonzero only in the ancestors of k, and the zeros skipped here and
  * in the solves leave the pairs off a branch out. The nonzeros of each row and column are listed for the solves. */
-static int cd_ltdl(cd_scratch *s)
+CD_LOOPS static int cd_ltdl(cd_scratch *s)
 {
     const int n = s->n;
     double *H = s->L;
@@ -211,7 +212,7 @@ static int cd_ltdl(cd_scratch *s)
 }
 
 /* B <- L^-T B (the pass from the leaves: row i less its descendants' rows) for the n x w block B, row-major. */
-static void cd_up(cd_scratch *s, double *B, int w)
+CD_LOOPS static void cd_up(cd_scratch *s, double *B, int w)
 {
     const int n = s->n;
     int i, t;
@@ -225,7 +226,7 @@ static void cd_up(cd_scratch *s, double *B, int w)
 }
 
 /* B <- L^-1 B (the pass from the roots: row k less its ancestors' rows) for the n x w block B, row-major. */
-static void cd_down(cd_scratch *s, double *B, int w)
+CD_LOOPS static void cd_down(cd_scratch *s, double *B, int w)
 {
     const int n = s->n;
     int k;
@@ -261,8 +262,8 @@ static int cd_rows(const rodgen_model *m, const int *active, int impact, int *ro
 
 /* M and its factor, J, the held rows, V = L^-T J^T of the held rows and W = D^-1 V (n x na, row-major: column a
  * that of held row a) with V's nonzeros by row and by column, and the Cholesky factor of S = J M^-1 J^T = V^T W. */
-static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active, int impact,
-                     cd_scratch *s, int *na_out)
+CD_LOOPS static int cd_factor(const rodgen_model *m, const double *p, const double *q, const int *active,
+                              int impact, cd_scratch *s, int *na_out)
 {
     const int n = m->nv;
     int i, k, a, na;
@@ -318,7 +319,7 @@ static int cd_factor(const rodgen_model *m, const double *p, const double *q, co
 
 /* With X = R (n x w) and T = K of the held rows (na x w) given: X <- U = L^-T R, T <- dlam = S^-1 (W^T U - K),
  * D's first n rows dqdd = -L^-1 D^-1 (U - V dlam) and its rows n + row dlam (0 for rows not held). */
-static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *D)
+CD_LOOPS static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *D)
 {
     const int n = m->nv, r = m->nrows;
     const double *Ls = s->S;
@@ -363,7 +364,7 @@ static void cd_kkt(const rodgen_model *m, cd_scratch *s, int na, int w, double *
 }
 
 /* x = M^-1 J^T lam + M^-1 y0 with y = L^-T y0 given: x = L^-1 (D^-1 y + W lam) (lam over the held rows) */
-static void cd_finish(const cd_scratch *s, int na, const double *y, const double *lam, double *x)
+CD_LOOPS static void cd_finish(const cd_scratch *s, int na, const double *y, const double *lam, double *x)
 {
     const int n = s->n;
     int k, t;
@@ -380,7 +381,7 @@ static void cd_finish(const cd_scratch *s, int na, const double *y, const double
 }
 
 /* y <- L^-T y for one vector */
-static void cd_up1(const cd_scratch *s, double *y)
+CD_LOOPS static void cd_up1(const cd_scratch *s, double *y)
 {
     const int n = s->n;
     int i, t;
@@ -394,7 +395,7 @@ static void cd_up1(const cd_scratch *s, double *y)
 }
 
 /* W^T y over V's nonzeros, less or plus b */
-static void cd_wty(const cd_scratch *s, int na, const double *y, double *out)
+CD_LOOPS static void cd_wty(const cd_scratch *s, int na, const double *y, double *out)
 {
     const int n = s->n;
     int a, t;
@@ -407,9 +408,9 @@ static void cd_wty(const cd_scratch *s, int na, const double *y, double *out)
     }
 }
 
-int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double *p, const double *q,
-                                   const double *qd, const double *u, const int *active, double *qdd,
-                                   double *lam, double *D, void *work)
+CD_LOOPS int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double *p, const double *q,
+                                            const double *qd, const double *u, const int *active, double *qdd,
+                                            double *lam, double *D, void *work)
 {
     const int n = m->nv, r = m->nrows, nu = m->nu, w = 2 * n + nu;
     cd_scratch s;
@@ -483,8 +484,9 @@ int rodgen_constrained_derivatives(const rodgen_model *m, double t, const double
     return RODGEN_OK;
 }
 
-int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
-                              const int *active, double *qd_plus, double *impulse, double *D, void *work)
+CD_LOOPS int rodgen_impact_derivatives(const rodgen_model *m, const double *p, const double *q,
+                                       const double *qd_minus, const int *active, double *qd_plus, double *impulse,
+                                       double *D, void *work)
 {
     const int n = m->nv, r = m->nrows, nu = m->nu, w = 2 * n;
     cd_scratch s;
