@@ -22,7 +22,7 @@ from .constraints import ground_axes
 from .convert import to_sympy
 from .derivative import forward_derivatives
 from .recursive import _Emitter
-from .rnea_derivatives import Six, _mcross
+from .rnea_derivatives import Six
 from .spatial import V3, _0, _add, _cross, _dot, _mtv, _mul, _mv, _prefix, _sum, _z
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def constraint_partials(eqs: "Equations") -> tuple[list[tuple[sp.Symbol, sp.Expr
     (``TreeMotion`` of :mod:`rodgen.symbolic.rnea_derivatives`, see ``_motion_rows``: per held frame a few
     products per column of its path and per pair of them); the other rows (a planar model's, limits,
     frictions) are differentiated in forward mode through the kinematics' assignments. For solo12's four
-    feet the routine has 23.4 k operations after the code stage's CSE (40 k when its contact rows were
+    feet the routine has 18.7 k operations after the code stage's CSE (40 k when its contact rows were
     forward mode).
     """
     n, nq = len(eqs.qd), len(eqs.q)
@@ -150,7 +150,9 @@ def _motion_rows(e: _Emitter, tm: "TreeMotion", name: str, terms: list[tuple[str
     ground frame, the row k = a_O + ẇ × r + w × (v_O + w × r) (the classical acceleration of r; ẇ for angular
     rows), and a column c of a node on i's path moves the subtree below it as the screw J_c:
     ∂v/∂q_c = dV/dq_c - v × J_c, ∂a/∂q_c = dA/dq_c - a × J_c - v × dV/dq_c, ∂a/∂qd_c = dA/dv_c - v × J_c,
-    ∂v/∂qd_c = J_c, ∂r/∂q_c = J_c's velocity at r (Pinocchio's frame acceleration derivatives). The force
+    ∂v/∂qd_c = J_c, ∂r/∂q_c = J_c's velocity at r (Pinocchio's frame acceleration derivatives). Moved to r
+    (m(r) the velocity at r of a motion m), most terms cancel: ∂k/∂q_c = dA/dq_c(r) + ω_c × k + 2 dV/dq_c,ω × v_r,
+    ∂k/∂qd_c = dA/dv_c(r) + 2 ω_c × v_r, about forty operations a column. The force
     F = Tᵀ λ held at r gives τ_c = P_c · F with P_c that velocity: ∂τ_c/∂q_j = -P_c · (ω_j × F) where j is on
     c's node or above it (the column turns with the subtree, F does not), ω_c · (P_j × F) where j is below c
     (only r moves); a moment N: -ω_c · (ω_j × N) and 0.
@@ -182,24 +184,24 @@ def _motion_rows(e: _Emitter, tm: "TreeMotion", name: str, terms: list[tuple[str
         def point(x: Six) -> V3:
             return _add(x[3:], _cross(x[:3], r))
 
+        # the point's acceleration with the ground's -g (it cancels in the partials below)
+        kg = [e(x, f"{tag}kg{c}") for c, x in enumerate(_add(point(a), _cross(w, vr)))]
         P: dict[int, V3] = {}
         for c in path:
-            Jc = tm.J[c]
+            Jc, wc, dV = tm.J[c], tm.J[c][:3], tm.dVdq[c]
             P[c] = [e(x, f"{tag}P{c}_{j}") for j, x in enumerate(point(Jc))]
-            dv_q = [_sum((x, -y)) for x, y in zip(tm.dVdq[c], _mcross(v, Jc))]
-            dv_q = [e(x, f"{tag}vq{c}_{j}") for j, x in enumerate(dv_q)]
-            da_q = [_sum((x, -y, -z)) for x, y, z in zip(tm.dAdq[c], _mcross(a, Jc), _mcross(v, tm.dVdq[c]))]
-            da_v = [_sum((x, -y)) for x, y in zip(tm.dAdv[c], _mcross(v, Jc))]
+            # the partials of a, v and r above, moved to r (the velocity at r of m1 × m2 is
+            # ω1 × m2(r) - ω2 × m1(r)), cancel to: ∂k/∂q_c = dA/dq_c(r) + ω_c × k + 2 dV/dq_c,ω × v_r and
+            # ∂k/∂qd_c = dA/dv_c(r) + 2 ω_c × v_r; the angular rows ∂ẇ/∂q_c = dA/dq_c,ω - ẇ × ω_c - w × dV/dq_c,ω
+            # and ∂ẇ/∂qd_c = dA/dv_c,ω - w × ω_c
+            kq = _add(_add(point(tm.dAdq[c]), _cross(wc, kg)), [2 * x for x in _cross(dV[:3], vr)])
+            kv = _add(point(tm.dAdv[c]), [2 * x for x in _cross(wc, vr)])
             cols: list[list[sp.Expr]] = []
-            for dv, da, dr in ((dv_q, da_q, P[c]), (Jc, da_v, None)):
-                dw, dvO = dv[:3], dv[3:]
-                # d(a_O + ẇ × r + w × (v_O + w × r)) = da_O + dẇ × r + ẇ × dr + dw × v_r + w × (dv_O + dw × r + w × dr)
-                inner = _add(dvO, _cross(dw, r))
-                out = _add(_add(da[3:], _cross(da[:3], r)), _add(_cross(dw, vr), _cross(w, inner)))
-                if dr is not None:
-                    out = _add(out, _add(_cross(wd, dr), _cross(w, _cross(w, dr))))
-                out = mv([e(x, f"{tag}k{c}_{len(cols)}_{j}") for j, x in enumerate(out)])
-                cols.append(out + (mv(list(da[:3])) if angular else []))
+            for lin, ang in ((kq, [_sum((x, -y, -z)) for x, y, z in zip(tm.dAdq[c][:3], _cross(wd, wc),
+                                                                              _cross(w, dV[:3]))]),
+                             (kv, [_sum((x, -y)) for x, y in zip(tm.dAdv[c][:3], _cross(w, wc))])):
+                out = mv([e(x, f"{tag}k{c}_{len(cols)}_{j}") for j, x in enumerate(lin)])
+                cols.append(out + (mv(ang) if angular else []))
             for (j, cf) in tm.tmap[c]:
                 for row in range(len(cols[0])):
                     dk[row][j] = _sum((dk[row][j], _mul(sign * cf, cols[0][row])))
