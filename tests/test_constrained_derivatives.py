@@ -274,3 +274,57 @@ def test_floating_base_derivatives_are_central_differences_on_the_tangent_space(
     got = robot.impact_derivatives(q, v, active)
     ana = np.block([[got[0], got[1]], [got[2], got[3]]])
     assert np.abs(ana - num).max() <= 1e-6 * max(1.0, np.abs(num).max())
+
+
+def _partials_function(eqs: Any, out: tuple) -> Any:  # type: ignore[type-arg]
+    """The partials' straight-line code as a Python function of (q, qd, qdd, u, p, lam, t) -> (dg, dk)."""
+    import sympy as sp
+    from sympy.printing.pycode import PythonCodePrinter
+    assignments, lam, dg, dk = out
+    args = [*eqs.q, *eqs.qd, *eqs.qdd, *eqs.u, *eqs.params, *lam, eqs.t]
+    ren = {s: sp.Symbol(f"x{i}") for i, s in enumerate(args)}
+    ren.update({s: sp.Symbol(f"a{i}") for i, (s, _) in enumerate(assignments)})
+    pr = PythonCodePrinter({"fully_qualified_modules": True})
+
+    def text(ex: Any) -> str:
+        return str(pr.doprint(sp.sympify(ex).xreplace(ren)))
+    lines = ["import math", "def f(" + ", ".join(f"x{i}" for i in range(len(args))) + "):"]
+    lines += [f"    {text(s)} = {text(ex)}" for s, ex in assignments]
+    lines.append("    return [" + ", ".join(text(x) for row in dg for x in row) + "], ["
+                 + ", ".join(text(x) for row in dk for x in row) + "]")
+    ns: dict[str, Any] = {}
+    exec("\n".join(lines), ns)
+    return ns["f"]
+
+
+def test_contact_and_loop_rows_from_the_recursion_are_forward_mode_derivatives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of spatial contacts and loops differentiated from the Newton-Euler recursion's motion (a leg's point
+    and flat contacts on a tilted ground, a 3- and a 6-row loop to a frame on the hip, with its limit and friction
+    rows beside them) against the same partials differentiated in forward mode through the frames' kinematics,
+    at random states."""
+    from test_contacts_3d import leg_model
+
+    import rodgen.symbolic.constrained_derivative as cd
+    from rodgen.model.spatial import SpatialGround
+    leg = leg_model()
+    leg.contact("heel", "foot", friction="mu")
+    leg.contact("knee_touch", "shank", rows=6)
+    leg.ground = SpatialGround(normal=(0.3, -0.2, 1.0), height=0.1)
+    leg.link_named("hip").marker("anchor", xyz=(0.0, 0.0, -1.0))    # where the foot is at q = 0
+    leg.loop("pin", "foot", "anchor")
+    leg.loop("weld", "shin.end", "anchor", rows=6)
+    rng = np.random.default_rng(21)
+    eqs = rodgen.derive(leg)
+    motion = eqs.inverse_dynamics_derivatives().motion
+    assert len(cd._motion_blocks(eqs, motion)) == 4     # the recursion gives the rows of all four blocks
+    new = eqs.constraint_partials()
+    monkeypatch.setattr(cd, "_motion_blocks", lambda e, m: {})
+    old = eqs.constraint_partials()
+    monkeypatch.undo()
+    f_new, f_old = _partials_function(eqs, new), _partials_function(eqs, old)
+    for _ in range(3):
+        x = [*rng.normal(size=len(eqs.q) + 2 * len(eqs.qd) + len(eqs.u)),
+             *(float(eqs.param_values[s]) for s in eqs.params), *rng.normal(size=len(new[1])), 0.3]
+        for mine, ref in zip(f_new(*x), f_old(*x)):
+            assert _close(np.array(mine), np.array(ref), 1e-12)

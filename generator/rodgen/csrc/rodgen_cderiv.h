@@ -16,9 +16,10 @@
  * partials by q from constraint_partials at qd = 0 (see
  * rodgen/symbolic/constrained_derivative.py).
  *
- * Pure C99, only <math.h>; no allocation, no globals, reentrant. Scratch memory
- * comes from the caller: `void *work` of rodgen_cderiv_work_bytes(model) bytes,
- * aligned as for a double.
+ * Pure C99 (GNU vector extensions where AVX is on), only <math.h>; no
+ * allocation, no globals, reentrant. Scratch memory comes from the caller:
+ * `void *work` of rodgen_cderiv_work_bytes(model) bytes, aligned as for a
+ * double.
  */
 #ifndef RODGEN_CDERIV_H
 #define RODGEN_CDERIV_H

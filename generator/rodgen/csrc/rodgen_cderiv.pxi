@@ -40,7 +40,8 @@ def constrained_derivatives(Model model, double[::1] q, double[::1] qd, double[:
 def one_constrained_derivatives(Model model, object q, object qd, object u, int[::1] active, object p, double t):
     """rodgen_constrained_derivatives for one state with fewer checks (the one-state path of
     CompiledModel.constrained_dynamics_derivatives): (status, block), the block one float64 array holding qdd [nv],
-    lam [nrows] and D [(nv + nrows) x (2 nv + nu)] row-major, then the routine's scratch memory; None when q, qd, u
+    lam [nrows] and D [(nv + nrows) x (2 nv + nu)] row-major (the routine's scratch memory is the model's, kept
+    between calls; a call while another thread holds it takes its own); None when q, qd, u
     or p is not a 1-D C-contiguous float64 array of its length (u, p may be None: zero inputs, the defaults) or
     active has not nconstraints entries."""
     cdef const rodgen_model *m = model.m
@@ -55,6 +56,8 @@ def one_constrained_derivatives(Model model, object q, object qd, object u, int[
     cdef Py_ssize_t nres = n + r + (n + r) * w
     cdef double[::1] block
     cdef double *d
+    cdef void *work = NULL
+    cdef int own = 0
     try:
         h_q = _take(q, &b_q, m.nq)
         if not h_q:
@@ -72,13 +75,29 @@ def one_constrained_derivatives(Model model, object q, object qd, object u, int[
             if not h_p:
                 return None
             d_p = <const double *>b_p.buf
-        res = _empty(nres + (rodgen_cderiv_work_bytes(m) + 7) // 8 + 1)
+        if model.cd_work == NULL:
+            model.cd_work = PyMem_Malloc(rodgen_cderiv_work_bytes(m) + 8)
+            if model.cd_work == NULL:
+                raise MemoryError()
+        if model.cd_busy:       # another thread is in a call on this model: memory of its own
+            work = PyMem_Malloc(rodgen_cderiv_work_bytes(m) + 8)
+            if work == NULL:
+                raise MemoryError()
+            own = 1
+        else:
+            work = model.cd_work
+            model.cd_busy = 1
+        res = _empty(nres)
         block = res
         d = &block[0]
         with nogil:
             status = rodgen_constrained_derivatives(m, t, d_p, <const double *>b_q.buf, <const double *>b_qd.buf,
-                                                    d_u, ap, d, d + n, d + n + r, d + nres)
+                                                    d_u, ap, d, d + n, d + n + r, work)
     finally:
+        if own:
+            PyMem_Free(work)
+        elif work != NULL:
+            model.cd_busy = 0
         if h_q:
             PyBuffer_Release(&b_q)
         if h_qd:

@@ -1116,7 +1116,7 @@ class CompiledModel:
         positive definite, ...)."""
         table, mask = self._partials_table("constrained_dynamics_derivatives", active)
         n, r = self.nv, self.nrows
-        # the one-state path: arrays as they are, results and scratch memory in one block (None: the checked path)
+        # the one-state path: arrays as they are, the results in one block (None: the checked path)
         got = self._runtime.one_constrained_derivatives(table, q, qd, u, mask, None if p is None else
                                                         self._one_params(p), float(t))
         if got is not None:

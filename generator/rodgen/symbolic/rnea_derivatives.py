@@ -95,6 +95,35 @@ class InverseDynamicsDerivatives:
     dv: sp.Matrix
     parents: tuple[int, ...]
     pairs: Optional["PairProducts"] = None
+    motion: Optional["TreeMotion"] = None
+
+
+@dataclass(frozen=True)
+class TreeMotion:
+    """The outward pass of the recursion, as the symbols of :attr:`InverseDynamicsDerivatives.assignments`, for
+    the derivatives of frames' motion (the constraint rows, :mod:`rodgen.symbolic.constrained_derivative`).
+    Ground frame, motions (w, v) with v the velocity at the ground origin.
+
+    nodes : the expanded tree's nodes; frames : a named frame's node and placement in it (``SpatialTree.frames``).
+    world : per node its rotation and origin in the ground frame.
+    cols, node_of, tmap : per node its motion columns; per column its node, and its rate as velocities
+        ``[(j, coefficient)]``.
+    J, dVdq, dAdq, dAdv : per column its motion and the outward pass's partials (see the module docstring).
+    v, a : per node its velocity and acceleration (the ground accelerating at -g).
+    """
+
+    nodes: list
+    frames: dict
+    world: list
+    cols: list[list[int]]
+    node_of: list[int]
+    tmap: list[list[tuple[int, sp.Expr]]]
+    J: list[Six]
+    dVdq: list[Six]
+    dAdq: list[Six]
+    dAdv: list[Six]
+    v: list[Six]
+    a: list[Six]
 
 
 #: The numbers :class:`PairProducts` gives per velocity: six each of J, dA/dq, dV/dq, dA/dv, F_q, F_v, F_a, F_y.
@@ -206,13 +235,15 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     if not applies(eqs):
         return None
     model = eqs.model
+    frames: Optional[dict] = None
     if isinstance(model, ValidModel):       # planar: the planar expanded tree as a spatial one
         from .planar_tree import lower
         k, lowered, _, _ = lower(model)
         nodes = lowered.nodes
     else:
         k = spatial_kinematics(model)   # type: ignore[arg-type]
-        nodes = SpatialTree(model, k).nodes    # type: ignore[arg-type]
+        tree = SpatialTree(model, k)    # type: ignore[arg-type]
+        nodes, frames = tree.nodes, tree.frames
     e = _Emitter(_prefix(k) + "d_")
     Jt = _Joints(nodes, k, e)
     world = _world_frames(nodes, Jt, e)
@@ -407,7 +438,9 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             for c in Jt.cols[i]:
                 ancestors[vel[c]] = tuple(above)
         pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
-    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs)
+    motion = None if frames is None else TreeMotion(nodes, frames, world, Jt.cols, Jt.node_of, Jt.Tmap, Jc, dVdq,
+                                                    dAdq, dAdv, ov, oa)
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion)
 
-__all__ = ["InverseDynamicsDerivatives", "PairProducts", "PAIR_VECTORS", "inverse_dynamics_derivatives", "applies",
-           "velocity_tree", "MAX_PAIRS"]
+__all__ = ["InverseDynamicsDerivatives", "PairProducts", "TreeMotion", "PAIR_VECTORS", "inverse_dynamics_derivatives",
+           "applies", "velocity_tree", "MAX_PAIRS"]
