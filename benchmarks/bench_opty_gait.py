@@ -209,8 +209,8 @@ def main() -> None:
         derivation = time.perf_counter() - t0
         t0 = time.perf_counter()
         # one library with its RHS Jacobian and only the routines the collocation calls (optimize.ROUTINES);
-        # the build takes the Equations just derived (symbolic.derived)
-        cm = rodgen.build(model_file, build_dir=tmp,
+        # the build takes the Equations just derived
+        cm = rodgen.build(model_file, build_dir=tmp, equations=eqs,
                           codegen=CodegenOptions(jacobian=True, routines=optimize.ROUTINES))
         cm.jacobian_model()
         model_build = time.perf_counter() - t0
