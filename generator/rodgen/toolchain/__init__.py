@@ -190,6 +190,7 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         bar.update(1)
         if key is None:
             now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
+        keep_compiled_templates()
         files = render(lower(eqs, options=now))
         bar.update(1)
         path = compile_files(files, build_dir=root, options=options)
@@ -202,6 +203,20 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         _defer_jacobian(robot, eqs, root, method, options, codegen,
                         key_of=eqs.model if equations is not None else None)
     return robot
+
+
+def keep_compiled_templates() -> None:
+    """Keep the code stage's compiled Jinja templates in the user cache, in a folder named by rodgen's version,
+    Jinja's and the generator's digest (:func:`rodgen.codegen.render.keep_compiled_templates`)."""
+    import hashlib
+
+    import jinja2
+
+    from .. import __version__
+    from ..codegen.render import keep_compiled_templates as keep
+    from .key import generator_digest
+    text = f"{__version__}\0{jinja2.__version__}\0{sys.version_info[:2]}\0{generator_digest()}"
+    keep(cache.user_cache_dir() / f"templates-{hashlib.sha256(text.encode()).hexdigest()[:12]}")
 
 
 def _equations_method(source: AnyModel, equations: "Equations", method: Optional[str]) -> str:
