@@ -66,7 +66,7 @@ class CodegenOptions:
         routine is split into static parts (keeps compile times short: GCC's register allocation grows
         faster than the function; at 1000 rather than 2000 the 3D biped's model compiled in 0.69x the CPU
         time, gait2d's RHS Jacobian in 0.8x and a 36-link chain's model with its Jacobian in 0.83x of the
-        build's time, the same numbers in as many instructions: 0.4-0.6 % fewer for the chain's mass
+        build's time, the same numbers in as many instructions: 0.1-0.6 % fewer for the chain's mass
         matrix, forward dynamics and RHS Jacobian under callgrind).
     jacobian : generate ``<prefix>_rhs_jacobian``, the exact Jacobian of the
         right-hand side (``True``/``False``); ``None`` (the default) generates
