@@ -10,17 +10,18 @@ which rodgen's backward-euler method integrates), and both start from the same p
 stride_guess: the hip gliding at the speed, the thighs swinging, no torques; opty's example starts from
 zeros).
 
-Imports (SymPy and rodgen's symbolic stage; opty and pygait2d) are not timed on either side. Timed
-separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model file by the
-method rodgen.build uses, whose Equations the build then takes), the compilation (opty's code generation and
-Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library and only the routines the
-collocation calls, CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES), and the problem's
-compile, the derivation not counted, in a fresh build folder; the collocation driver's object file, compiled
-once per machine like the runtime's extension, is built first and reported apart) and the solve (IPOPT from
-the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with the limited-memory
-Hessian, and rodgen with hessian='differences' and 'forward-differences'. The optima are compared by their
-objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the optima on 20 and
-30 nodes (limited-memory) interpolated onto the 40.
+Imports (SymPy and the rodgen modules its stages import on first use, IMPORTS; opty and pygait2d) are not timed
+on either side. Timed separately: the derivation (gait2d's Kane equations in SymPy / rodgen.derive of the model
+file by the method rodgen.build uses, whose Equations the build then takes), the compilation (opty's code
+generation and Cython build in Problem(); rodgen's model build with its RHS Jacobian in one library and only the
+routines the collocation calls, CodegenOptions(jacobian=True, routines=rodgen.optimize.ROUTINES), and the
+problem's compile, the derivation not counted, in a fresh build folder; the collocation driver's object file,
+compiled once per machine like the runtime's extension, is built first and reported apart) and the solve (IPOPT
+from the same start, tol 1e-8; median of --repeat solves, interleaved): opty and rodgen with the limited-memory
+Hessian, and rodgen with hessian='differences' and 'forward-differences'. Beside wall times, CPU times (user +
+system of the process and its finished children, the compilers; load disturbs them less). The optima are
+compared by their objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the
+optima on 20 and 30 nodes (limited-memory) interpolated onto the 40.
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import statistics
 import sys
 import tempfile
@@ -62,6 +64,30 @@ def _walk():
     return mod
 
 
+#: The modules rodgen's derivation, build and problem compile import on first use (rodgen imports its stages
+#: lazily), SymPy's own imports on first use among them: imported before the clocks start, as opty's and
+#: pygait2d's modules are (opty imports its code generation, SymPy's mechanics and cyipopt with its package).
+IMPORTS = ("sympy", "sympy.tensor.tensor", "sympy.physics.units", "sympy.printing.c", "sympy.codegen.ast",
+           "rodgen.model.validate", "rodgen.model.spatial_io", "rodgen.symbolic", "rodgen.symbolic.planar_tree",
+           "rodgen.symbolic.forces", "rodgen.symbolic.constraints", "rodgen.symbolic.derivative",
+           "rodgen.symbolic.rnea_derivatives", "rodgen.codegen.lower", "rodgen.codegen.render", "rodgen.toolchain.key",
+           "rodgen.runtime", "rodgen.optimize.derive", "rodgen.optimize.render")
+
+
+def cpu_seconds() -> float:
+    """CPU time so far of this process and its finished children (the compilers): user + system."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def warm_imports() -> None:
+    """Import :data:`IMPORTS` and load the runtime's extension module (compiled once per machine)."""
+    for name in IMPORTS:
+        importlib.import_module(name)
+    from rodgen.toolchain import load_runtime
+    load_runtime()
+
+
 def opty_setup(speed: float, parallel: bool, values: dict):
     """opty's human-gait problem, as its example builds it; (derivation s, compilation s, problem, symbols)."""
     import sympy as sm
@@ -69,14 +95,14 @@ def opty_setup(speed: float, parallel: bool, values: dict):
     from pygait2d import derive
     from pygait2d.segment import time_symbol
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     h = sm.symbols("h", real=True, positive=True)
     duration = (NODES - 1) * h
     symbolics = derive.derive_equations_of_motion()
     eom = symbolics.equations_of_motion
     delt = sm.Function("delt", real=True)(time_symbol)
     eom = eom.col_join(sm.Matrix([delt.diff(time_symbol) - 1]))
-    derivation = time.perf_counter() - t0
+    derivation, derivation_cpu = time.perf_counter() - t0, cpu_seconds() - c0
     states = symbolics.states + [delt]
     qax, qay, qa, qb, qc, qd, qe, qf, qg = symbolics.coordinates
     uax, uay, ua, ub, uc, ud, ue, uf, ug = symbolics.speeds
@@ -116,15 +142,15 @@ def opty_setup(speed: float, parallel: bool, values: dict):
         grad[-1] = np.sum(T[:, 1:] ** 2)
         return grad
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     prob = Problem(obj, obj_grad, eom, states, NODES, h, known_parameter_map=par_map,
                    known_trajectory_map=traj_map, instance_constraints=instance, bounds=bounds,
                    time_symbol=time_symbol, parallel=parallel)
-    compilation = time.perf_counter() - t0
+    compilation, compilation_cpu = time.perf_counter() - t0, cpu_seconds() - c0
     prob.add_option("tol", OPTIONS["tol"])
     prob.add_option("max_iter", OPTIONS["max_iter"])
     prob.add_option("print_level", 0)
-    return derivation, compilation, prob, symbolics
+    return (derivation, compilation), (derivation_cpu, compilation_cpu), prob, symbolics
 
 
 def dynamics_difference(cm, symbolics, samples: int = 20) -> float:
@@ -182,26 +208,27 @@ def main() -> None:
     out["rodgen_driver_seconds"] = time.perf_counter() - t0
     # imports are outside both sides' times, as opty's and pygait2d's are (SymPy is imported here first)
     t0 = time.perf_counter()
-    for name in ("sympy", "rodgen.symbolic"):
-        importlib.import_module(name)
+    warm_imports()
     out["rodgen_imports_seconds"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         model_file = rodgen.load(ROOT / "examples" / "gait2d.yaml")
         eqs = rodgen.derive(model_file, method=DEFAULT_METHOD)   # the method rodgen.build derives by
-        derivation = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        derivation, derivation_cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        t0, c0 = time.perf_counter(), cpu_seconds()
         # one library with its RHS Jacobian and only the routines the collocation calls (optimize.ROUTINES);
-        # the build takes the Equations just derived (symbolic.derived)
-        cm = rodgen.build(model_file, build_dir=tmp,
+        # the build takes the Equations just derived
+        cm = rodgen.build(model_file, build_dir=tmp, equations=eqs,
                           codegen=CodegenOptions(jacobian=True, routines=optimize.ROUTINES))
         cm.jacobian_model()
-        model_build = time.perf_counter() - t0
+        model_build, model_build_cpu = time.perf_counter() - t0, cpu_seconds() - c0
         del eqs
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=NODES), build_dir=tmp)
         compilation = model_build + time.perf_counter() - t0
-        out["rodgen"].update(derivation_seconds=derivation, compilation_seconds=compilation)
+        compilation_cpu = model_build_cpu + cpu_seconds() - c0
+        out["rodgen"].update(derivation_seconds=derivation, compilation_seconds=compilation,
+                             derivation_cpu_seconds=derivation_cpu, compilation_cpu_seconds=compilation_cpu)
         nlp_of = {}
         for key, hessian in DIFFERENCES.items():
             t0 = time.perf_counter()
@@ -209,12 +236,20 @@ def main() -> None:
                                                            hessian=hessian), build_dir=tmp)
             out[key] = {"derivation_seconds": derivation,
                         "compilation_seconds": model_build + time.perf_counter() - t0}
-        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s ("
+        print(f"rodgen: derivation {derivation:.2f} s, compilation {compilation:.2f} s (CPU {derivation_cpu:.2f} s, "
+              f"{compilation_cpu:.2f} s; "
               + ", ".join(f"hessian={h!r}: {out[k]['compilation_seconds']:.2f} s" for k, h in DIFFERENCES.items())
               + ")")
-    o_der, o_comp, prob, symbolics = opty_setup(args.speed, args.parallel, dict(cm.parameters))
-    out["opty"].update(derivation_seconds=o_der, compilation_seconds=o_comp)
-    print(f"opty:   derivation {o_der:.2f} s, compilation {o_comp:.2f} s")
+    (o_der, o_comp), (o_der_cpu, o_comp_cpu), prob, symbolics = opty_setup(args.speed, args.parallel,
+                                                                           dict(cm.parameters))
+    out["opty"].update(derivation_seconds=o_der, compilation_seconds=o_comp, derivation_cpu_seconds=o_der_cpu,
+                       compilation_cpu_seconds=o_comp_cpu)
+    print(f"opty:   derivation {o_der:.2f} s, compilation {o_comp:.2f} s (CPU {o_der_cpu:.2f} s, {o_comp_cpu:.2f} s)")
+    for k in ("rodgen", "opty"):
+        o = out[k]
+        o["preparation_cpu_seconds"] = o["derivation_cpu_seconds"] + o["compilation_cpu_seconds"]
+    out["ratio_preparation_cpu_seconds"] = (out["opty"]["preparation_cpu_seconds"]
+                                            / out["rodgen"]["preparation_cpu_seconds"])
     out["dynamics_rel_diff_gait2d"] = dynamics_difference(cm, symbolics)
     print(f"accelerations: rodgen against gait2d's Kane equations, {out['dynamics_rel_diff_gait2d']:.1e} relative")
 
@@ -275,16 +310,20 @@ def main() -> None:
         x1 = np.clip(nlp.guess(coarse), xl, xu)
         nlps = {"rodgen": nlp, **nlp_of}
         times: dict[str, list[float]] = {k: [] for k in (*nlps, "opty")}
+        cpu: dict[str, list[float]] = {k: [] for k in (*nlps, "opty")}   # the solves' own CPU time
         results: dict = {}
         info1 = None
         o_iter1 = 0
         for _ in range(args.repeat):
             for k, n in nlps.items():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 results[k] = n.solve(x1, OPTIONS)
                 times[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+            c0 = time.process_time()
             _, info1, dt, o_iter1 = opty_solve(to_opty(x1))
             times["opty"].append(dt)
+            cpu["opty"].append(time.process_time() - c0)
         assert info1 is not None
         refine: dict = {"coarse_objective": coarse.objective, "coarse_status": coarse.message}
         for k in DIFFERENCES:   # opty restarted from these optima: are they optima of opty's NLP too?
@@ -294,15 +333,20 @@ def main() -> None:
                 "rel_diff": abs(float(back["obj_val"]) - results[k].objective) / abs(results[k].objective)}
         for k, r in results.items():
             refine[k] = {"objective": r.objective, "iterations": r.iterations, "status": r.message,
-                         "solve_seconds": statistics.median(times[k])}
+                         "solve_seconds": statistics.median(times[k]), "solve_cpu_seconds": statistics.median(cpu[k])}
         refine["opty"] = {"objective": float(info1["obj_val"]), "iterations": o_iter1,
-                          "status": str(info1["status_msg"]), "solve_seconds": statistics.median(times["opty"])}
+                          "status": str(info1["status_msg"]), "solve_seconds": statistics.median(times["opty"]),
+                          "solve_cpu_seconds": statistics.median(cpu["opty"])}
         for k in nlps:
             r = refine[k]
             r["rel_diff_opty"] = abs(refine["opty"]["objective"] - r["objective"]) / abs(r["objective"])
             r["total_seconds"] = out[k]["derivation_seconds"] + out[k]["compilation_seconds"] + r["solve_seconds"]
         refine["opty"]["total_seconds"] = (out["opty"]["derivation_seconds"] + out["opty"]["compilation_seconds"]
                                            + refine["opty"]["solve_seconds"])
+        for k in ("rodgen", "opty"):    # CPU: the preparation's (compilers included) and the solve's
+            refine[k]["total_cpu_seconds"] = out[k]["preparation_cpu_seconds"] + refine[k]["solve_cpu_seconds"]
+        refine["ratio_total_cpu_seconds_rodgen"] = (refine["opty"]["total_cpu_seconds"]
+                                                    / refine["rodgen"]["total_cpu_seconds"])
         for k in nlps:
             refine[f"ratio_total_seconds_{k}"] = refine["opty"]["total_seconds"] / refine[k]["total_seconds"]
             refine[f"ratio_solve_seconds_{k}"] = refine["opty"]["solve_seconds"] / refine[k]["solve_seconds"]
@@ -341,6 +385,12 @@ def main() -> None:
             b = refine[f"opty_from_{k}_optimum"]
             print(f"  opty from {k}'s optimum: J = {b['objective']:.10g} ({b['iterations']} iterations, "
                   f"{b['rel_diff']:.1e} apart)")
+        print(f"  CPU, limited-memory: rodgen {refine['rodgen']['total_cpu_seconds']:.2f} s (solve "
+              f"{refine['rodgen']['solve_cpu_seconds']:.2f} s), opty {refine['opty']['total_cpu_seconds']:.2f} s "
+              f"(solve {refine['opty']['solve_cpu_seconds']:.2f} s): {refine['ratio_total_cpu_seconds_rodgen']:.1f}x")
+    print(f"preparation CPU (derivation + compilation, compilers included): rodgen "
+          f"{out['rodgen']['preparation_cpu_seconds']:.2f} s, opty {out['opty']['preparation_cpu_seconds']:.2f} s: "
+          f"{out['ratio_preparation_cpu_seconds']:.1f}x")
     write_json("opty_gait", out)
 
 

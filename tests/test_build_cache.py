@@ -234,3 +234,39 @@ def test_the_default_instruction_set_comes_from_the_environment(monkeypatch: pyt
         BuildOptions()
     monkeypatch.delenv("RODGEN_ARCH")
     assert BuildOptions().arch == "native"
+
+
+def test_compiled_templates_are_kept_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code stage's compiled Jinja templates are kept in a folder: a later environment renders the same
+    files without compiling them; damaged files are compiled again; a folder that cannot be made is left alone."""
+    import jinja2
+
+    from rodgen.codegen import lower
+    render = importlib.import_module("rodgen.codegen.render")
+    spec = lower(rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"), method="recursive"))
+    plain = render.render(spec).files
+    folder = tmp_path / "templates"
+
+    def fresh(where: Path) -> None:
+        render.environment.cache_clear()
+        render.keep_compiled_templates(where)
+
+    try:
+        fresh(folder)
+        assert render.render(spec).files == plain
+        kept = sorted(folder.iterdir())
+        assert kept
+        fresh(folder)
+        with monkeypatch.context() as m:
+            m.setattr(jinja2.Environment, "compile", lambda *a, **k: pytest.fail("a kept template compiled again"))
+            assert render.render(spec).files == plain
+        for f in kept:
+            f.write_bytes(b"not a compiled template")
+        fresh(folder)
+        assert render.render(spec).files == plain
+        (tmp_path / "file").write_text("in the way")
+        fresh(tmp_path / "file" / "templates")
+        assert render.environment().bytecode_cache is None
+        assert render.render(spec).files == plain
+    finally:
+        render.environment.cache_clear()

@@ -162,6 +162,44 @@ def test_build_takes_the_equations_derive_returned(tmp_path: Path, monkeypatch: 
     assert derived(own_model(), "recursive") is None
 
 
+#: Another mass of its own, for the build given its Equations.
+M1_GIVEN = 1.0419
+
+
+def test_build_takes_the_equations_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """derive(model) (the matrix method, derive's default) then build(model, equations=eqs) derives once and
+    builds by the Equations' method, under the cache key of build(model, method=that method); Equations of
+    another model or another method than the one asked for are refused."""
+    from rodgen.symbolic import matrix, planar_tree
+    derivations: list[str] = []
+    for module, name in ((matrix, "derive_matrix"), (planar_tree, "derive_tree")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda vm, real=real, name=name: derivations.append(name) or real(vm))
+    model = rodgen.load(DOUBLE)
+    next(p for p in model.parameters if p.name == "m1").value = M1_GIVEN
+    eqs = rodgen.derive(model)
+    robot = rodgen.build(model, build_dir=tmp_path, equations=eqs)
+    assert derivations == ["derive_matrix"] and robot.method == "matrix"
+    q = np.array([0.3, 0.7])
+    assert np.allclose(robot.mass_matrix(q), closed_form_mass_matrix(0.7, m1=M1_GIVEN), rtol=1e-13)
+    # the deferred RHS Jacobian is built from the same Equations, and is the derivative of the RHS
+    y, h = np.array([0.3, 0.7, -0.4, 0.9]), 1e-6
+    fd = np.column_stack([(robot.rhs(0.0, y + h * e) - robot.rhs(0.0, y - h * e)) / (2 * h) for e in np.eye(4)])
+    assert np.allclose(robot.ode().jac(0.0, y), fd, rtol=1e-6, atol=1e-8)   # central differences: O(h^2)
+    assert derivations == ["derive_matrix"]
+    # the same cache entry as a build by that method: found without deriving or generating
+    monkeypatch.setattr("rodgen.codegen.equations_of", lambda *a, **k: pytest.fail("derived again"))
+    again = rodgen.build(model, build_dir=tmp_path, method="matrix")
+    assert again.folder == robot.folder and derivations == ["derive_matrix"]
+    with pytest.raises(rodgen.BuildError, match="derived by 'matrix'"):
+        rodgen.build(model, build_dir=tmp_path, equations=eqs, method="recursive")
+    with pytest.raises(rodgen.BuildError, match="goes with the model"):
+        rodgen.build(eqs, build_dir=tmp_path, equations=eqs)
+    next(p for p in model.parameters if p.name == "m2").value = 1.7
+    with pytest.raises(rodgen.BuildError, match="another model than 'double_pendulum'"):
+        rodgen.build(model, build_dir=tmp_path, equations=eqs)
+
+
 LOAD_WITHOUT_SYMPY = """
 import json, sys
 sys.modules["sympy"] = None          # any import of SymPy now fails

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from .codegen.options import DEFAULT_METHOD, METHODS, REAL_TYPES
+from .codegen.options import DEFAULT_METHOD, MAX_STATEMENTS, METHODS, REAL_TYPES
 from .errors import BuildError, RodgenError
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _add_real_arg(p: argparse.ArgumentParser) -> None:
 
 def _codegen_options(args: argparse.Namespace) -> "CodegenOptions":
     from .codegen import CodegenOptions
-    return CodegenOptions(max_statements=getattr(args, "max_statements", 2000), forward=args.forward,
+    return CodegenOptions(max_statements=getattr(args, "max_statements", MAX_STATEMENTS), forward=args.forward,
                           jacobian=args.jacobian, real=getattr(args, "real", "double"))
 
 
@@ -127,8 +127,8 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="write the C header and source of a model and the C runtime beside them")
     _add_model_args(g)
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created if needed)")
-    g.add_argument("--max-statements", type=int, default=2000, metavar="N",
-                   help="split generated functions longer than N statements (default 2000)")
+    g.add_argument("--max-statements", type=int, default=MAX_STATEMENTS, metavar="N",
+                   help=f"split generated functions longer than N statements (default {MAX_STATEMENTS})")
     _add_codegen_args(g)
     _add_real_arg(g)
     g.set_defaults(func=_cmd_generate)

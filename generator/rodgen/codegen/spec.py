@@ -78,7 +78,7 @@ class Routine:
     """A generated function computing outputs from inputs by straight-line code.
 
     When the body is short it sits in ``sections``; when it is long it is
-    split into ``parts`` (static functions of a few thousand lines each)
+    split into ``parts`` (static functions of at most ``CodegenOptions.max_statements`` statements each)
     that pass shared temporaries through a local work array ``w[work]``.
     """
 

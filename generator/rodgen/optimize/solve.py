@@ -67,8 +67,10 @@ def compile_problem(problem: Problem | ValidProblem, *, build_dir: Any = None,
     if folder is not None and cache.complete(folder, lib):
         library = folder / lib
     else:
+        from ..toolchain import keep_compiled_templates
         from .derive import derive_problem
         from .render import render_problem
+        keep_compiled_templates()
         eqs = derive_problem(valid)
         source = render_problem(eqs, name="rodopt_problem.c", model=valid.model.name, version=__version__)
         library = build_driver(source, build_dir=root, compiler=compiler)

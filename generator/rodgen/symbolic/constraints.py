@@ -242,11 +242,14 @@ def _inliner(eqs: Equations):  # type: ignore[no-untyped-def]
         return lambda m: m
     known = {s for s, _ in eqs.assignments}
     subs: dict[sp.Symbol, sp.Expr] = {}
-    for sym, ex in eqs.assignments:
-        subs[sym] = ex.xreplace(subs)
 
     def inline(m: sp.Matrix) -> sp.Matrix:
-        return m.xreplace(subs) if m.free_symbols & known else m
+        if not m.free_symbols & known:
+            return m
+        if not subs:    # the closed forms of every intermediate, built on the first expression that needs them
+            for sym, ex in eqs.assignments:
+                subs[sym] = ex.xreplace(subs)
+        return m.xreplace(subs)
     return inline
 
 

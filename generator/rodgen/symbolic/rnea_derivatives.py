@@ -408,7 +408,8 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
         # an expanded force law (a contact's, a Coulomb friction's, its Jᵀ f) as single operations first, as
         # the tangent does: differentiating it whole by each of its symbols repeats it in every partial
         chain, outs = split_large_expressions(eqs.assignments, rest, _prefix(k) + "drs_")
-        extra, jac = forward_derivatives(chain, outs, list(eqs.q) + list(eqs.qd), prefix=_prefix(k) + "dr_")
+        extra, jac = forward_derivatives(chain, outs, list(eqs.q) + list(eqs.qd), prefix=_prefix(k) + "dr_",
+                                         fold=True)
         assignments += extra
         if eqs.configuration_rate is not None:   # dq/dδ_j = d(dq/dt)/d qd_j
             tq = eqs.configuration_rate.jacobian(sp.Matrix(eqs.qd))

@@ -106,7 +106,7 @@ def build_codegen(codegen: CodegenOptions, nq: int, *, defer_jacobian: bool = Tr
 def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, None] = None,
           method: Optional[str] = None, options: Optional[BuildOptions] = None,
           codegen: Optional[CodegenOptions] = None, progress: Optional[bool] = None,
-          defer_jacobian: bool = True) -> "CompiledModel":
+          defer_jacobian: bool = True, equations: Optional["Equations"] = None) -> "CompiledModel":
     """Load a model from the build cache, or derive, generate and compile it first.
 
     For a Model or ValidModel the cache is looked up first, by a key known before derivation
@@ -131,6 +131,11 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         second build of the same model with ``CodegenOptions(jacobian=True)``, cached like any
         build; a model that never uses it neither derives, prints nor compiles it.
         False compiles it now, into the same library (as ``CodegenOptions(jacobian=True)`` does).
+    equations : the model's Equations, already derived (``rodgen.derive(model, method=...)``): the build
+        takes their method (``method`` may only repeat it) and, when the cache has no build of the model by
+        that method, generates from them instead of deriving. ``source`` must be the model they were
+        derived from (a BuildError otherwise). The library is the same as ``rodgen.build(model,
+        method=equations.method)``'s, found under the same cache key.
 
     Returns
     -------
@@ -141,6 +146,9 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
         raise BuildError(f"code in {codegen.real} is for firmware (rodgen generate --real {codegen.real}); "
                          f"rodgen's runtime computes in double: build with the default real='double'")
     codegen = codegen or CodegenOptions()
+    if equations is not None and not isinstance(source, MODEL_TYPES):
+        raise BuildError(f"equations= goes with the model they were derived from, not a {type(source).__name__} "
+                         f"(rodgen.build(equations) builds Equations alone)")
     root = (Path(build_dir) if build_dir is not None else cache.default_build_dir()).resolve()
     key = None
     now, deferred = codegen, False
@@ -151,6 +159,8 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     if isinstance(source, MODEL_TYPES):
         from .key import model_key
         source = valid_model(source)
+        if equations is not None:
+            method = _equations_method(source, equations, method)
         method = str(getattr(method, "value", method)) if method is not None else DEFAULT_METHOD
         # decided before derivation, so that the key names what the library holds
         now, deferred = build_codegen(codegen, len(source.independent_coordinates()), defer_jacobian=defer_jacobian)
@@ -162,7 +172,10 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
                 robot = load_module(folder / lib_file)
                 robot.model = source
                 if deferred:
-                    _defer_jacobian(robot, source, root, method, options, codegen)
+                    if equations is not None:
+                        _defer_jacobian(robot, equations, root, method, options, codegen, key_of=source)
+                    else:
+                        _defer_jacobian(robot, source, root, method, options, codegen)
                 return robot
     from ..codegen import equations_of
     from ..codegen.lower import lower
@@ -170,13 +183,14 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     from ..runtime.progress import Progress
     name = source.name if isinstance(source, VALID_TYPES) else source.model.name
     with Progress(total=3, desc=f"building {name}", unit="stage", enable=progress) as bar:
-        eqs = equations_of(source, method=method)
+        eqs = equations if equations is not None else equations_of(source, method=method)
         if codegen.regressor:
             from ..symbolic.regressor import attach_regressor
             eqs = attach_regressor(eqs, builder)
         bar.update(1)
         if key is None:
             now, deferred = build_codegen(codegen, len(eqs.q), defer_jacobian=defer_jacobian)
+        keep_compiled_templates()
         files = render(lower(eqs, options=now))
         bar.update(1)
         path = compile_files(files, build_dir=root, options=options)
@@ -186,14 +200,51 @@ def build(source: Union[AnyModel, "Equations"], *, build_dir: Union[str, Path, N
     robot = load_module(path)
     robot.model = eqs.model
     if deferred:
-        _defer_jacobian(robot, eqs, root, method, options, codegen)
+        _defer_jacobian(robot, eqs, root, method, options, codegen,
+                        key_of=eqs.model if equations is not None else None)
     return robot
 
 
+def keep_compiled_templates() -> None:
+    """Keep the code stage's compiled Jinja templates in the user cache, in a folder named by rodgen's version,
+    Jinja's and the generator's digest (:func:`rodgen.codegen.render.keep_compiled_templates`)."""
+    import hashlib
+
+    import jinja2
+
+    from .. import __version__
+    from ..codegen.render import keep_compiled_templates as keep
+    from .key import generator_digest
+    text = f"{__version__}\0{jinja2.__version__}\0{sys.version_info[:2]}\0{generator_digest()}"
+    keep(cache.user_cache_dir() / f"templates-{hashlib.sha256(text.encode()).hexdigest()[:12]}")
+
+
+def _equations_method(source: AnyModel, equations: "Equations", method: Optional[str]) -> str:
+    """The method of a build given ``equations=``: theirs, after checking they belong to ``source`` (validated)."""
+    from ..symbolic.equations import Equations
+    if not isinstance(equations, Equations):
+        raise TypeError(f"equations= takes the Equations rodgen.derive returned, got {type(equations).__name__}")
+    own = str(getattr(equations.method, "value", equations.method))
+    if method is not None and str(getattr(method, "value", method)) != own:
+        raise BuildError(f"method={method!r} was given with Equations derived by {own!r}; leave method out (the "
+                         f"build takes the Equations' method) or derive by {method!r}")
+    if source != equations.model:
+        raise BuildError(f"the Equations given with equations= were derived from another model than "
+                         f"{source.name!r} (or from an earlier state of it); derive the model as it is now")
+    return own
+
+
 def _defer_jacobian(robot: "CompiledModel", source: Union[ValidModel, "Equations"], root: Path,
-                    method: Optional[str], options: BuildOptions, codegen: CodegenOptions) -> None:
-    """Give ``robot`` the build of its RHS Jacobian: the same source with ``CodegenOptions(jacobian=True)``."""
+                    method: Optional[str], options: BuildOptions, codegen: CodegenOptions,
+                    key_of: Optional[AnyModel] = None) -> None:
+    """Give ``robot`` the build of its RHS Jacobian: the same source with ``CodegenOptions(jacobian=True)``
+    (with ``key_of``, the model whose cache key the Equations ``source`` build under, as ``equations=``)."""
     full = replace(codegen, jacobian=True)
+    if key_of is not None:
+        eqs = source
+        robot.defer_jacobian(lambda: build(key_of, build_dir=root, options=options, codegen=full,
+                                           progress=False, equations=eqs))  # type: ignore[arg-type]
+        return
     how = None if not isinstance(source, VALID_TYPES) else method
     robot.defer_jacobian(lambda: build(source, build_dir=root, method=how, options=options, codegen=full,
                                        progress=False))
