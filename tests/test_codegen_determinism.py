@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,7 @@ def test_no_timestamps_or_hosts(tmp_path: Path) -> None:
     host = socket.gethostname()
     for name, text in files.files.items():
         assert year not in text, name
-        assert not host or host not in text, name
+        # as a word: a short host name ("vm") is also a part of identifiers such as vmin
+        assert not host or not re.search(rf"(?<![A-Za-z0-9_]){re.escape(host)}(?![A-Za-z0-9_])", text), name
         if name in (files.spec.header, files.spec.source, "rodgen_runtime.h"):   # rendered, not copied
             assert "do not edit" in text.lower(), name
