@@ -50,6 +50,7 @@ import sympy as sp
 from ..model.valid import ValidModel
 from .equations import Equations
 from .recursive import _Emitter
+from .rnea_loop import NodeLoop, node_loop
 from .spatial import (
     V3,
     SpatialTree,
@@ -88,6 +89,8 @@ class InverseDynamicsDerivatives:
     pairs : the same derivatives with the dot products of the pairs of columns on different nodes of one branch
         as data (:class:`PairProducts`), for a loop in the code; None where the tree's columns are not the
         velocities one to one.
+    nodes : the per-node terms as one step per kind of node (:class:`~rodgen.symbolic.rnea_loop.NodeLoop`), for
+        a loop over the nodes; None where a node is not a single-axis joint with its velocity one to one.
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
@@ -95,6 +98,7 @@ class InverseDynamicsDerivatives:
     dv: sp.Matrix
     parents: tuple[int, ...]
     pairs: Optional["PairProducts"] = None
+    nodes: Optional[NodeLoop] = None
 
 
 #: The numbers :class:`PairProducts` gives per velocity: six each of J, dA/dq, dV/dq, dA/dv, F_q, F_v, F_a, F_y.
@@ -359,6 +363,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     loop = len(vel) == nv and sorted(vel) == list(range(nv))
     dq, dv = sp.zeros(nv, nv), sp.zeros(nv, nv)
     lq, lv = sp.zeros(nv, nv), sp.zeros(nv, nv)
+    rq, rv = sp.zeros(nv, nv), sp.zeros(nv, nv)     # the rest of g alone
     for D, full, part in ((Dq, dq, lq), (Dv, dv, lv)):
         for (c, kk), val in D.items():
             held = loop and ((c, kk) in strict or (kk, c) in strict)
@@ -388,6 +393,8 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 extra_q = _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
                 dq[r, j] += extra_q
                 dv[r, j] += jac[r][nq + j]
+                rq[r, j] += extra_q
+                rv[r, j] += jac[r][nq + j]
                 if loop:
                     lq[r, j] += extra_q
                     lv[r, j] += jac[r][nq + j]
@@ -407,7 +414,18 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             for c in Jt.cols[i]:
                 ancestors[vel[c]] = tuple(above)
         pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
-    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs)
+    per_node = None
+    if loop and not any(Jt.lie) and len(nodes) == NC:
+        qs = list(eqs.q)
+        coordinate = []
+        for nd in nodes:
+            found = [j for j, qj in enumerate(qs) if qj in sp.sympify(nd.coord).free_symbols]
+            coordinate.append(found[0] if len(found) == 1 else -1)
+        if -1 not in coordinate:
+            per_node = node_loop(nodes, [nd.revolute for nd in nodes], coordinate,
+                                 [vel[Jt.cols[i][0]] for i in range(N)], qs, list(gravity), _prefix(k) + "n_",
+                                 rq, rv)
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, per_node)
 
 __all__ = ["InverseDynamicsDerivatives", "PairProducts", "PAIR_VECTORS", "inverse_dynamics_derivatives", "applies",
            "velocity_tree", "MAX_PAIRS"]
