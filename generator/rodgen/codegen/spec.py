@@ -285,18 +285,29 @@ class ModelSpec:
 
     def pair_ancestors(self) -> dict[str, tuple[int, ...]]:
         """The pairs whose dot products ``<prefix>_inverse_dynamics_derivatives`` computes in a loop (meta
-        ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors``) as compressed rows: ``anc[start[d]:start[d +
-        1]]`` are the velocities of the nodes above velocity d's node."""
+        ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors`` or ``inverse_dynamics_rest``) as compressed rows:
+        ``anc[start[d]:start[d + 1]]`` are the velocities of the nodes above velocity d's node, and
+        ``runs[2 * run_start[d]:2 * run_start[d + 1]]`` the same as runs of consecutive indices, (highest,
+        lowest) each."""
         import ast
         rows: tuple[tuple[int, ...], ...] = ()
         for k, v in self.meta:
             if k == "PAIR_ANCESTORS":
                 rows = ast.literal_eval(v)
         start, anc = [0], []
+        run_start: list[int] = [0]
+        runs: list[int] = []
         for row in rows:
             anc += [int(a) for a in row]
             start.append(len(anc))
-        return {"start": tuple(start), "anc": tuple(anc) or (0,)}
+            for x in row:
+                if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
+                    runs[-1] = x
+                else:
+                    runs += [x, x]
+            run_start.append(len(runs) // 2)
+        return {"start": tuple(start), "anc": tuple(anc) or (0,), "run_start": tuple(run_start),
+                "runs": tuple(runs) or (0,)}
 
     def node_loop(self) -> dict[str, object]:
         """The tables of the loop over the nodes (meta ``NODE_LOOP``, given with ``inverse_dynamics_rest``): per
