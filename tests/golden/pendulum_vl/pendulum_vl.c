@@ -490,7 +490,6 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
     enum { m = 2 * PENDULUM_VL_NQ };
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
-    /* 0 vectors of 8 in 0 blocks held in registers (AVX-512 has 32) */
     c0 = 0;
 #else
     for (; c0 + 24 <= m; c0 += 24) {
