@@ -23,6 +23,11 @@ Eigen 3 headers (``apt-get install -y libeigen3-dev``, or a cmeel eigen package)
 The harness object is compiled once (about 5 minutes: Pinocchio's templates) and kept in a cache folder.
 
     python benchmarks/bench_derivatives.py [--robots ur5 panda ...] [--rounds 15] [--states 32] [--python]
+        [--callgrind] [--node-loop-min N]
+
+``--callgrind`` also counts the instructions per call of the Jacobian and the inverse-dynamics derivatives on both
+sides (valgrind's callgrind; both sides rebuilt with ``-march=x86-64-v3`` added, a second harness object, since
+valgrind stops at AVX-512). ``--node-loop-min`` sets ``CodegenOptions.node_loop_min`` for the native rows.
 
 ``--python`` also times ``robot.rhs_jacobian`` from Python (the library as ``rodgen.build`` compiles it)
 against ``pinocchio.computeABADerivatives`` through Pinocchio's bindings, one state per call.
