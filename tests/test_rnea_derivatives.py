@@ -387,6 +387,29 @@ def test_per_node_form_with_parameters_matches_the_full_derivative() -> None:
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * max(1.0, np.abs(ref).max())
 
 
+def test_per_node_loop_in_c_matches_central_differences(build_dir: Path) -> None:
+    """The compiled loop over the joints with kinds that read the parameters, at parameters other than the
+    defaults, with inputs, springs and dampers: against central differences of the compiled forward dynamics."""
+    eqs = rodgen.derive(_parametric_chain())
+    options = CodegenOptions(jacobian=True, node_loop_min=0)
+    names = {r.name for r in lower(eqs, options=options).routines}
+    assert "inverse_dynamics_rest" in names and "node_forward0" in names and "inverse_dynamics_vectors" not in names
+    robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
+    n = robot.nq
+    p = {"L": 0.45, "m2": 1.7}
+    rng = np.random.default_rng(4)
+    q, v, u = rng.uniform(-0.8, 0.8, n), rng.normal(size=n), rng.normal(size=n)
+    J = robot.rhs_jacobian(q, v, u, p)
+    h = 1e-6
+    for k in range(2 * n):
+        dy = np.zeros(2 * n)
+        dy[k] = h
+        fp = robot.forward_dynamics(q + dy[:n], v + dy[n:], u, p)
+        fm = robot.forward_dynamics(q - dy[:n], v - dy[n:], u, p)
+        col = (fp - fm) / (2 * h)
+        assert np.abs(J[n:, k] - col).max() <= 1e-6 * max(1.0, np.abs(col).max()), k
+
+
 def test_pair_products_need_velocities_one_to_one() -> None:
     """Undo and virtual nodes (tree coordinates that are not the velocities): no loop form, the straight-line code."""
     eqs = rodgen.derive(_pieces())
