@@ -23,6 +23,11 @@ Eigen 3 headers (``apt-get install -y libeigen3-dev``, or a cmeel eigen package)
 The harness object is compiled once (about 5 minutes: Pinocchio's templates) and kept in a cache folder.
 
     python benchmarks/bench_derivatives.py [--robots ur5 panda ...] [--rounds 15] [--states 32] [--python]
+        [--callgrind] [--node-loop-min N]
+
+``--callgrind`` also counts the instructions per call of the Jacobian and the inverse-dynamics derivatives on both
+sides (valgrind's callgrind; both sides rebuilt with ``-march=x86-64-v3`` added, a second harness object, since
+valgrind stops at AVX-512). ``--node-loop-min`` sets ``CodegenOptions.node_loop_min`` for the native rows.
 
 ``--python`` also times ``robot.rhs_jacobian`` from Python (the library as ``rodgen.build`` compiles it)
 against ``pinocchio.computeABADerivatives`` through Pinocchio's bindings, one state per call.
@@ -285,14 +290,45 @@ def coordinate_maps(robot_coords: list[str], nq: int, nv: int, pm: Any) -> tuple
     return [pm.idx_qs[i] for i in ids], [pm.idx_vs[i] for i in ids]
 
 
+#: added to both sides' flags for ``--callgrind``: AVX2 and FMA, no AVX-512 (which valgrind stops at)
+CALLGRIND_FLAGS = ["-march=x86-64-v3"]
+#: (rodgen's function, Pinocchio's) whose instructions per call ``--callgrind`` counts
+CALLGRIND_PAIRS = {"jacobian": ("bench_jacobian", "computeABADerivatives"),
+                   "id_derivatives": ("bench_id_derivatives", "computeRNEADerivatives")}
+
+
+def instructions(exe: Path, data: Path, states: int) -> dict[str, dict[str, float]]:
+    """Instructions per call (callgrind, inclusive) of each pair of :data:`CALLGRIND_PAIRS`: the harness run with
+    no timing round, so each function runs once per state in its agreement check."""
+    out = data.parent / "callgrind.out"
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), str(data), "0"],
+                   capture_output=True, text=True, check=True)
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                         capture_output=True, text=True, check=True).stdout
+
+    def count(fn: str) -> float:
+        best = 0
+        for line in ann.splitlines():
+            m = re.match(r"^\s*([\d,]+) \([ \d.]+%\)\s+\*?\s*\S*:(.*)$", line)
+            if m and re.search(rf"\b{fn}\b", m.group(2).split("(")[0].split("[")[0]):
+                best = max(best, int(m.group(1).replace(",", "")))
+        return best / states
+    rows = {}
+    for key, (ours, theirs) in CALLGRIND_PAIRS.items():
+        r, p_ = count(ours), count(theirs)
+        rows[key] = {"rodgen": r, "pinocchio": p_, "ratio": r / p_ if p_ else float("nan")}
+    return rows
+
+
 def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir: Path, *, states: int,
-              rounds: int, cc: str, cxx: str) -> dict[str, Any]:
+              rounds: int, cc: str, cxx: str, callgrind: bool = False,
+              codegen: CodegenOptions = CodegenOptions(jacobian=True)) -> dict[str, Any]:
     import pinocchio as pin
     work = Path(tempfile.mkdtemp(prefix="rodgen_derivbench_"))
     try:
         t0 = time.perf_counter()
         eqs = rodgen.derive(model)
-        files = rodgen.generate(eqs, work, options=CodegenOptions(jacobian=True))
+        files = rodgen.generate(eqs, work, options=codegen)
         t_gen = time.perf_counter() - t0
         prefix = files.spec.prefix
         src = (work / f"{prefix}.c").read_text()
@@ -310,19 +346,24 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         (work / "glue.c").write_text(glue.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
                                                  seed_q=seed_q))
         runtime_c = [f for f in files.files if f.endswith(".c") and f != f"{prefix}.c"]
-        objs = []
-        for f in ["glue.c", *runtime_c]:
-            o = work / (Path(f).stem + ".o")
-            proc = subprocess.run([cc, *CFLAGS, "-std=c99", "-c", f, "-o", str(o)], cwd=work,
-                                  capture_output=True, text=True)
+
+        def link(harness: Path, stem: str, flags: tuple[str, ...] = ()) -> Path:
+            objs = []
+            for f in ["glue.c", *runtime_c]:
+                o = work / (Path(f).stem + stem + ".o")
+                proc = subprocess.run([cc, *CFLAGS, *flags, "-std=c99", "-c", f, "-o", str(o)], cwd=work,
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{name}: {f} failed to compile:\n{proc.stderr[-3000:]}")
+                objs.append(str(o))
+            exe = work / f"harness{stem}"
+            proc = subprocess.run([cxx, *CFLAGS, *flags, "-o", str(exe), str(harness), *objs, f"-L{libdir}",
+                                   f"-Wl,-rpath,{libdir}", "-lboost_serialization", "-lm"], capture_output=True,
+                                  text=True)
             if proc.returncode != 0:
-                raise SystemExit(f"{name}: {f} failed to compile:\n{proc.stderr[-3000:]}")
-            objs.append(str(o))
-        exe = work / "harness"
-        proc = subprocess.run([cxx, *CFLAGS, "-o", str(exe), str(obj), *objs, f"-L{libdir}",
-                               f"-Wl,-rpath,{libdir}", "-lboost_serialization", "-lm"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SystemExit(f"{name}: the harness failed to link:\n{proc.stderr[-3000:]}")
+                raise SystemExit(f"{name}: the harness failed to link:\n{proc.stderr[-3000:]}")
+            return exe
+        exe = link(obj, "")
 
         # states: Pinocchio's random configurations, normal velocities, torques and accelerations
         qi, vi = coordinate_maps(list(model_coordinates(eqs)), nq, nv, pm)
@@ -364,6 +405,11 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         row = {"model": name, "nq": nq, "nv": nv, "nu": nu, "generate_s": t_gen, "c_bytes": len(src),
                "status": status, "max_abs_difference": diffs, "times": times}
         row["targets_met"] = {k: times[k]["ratio"] <= t for k, t in TARGETS.items()}
+        if callgrind:       # valgrind stops at AVX-512: both sides built again with CALLGRIND_FLAGS added
+            include, _ = prefix_dirs()
+            cg = harness_object(include, eigen_dir(include), flags=tuple(CALLGRIND_FLAGS))
+            row["instructions"] = instructions(link(cg, "_cg", tuple(CALLGRIND_FLAGS)), work / "data.txt", states)
+            row["instructions"]["flags"] = [*CFLAGS, *CALLGRIND_FLAGS]     # type: ignore[assignment]
         return row
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -430,6 +476,11 @@ def main() -> None:
                     help="also time robot.rhs_jacobian from Python (rodgen.build's flags) against "
                          "pinocchio.computeABADerivatives, one state per call")
     ap.add_argument("--python-only", action="store_true", help="only the --python rows (no C++ harness)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions per call of the Jacobian and the inverse-dynamics derivatives on "
+                         "both sides (valgrind's callgrind, the harness run once more without timing)")
+    ap.add_argument("--node-loop-min", type=int, default=None,
+                    help="CodegenOptions.node_loop_min for the native rows (default: the option's default)")
     ap.add_argument("--python-opt", nargs="+", default=["O1"], choices=["O1", "O2", "O3"],
                     help="the optimisation levels to build the --python rows' models at (rodgen.build's default O1)")
     args = ap.parse_args()
@@ -448,13 +499,19 @@ def main() -> None:
         obj = harness_object(include, eigen)
     for name in [] if args.python_only else args.robots or list(table):
         model, pm = table[name]()
-        row = run_robot(name, model, pm, obj, libdir, states=args.states, rounds=args.rounds, cc=cc, cxx=cxx)
+        extra = {} if args.node_loop_min is None else {"node_loop_min": args.node_loop_min}
+        row = run_robot(name, model, pm, obj, libdir, states=args.states, rounds=args.rounds, cc=cc, cxx=cxx,
+                        callgrind=args.callgrind, codegen=CodegenOptions(jacobian=True, **extra))
         rows.append(row)
         t = row["times"]
         print(f"{name:11s} nv={row['nv']:2d} | " + " | ".join(
             f"{k} {t[k]['rodgen_ns'] / 1e3:.2f}/{t[k]['pinocchio_ns'] / 1e3:.2f} us = {t[k]['ratio']:.2f}x"
             for k in ("jacobian", "jacobian_per_column", "id_derivatives", "forward", "mass")) +
             " | max diff " + " ".join(f"{k} {v:.1e}" for k, v in row["max_abs_difference"].items()), flush=True)
+        if args.callgrind:
+            print(f"{'':11s} instructions per call: " + " | ".join(
+                f"{k} {v['rodgen']:.0f}/{v['pinocchio']:.0f} = {v['ratio']:.2f}x"
+                for k, v in row["instructions"].items() if k != "flags"), flush=True)
     python_rows = []
     if args.python:
         for name, opt in [(nm, o) for nm in args.robots or list(table) for o in args.python_opt]:
@@ -475,7 +532,8 @@ def main() -> None:
                           "c_compiler": compiler_version(cc) if cc else "",
                           "cxx_compiler": compiler_version(cxx) if cxx else "",
                           "pinocchio": importlib.metadata.version("pin"),
-                          "label": args.label, "states": args.states, "rounds": args.rounds, "rows": rows,
+                          "label": args.label, "states": args.states, "rounds": args.rounds,
+                          "node_loop_min": args.node_loop_min, "rows": rows,
                           "chain_slopes": slopes, "targets": TARGETS, "python": python_rows})
     if rows and not math.isfinite(sum(r["times"]["jacobian"]["ratio"] for r in rows)):
         raise SystemExit("a timing is not finite")

@@ -98,6 +98,47 @@ def _pair_evaluator(eqs: Any) -> Any:
     return run
 
 
+def _node_evaluator(eqs: Any) -> Any:
+    """(q, v, a, u, t) -> (d g/d q, d g/d qd) from the per-node form (``InverseDynamicsDerivatives.nodes``) as the C
+    loops run it: the rest of dg in Python, each node's forward step from its parent's state and its kind's
+    constants, its bodies' sums added into its parent's on the way in, then the pairs' dot products."""
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.nodes is not None and d.pairs is not None
+    L, n, N = d.nodes, len(eqs.qd), len(d.nodes.kind)
+    rest = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t]], list(L.dq) + list(L.dv), d.assignments)
+    fw = [_function([L.P, L.K, [L.x, L.xd, L.xdd], eqs.params], k.forward[1], k.forward[0]) for k in L.kinds]
+    bw = [_function([L.C, L.V, eqs.params], k.backward[1], k.backward[0]) for k in L.kinds]
+    p = [eqs.param_values[s] for s in eqs.params]
+
+    def run(q: Any, v: Any, a: Any, u: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        out = np.array(rest(list(q), list(v), list(a), list(u), p, [t]), dtype=float)
+        dq, dv = out[:n * n].reshape(n, n), out[n * n:].reshape(n, n)
+        st, vec, sums = np.zeros((N, 24)), np.zeros((n, 48)), np.zeros((N, 52))
+        for i in range(N):
+            par, j = L.parent[i], L.velocity[i]
+            K = list(L.constants[i]) + [0.0] * (len(L.K) - len(L.constants[i]))
+            o = np.array(fw[L.kind[i]](list(st[par] if par >= 0 else np.zeros(24)), K,
+                                       [q[L.coordinate[i]], v[j], a[j]], p), dtype=float)
+            st[i], vec[j, :24], sums[i] = o[:24], o[24:48], o[48:]
+        for i in reversed(range(N)):
+            j = L.velocity[i]
+            o = np.array(bw[L.kind[i]](list(sums[i]), list(vec[j, :24]), p), dtype=float)
+            vec[j, 24:] = o[:24]
+            dq[j, j] += o[24]
+            dv[j, j] += o[25]
+            if L.parent[i] >= 0:
+                sums[L.parent[i]] += sums[i]
+        J, dAdq, dVdq, dAdv, Fq, Fv, Fa, Fy = np.moveaxis(vec.reshape(n, 8, 6), 1, 0)
+        for dd in range(n):
+            for aa in d.pairs.ancestors[dd]:
+                dq[aa, dd] += J[aa] @ Fq[dd]
+                dv[aa, dd] += J[aa] @ Fv[dd]
+                dq[dd, aa] += Fa[dd] @ dAdq[aa] + Fy[dd] @ dVdq[aa]
+                dv[dd, aa] += Fa[dd] @ dAdv[aa] + Fy[dd] @ J[aa]
+        return dq, dv
+    return run
+
+
 def _urdf(relative: str, floating: bool, keep: Any = None) -> tuple[Any, Any]:
     path = str(robot_file(relative))
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
@@ -126,6 +167,9 @@ def test_inverse_dynamics_derivatives_match_pinocchio(name: str) -> None:
     model, pm = _urdf(*ROBOTS[name])
     eqs = rodgen.derive(model)
     run, pairs = _evaluator(eqs), _pair_evaluator(eqs)
+    # a free base has six columns on one node: no per-node form; the fixed-base arms have one
+    assert (eqs.inverse_dynamics_derivatives().nodes is None) == ROBOTS[name][1]
+    forms = (run, pairs) if ROBOTS[name][1] else (run, pairs, _node_evaluator(eqs))
     nq, nv = len(eqs.q), len(eqs.qd)
     qi, vi = _maps([str(s) for s in eqs.q], nq, nv, pm)
     data = pm.createData()
@@ -137,7 +181,7 @@ def test_inverse_dynamics_derivatives_match_pinocchio(name: str) -> None:
         pin.computeRNEADerivatives(pm, data, pq, pv, pa)
         Pq, Pv = data.dtau_dq[np.ix_(vi, vi)], data.dtau_dv[np.ix_(vi, vi)]
         scale = max(1.0, np.abs(Pq).max(), np.abs(Pv).max())
-        for ev in (run, pairs):     # the straight-line form, and the loop form's vectors and pairs
+        for ev in forms:     # the straight-line form, the loop form's vectors and pairs, the per-node form
             dq, dv = ev(pq[qi], pv[vi], pa[vi], np.zeros(len(eqs.u)))
             assert np.abs(dq - Pq).max() <= RTOL * scale
             assert np.abs(dv - Pv).max() <= RTOL * scale
@@ -288,6 +332,84 @@ def test_planar_newton_euler_derivative_matches_the_tangent(name: str) -> None:
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max()), name
 
 
+@pytest.mark.parametrize("name", ["snake", "telescopic_arm", "suspended_chain"])
+def test_per_node_form_of_planar_models_matches_the_tangent(name: str) -> None:
+    """The per-node form on planar trees: prismatic nodes (telescopic_arm), force elements and inputs (snake),
+    against the tangent of the inverse dynamics run once per direction."""
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / f"{name}.yaml"), method="recursive")
+    nodes, tangent = _node_evaluator(eqs), _tangent_evaluator(eqs)
+    n = len(eqs.q)
+    q0 = np.array(slots_of(eqs, "M").initial_q)
+    rng = np.random.default_rng(9)
+    for _ in range(2):
+        q = q0 + 0.1 * rng.normal(size=n)
+        v, a, u = rng.normal(size=n), rng.normal(size=n), rng.normal(size=len(eqs.u))
+        dq, dv = nodes(q, v, a, u, 0.4)
+        ref = tangent(q, v, a, u, 0.4)
+        assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * max(1.0, np.abs(ref).max()), name
+
+
+def _parametric_chain() -> rodgen.SpatialModel:
+    """Kinds of node whose constants are parameters (the link length L, a mass m2), tilted axes, a prismatic joint
+    with an offset, springs, dampers and inputs."""
+    m = rodgen.SpatialModel("param_chain", gravity=(0.2, -0.5, -9.6))
+    m.parameter("L", 0.3)
+    m.parameter("m2", 0.8)
+    parent = None
+    for i in range(5):
+        kw: dict[str, Any] = {"joint": "prismatic", "offset": 0.05} if i == 2 else {}
+        lk = m.link(f"l{i}", parent, axis=(0, 0.6, 0.8) if i % 2 else (1, 0, 0), xyz=("L", 0, 0.1) if parent else
+                    (0, 0, 0), rpy=(0.1 * i, 0, 0.2), input=f"u{i}", damping=0.1 * (i + 1), **kw)
+        lk.body("m2" if i == 3 else 1.0 + 0.1 * i, (0.1, 0.02, -0.03), (0.01, 1e-3, -2e-3, 0.02, 3e-4, 0.015))
+        parent = lk.name
+    return m
+
+
+def test_per_node_form_with_parameters_matches_the_full_derivative() -> None:
+    eqs = rodgen.derive(_parametric_chain())
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.nodes is not None
+    # the nodes with L in their translation or m2 as their mass: kinds whose code names the parameters
+    for name in ("L", "m2"):
+        par = eqs.params[[str(s) for s in eqs.params].index(name)]
+        assert any(par in e.free_symbols for k in d.nodes.kinds for _, e in k.forward[0]), name
+    run = _node_evaluator(eqs)
+    assignments, rows = eqs.inverse_dynamics_jacobian()
+    n = len(eqs.q)
+    full = _function([eqs.q, eqs.qd, eqs.qdd, eqs.u, eqs.params, [eqs.t]], [x for r in rows for x in r],
+                     assignments)
+    p = [eqs.param_values[s] for s in eqs.params]
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        q, v, a, u = rng.uniform(-0.8, 0.8, n), rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+        dq, dv = run(q, v, a, u, 0.2)
+        ref = np.array(full(list(q), list(v), list(a), list(u), p, [0.2]), dtype=float).reshape(n, 2 * n)
+        assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * max(1.0, np.abs(ref).max())
+
+
+def test_per_node_loop_in_c_matches_central_differences(build_dir: Path) -> None:
+    """The compiled loop over the joints with kinds that read the parameters, at parameters other than the
+    defaults, with inputs, springs and dampers: against central differences of the compiled forward dynamics."""
+    eqs = rodgen.derive(_parametric_chain())
+    options = CodegenOptions(jacobian=True, node_loop_min=0)
+    names = {r.name for r in lower(eqs, options=options).routines}
+    assert "inverse_dynamics_rest" in names and "node_forward0" in names and "inverse_dynamics_vectors" not in names
+    robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
+    n = robot.nq
+    p = {"L": 0.45, "m2": 1.7}
+    rng = np.random.default_rng(4)
+    q, v, u = rng.uniform(-0.8, 0.8, n), rng.normal(size=n), rng.normal(size=n)
+    J = robot.rhs_jacobian(q, v, u, p)
+    h = 1e-6
+    for k in range(2 * n):
+        dy = np.zeros(2 * n)
+        dy[k] = h
+        fp = robot.forward_dynamics(q + dy[:n], v + dy[n:], u, p)
+        fm = robot.forward_dynamics(q - dy[:n], v - dy[n:], u, p)
+        col = (fp - fm) / (2 * h)
+        assert np.abs(J[n:, k] - col).max() <= 1e-6 * max(1.0, np.abs(col).max()), k
+
+
 def test_pair_products_need_velocities_one_to_one() -> None:
     """Undo and virtual nodes (tree coordinates that are not the velocities): no loop form, the straight-line code."""
     eqs = rodgen.derive(_pieces())
@@ -297,14 +419,18 @@ def test_pair_products_need_velocities_one_to_one() -> None:
     assert "inverse_dynamics_derivatives" in names and "inverse_dynamics_vectors" not in names
 
 
-@pytest.mark.parametrize("name, loop", [("ur5", False), ("solo12", False), ("ur5", True),
+@pytest.mark.parametrize("name, loop", [("ur5", False), ("solo12", False), ("ur5", True), ("ur5", "nodes"),
                                         pytest.param("solo12", True, marks=pytest.mark.slow)])
-def test_rhs_jacobian_matches_computeABADerivatives(name: str, loop: bool, build_dir: Path) -> None:
-    """Both forms of the derivative routine: the pairs' products as straight-line code and as a loop."""
+def test_rhs_jacobian_matches_computeABADerivatives(name: str, loop: Any, build_dir: Path) -> None:
+    """The three forms of the derivative routine: the pairs' products as straight-line code, as a loop, and the
+    per-node terms as a loop over the joints too."""
     model, pm = _urdf(*ROBOTS[name])
-    options = CodegenOptions(jacobian=True, pair_loop_min=0 if loop else 10 ** 6)
+    options = CodegenOptions(jacobian=True, pair_loop_min=0 if loop else 10 ** 6,
+                             node_loop_min=0 if loop == "nodes" else 10 ** 6)
     eqs = rodgen.derive(model)
-    assert ("inverse_dynamics_vectors" in {r.name for r in lower(eqs, options=options).routines}) == loop
+    names = {r.name for r in lower(eqs, options=options).routines}
+    assert ("inverse_dynamics_vectors" in names) == (loop is True)
+    assert ("inverse_dynamics_rest" in names) == (loop == "nodes")
     robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
     nq, nv = robot.nq, robot.nv
     qi, vi = _maps(list(robot.coordinates), nq, nv, pm)
@@ -344,3 +470,5 @@ def test_pair_loop_min_must_be_a_count(bad: Any) -> None:
     from rodgen.errors import CodegenError
     with pytest.raises(CodegenError, match="pair_loop_min must be a non-negative integer"):
         CodegenOptions(pair_loop_min=bad)
+    with pytest.raises(CodegenError, match="node_loop_min must be a non-negative integer"):
+        CodegenOptions(node_loop_min=bad)

@@ -102,13 +102,20 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
     )
     if spatial:
         meta += (("FRAMES", repr(tuple(full.frames))),)
-    if jacobian and any(rt.name in ("inverse_dynamics_derivatives", "inverse_dynamics_vectors") for rt in r):
+    if jacobian and any(rt.name in ("inverse_dynamics_derivatives", "inverse_dynamics_vectors", "inverse_dynamics_rest")
+                        for rt in r):
         derivatives = eqs.inverse_dynamics_derivatives()
         assert derivatives is not None
         meta += (("VELOCITY_PARENTS", repr(derivatives.parents)),)
-        if any(rt.name == "inverse_dynamics_vectors" for rt in r):
+        nodes = any(rt.name == "inverse_dynamics_rest" for rt in r)
+        if nodes or any(rt.name == "inverse_dynamics_vectors" for rt in r):
             assert derivatives.pairs is not None
             meta += (("PAIR_ANCESTORS", repr(derivatives.pairs.ancestors)),)
+        if nodes:
+            L = derivatives.nodes
+            assert L is not None
+            meta += (("NODE_LOOP", repr({"kind": L.kind, "parent": L.parent, "coordinate": L.coordinate,
+                                         "velocity": L.velocity, "constants": L.constants})),)
     if options.regressor and eqs.regressor is not None:
         meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:
@@ -362,6 +369,8 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     NQ = g.NV
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     d = eqs.inverse_dynamics_derivatives()
+    if d is not None and d.pairs is not None and d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min:
+        return node_loop_routines(eqs, prefix, g, options)
     if d is not None and d.pairs is not None and d.pairs.count >= options.pair_loop_min:
         # the O(n) per-velocity vectors as straight-line code into vec, the pairs' dot products as the loop of
         # <prefix>_inverse_dynamics_derivatives (templates/c/jacobian.c.jinja, from the meta PAIR_ANCESTORS)
@@ -408,6 +417,59 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
         [("dg", "d(M a + bias - B u)/d[q, qd] dx", [(f"dg[{i}]", tc.outputs[i]) for i in range(n)])],
         [], tc.tangent, options, static=True)
     return [partials, tangent]
+
+
+def node_loop_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+    """The derivative of the recursive Newton-Euler algorithm as a loop over the nodes (``rnea_loop.NodeLoop``):
+    ``inverse_dynamics_rest`` (the springs', dampers', force elements' and input map's part of dg, every other
+    entry zero) and, per kind of node k, ``node_forward<k>`` and ``node_backward<k>``, which
+    templates/c/jacobian.c.jinja calls in its loops over the nodes (tables from the meta ``NODE_LOOP``)."""
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.nodes is not None
+    L, n, NQ = d.nodes, len(eqs.qd), g.NV
+    STATE, VECTORS, SUMS = len(L.P), len(L.V), len(L.C)      # 24, 24, 52: the layout jacobian.c.jinja reads
+    assert (STATE, VECTORS, SUMS) == (24, 24, 52)
+    one = replace(options, max_statements=10 ** 9)      # a step is one function: it runs in a loop
+    entries = [(f"dg[{i * 2 * n + j}]", L.dq[i, j] if j < n else L.dv[i, j - n])
+               for i in range(n) for j in range(2 * n)]
+    out = [build_routine(
+        "inverse_dynamics_rest", f"{prefix}_inverse_dynamics_rest",
+        "The springs', dampers', force elements' and input map's part of dg (used by inverse_dynamics_derivatives).",
+        (), [g.t, g.q, g.qd, g.qdd, g.u, g.p, output("dg", f"2*{NQ}*{NQ}", "their part of d g/d[q, qd]")],
+        [("dg", "d(K + D - F - B u)/d[q, qd]", entries)], [], d.assignments, options, static=True)]
+
+    def arg(name: str, length: int, doc: str, symbols: Sequence[sp.Basic]) -> Group:
+        return Group(Argument(name, str(length), doc), symbols)
+
+    def scalar(name: str, doc: str, symbol: sp.Basic) -> Group:
+        return Group(Argument(name, "", doc, scalar=True), [symbol])
+
+    for k, kind in enumerate(L.kinds):
+        fa, fo = kind.forward
+        out.append(build_routine(
+            f"node_forward{k}", f"{prefix}_node_forward{k}",
+            f"The forward step of a node of kind {k} (used by inverse_dynamics_derivatives).", (),
+            [arg("P", STATE, "the parent's state: rotation, origin, velocity, acceleration", L.P),
+             arg("K", len(L.K), "the node's constants", L.K),
+             scalar("x", "the node's coordinate", L.x), scalar("xd", "its rate", L.xd),
+             scalar("xdd", "its acceleration", L.xdd), g.p,
+             output("S", str(STATE), "the node's state"), output("V", str(VECTORS), "J, dA/dq, dV/dq, dA/dv"),
+             output("C", str(SUMS), "the bodies' m, h, inertia, B, f")],
+            [("S", "state", [(f"S[{r}]", x) for r, x in enumerate(fo[:STATE])]),
+             ("V", "the column's vectors", [(f"V[{r}]", x) for r, x in enumerate(fo[STATE:STATE + VECTORS])]),
+             ("C", "the bodies' sums", [(f"C[{r}]", x) for r, x in enumerate(fo[STATE + VECTORS:])])],
+            [], fa, one, static=True))
+        ba, bo = kind.backward
+        out.append(build_routine(
+            f"node_backward{k}", f"{prefix}_node_backward{k}",
+            f"The backward step of a node of kind {k} (used by inverse_dynamics_derivatives).", (),
+            [arg("C", SUMS, "the subtree's m, h, inertia, B, f", L.C),
+             arg("V", VECTORS, "J, dA/dq, dV/dq, dA/dv", L.V), g.p,
+             output("F", str(VECTORS), "F_q, F_v, F_a, F_y"), output("D", "2", "the diagonal entries")],
+            [("F", "F_q, F_v, F_a, F_y", [(f"F[{r}]", x) for r, x in enumerate(bo[:VECTORS])]),
+             ("D", "J.F_q, J.F_v", [(f"D[{r}]", x) for r, x in enumerate(bo[VECTORS:])])],
+            [], ba, one, static=True))
+    return out
 
 
 def constraint_partials_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> Routine:

@@ -46,6 +46,10 @@ CONSTRAINED_TERMS_AUTO_MAX_NQ = 30
 #: are a loop in the RHS Jacobian's derivative routine.
 PAIR_LOOP_MIN = 300
 
+#: Default of :attr:`CodegenOptions.node_loop_min`: the joints from which the per-joint terms of the RHS Jacobian's
+#: derivative routine are a loop over the joints.
+NODE_LOOP_MIN = 20
+
 
 #: The routines of a model's table that :attr:`CodegenOptions.routines` may leave out (``contract.ELECTIVE_ROUTINES``).
 ELECTIVE_ROUTINES = contract.ELECTIVE_ROUTINES
@@ -102,6 +106,11 @@ class CodegenOptions:
         by default): the code then grows like n instead of n · depth, and a long chain's derivative
         stays in the processor's caches. Models whose tree's columns are not the velocities one to one
         keep the straight-line code.
+    node_loop_min : the fewest joints (nodes of the expanded tree) from which the per-joint terms of that
+        derivative are one step per kind of joint in a loop over the joints (:data:`NODE_LOOP_MIN` by default),
+        the pairs' dot products then a loop too: the code no longer grows with the joints. Models with free,
+        spherical or planar joints, or whose tree's columns are not the velocities one to one, keep the
+        straight-line code.
     parameter_derivatives : generate ``<prefix>_parameter_partials(t, q, qd, qdd, u, p, dg)``, the
         derivative of ``M qdd + bias - B u`` by the parameters (:mod:`rodgen.symbolic.parameter_derivative`),
         which ``state_transition(..., parameters=True)`` needs for ∂y(T)/∂p; off by default.
@@ -123,6 +132,7 @@ class CodegenOptions:
     regressor: bool = False
     parameter_derivatives: bool = False
     pair_loop_min: int = PAIR_LOOP_MIN
+    node_loop_min: int = NODE_LOOP_MIN
     routines: Optional[Iterable[str]] = None
 
     def __post_init__(self) -> None:
@@ -156,6 +166,9 @@ class CodegenOptions:
         if not isinstance(self.pair_loop_min, int) or isinstance(self.pair_loop_min, bool) \
                 or self.pair_loop_min < 0:
             raise CodegenError(f"pair_loop_min must be a non-negative integer, got {self.pair_loop_min!r}")
+        if not isinstance(self.node_loop_min, int) or isinstance(self.node_loop_min, bool) \
+                or self.node_loop_min < 0:
+            raise CodegenError(f"node_loop_min must be a non-negative integer, got {self.node_loop_min!r}")
         if self.real not in REAL_TYPES:
             raise CodegenError(f"real must be one of {', '.join(REAL_TYPES)}, got {self.real!r}")
         if self.real == "float" and self.parameter_derivatives:

@@ -228,7 +228,10 @@ class ModelSpec:
                  "inverse_dynamics_tangent": ("rhs_jacobian",),
                  "inverse_dynamics_derivatives": ("rhs_jacobian",),
                  "inverse_dynamics_vectors": ("rhs_jacobian",),
+                 "inverse_dynamics_rest": ("rhs_jacobian",),
                  "configuration_rate": ("forward_dynamics", "rhs_jacobian")}
+        if name.startswith(("node_forward", "node_backward")):
+            return ("rhs_jacobian",)
         if name in users and users[name]:
             return users[name]
         return tuple(g for g, _ in self._all_groups())
@@ -285,18 +288,49 @@ class ModelSpec:
 
     def pair_ancestors(self) -> dict[str, tuple[int, ...]]:
         """The pairs whose dot products ``<prefix>_inverse_dynamics_derivatives`` computes in a loop (meta
-        ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors``) as compressed rows: ``anc[start[d]:start[d +
-        1]]`` are the velocities of the nodes above velocity d's node."""
+        ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors`` or ``inverse_dynamics_rest``) as compressed rows:
+        ``anc[start[d]:start[d + 1]]`` are the velocities of the nodes above velocity d's node, and
+        ``runs[2 * run_start[d]:2 * run_start[d + 1]]`` the same as runs of consecutive indices, (highest,
+        lowest) each."""
         import ast
         rows: tuple[tuple[int, ...], ...] = ()
         for k, v in self.meta:
             if k == "PAIR_ANCESTORS":
                 rows = ast.literal_eval(v)
         start, anc = [0], []
+        run_start: list[int] = [0]
+        runs: list[int] = []
         for row in rows:
             anc += [int(a) for a in row]
             start.append(len(anc))
-        return {"start": tuple(start), "anc": tuple(anc) or (0,)}
+            for x in row:
+                if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
+                    runs[-1] = x
+                else:
+                    runs += [x, x]
+            run_start.append(len(runs) // 2)
+        return {"start": tuple(start), "anc": tuple(anc) or (0,), "run_start": tuple(run_start),
+                "runs": tuple(runs) or (0,)}
+
+    def node_loop(self) -> dict[str, object]:
+        """The tables of the loop over the nodes (meta ``NODE_LOOP``, given with ``inverse_dynamics_rest``): per
+        node its kind, parent node (-1: the ground), coordinate and velocity index, and its constants as
+        compressed rows (``const[const_start[i]:const_start[i + 1]]``, C double literals); ``kinds``, the number
+        of kinds."""
+        import ast
+
+        from .printer import c_double
+        table: dict = {}
+        for k, v in self.meta:
+            if k == "NODE_LOOP":
+                table = ast.literal_eval(v)
+        start, const = [0], []
+        for row in table["constants"]:
+            const += [c_double(x) for x in row]
+            start.append(len(const))
+        return {"n": len(table["kind"]), "kind": table["kind"], "parent": table["parent"],
+                "coordinate": table["coordinate"], "velocity": table["velocity"], "const_start": tuple(start),
+                "const": tuple(const) or ("0.0",), "kinds": max(table["kind"]) + 1}
 
     def names(self, key: str) -> tuple[str, ...]:
         """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""

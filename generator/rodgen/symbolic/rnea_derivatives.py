@@ -50,6 +50,7 @@ import sympy as sp
 from ..model.valid import ValidModel
 from .equations import Equations
 from .recursive import _Emitter
+from .rnea_loop import NodeLoop, node_loop
 from .spatial import (
     V3,
     SpatialTree,
@@ -88,6 +89,10 @@ class InverseDynamicsDerivatives:
     pairs : the same derivatives with the dot products of the pairs of columns on different nodes of one branch
         as data (:class:`PairProducts`), for a loop in the code; None where the tree's columns are not the
         velocities one to one.
+    motion : the outward pass's per-node motion and its partials as symbols of ``assignments``
+        (:class:`TreeMotion`), for the derivatives of frames' motion; None for planar trees without frames.
+    nodes : the per-node terms as one step per kind of node (:class:`~rodgen.symbolic.rnea_loop.NodeLoop`), for
+        a loop over the nodes; None where a node is not a single-axis joint with its velocity one to one.
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
@@ -96,6 +101,7 @@ class InverseDynamicsDerivatives:
     parents: tuple[int, ...]
     pairs: Optional["PairProducts"] = None
     motion: Optional["TreeMotion"] = None
+    nodes: Optional[NodeLoop] = None
 
 
 @dataclass(frozen=True)
@@ -390,6 +396,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     loop = len(vel) == nv and sorted(vel) == list(range(nv))
     dq, dv = sp.zeros(nv, nv), sp.zeros(nv, nv)
     lq, lv = sp.zeros(nv, nv), sp.zeros(nv, nv)
+    rq, rv = sp.zeros(nv, nv), sp.zeros(nv, nv)     # the rest of g alone
     for D, full, part in ((Dq, dq, lq), (Dv, dv, lv)):
         for (c, kk), val in D.items():
             held = loop and ((c, kk) in strict or (kk, c) in strict)
@@ -420,6 +427,8 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 extra_q = _sum([_mul(jac[r][i], tq[i, j]) for i in range(nq) if tq[i, j] != 0])
                 dq[r, j] += extra_q
                 dv[r, j] += jac[r][nq + j]
+                rq[r, j] += extra_q
+                rv[r, j] += jac[r][nq + j]
                 if loop:
                     lq[r, j] += extra_q
                     lv[r, j] += jac[r][nq + j]
@@ -441,7 +450,19 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
         pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
     motion = None if frames is None else TreeMotion(nodes, frames, world, Jt.cols, Jt.node_of, Jt.Tmap, Jc, dVdq,
                                                     dAdq, dAdv, ov, oa)
-    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion)
+    per_node = None
+    if loop and not any(Jt.lie) and len(nodes) == NC:
+        qs = list(eqs.q)
+        coordinate = []
+        for nd in nodes:
+            found = [j for j, qj in enumerate(qs) if qj in sp.sympify(nd.coord).free_symbols]
+            coordinate.append(found[0] if len(found) == 1 else -1)
+        if -1 not in coordinate:
+            per_node = node_loop(nodes, [nd.revolute for nd in nodes], coordinate,
+                                 [vel[Jt.cols[i][0]] for i in range(N)], qs, list(gravity), _prefix(k) + "n_",
+                                 rq, rv)
+    return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion=motion,
+                                      nodes=per_node)
 
 __all__ = ["InverseDynamicsDerivatives", "PairProducts", "TreeMotion", "PAIR_VECTORS", "inverse_dynamics_derivatives",
            "applies", "velocity_tree", "MAX_PAIRS"]

@@ -424,7 +424,7 @@ static const int pendulum_vl_runs[2] = { 0, 0 };
 PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
 {
     double d0[PENDULUM_VL_NQ];
-    double a;
+    double a, rk;
     int k, r, r1, r2, i, j, lo;
     for (k = 0; k < n; ++k) {
         d0[k] = fabs(H[k * n + k]);
@@ -435,18 +435,23 @@ PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
             return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
         }
         r2 = pendulum_vl_run_start[k + 1];
-        /* the ancestors i of k from the parent down; those of i are the rest of k's list */
+        rk = 1.0 / hk[k];
+        /* the ancestors i of k from the parent down; those of i are the rest of k's list (rows i and k apart:
+         * the inner loops read row k and write row i, restrict lets them vectorise) */
         for (r = pendulum_vl_run_start[k]; r < r2; ++r) {
             lo = pendulum_vl_runs[2 * r + 1];
             for (i = pendulum_vl_runs[2 * r]; i >= lo; --i) {
-                double *hi = H + i * n;
-                a = hk[i] / hk[k];
-                for (j = lo; j <= i; ++j) {
-                    hi[j] -= a * hk[j];
-                }
-                for (r1 = r + 1; r1 < r2; ++r1) {
-                    for (j = pendulum_vl_runs[2 * r1 + 1]; j <= pendulum_vl_runs[2 * r1]; ++j) {
-                        hi[j] -= a * hk[j];
+                a = hk[i] * rk;
+                {
+                    double *restrict hi = H + i * n;
+                    const double *restrict kr = hk;
+                    for (j = lo; j <= i; ++j) {
+                        hi[j] -= a * kr[j];
+                    }
+                    for (r1 = r + 1; r1 < r2; ++r1) {
+                        for (j = pendulum_vl_runs[2 * r1 + 1]; j <= pendulum_vl_runs[2 * r1]; ++j) {
+                            hi[j] -= a * kr[j];
+                        }
                     }
                 }
                 hk[i] = a;
@@ -460,12 +465,18 @@ PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
  * from the leaves (each row takes off its descendants' final rows), then X = -D^-1 Y - L' X from the roots
  * (each row, scaled, takes off its ancestors' final rows; L' the strict part of L); only pairs on one branch
  * occur. Each row is computed once, by column blocks held in registers while the other rows are taken off (GNU
- * vector extensions: 24 columns in six vectors of 4, then blocks of 4, then single columns), so a row is read
- * and written once per pass instead of once per pair. */
+ * vector extensions: 24 columns in six vectors of 4, then blocks of 4, then single columns; with AVX-512 vectors
+ * of 8 in blocks of up to 12), so a row is read and written once per pass instead of once per pair. */
 #if defined(__GNUC__) && !defined(__INTEL_COMPILER) && defined(__AVX__)
 typedef double pendulum_vl_v4 __attribute__((vector_size(32), aligned(8)));
 #define PENDULUM_VL_V4(x) (*(pendulum_vl_v4 *)(x))
 #define PENDULUM_VL_CV4(x) (*(const pendulum_vl_v4 *)(x))
+#if defined(__AVX512F__)
+/* with AVX-512, vectors of 8 in one block of up to 12 (the m columns of a row at once up to m = 96) */
+typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
+#define PENDULUM_VL_V8(x) (*(pendulum_vl_v8 *)(x))
+#define PENDULUM_VL_CV8(x) (*(const pendulum_vl_v8 *)(x))
+#endif
 /* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending */
 static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
 static const int pendulum_vl_desc[1] = { 1 };
@@ -478,7 +489,9 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
 {
     enum { m = 2 * PENDULUM_VL_NQ };
     int c0 = 0, t;
-#ifdef PENDULUM_VL_V4
+#if defined(PENDULUM_VL_V8)
+    c0 = 0;
+#else
     for (; c0 + 24 <= m; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
         pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
