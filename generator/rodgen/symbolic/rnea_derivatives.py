@@ -58,7 +58,10 @@ from .spatial import (
     _1,
     _add,
     _cross,
+    _fcross,
+    _inertia,
     _Joints,
+    _mcross,
     _mm,
     _mt,
     _mul,
@@ -185,20 +188,6 @@ def velocity_tree(nodes: list, Jt: _Joints, nv: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _mcross(a: Six, b: Six) -> Six:
-    """a × b of two motions (w, v)."""
-    return _cross(a[:3], b[:3]) + _add(_cross(a[:3], b[3:]), _cross(a[3:], b[:3]))
-
-
-def _fcross(a: Six, f: Six) -> Six:
-    """a ×* f of a motion and a force (n, f)."""
-    return _add(_cross(a[:3], f[:3]), _cross(a[3:], f[3:])) + _cross(a[:3], f[3:])
-
-
-def _inertia(m: sp.Expr, h: V3, Ib: list, x: Six) -> Six:
-    """Y x for the rigid-body inertia (m, h = m c, Ibar about the origin): (Ibar w + h × v, m v - h × w)."""
-    return _add(_mv(Ib, x[:3]), _cross(h, x[3:])) + [_sum((_mul(m, x[3 + r]), -c)) for r, c in
-                                                       enumerate(_cross(h, x[:3]))]
 
 
 def _dot6(a: Six, b: Six) -> sp.Expr:

@@ -41,6 +41,9 @@ from .spatial import (
     _add,
     _cross,
     _dot,
+    _fcross,
+    _inertia,
+    _mcross,
     _mm,
     _mt,
     _mul,
@@ -104,17 +107,6 @@ class NodeLoop:
     dv: sp.Matrix
 
 
-def _mcross(a: list, b: list) -> list:
-    return _cross(a[:3], b[:3]) + _add(_cross(a[:3], b[3:]), _cross(a[3:], b[:3]))
-
-
-def _fcross(a: list, f: list) -> list:
-    return _add(_cross(a[:3], f[:3]), _cross(a[3:], f[3:])) + _cross(a[:3], f[3:])
-
-
-def _inertia(m: sp.Expr, h: V3, Ib: list, x: list) -> list:
-    return _add(_mv(Ib, x[:3]), _cross(h, x[3:])) + [_sum((_mul(m, x[3 + r]), -c)) for r, c in
-                                                       enumerate(_cross(h, x[:3]))]
 
 
 def _node_constants(nd: object, qsym: sp.Symbol) -> list[sp.Expr]:

@@ -113,6 +113,22 @@ def _dot(a: V3, b: V3) -> sp.Expr:
     return _sum([_mul(a[i], b[i]) for i in range(3)])
 
 
+def _mcross(a: list, b: list) -> list:
+    """a × b of two motions (w, v), 6-lists."""
+    return _cross(a[:3], b[:3]) + _add(_cross(a[:3], b[3:]), _cross(a[3:], b[:3]))
+
+
+def _fcross(a: list, f: list) -> list:
+    """a ×* f of a motion and a force (n, f), 6-lists."""
+    return _add(_cross(a[:3], f[:3]), _cross(a[3:], f[3:])) + _cross(a[:3], f[3:])
+
+
+def _inertia(m: sp.Expr, h: V3, Ib: list, x: list) -> list:
+    """Y x for the rigid-body inertia (m, h = m c, Ibar about the origin): (Ibar w + h × v, m v - h × w)."""
+    return _add(_mv(Ib, x[:3]), _cross(h, x[3:])) + [_sum((_mul(m, x[3 + r]), -c)) for r, c in
+                                                       enumerate(_cross(h, x[:3]))]
+
+
 def _mv(R: M3, v: V3) -> V3:
     return [_sum([_mul(R[i][j], v[j]) for j in range(3)]) for i in range(3)]
 
