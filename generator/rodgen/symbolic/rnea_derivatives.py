@@ -55,19 +55,17 @@ from .spatial import (
     V3,
     SpatialTree,
     _0,
-    _1,
     _add,
     _cross,
     _fcross,
     _inertia,
+    _inertia_in_ground,
+    _inertia_rate_columns,
     _Joints,
     _mcross,
-    _mm,
-    _mt,
     _mul,
     _mv,
     _prefix,
-    _skew,
     _sum,
     _world_frames,
     spatial_kinematics,
@@ -301,27 +299,11 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             fnode.append(zero6)
             Bnode.append([[_0] * 6 for _ in range(6)])
             continue
-        Rh = [e(x, f"{i}_DRh{r}") for r, x in enumerate(_mv(oR, h))]
-        hw = [e(_sum((Rh[r], _mul(m, op[r]))), f"{i}_Dh{r}") for r in range(3)]
-        RIR = _mm(oR, _mm(Ib, _mt(oR)))
-        sRh, sp_ = _skew(Rh), _skew(op)
-        A1, A2, A3 = _mm(sRh, sp_), _mm(sp_, sRh), _mm(sp_, sp_)
-        Iu = {}
-        for r in range(3):
-            for c_ in range(r, 3):
-                Iu[r, c_] = e(RIR[r][c_] - A1[r][c_] - A2[r][c_] - _mul(m, A3[r][c_]), f"{i}_DI{r}{c_}")
-        Iw = [[Iu[min(r, c_), max(r, c_)] for c_ in range(3)] for r in range(3)]
+        hw, Iw, _ = _inertia_in_ground(e, oR, op, m, h, Ib, f"{i}_D")
         Ynode.append((m, hw, Iw))
         oh = emit(_inertia(m, hw, Iw, vi), f"{i}_Doh")
         fnode.append(emit([_sum((x, y)) for x, y in zip(_inertia(m, hw, Iw, ai), _fcross(vi, oh))], f"{i}_Df"))
-        # B m = v ×* (Y m) - Y (v × m) + m ×* (Y v), column by column
-        cols = []
-        for c_ in range(6):
-            unit = [_1 if r == c_ else _0 for r in range(6)]
-            col = _fcross(vi, _inertia(m, hw, Iw, unit))
-            col = [_sum((x, -y)) for x, y in zip(col, _inertia(m, hw, Iw, _mcross(vi, unit)))]
-            col = [_sum((x, y)) for x, y in zip(col, _fcross(unit, oh))]
-            cols.append(col)
+        cols = _inertia_rate_columns(m, hw, Iw, vi, oh)   # B m = v ×* (Y m) - Y (v × m) + m ×* (Y v)
         Bnode.append([[e(sp.expand(cols[c_][r]), f"{i}_DB{r}_{c_}") for c_ in range(6)] for r in range(6)])
 
     # --- inward: composite Y, B, f; the entries of every (ancestor, descendant) pair of columns -------------

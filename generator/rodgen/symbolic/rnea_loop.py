@@ -37,19 +37,18 @@ from .recursive import _Emitter
 from .spatial import (
     V3,
     _0,
-    _1,
     _add,
     _cross,
     _dot,
     _fcross,
     _inertia,
+    _inertia_in_ground,
+    _inertia_rate_columns,
     _mcross,
     _mm,
-    _mt,
     _mul,
     _mv,
     _scale,
-    _skew,
     _sum,
     rot_axis,
 )
@@ -223,25 +222,10 @@ def _forward(e: _Emitter, cs: list[sp.Expr], has_parent: bool, revolute: bool, P
     vectors = J + dAdq + dVdq + dAdv
     if m == 0 and all(y == 0 for y in h):
         return state + vectors + [_0] * 52
-    Rh = [e(y, f"Rh{r}") for r, y in enumerate(_mv(oR, h))]
-    hw = [e(_sum((Rh[r], _mul(m, op[r]))), f"h{r}") for r in range(3)]
-    RIR = _mm(oR, _mm(Ib, _mt(oR)))
-    sRh, sp_ = _skew(Rh), _skew(op)
-    A1, A2, A3 = _mm(sRh, sp_), _mm(sp_, sRh), _mm(sp_, sp_)
-    Iu = {}
-    for r in range(3):
-        for c_ in range(r, 3):
-            Iu[r, c_] = e(RIR[r][c_] - A1[r][c_] - A2[r][c_] - _mul(m, A3[r][c_]), f"I{r}{c_}")
-    Iw = [[Iu[min(r, c_), max(r, c_)] for c_ in range(3)] for r in range(3)]
+    hw, Iw, Iu = _inertia_in_ground(e, oR, op, m, h, Ib, "")
     oh = emit(_inertia(m, hw, Iw, v), "oh")
     f = [_sum((p_, q_)) for p_, q_ in zip(_inertia(m, hw, Iw, a), _fcross(v, oh))]
-    cols = []
-    for c_ in range(6):
-        unit = [_1 if r == c_ else _0 for r in range(6)]
-        col = _fcross(v, _inertia(m, hw, Iw, unit))
-        col = [_sum((p_, -q_)) for p_, q_ in zip(col, _inertia(m, hw, Iw, _mcross(v, unit)))]
-        col = [_sum((p_, q_)) for p_, q_ in zip(col, _fcross(unit, oh))]
-        cols.append(col)
+    cols = _inertia_rate_columns(m, hw, Iw, v, oh)
     B = [sp.expand(cols[c_][r]) for r in range(6) for c_ in range(6)]
     sums = [m] + hw + [Iu[0, 0], Iu[0, 1], Iu[0, 2], Iu[1, 1], Iu[1, 2], Iu[2, 2]] + B + f
     return state + vectors + [sp.sympify(y) for y in sums]

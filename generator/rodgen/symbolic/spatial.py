@@ -45,7 +45,7 @@ the node becomes ``(R n + p × R f, R f)`` in the parent frame.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import sympy as sp
 
@@ -127,6 +127,34 @@ def _inertia(m: sp.Expr, h: V3, Ib: list, x: list) -> list:
     """Y x for the rigid-body inertia (m, h = m c, Ibar about the origin): (Ibar w + h × v, m v - h × w)."""
     return _add(_mv(Ib, x[:3]), _cross(h, x[3:])) + [_sum((_mul(m, x[3 + r]), -c)) for r, c in
                                                        enumerate(_cross(h, x[:3]))]
+
+
+def _inertia_in_ground(e: Any, oR: M3, op: V3, m: sp.Expr, h: V3, Ib: M3, tag: str) -> tuple[V3, M3, dict]:
+    """A body's inertia (m, h = m c, Ib about its node's origin, node axes) about the ground origin in ground
+    axes, for the node at rotation oR and origin op: (h, Ibar, Ibar's upper triangle {(r, c): symbol}), the
+    entries emitted by ``e(expression, name)`` as ``<tag>Rh<r>``, ``<tag>h<r>``, ``<tag>I<r><c>``."""
+    Rh = [e(y, f"{tag}Rh{r}") for r, y in enumerate(_mv(oR, h))]
+    hw = [e(_sum((Rh[r], _mul(m, op[r]))), f"{tag}h{r}") for r in range(3)]
+    RIR = _mm(oR, _mm(Ib, _mt(oR)))
+    sRh, sp_ = _skew(Rh), _skew(op)
+    A1, A2, A3 = _mm(sRh, sp_), _mm(sp_, sRh), _mm(sp_, sp_)
+    Iu = {}
+    for r in range(3):
+        for c in range(r, 3):
+            Iu[r, c] = e(RIR[r][c] - A1[r][c] - A2[r][c] - _mul(m, A3[r][c]), f"{tag}I{r}{c}")
+    return hw, [[Iu[min(r, c), max(r, c)] for c in range(3)] for r in range(3)], Iu
+
+
+def _inertia_rate_columns(m: sp.Expr, h: V3, Ib: M3, v: list, oh: list) -> list[list]:
+    """The columns of B with B x = v ×* (Y x) - Y (v × x) + x ×* (Y v) for the inertia Y = (m, h, Ib) moving at v,
+    oh = Y v: six 6-lists."""
+    cols = []
+    for c in range(6):
+        unit = [_1 if r == c else _0 for r in range(6)]
+        col = _fcross(v, _inertia(m, h, Ib, unit))
+        col = [_sum((x, -y)) for x, y in zip(col, _inertia(m, h, Ib, _mcross(v, unit)))]
+        cols.append([_sum((x, y)) for x, y in zip(col, _fcross(unit, oh))])
+    return cols
 
 
 def _mv(R: M3, v: V3) -> V3:
