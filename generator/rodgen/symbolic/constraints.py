@@ -661,26 +661,24 @@ def solve_modes(eqs: Equations, cs: ConstrainedSolve) -> list[tuple[tuple[int, .
 def _specialise(cs: ConstrainedSolve, subs: dict[sp.Basic, sp.Expr]) -> ConstrainedSolve:
     """``cs`` with ``subs`` put in, an assignment that becomes a number or a single symbol folded into
     its uses."""
-    assignments = []
-    for sym, ex in cs.assignments:
-        ex = sp.sympify(ex).xreplace(subs)
-        if ex.is_Number or ex.is_Symbol:
-            subs[sym] = ex
-        else:
-            assignments.append((sym, ex))
+    def fold(pairs: list) -> list[tuple[sp.Symbol, sp.Expr]]:
+        kept = []
+        for sym, ex in pairs:
+            ex = sp.sympify(ex).xreplace(subs)
+            if ex.is_Number or ex.is_Symbol:
+                subs[sym] = ex
+            else:
+                kept.append((sym, ex))
+        return kept
+
+    assignments = fold(cs.assignments)
 
     def put(xs: list[sp.Expr]) -> list[sp.Expr]:
         return [sp.sympify(x).xreplace(subs) for x in xs]
     response = None
     if cs.response is not None:
         r = cs.response
-        own = []
-        for sym, ex in r.assignments:
-            ex = sp.sympify(ex).xreplace(subs)
-            if ex.is_Number or ex.is_Symbol:
-                subs[sym] = ex
-            else:
-                own.append((sym, ex))
+        own = fold(r.assignments)
         # what the masked response reads besides its factors and du (the parameters, the gains)
         read: set[sp.Basic] = set()
         for ex in [ex for _, ex in r.assignments] + list(r.qdd) + list(r.lam):
