@@ -115,8 +115,19 @@ def test_one_state_path_keeps_the_checked_behaviour(exo5_both: tuple[Any, Any]) 
     ro = q.copy()
     ro.setflags(write=False)
     strided = np.repeat(q, 2)[::2]
-    for args in [(q, qd), (list(q), list(qd)), (ro, qd), (strided, qd), (tuple(q), qd)]:
+    swapped = q.astype(">f8")                     # the same values in the other byte order
+    raw = np.zeros(8 * aba.nq + 1, dtype=np.uint8)
+    unaligned = raw[1:].view(np.float64)          # not aligned to 8 bytes
+    unaligned[:] = q
+
+    class Sub(np.ndarray):
+        pass
+
+    for args in [(q, qd), (list(q), list(qd)), (ro, qd), (strided, qd), (tuple(q), qd), (swapped, qd),
+                 (q, qd.astype(">f8")), (unaligned, qd), (q.view(Sub), qd.view(Sub)), (q[None, :][0], qd)]:
         np.testing.assert_array_equal(aba.forward_dynamics(*args), want)
+    q32 = q.astype(np.float32)                      # converted as the checked path converts it
+    np.testing.assert_array_equal(aba.forward_dynamics(q32, qd), aba.forward_dynamics(q32.astype(float), qd))
     np.testing.assert_array_equal(aba.forward_dynamics(q, qd, np.zeros(aba.nu), aba.parameter_vector()), want)
     np.testing.assert_array_equal(aba.forward_dynamics(q, qd, p={}), want)
     y = np.concatenate([q, qd])

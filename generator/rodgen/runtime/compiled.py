@@ -675,12 +675,18 @@ class CompiledModel:
         d qdd/dx = M^-1 (d(B u - bias)/dx - (dM/dx) qdd). Raises DynamicsError
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
-        kernel = self._jacobian_kernel()
-        if out is None:     # one state: the table's one-state path (None for anything else or a failed state)
-            one = self._jacobian_table.one_rhs_jacobian
-            r = one(t, q, qd, u, p)
+        table = self._jacobian_table
+        if out is None and table is not None:   # one state: the table's one-state path (None for anything else)
+            r = table.one_rhs_jacobian(t, q, qd, u, p)
             if r is not None:
                 return r
+        kernel = self._jacobian_kernel()
+        if out is None:
+            one = self._jacobian_table.one_rhs_jacobian
+            if table is None:       # the deferred Jacobian, built just now
+                r = one(t, q, qd, u, p)
+                if r is not None:
+                    return r
             q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
             if listed:
                 r = one(t, q, qd, u, p)

@@ -270,6 +270,12 @@ def python_include() -> list[str]:
     return out
 
 
+def numpy_include() -> str:
+    """NumPy's C headers (the runtime's one-state methods take arrays' data through NumPy's C API)."""
+    import numpy
+    return str(numpy.get_include())
+
+
 def ext_suffix() -> str:
     return str(sysconfig.get_config_var("EXT_SUFFIX") or (".pyd" if sys.platform == "win32" else ".so"))
 
@@ -412,7 +418,8 @@ def compile_extension(folder: Union[str, Path], *, pyx: str, sources: Sequence[s
     start = time.perf_counter()
     cy_c = f"{module}.c"
     cmd_cython = [sys.executable, "-m", "cython", "-3", "--fast-fail", pyx, "-o", cy_c]
-    includes = [f"-I{p}" for p in python_include()] + ["-I."]
+    includes = [f"-I{p}" for p in python_include()] + [f"-I{numpy_include()}", "-I.",
+                                                         "-DNPY_NO_DEPRECATED_API=NPY_1_7_API_VERSION"]
     cmd_c = [cc + ["-c", "-std=c99"] + list(cflags) + [src, "-o", f"{Path(src).stem}.o"] for src in sources]
     cmd_wrap = cc + ["-c"] + list(cflags) + includes + [cy_c, "-o", f"{module}.o"]
     target = f"{module}{ext_suffix()}"

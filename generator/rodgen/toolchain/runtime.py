@@ -51,15 +51,17 @@ def cache_dir() -> Path:
 
 
 def _machine_parts(compiler: Optional[str]) -> dict[str, str]:
-    """What a runtime build depends on besides its sources: rodgen's and Cython's versions, the compiler and
-    its flags, Python's ABI and the platform."""
+    """What a runtime build depends on besides its sources: rodgen's, Cython's and NumPy's versions (the wrapper
+    compiles against NumPy's C API), the compiler and its flags, Python's ABI and the platform."""
     import Cython
+    import numpy
 
     from .. import __version__
     cc = find_compiler(compiler)
     return {
         "rodgen": __version__,
         "cython": str(Cython.__version__),
+        "numpy": str(numpy.__version__),
         **compile_key_parts(cc, runtime_cflags(cc), default_arch()),
         "ext_suffix": ext_suffix(),
         "python": sys.implementation.cache_tag or sys.version,

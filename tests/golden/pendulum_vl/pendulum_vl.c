@@ -491,6 +491,15 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
     c0 = 0;
+    /* the next 4 columns in a vector of 4 */
+    {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + 0);
+        for (t = 0; t < k; ++t) {
+            a0 -= lb[rows[t] * ls] * PENDULUM_VL_CV4(B + rows[t] * m + 0);
+        }
+        PENDULUM_VL_V4(bi + 0) = a0;
+    }
+    c0 = 4;
 #else
     for (; c0 + 24 <= m; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
