@@ -113,12 +113,14 @@ def machine() -> dict[str, Any]:
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    """Write ``results/<name>.json`` (``name`` may also be a path of its own, e.g. ``/tmp/run1``)."""
     path = RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"machine": machine(), **payload}, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
-    print(f"wrote {path.relative_to(HERE.parent)}")
+    shown = path.relative_to(HERE.parent) if path.is_relative_to(HERE.parent) else path
+    print(f"wrote {shown}")
     return path
 
 
