@@ -14,7 +14,8 @@ from Python) and times, on the same random states, interleaved:
     the RHS Jacobian with one Cholesky solve per column (as generated before the block solve), in the glue
                                                  vs  pinocchio::computeABADerivatives
 
-Both sides are compiled with ``-O3 -march=native`` (C: gcc -std=c99, C++: g++ -std=c++17); Pinocchio's
+Both sides are compiled with ``-O3 -march=native`` (C: gcc -std=c99, C++: g++ -std=c++17 -DNDEBUG, as a release
+build of Pinocchio is, and as the other native harnesses are); Pinocchio's
 algorithms are instantiated in the harness (its precompiled instantiations are not used). Before timing, the
 harness prints the largest difference of every result against Pinocchio's over all states.
 
@@ -407,7 +408,7 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         row["targets_met"] = {k: times[k]["ratio"] <= t for k, t in TARGETS.items()}
         if callgrind:       # valgrind stops at AVX-512: both sides built again with CALLGRIND_FLAGS added
             include, _ = prefix_dirs()
-            cg = harness_object(include, eigen_dir(include), flags=tuple(CALLGRIND_FLAGS))
+            cg = harness_object(include, eigen_dir(include), flags=("-DNDEBUG", *CALLGRIND_FLAGS))
             row["instructions"] = instructions(link(cg, "_cg", tuple(CALLGRIND_FLAGS)), work / "data.txt", states)
             row["instructions"]["flags"] = [*CFLAGS, *CALLGRIND_FLAGS]     # type: ignore[assignment]
         return row
@@ -496,7 +497,7 @@ def main() -> None:
         include, libdir = prefix_dirs()
         eigen = eigen_dir(include)
         cc, cxx = tool("gcc"), tool("g++")
-        obj = harness_object(include, eigen)
+        obj = harness_object(include, eigen, flags=("-DNDEBUG",))     # Eigen's and Pinocchio's asserts off
     for name in [] if args.python_only else args.robots or list(table):
         model, pm = table[name]()
         extra = {} if args.node_loop_min is None else {"node_loop_min": args.node_loop_min}
