@@ -42,6 +42,14 @@ from .convert import to_sympy
 from .equations import Equations, ForceEquations
 
 
+def _mul(A: sp.Matrix, B: sp.Matrix) -> sp.Matrix:
+    """``A * B`` over the nonzero entries only: SymPy's product asks each entry of the other factor whether it is
+    finite when it meets a zero (0*oo is nan), a walk through the assumptions that took half the force elements'
+    derivation; these entries are finite, so the sums are the same."""
+    return sp.Matrix(A.rows, B.cols, lambda i, j: sp.Add(*[A[i, k] * B[k, j] for k in range(A.cols)
+                                                         if A[i, k] != 0 and B[k, j] != 0]))
+
+
 def force_equations(eqs: Equations) -> list[ForceEquations]:
     """The force elements of ``eqs.model`` in declaration order (empty if it has none), for a planar model
     (points of ``eqs.points``, 2 components) and a spatial one (frames of ``eqs.frames``, 3 components)
@@ -75,7 +83,7 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
     for f in model.forces:
         r = geo.position(f.point)
         J = geo.jacobian(f.point, r, q)
-        v = J * qdv
+        v = _mul(J, qdv)
         names = {**pnames, **coord, **rate, "t": eqs.t}
         if f.force is not None:
             names.update(_point_states(f, geo, q, qdv, names, (r, v)))
@@ -83,11 +91,11 @@ def force_equations(eqs: Equations) -> list[ForceEquations]:
             assert f.b is not None
             rb = geo.position(f.b)
             Jb = geo.jacobian(f.b, rb, q)
-            F = _spring_damper(f, rb - r, (Jb - J) * qdv, X)
-            out.append(ForceEquations(f.name, f.type, f.point, r, J, F, (J - Jb).T * F, False))
+            F = _spring_damper(f, rb - r, _mul(Jb - J, qdv), X)
+            out.append(ForceEquations(f.name, f.type, f.point, r, J, F, _mul((J - Jb).T, F), False))
             continue
         F = _law(f, r, v, geo, X, names, usym)
-        out.append(ForceEquations(f.name, f.type, f.point, r, J, F, J.T * F, f.inputs is not None))
+        out.append(ForceEquations(f.name, f.type, f.point, r, J, F, _mul(J.T, F), f.inputs is not None))
     return out
 
 
@@ -109,7 +117,7 @@ def _point_states(f: ValidForce, geo: "_Geometry", q: list[sp.Symbol], qdv: sp.M
             kind, p = known[nm]
             if p not in cache:
                 r = geo.position(p)
-                cache[p] = (r, geo.jacobian(p, r, q) * qdv)
+                cache[p] = (r, _mul(geo.jacobian(p, r, q), qdv))
             r, v = cache[p]
             out[nm] = (v if kind.startswith("v") else r)["xyz".index(kind[-1])]
     return out
