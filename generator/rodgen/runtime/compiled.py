@@ -480,7 +480,7 @@ class CompiledModel:
         Q equals B(q) u for the inputs u that produce qdd (for a fully
         actuated model with square B, u = solve(B, Q)).
         """
-        r = self._one_inverse_dynamics(t, q, qd, qdd, p, out)     # one state: None for anything else (or a failed state)
+        r = self._one_inverse_dynamics(t, q, qd, qdd, p, out)     # one state: None for anything else
         if r is not None:
             return r
         q, qd, qdd, p, listed = _lists_to_arrays(q, qd, qdd, p)
