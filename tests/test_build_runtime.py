@@ -92,6 +92,37 @@ def test_out_arrays_and_fresh_results(exo5: CompiledModel) -> None:
     np.testing.assert_array_equal(a, out)
     batch_out = np.empty((2, 9))
     assert exo5.forward_dynamics(np.stack([q, q]), np.zeros((2, 9)), out=batch_out) is batch_out
+    # one state into out=: the one-state path writes the batched kernel's numbers into the caller's array
+    qd = np.linspace(-0.5, 0.7, 9)
+    u = np.linspace(1.0, -2.0, 9)
+    for name, args, shape in [("forward_dynamics", (q, qd, u), (9,)), ("bias", (q, qd), (9,)),
+                              ("inverse_dynamics", (q, qd, u), (9,)), ("rhs", (0.0, np.r_[q, qd], u), (18,))]:
+        f = getattr(exo5, name)
+        row = f(*[np.stack([a, a]) if isinstance(a, np.ndarray) else a for a in args])[1]
+        o = np.full(shape, np.nan)
+        assert f(*args, out=o) is o, name
+        np.testing.assert_allclose(o, row, rtol=1e-13, atol=1e-12, err_msg=name)
+    with pytest.raises(ValueError, match=r"^Output 'out' must be a writable C-contiguous float64 array of shape "
+                                         r"\(9,\); got shape \(9,\), dtype float32"):
+        exo5.forward_dynamics(q, qd, out=np.empty(9, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"not C-contiguous"):
+        exo5.mass_matrix(q, out=np.empty((9, 9), order="F"))
+
+
+def test_rhs_jacobian_one_state_out_closed_form(pendulum: CompiledModel) -> None:
+    """One state into out=: d phidd/d phi = g sin(phi) / l for the point mass on a rod, written in place."""
+    g, l = 9.81, 0.75
+    for phi in (0.3, -1.1):
+        out = np.full((2, 2), np.nan)
+        assert pendulum.rhs_jacobian([phi], [0.4], out=out) is out
+        np.testing.assert_allclose(out, [[0.0, 1.0], [g * np.sin(phi) / l, 0.0]], rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match=r"^Output 'out' must be a writable C-contiguous float64 array of shape "
+                                         r"\(2, 2\); got shape \(2, 3\)"):
+        pendulum.rhs_jacobian([0.3], [0.4], out=np.empty((2, 3)))
+    frozen = np.empty((2, 2))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        pendulum.rhs_jacobian([0.3], [0.4], out=frozen)
 
 
 def test_parameters_by_name_and_per_row(exo5: CompiledModel) -> None:

@@ -404,15 +404,14 @@ class CompiledModel:
     # -- the compiled functions ------------------------------------------------
     def mass_matrix(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Mass matrix M(q): (nv, nv), or (N, nv, nv) for q of shape (N, nq)."""
-        if out is None:
-            r = self._one_mass_matrix(q, p)
+        r = self._one_mass_matrix(q, p, out)     # one state: None for anything else (or a failed state)
+        if r is not None:
+            return r
+        q, p, listed = _lists_to_arrays(q, p)
+        if listed:     # lists or tuples, converted once: the one-state path again
+            r = self._one_mass_matrix(q, p, out)
             if r is not None:
                 return r
-            q, p, listed = _lists_to_arrays(q, p)
-            if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_mass_matrix(q, p)
-                if r is not None:
-                    return r
         q2, nq_ = self._rows(q, "q")
         p2, np_ = self._params(p)
         n, batched = self._batch(q=(q2, nq_), p=(p2, np_))
@@ -425,15 +424,14 @@ class CompiledModel:
         """Bias forces h + G + K + D - F (velocity terms, gravity, springs, dampers, force elements), as in
         M qdd + bias = B u; ``t`` is the time of the force elements' expressions (one per row of a batch, or
         one for all)."""
-        if out is None:
-            r = self._one_bias(t, q, qd, p)
+        r = self._one_bias(t, q, qd, p, out)     # one state: None for anything else (or a failed state)
+        if r is not None:
+            return r
+        q, qd, p, listed = _lists_to_arrays(q, qd, p)
+        if listed:     # lists or tuples, converted once: the one-state path again
+            r = self._one_bias(t, q, qd, p, out)
             if r is not None:
                 return r
-            q, qd, p, listed = _lists_to_arrays(q, qd, p)
-            if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_bias(t, q, qd, p)
-                if r is not None:
-                    return r
         return self._vec("bias", (q, "q"), (qd, "qd"), p=p, out=out, width=self.nv, t=t)
 
     def gravity(self, q: ArrayLike, p: Params = None, *, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -458,15 +456,14 @@ class CompiledModel:
         Raises DynamicsError where the state is not finite or M is not positive
         definite; with ``check=False`` those rows hold NaN instead.
         """
-        if out is None:
-            r = self._one_forward_dynamics(t, q, qd, u, p)
+        r = self._one_forward_dynamics(t, q, qd, u, p, out)     # one state: None for anything else (or a failed state)
+        if r is not None:
+            return r
+        q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
+        if listed:     # lists or tuples, converted once: the one-state path again
+            r = self._one_forward_dynamics(t, q, qd, u, p, out)
             if r is not None:
                 return r
-            q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
-            if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_forward_dynamics(t, q, qd, u, p)
-                if r is not None:
-                    return r
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         res = self._out(out, (n, self.nv) if batched else (self.nv,))
         status = np.zeros(n, dtype=np.intc)
@@ -483,15 +480,14 @@ class CompiledModel:
         Q equals B(q) u for the inputs u that produce qdd (for a fully
         actuated model with square B, u = solve(B, Q)).
         """
-        if out is None:
-            r = self._one_inverse_dynamics(t, q, qd, qdd, p)
+        r = self._one_inverse_dynamics(t, q, qd, qdd, p, out)     # one state: None for anything else
+        if r is not None:
+            return r
+        q, qd, qdd, p, listed = _lists_to_arrays(q, qd, qdd, p)
+        if listed:     # lists or tuples, converted once: the one-state path again
+            r = self._one_inverse_dynamics(t, q, qd, qdd, p, out)
             if r is not None:
                 return r
-            q, qd, qdd, p, listed = _lists_to_arrays(q, qd, qdd, p)
-            if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_inverse_dynamics(t, q, qd, qdd, p)
-                if r is not None:
-                    return r
         return self._vec("inverse_dynamics", (q, "q"), (qd, "qd"), (qdd, "qdd"), p=p, out=out, width=self.nv,
                          t=t)
 
@@ -511,15 +507,14 @@ class CompiledModel:
     def rhs(self, t: Union[float, ArrayLike], y: ArrayLike, u: Optional[ArrayLike] = None, p: Params = None, *,
             out: Optional[np.ndarray] = None, check: bool = True) -> np.ndarray:
         """dy/dt for y = [q, qd] at time t: (nq + nv,) or (N, nq + nv). ``u`` defaults to zero."""
-        if out is None:
-            r = self._one_rhs(t, y, u, p)
+        r = self._one_rhs(t, y, u, p, out)     # one state: None for anything else (or a failed state)
+        if r is not None:
+            return r
+        y, u, p, listed = _lists_to_arrays(y, u, p)
+        if listed:     # lists or tuples, converted once: the one-state path again
+            r = self._one_rhs(t, y, u, p, out)
             if r is not None:
                 return r
-            y, u, p, listed = _lists_to_arrays(y, u, p)
-            if listed:     # lists or tuples, converted once: the one-state path again
-                r = self._one_rhs(t, y, u, p)
-                if r is not None:
-                    return r
         y2, a = self._rows(y, "y")
         u2, c = self._inputs(u)
         p2, d = self._params(p)
@@ -676,22 +671,21 @@ class CompiledModel:
         where forward dynamics fails (``check=False``: NaN rows instead).
         """
         table = self._jacobian_table
-        if out is None and table is not None:   # one state: the table's one-state path (None for anything else)
-            r = table.one_rhs_jacobian(t, q, qd, u, p)
+        if table is not None:   # one state: the table's one-state path (None for anything else or a failed state)
+            r = table.one_rhs_jacobian(t, q, qd, u, p, out)
             if r is not None:
                 return r
         kernel = self._jacobian_kernel()
-        if out is None:
-            one = self._jacobian_table.one_rhs_jacobian
-            if table is None:       # the deferred Jacobian, built just now
-                r = one(t, q, qd, u, p)
-                if r is not None:
-                    return r
-            q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
-            if listed:
-                r = one(t, q, qd, u, p)
-                if r is not None:
-                    return r
+        one = self._jacobian_table.one_rhs_jacobian
+        if table is None:       # the deferred Jacobian, built just now
+            r = one(t, q, qd, u, p, out)
+            if r is not None:
+                return r
+        q, qd, u, p, listed = _lists_to_arrays(q, qd, u, p)
+        if listed:
+            r = one(t, q, qd, u, p, out)
+            if r is not None:
+                return r
         n, batched, q2, qd2, u2, p2, t2 = self._state_call(q, qd, u, p, t)
         ny = 2 * self.nv
         res = self._out(out, (n, ny, ny) if batched else (ny, ny))
