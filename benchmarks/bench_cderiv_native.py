@@ -40,7 +40,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_derivatives import CFLAGS, coordinate_maps, eigen_dir, from_urdf_pair, harness_object, prefix_dirs, tool  # noqa: E402,E501
+from bench_derivatives import C_STD, CFLAGS, coordinate_maps, eigen_dir, from_urdf_pair, harness_object, prefix_dirs, tool  # noqa: E402,E501
 from bench_floating import FEET  # noqa: E402
 
 import rodgen  # noqa: E402
@@ -103,7 +103,7 @@ def build(work: Path, obj: Path, libdir: Path, flags: list[str]) -> tuple[Path, 
     objs = []
     for f in ["glue.c", *[f for f in files.files if f.endswith(".c")]]:
         o = work / (Path(f).stem + ".o")
-        proc = subprocess.run([cc, *flags, "-std=c99", "-c", f, "-o", str(o)], cwd=work, capture_output=True,
+        proc = subprocess.run([cc, *flags, *C_STD, "-c", f, "-o", str(o)], cwd=work, capture_output=True,
                               text=True)
         if proc.returncode != 0:
             raise SystemExit(f"{f} failed to compile:\n{proc.stderr[-3000:]}")

@@ -14,8 +14,9 @@ from Python) and times, on the same random states, interleaved:
     the RHS Jacobian with one Cholesky solve per column (as generated before the block solve), in the glue
                                                  vs  pinocchio::computeABADerivatives
 
-Both sides are compiled with ``-O3 -march=native`` (C: gcc -std=c99, C++: g++ -std=c++17 -DNDEBUG, as a release
-build of Pinocchio is, and as the other native harnesses are); Pinocchio's
+Both sides are compiled with ``-O3 -march=native`` (C: gcc -std=c99 -ffp-contract=fast, the multiply-adds
+fused as g++ fuses them by default; C++: g++ -std=c++17 -DNDEBUG, as a release build of Pinocchio is, and as the
+other native harnesses are); Pinocchio's
 algorithms are instantiated in the harness (its precompiled instantiations are not used). Before timing, the
 harness prints the largest difference of every result against Pinocchio's over all states.
 
@@ -62,6 +63,9 @@ from rodgen.codegen import CodegenOptions  # noqa: E402
 from common import machine, write_json  # noqa: E402
 
 CFLAGS = ["-O3", "-march=native"]
+#: the C side's language flags: -std=c99 alone would not fuse multiply-adds, which g++ does by default (rodgen.build
+#: compiles with both, see rodgen.toolchain.compiler.CONTRACT_FLAG)
+C_STD = ["-std=c99", "-ffp-contract=fast"]
 PIN_DEFINES = ["-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
 TARGETS = {"jacobian": 0.5, "id_derivatives": 0.5}
@@ -352,7 +356,7 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
             objs = []
             for f in ["glue.c", *runtime_c]:
                 o = work / (Path(f).stem + stem + ".o")
-                proc = subprocess.run([cc, *CFLAGS, *flags, "-std=c99", "-c", f, "-o", str(o)], cwd=work,
+                proc = subprocess.run([cc, *CFLAGS, *flags, *C_STD, "-c", f, "-o", str(o)], cwd=work,
                                       capture_output=True, text=True)
                 if proc.returncode != 0:
                     raise SystemExit(f"{name}: {f} failed to compile:\n{proc.stderr[-3000:]}")

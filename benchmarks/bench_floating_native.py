@@ -38,7 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_derivatives import CFLAGS, eigen_dir, harness_object, prefix_dirs, tool  # noqa: E402
+from bench_derivatives import C_STD, CFLAGS, eigen_dir, harness_object, prefix_dirs, tool  # noqa: E402
 from bench_floating import FEET, ROBOTS, robot_file  # noqa: E402
 
 import rodgen  # noqa: E402
@@ -117,7 +117,7 @@ def run_case(label: str, name: str, feet: bool, obj: Path, libdir: Path, *, stat
         objs = []
         for f in ["glue.c", *[f for f in files.files if f.endswith(".c")]]:
             o = work / (Path(f).stem + ".o")
-            proc = subprocess.run([cc, *CFLAGS, "-std=c99", "-c", f, "-o", str(o)], cwd=work, capture_output=True,
+            proc = subprocess.run([cc, *CFLAGS, *C_STD, "-c", f, "-o", str(o)], cwd=work, capture_output=True,
                                   text=True)
             if proc.returncode != 0:
                 raise SystemExit(f"{label}: {f} failed to compile:\n{proc.stderr[-3000:]}")

@@ -29,7 +29,7 @@ from rodgen.symbolic.recursive import Node, expanded_tree
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 CC = os.environ.get("CC", "gcc")
-C_FLAGS = ["-O2", "-std=c99"]
+C_FLAGS = ["-O2", "-std=c99", "-ffp-contract=fast"]
 
 
 # -- timing ---------------------------------------------------------------------------------------

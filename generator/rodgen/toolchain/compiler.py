@@ -154,23 +154,32 @@ def accepts(compiler: tuple[str, ...], flag: str) -> bool:
     return out.returncode == 0
 
 
+#: Fused multiply-adds: every rodgen compile is ``-std=c99``, and GCC in an ISO mode does not contract ``a * b + c``
+#: into one multiply-add (``-ffp-contract=off``) where its default gnu modes and C++ do. The generated code is
+#: mostly such sums of products: chain36's RHS Jacobian takes 12 % less time with them (24.5 against 27.8 us;
+#: one rounding instead of two, the same numbers to a few units in the last place).
+CONTRACT_FLAG = "-ffp-contract=fast"
+
+
 @functools.lru_cache(maxsize=None)
 def arch_flags(compiler: tuple[str, ...], arch: Optional[str]) -> list[str]:
-    """The flags that select instruction set ``arch`` (see :class:`BuildOptions`) for this compiler: none for a
-    portable build; for ``"native"``, ``-march=native`` or else ``-mcpu=native``, or none if the compiler takes
+    """The flags that select instruction set ``arch`` (see :class:`BuildOptions`) for this compiler and let it use
+    the set's fused multiply-add (:data:`CONTRACT_FLAG`, where the compiler takes it): for a portable build only
+    the latter; for ``"native"``, ``-march=native`` or else ``-mcpu=native``, or neither if the compiler takes
     neither. An explicit ``arch`` the compiler rejects raises BuildError."""
+    contract = [CONTRACT_FLAG] if accepts(compiler, CONTRACT_FLAG) else []
     if arch is None:
-        return []
+        return contract
     if arch == "native":
         for flag in ("-march=native", "-mcpu=native"):
             if accepts(compiler, flag):
-                return [flag]
-        return []
+                return [flag, *contract]
+        return contract
     flag = f"-march={arch}"
     if not accepts(compiler, flag):
         raise BuildError(f"BuildOptions(arch={arch!r}): the C compiler {compiler[0]} rejects {flag}; give an "
                          f"instruction set it knows, 'native', or None for a portable build")
-    return [flag]
+    return [flag, *contract]
 
 
 def cpu_identity() -> str:

@@ -5,6 +5,7 @@
  * Forward dynamics: the articulated-body algorithm.
  */
 #include <math.h>
+#include <string.h>
 
 #include "pendulum_vl.h"
 
@@ -309,15 +310,24 @@ static void pendulum_vl_inverse_dynamics_derivatives(double t, const double *q, 
 #endif
 
 #if !defined(PENDULUM_VL_UNIT) || defined(PENDULUM_VL_UNIT_FORWARD_DYNAMICS) || defined(PENDULUM_VL_UNIT_RHS_JACOBIAN)
-static int pendulum_vl_all_finite(const double *x, int n)
+/* The loops of all_finite, the factorisation, the block solve and the pairs' products are compiled at -O3 by GCC
+ * whatever the model's level (-O1 by default, for its long straight-line code): vectorised. Not for -O0 (debugging)
+ * or other compilers. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__)
+#define PENDULUM_VL_LOOPS __attribute__((optimize("O3")))
+#else
+#define PENDULUM_VL_LOOPS
+#endif
+
+/* 1 when every entry of x is finite: x - x is 0 for a finite x and NaN for an infinite or NaN one (no branch per
+ * entry; vectorised, the RHS Jacobian's 2 n^2 entries of chain36 in 0.24 us against 1.3 us for isfinite) */
+PENDULUM_VL_LOOPS static int pendulum_vl_all_finite(const double *x, int n)
 {
-    int i;
+    int i, bad = 0;
     for (i = 0; i < n; ++i) {
-        if (!isfinite(x[i])) {
-            return 0;
-        }
+        bad |= !(x[i] - x[i] == 0);
     }
-    return 1;
+    return !bad;
 }
 
 static void pendulum_vl_fill_nan(double *x, int n)
@@ -401,28 +411,186 @@ int pendulum_vl_rhs(double t, const double *y, const double *u, const double *p,
 #endif
 
 #if !defined(PENDULUM_VL_UNIT) || defined(PENDULUM_VL_UNIT_RHS_JACOBIAN)
-/* The loops of the factorisation, the block solve and the pairs' products are compiled at -O3 by GCC whatever the
- * model's level (-O1 by default, for its long straight-line code): vectorised, the block solve of solo12's
- * 36 columns takes about 40 % fewer instructions. Not for -O0 (debugging) or other compilers. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__)
-#define PENDULUM_VL_LOOPS __attribute__((optimize("O3")))
-#else
-#define PENDULUM_VL_LOOPS
-#endif
+/* PENDULUM_VL_LOOPS (model.c's head): these loops at -O3 under GCC; vectorised, the block solve of solo12's 36 columns
+ * takes about 40 % fewer instructions. */
 /* The tree of the velocities: M[i][j] is zero unless one of i, j is an ancestor of the other. The ancestors of
  * velocity i from its parent to the root: anc[anc_start[i]] .. anc[anc_start[i + 1] - 1]; the same as runs of
  * consecutive indices, (highest, lowest) pairs: runs[2 r], runs[2 r + 1] for r from run_start[i] to
  * run_start[i + 1] - 1. */
 static const int pendulum_vl_anc_start[3] = { 0, 0, 1 };
 static const int pendulum_vl_anc[1] = { 0 };
+/* B <- -M^-1 B for the n x m block B (row-major, row stride m) with the factor of pendulum_vl_ltdl: L^T Y = B
+ * from the leaves (each row takes off its descendants' final rows), then X = -D^-1 Y - L' X from the roots
+ * (each row, scaled, takes off its ancestors' final rows; L' the strict part of L); only pairs on one branch
+ * occur. Each row is computed once, by column blocks held in registers while the other rows are taken off (GNU
+ * vector extensions: 24 columns in six vectors of 4, then blocks of 4, then single columns; with AVX-512 vectors
+ * of 8 in blocks of up to 12), so a row is read and written once per pass instead of once per pair. */
+#if defined(__GNUC__) && !defined(__INTEL_COMPILER) && defined(__AVX__)
+typedef double pendulum_vl_v4 __attribute__((vector_size(32), aligned(8)));
+#define PENDULUM_VL_V4(x) (*(pendulum_vl_v4 *)(x))
+#define PENDULUM_VL_CV4(x) (*(const pendulum_vl_v4 *)(x))
+#if defined(__AVX512F__)
+/* with AVX-512, vectors of 8 in one block of up to 12 (the m columns of a row at once up to m = 96) */
+typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
+#define PENDULUM_VL_V8(x) (*(pendulum_vl_v8 *)(x))
+#define PENDULUM_VL_CV8(x) (*(const pendulum_vl_v8 *)(x))
+#endif
+/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending */
+static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
+static const int pendulum_vl_desc[1] = { 1 };
+#else
+/* the runs, for the factorisation without the vector kernels */
 static const int pendulum_vl_run_start[3] = { 0, 0, 1 };
 static const int pendulum_vl_runs[2] = { 0, 0 };
+#endif
+
+#ifdef PENDULUM_VL_V4
+/* bi <- s bi - sum_t l_t B[rows[t]] with l_t = lb[rows[t] * ls], over the m columns of one row (row stride m):
+ * the block solve's 2 NV columns; and the factorisation's NV, l_t = lb[rows[t] * ls] sc[rows[t]] */
+PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const double *lb, int ls, const double *B,
+                                   const int *rows, int k)
+{
+    enum { m = 2 * PENDULUM_VL_NQ };
+    int c0 = 0, t;
+#if defined(PENDULUM_VL_V8)
+    /* one vector of 4 */
+    {
+        pendulum_vl_v4 r0 = s * PENDULUM_VL_V4(bi + 0);
+        /* narrow: two sets of sums over alternate rows, so that the multiply-adds do not wait on each other */
+        pendulum_vl_v4 r1 = {0.0};
+        for (t = 0; t + 1 < k; t += 2) {
+            const double l = lb[rows[t] * ls], l1 = lb[rows[t + 1] * ls];
+            const double *b = B + rows[t] * m + 0, *b1 = B + rows[t + 1] * m + 0;
+            r0 -= l * PENDULUM_VL_CV4(b + 0);
+            r1 -= l1 * PENDULUM_VL_CV4(b1 + 0);
+        }
+        if (t < k) {
+            const double l = lb[rows[t] * ls];
+            const double *b = B + rows[t] * m + 0;
+            r0 -= l * PENDULUM_VL_CV4(b + 0);
+        }
+        r0 += r1;
+        PENDULUM_VL_V4(bi + 0) = r0;
+    }
+    c0 = 4;
+#else
+    for (; c0 + 24 <= m; c0 += 24) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
+        pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
+        pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
+        for (t = 0; t < k; ++t) {
+            const double l = lb[rows[t] * ls];
+            const double *b = B + rows[t] * m + c0;
+            a0 -= l * PENDULUM_VL_CV4(b);
+            a1 -= l * PENDULUM_VL_CV4(b + 4);
+            a2 -= l * PENDULUM_VL_CV4(b + 8);
+            a3 -= l * PENDULUM_VL_CV4(b + 12);
+            a4 -= l * PENDULUM_VL_CV4(b + 16);
+            a5 -= l * PENDULUM_VL_CV4(b + 20);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+        PENDULUM_VL_V4(bi + c0 + 4) = a1;
+        PENDULUM_VL_V4(bi + c0 + 8) = a2;
+        PENDULUM_VL_V4(bi + c0 + 12) = a3;
+        PENDULUM_VL_V4(bi + c0 + 16) = a4;
+        PENDULUM_VL_V4(bi + c0 + 20) = a5;
+    }
+    for (; c0 + 4 <= m; c0 += 4) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
+        for (t = 0; t < k; ++t) {
+            a0 -= (lb[rows[t] * ls]) * PENDULUM_VL_CV4(B + rows[t] * m + c0);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+    }
+#endif
+    for (; c0 < m; ++c0) {
+        double a = s * bi[c0];
+        for (t = 0; t < k; ++t) {
+            a -= (lb[rows[t] * ls]) * B[rows[t] * m + c0];
+        }
+        bi[c0] = a;
+    }
+}
+
+PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, const double *lb, int ls, const double *sc, const double *B,
+                                   const int *rows, int k)
+{
+    enum { m = PENDULUM_VL_NQ };
+    int c0 = 0, t;
+#if defined(PENDULUM_VL_V8)
+    c0 = 0;
+#else
+    for (; c0 + 24 <= m; c0 += 24) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
+        pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
+        pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
+        for (t = 0; t < k; ++t) {
+            const double l = lb[rows[t] * ls] * sc[rows[t]];
+            const double *b = B + rows[t] * m + c0;
+            a0 -= l * PENDULUM_VL_CV4(b);
+            a1 -= l * PENDULUM_VL_CV4(b + 4);
+            a2 -= l * PENDULUM_VL_CV4(b + 8);
+            a3 -= l * PENDULUM_VL_CV4(b + 12);
+            a4 -= l * PENDULUM_VL_CV4(b + 16);
+            a5 -= l * PENDULUM_VL_CV4(b + 20);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+        PENDULUM_VL_V4(bi + c0 + 4) = a1;
+        PENDULUM_VL_V4(bi + c0 + 8) = a2;
+        PENDULUM_VL_V4(bi + c0 + 12) = a3;
+        PENDULUM_VL_V4(bi + c0 + 16) = a4;
+        PENDULUM_VL_V4(bi + c0 + 20) = a5;
+    }
+    for (; c0 + 4 <= m; c0 += 4) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
+        for (t = 0; t < k; ++t) {
+            a0 -= (lb[rows[t] * ls] * sc[rows[t]]) * PENDULUM_VL_CV4(B + rows[t] * m + c0);
+        }
+        PENDULUM_VL_V4(bi + c0) = a0;
+    }
+#endif
+    for (; c0 < m; ++c0) {
+        double a = s * bi[c0];
+        for (t = 0; t < k; ++t) {
+            a -= (lb[rows[t] * ls] * sc[rows[t]]) * B[rows[t] * m + c0];
+        }
+        bi[c0] = a;
+    }
+}
+
+#endif
 
 /* M = L^T D L in place (Featherstone's LTDL, no fill-in along the tree): on return the lower triangle of H
  * holds the unit L below the diagonal (entries (i, j), j an ancestor of i) and D on the diagonal. A pivot
- * that is not above RODGEN_PIVOT_RTOL times its diagonal entry of M means M is not positive definite. */
+ * that is not above RODGEN_PIVOT_RTOL times its diagonal entry of M means M is not positive definite. With the
+ * vector kernels, row by row from the leaves: row i of M takes off L_ki D_k L_k = (U_ki / D_k) U_k, U_k = D_k L_k, for
+ * its descendants k, whose rows are final, in registers (row_minus_n over the NV columns; the entries right of the
+ * diagonal are left as they come out), and the rows U_k are divided by their pivots at the end; otherwise
+ * Featherstone's order, each row k taking itself off its ancestors' rows. */
 PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
 {
+#ifdef PENDULUM_VL_V4
+    double rd[PENDULUM_VL_NQ] = {0.0};   /* 1 / D_k */
+    double d0;
+    int i, j;
+    for (i = n - 1; i >= 0; --i) {
+        double *hi = H + i * n;
+        d0 = fabs(hi[i]);
+        pendulum_vl_row_minus_n(hi, 1.0, H + i, n, rd, H, pendulum_vl_desc + pendulum_vl_desc_start[i],
+                            pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
+        if (!(hi[i] > RODGEN_PIVOT_RTOL * d0)) {
+            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+        }
+        rd[i] = 1.0 / hi[i];
+    }
+    for (i = 1; i < n; ++i) {
+        double *hi = H + i * n;
+        for (j = 0; j < i; ++j) {
+            hi[j] *= rd[i];
+        }
+    }
+    return RODGEN_OK;
+#else
     double d0[PENDULUM_VL_NQ];
     double a, rk;
     int k, r, r1, r2, i, j, lo;
@@ -459,86 +627,8 @@ PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
         }
     }
     return RODGEN_OK;
+#endif
 }
-
-/* B <- -M^-1 B for the n x m block B (row-major, row stride m) with the factor of pendulum_vl_ltdl: L^T Y = B
- * from the leaves (each row takes off its descendants' final rows), then X = -D^-1 Y - L' X from the roots
- * (each row, scaled, takes off its ancestors' final rows; L' the strict part of L); only pairs on one branch
- * occur. Each row is computed once, by column blocks held in registers while the other rows are taken off (GNU
- * vector extensions: 24 columns in six vectors of 4, then blocks of 4, then single columns; with AVX-512 vectors
- * of 8 in blocks of up to 12), so a row is read and written once per pass instead of once per pair. */
-#if defined(__GNUC__) && !defined(__INTEL_COMPILER) && defined(__AVX__)
-typedef double pendulum_vl_v4 __attribute__((vector_size(32), aligned(8)));
-#define PENDULUM_VL_V4(x) (*(pendulum_vl_v4 *)(x))
-#define PENDULUM_VL_CV4(x) (*(const pendulum_vl_v4 *)(x))
-#if defined(__AVX512F__)
-/* with AVX-512, vectors of 8 in one block of up to 12 (the m columns of a row at once up to m = 96) */
-typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
-#define PENDULUM_VL_V8(x) (*(pendulum_vl_v8 *)(x))
-#define PENDULUM_VL_CV8(x) (*(const pendulum_vl_v8 *)(x))
-#endif
-/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending */
-static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
-static const int pendulum_vl_desc[1] = { 1 };
-#endif
-
-#ifdef PENDULUM_VL_V4
-/* bi <- s bi - sum_t l_t B[rows[t]] with l_t = lb[rows[t] * ls], over the m columns of one row */
-PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const double *lb, int ls, const double *B,
-                                   const int *rows, int k)
-{
-    enum { m = 2 * PENDULUM_VL_NQ };
-    int c0 = 0, t;
-#if defined(PENDULUM_VL_V8)
-    c0 = 0;
-    /* the next 4 columns in a vector of 4 */
-    {
-        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + 0);
-        for (t = 0; t < k; ++t) {
-            a0 -= lb[rows[t] * ls] * PENDULUM_VL_CV4(B + rows[t] * m + 0);
-        }
-        PENDULUM_VL_V4(bi + 0) = a0;
-    }
-    c0 = 4;
-#else
-    for (; c0 + 24 <= m; c0 += 24) {
-        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
-        pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
-        pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
-        for (t = 0; t < k; ++t) {
-            const double l = lb[rows[t] * ls];
-            const double *b = B + rows[t] * m + c0;
-            a0 -= l * PENDULUM_VL_CV4(b);
-            a1 -= l * PENDULUM_VL_CV4(b + 4);
-            a2 -= l * PENDULUM_VL_CV4(b + 8);
-            a3 -= l * PENDULUM_VL_CV4(b + 12);
-            a4 -= l * PENDULUM_VL_CV4(b + 16);
-            a5 -= l * PENDULUM_VL_CV4(b + 20);
-        }
-        PENDULUM_VL_V4(bi + c0) = a0;
-        PENDULUM_VL_V4(bi + c0 + 4) = a1;
-        PENDULUM_VL_V4(bi + c0 + 8) = a2;
-        PENDULUM_VL_V4(bi + c0 + 12) = a3;
-        PENDULUM_VL_V4(bi + c0 + 16) = a4;
-        PENDULUM_VL_V4(bi + c0 + 20) = a5;
-    }
-    for (; c0 + 4 <= m; c0 += 4) {
-        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
-        for (t = 0; t < k; ++t) {
-            a0 -= lb[rows[t] * ls] * PENDULUM_VL_CV4(B + rows[t] * m + c0);
-        }
-        PENDULUM_VL_V4(bi + c0) = a0;
-    }
-#endif
-    for (; c0 < m; ++c0) {
-        double a = s * bi[c0];
-        for (t = 0; t < k; ++t) {
-            a -= lb[rows[t] * ls] * B[rows[t] * m + c0];
-        }
-        bi[c0] = a;
-    }
-}
-#endif
 
 PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B)
 {
@@ -593,7 +683,7 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
     double M[PENDULUM_VL_NQ * PENDULUM_VL_NQ];
     double qdd[PENDULUM_VL_NQ];
     const int n = PENDULUM_VL_NQ;
-    int i, k, status;
+    int i, status;
     if (!pendulum_vl_all_finite(q, PENDULUM_VL_NQ) || !pendulum_vl_all_finite(qd, n) || !pendulum_vl_all_finite(u, PENDULUM_VL_NU)
         || !pendulum_vl_all_finite(p, PENDULUM_VL_NP)) {
         pendulum_vl_fill_nan(J, 4 * n * n);
@@ -608,10 +698,9 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
         pendulum_vl_fill_nan(J, 4 * n * n);
         return status;
     }
+    memset(J, 0, sizeof(double) * 2 * n * n);
     for (i = 0; i < n; ++i) {
-        for (k = 0; k < 2 * n; ++k) {
-            J[i * 2 * n + k] = (k == n + i) ? 1.0 : 0.0;
-        }
+        J[i * 2 * n + n + i] = 1.0;
     }
     pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
     pendulum_vl_ltdl_solve_block(M, J + 2 * n * n);
