@@ -40,7 +40,16 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_derivatives import C_STD, CFLAGS, coordinate_maps, eigen_dir, from_urdf_pair, harness_object, prefix_dirs, tool  # noqa: E402,E501
+from bench_derivatives import (  # noqa: E402,E501
+    C_STD,
+    CFLAGS,
+    coordinate_maps,
+    eigen_dir,
+    from_urdf_pair,
+    harness_object,
+    prefix_dirs,
+    tool,
+)
 from bench_floating import FEET  # noqa: E402
 
 import rodgen  # noqa: E402
