@@ -453,26 +453,17 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
     enum { m = 2 * PENDULUM_VL_NQ };
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
-    /* one vector of 4 */
+    /* 0 vectors of 8, one of 4 in 1 block held in registers (AVX-512 has 32) */
     {
-        pendulum_vl_v4 r0 = s * PENDULUM_VL_V4(bi + 0);
-        /* narrow: two sets of sums over alternate rows, so that the multiply-adds do not wait on each other */
-        pendulum_vl_v4 r1 = {0.0};
-        for (t = 0; t + 1 < k; t += 2) {
-            const double l = lb[rows[t] * ls], l1 = lb[rows[t + 1] * ls];
-            const double *b = B + rows[t] * m + 0, *b1 = B + rows[t + 1] * m + 0;
-            r0 -= l * PENDULUM_VL_CV4(b + 0);
-            r1 -= l1 * PENDULUM_VL_CV4(b1 + 0);
-        }
-        if (t < k) {
+        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + 0);
+        for (t = 0; t < k; ++t) {
             const double l = lb[rows[t] * ls];
             const double *b = B + rows[t] * m + 0;
-            r0 -= l * PENDULUM_VL_CV4(b + 0);
+            a0 -= l * PENDULUM_VL_CV4(b + 0);
         }
-        r0 += r1;
-        PENDULUM_VL_V4(bi + 0) = r0;
+        PENDULUM_VL_V4(bi + 0) = a0;
     }
-    c0 = 4;
+    c0 = m;
 #else
     for (; c0 + 24 <= m; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
@@ -518,7 +509,20 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, cons
     enum { m = PENDULUM_VL_NQ };
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
-    c0 = 0;
+    /* 0 vectors of 8, 2 single columns in 1 block held in registers (AVX-512 has 32) */
+    {
+        double a0 = s * bi[0];
+        double a1 = s * bi[1];
+        for (t = 0; t < k; ++t) {
+            const double l = lb[rows[t] * ls] * sc[rows[t]];
+            const double *b = B + rows[t] * m + 0;
+            a0 -= l * b[0];
+            a1 -= l * b[1];
+        }
+        bi[0] = a0;
+        bi[1] = a1;
+    }
+    c0 = m;
 #else
     for (; c0 + 24 <= m; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
