@@ -82,6 +82,22 @@ def test_straight_line_prunes_and_never_expands_assignments() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+def test_a_zero_assignment_takes_the_temporaries_only_its_products_read() -> None:
+    """An assignment that is 0 (a locked joint's term) is substituted; a temporary read only in products with it
+    is then dead and must not be declared (gcc -Wall -Werror refuses an unused variable)."""
+    zero, b, c = sp.symbols("zero b c")
+    assignments = [(zero, sp.Integer(0)), (b, sp.sin(x) * sp.cos(y) + x), (c, zero * b + sp.exp(z) * y)]
+    temps, outs = straight_line(assignments, [c * x, c + z])
+    syms = {s for s, _ in temps}
+    assert b not in syms and zero not in syms
+    read = set().union(*(o.free_symbols for o in outs), *(e.free_symbols for _, e in temps))
+    assert all(s in read for s, _ in temps)
+    env = {s: e for s, e in temps}
+    got = [float(o.xreplace(env).xreplace(env).subs({x: 0.4, y: 1.3, z: -0.7})) for o in outs]
+    c_val = np.exp(-0.7) * 1.3
+    np.testing.assert_allclose(got, [c_val * 0.4, c_val - 0.7], rtol=1e-14)
+
+
 def test_common_subexpressions_are_found() -> None:
     e = sp.sin(x + y) * z
     temps, outs = straight_line([], [e + 1, e * 2])

@@ -331,4 +331,13 @@ def drop_aliases(temps: list[tuple[sp.Symbol, sp.Expr]],
             kept.append((sym, ex))
     if not alias:
         return kept, outs
-    return kept, [o.xreplace(alias) for o in outs]
+    outs = [o.xreplace(alias) for o in outs]
+    # a temporary that is 0 takes the products with it away, and with them maybe the last use of another
+    # temporary (Talos's legs: six such in the inverse-dynamics derivatives): keep only those still read
+    live: set[sp.Basic] = set().union(*(o.free_symbols for o in outs)) if outs else set()
+    needed: list[tuple[sp.Symbol, sp.Expr]] = []
+    for sym, ex in reversed(kept):
+        if sym in live:
+            needed.append((sym, ex))
+            live |= ex.free_symbols
+    return needed[::-1], outs
