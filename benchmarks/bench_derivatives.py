@@ -108,7 +108,9 @@ def harness_object(include: Path, eigen: Path, source: str = "derivatives_harnes
     cache folder."""
     src = HERE / source
     cmd = [tool("g++"), *CFLAGS, *flags, "-std=c++17", *PIN_DEFINES, f"-I{include}", f"-I{eigen}", "-c", str(src)]
-    key = hashlib.sha256((src.read_text() + " ".join(cmd)).encode()).hexdigest()[:16]
+    # keyed by the source's text and the flags, not its path: another checkout reuses the object
+    key = hashlib.sha256((src.read_text() + " ".join(c if c != str(src) else src.name for c in cmd)).encode()
+                         ).hexdigest()[:16]
     cache = Path(tempfile.gettempdir()) / f"rodgen_bench_{src.stem.replace('_harness', '')}_{key}"
     obj = cache / f"{src.stem}.o"
     if obj.exists():
