@@ -59,13 +59,14 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 from rodgen.codegen import CodegenOptions  # noqa: E402
+from rodgen.toolchain.compiler import CONTRACT_FLAG  # noqa: E402
 
 from common import machine, write_json  # noqa: E402
 
 CFLAGS = ["-O3", "-march=native"]
 #: the C side's language flags: -std=c99 alone would not fuse multiply-adds, which g++ does by default (rodgen.build
 #: compiles with both, see rodgen.toolchain.compiler.CONTRACT_FLAG)
-C_STD = ["-std=c99", "-ffp-contract=fast"]
+C_STD = ["-std=c99", CONTRACT_FLAG]
 PIN_DEFINES = ["-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
 TARGETS = {"jacobian": 0.5, "id_derivatives": 0.5}

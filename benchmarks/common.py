@@ -25,11 +25,12 @@ import sympy as sp
 
 import rodgen
 from rodgen.symbolic.recursive import Node, expanded_tree
+from rodgen.toolchain.compiler import CONTRACT_FLAG
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 CC = os.environ.get("CC", "gcc")
-C_FLAGS = ["-O2", "-std=c99", "-ffp-contract=fast"]
+C_FLAGS = ["-O2", "-std=c99", CONTRACT_FLAG]   # the fused multiply-adds rodgen.build compiles with
 
 
 # -- timing ---------------------------------------------------------------------------------------

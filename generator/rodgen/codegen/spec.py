@@ -286,6 +286,27 @@ class ModelSpec:
                 "run_start": tuple(run_start), "runs": tuple(runs) or (0,),
                 "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,)}
 
+    def most_rows_taken(self) -> int:
+        """The most rows one row of the factorisation or the block solve takes off: the largest number of
+        descendants or ancestors of a velocity (:meth:`velocity_tree`). The row kernels keep two sums over
+        alternate rows only from 4 on (below it the second sum gains nothing, and on the smallest trees gcc's
+        -Warray-bounds would see its reads past a one-entry table)."""
+        tree = self.velocity_tree()
+        counts = [b - a for key in ("desc_start", "anc_start") for a, b in zip(tree[key], tree[key][1:])]
+        return max(counts, default=0)
+
+    def qdd_from_factor(self) -> bool:
+        """Whether ``<prefix>_rhs_jacobian`` takes qdd = M^-1 (B u - bias) from the factor it needs anyway
+        instead of a forward-dynamics pass: where the bias, B u and the two passes over L, counted as operations,
+        stay under 0.6 of the forward dynamics' (:attr:`forward_ops`). Measured, an operation of the
+        articulated-body algorithm's code takes about 0.6 the time of one of the bias' (chain12: 0.57 against
+        1.12 us; a 36-link chain, over the line, 3.7 against 2.8 us)."""
+        names = {r.name for r in self.routines}
+        if "bias" not in names or "input_map" not in names:
+            return False
+        cost = self.routine("bias").ops + self.nv * self.nu + 2 * len(self.velocity_tree()["anc"])
+        return cost < 0.6 * self.forward_ops
+
     def pair_ancestors(self) -> dict[str, tuple[int, ...]]:
         """The pairs whose dot products ``<prefix>_inverse_dynamics_derivatives`` computes in a loop (meta
         ``PAIR_ANCESTORS``, given with ``inverse_dynamics_vectors`` or ``inverse_dynamics_rest``) as compressed rows:

@@ -435,13 +435,16 @@ typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
 #define PENDULUM_VL_V8(x) (*(pendulum_vl_v8 *)(x))
 #define PENDULUM_VL_CV8(x) (*(const pendulum_vl_v8 *)(x))
 #endif
-/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending */
-static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
-static const int pendulum_vl_desc[1] = { 1 };
 #else
 /* the runs, for the factorisation without the vector kernels */
 static const int pendulum_vl_run_start[3] = { 0, 0, 1 };
 static const int pendulum_vl_runs[2] = { 0, 0 };
+#endif
+#ifdef PENDULUM_VL_V4
+/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending (the vector
+ * kernels read them) */
+static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
+static const int pendulum_vl_desc[1] = { 1 };
 #endif
 
 #ifdef PENDULUM_VL_V4
