@@ -203,10 +203,11 @@ GLUE_RNEA = """
 void bench_id_derivatives(const double *q, const double *v, const double *a, const double *p, double *dq,
                           double *dv)
 {{
-    double dg[2 * {nv} * {nv}], u[{nu1}];
+    double dg[2 * {nv} * {nv}], u[{nu1}], M[{nv} * {nv}];
     int i, k;
+    (void)M;
     for (i = 0; i < {nu1}; ++i) u[i] = 0.0;
-    {prefix}_inverse_dynamics_derivatives(0.0, q, v, a, u, p, dg);
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, a, u, p, dg{mass_arg});
     for (i = 0; i < {nv}; ++i)
         for (k = 0; k < {nv}; ++k) {{
             dq[i * {nv} + k] = dg[i * 2 * {nv} + k];
@@ -218,14 +219,15 @@ void bench_id_derivatives(const double *q, const double *v, const double *a, con
    the lower half of J only */
 int bench_jacobian_per_column(const double *q, const double *v, const double *u, const double *p, double *J)
 {{
-    double M[{nv} * {nv}], qdd[{nv}], dg[2 * {nv} * {nv}], x[{nv}];
+    double M[{nv} * {nv}], Mg[{nv} * {nv}], qdd[{nv}], dg[2 * {nv} * {nv}], x[{nv}];
     const int n = {nv};
     int i, k, status = {prefix}_forward_dynamics(0.0, q, v, u, p, qdd);
     if (status != RODGEN_OK) return status;
     {prefix}_mass_matrix(q, p, M);
     status = rodgen_cholesky(M, n);
+    (void)Mg;
     if (status != RODGEN_OK) return status;
-    {prefix}_inverse_dynamics_derivatives(0.0, q, v, qdd, u, p, dg);
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, qdd, u, p, dg{mass_arg2});
     for (k = 0; k < 2 * n; ++k) {{
         for (i = 0; i < n; ++i) x[i] = -dg[i * 2 * n + k];
         rodgen_cholesky_solve(M, x, n);
@@ -351,7 +353,10 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
             seed_q = "            dx[k] = 1.0;"
         rnea = f"{prefix}_inverse_dynamics_derivatives(" in src
         glue = GLUE_HEAD + (GLUE_RNEA if rnea else GLUE_TANGENT)
+        # with the node loop the derivative gives M too (as Pinocchio's computeRNEADerivatives does): its last argument
+        mass = re.search(rf"{prefix}_inverse_dynamics_derivatives\([^)]*double \*dg, double \*M\)", src)
         (work / "glue.c").write_text(glue.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
+                                                 mass_arg=", M" if mass else "", mass_arg2=", Mg" if mass else "",
                                                  seed_q=seed_q))
         runtime_c = [f for f in files.files if f.endswith(".c") and f != f"{prefix}.c"]
 

@@ -24,6 +24,7 @@ from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
 from rodgen.codegen.lower import lower
 from rodgen.codegen.slots import slots_of
+from rodgen.codegen.spec import ModelSpec
 from rodgen.model.core import PointMass, Spring
 
 pin = pytest.importorskip("pinocchio")
@@ -387,13 +388,26 @@ def test_per_node_form_with_parameters_matches_the_full_derivative() -> None:
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * max(1.0, np.abs(ref).max())
 
 
-def test_per_node_loop_in_c_matches_central_differences(build_dir: Path) -> None:
+def _force_articulated_qdd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rhs_jacobian's qdd by the forward dynamics, not from the factor: with the node loop, M then comes out of
+    the derivative routine (ModelSpec.mass_from_derivative), as for the long chains that choose it themselves."""
+    monkeypatch.setattr(ModelSpec, "qdd_from_factor", lambda self: False)
+
+
+@pytest.mark.parametrize("mass_from_derivative", [False, True])
+def test_per_node_loop_in_c_matches_central_differences(mass_from_derivative: bool, build_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled loop over the joints with kinds that read the parameters, at parameters other than the
-    defaults, with inputs, springs and dampers: against central differences of the compiled forward dynamics."""
+    defaults, with inputs, springs and dampers: against central differences of the compiled forward dynamics;
+    with M from the factor's mass_matrix, and with M from the derivative's pairs."""
     eqs = rodgen.derive(_parametric_chain())
     options = CodegenOptions(jacobian=True, node_loop_min=0)
-    names = {r.name for r in lower(eqs, options=options).routines}
+    if mass_from_derivative:
+        _force_articulated_qdd(monkeypatch)
+    spec = lower(eqs, options=options)
+    names = {r.name for r in spec.routines}
     assert "inverse_dynamics_rest" in names and "node_forward0" in names and "inverse_dynamics_vectors" not in names
+    assert spec.mass_from_derivative() == mass_from_derivative
     robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
     n = robot.nq
     p = {"L": 0.45, "m2": 1.7}
@@ -420,17 +434,23 @@ def test_pair_products_need_velocities_one_to_one() -> None:
 
 
 @pytest.mark.parametrize("name, loop", [("ur5", False), ("solo12", False), ("ur5", True), ("ur5", "nodes"),
-                                        pytest.param("solo12", True, marks=pytest.mark.slow)])
-def test_rhs_jacobian_matches_computeABADerivatives(name: str, loop: Any, build_dir: Path) -> None:
+                                        ("ur5", "nodes, M"), pytest.param("solo12", True, marks=pytest.mark.slow)])
+def test_rhs_jacobian_matches_computeABADerivatives(name: str, loop: Any, build_dir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The three forms of the derivative routine: the pairs' products as straight-line code, as a loop, and the
-    per-node terms as a loop over the joints too."""
+    per-node terms as a loop over the joints too, that one also with M from its pairs ("nodes, M")."""
     model, pm = _urdf(*ROBOTS[name])
+    nodes = loop in ("nodes", "nodes, M")
     options = CodegenOptions(jacobian=True, pair_loop_min=0 if loop else 10 ** 6,
-                             node_loop_min=0 if loop == "nodes" else 10 ** 6)
+                             node_loop_min=0 if nodes else 10 ** 6)
+    if loop == "nodes, M":
+        _force_articulated_qdd(monkeypatch)
     eqs = rodgen.derive(model)
-    names = {r.name for r in lower(eqs, options=options).routines}
+    spec = lower(eqs, options=options)
+    names = {r.name for r in spec.routines}
     assert ("inverse_dynamics_vectors" in names) == (loop is True)
-    assert ("inverse_dynamics_rest" in names) == (loop == "nodes")
+    assert ("inverse_dynamics_rest" in names) == nodes
+    assert spec.mass_from_derivative() == (loop == "nodes, M")
     robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
     nq, nv = robot.nq, robot.nv
     qi, vi = _maps(list(robot.coordinates), nq, nv, pm)

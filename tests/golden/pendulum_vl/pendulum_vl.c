@@ -453,7 +453,7 @@ static const int pendulum_vl_desc[1] = { 1 };
 PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const double *lb, int ls, const double *B,
                                    const int *rows, int k)
 {
-    enum { m = 2 * PENDULUM_VL_NQ };
+    enum { m = 8, nc = 4 };   /* the row stride, the columns */
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
     /* 0 vectors of 8, one of 4 in 1 block held in registers (AVX-512 has 32) */
@@ -466,9 +466,9 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
         }
         PENDULUM_VL_V4(bi + 0) = a0;
     }
-    c0 = m;
+    c0 = nc;
 #else
-    for (; c0 + 24 <= m; c0 += 24) {
+    for (; c0 + 24 <= nc; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
         pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
         pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
@@ -489,7 +489,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
         PENDULUM_VL_V4(bi + c0 + 16) = a4;
         PENDULUM_VL_V4(bi + c0 + 20) = a5;
     }
-    for (; c0 + 4 <= m; c0 += 4) {
+    for (; c0 + 4 <= nc; c0 += 4) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
         for (t = 0; t < k; ++t) {
             a0 -= (lb[rows[t] * ls]) * PENDULUM_VL_CV4(B + rows[t] * m + c0);
@@ -497,7 +497,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
         PENDULUM_VL_V4(bi + c0) = a0;
     }
 #endif
-    for (; c0 < m; ++c0) {
+    for (; c0 < nc; ++c0) {
         double a = s * bi[c0];
         for (t = 0; t < k; ++t) {
             a -= (lb[rows[t] * ls]) * B[rows[t] * m + c0];
@@ -509,7 +509,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
 PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, const double *lb, int ls, const double *sc, const double *B,
                                    const int *rows, int k)
 {
-    enum { m = PENDULUM_VL_NQ };
+    enum { m = PENDULUM_VL_NQ, nc = 2 };   /* the row stride, the columns */
     int c0 = 0, t;
 #if defined(PENDULUM_VL_V8)
     /* 0 vectors of 8, 2 single columns in 1 block held in registers (AVX-512 has 32) */
@@ -525,9 +525,9 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, cons
         bi[0] = a0;
         bi[1] = a1;
     }
-    c0 = m;
+    c0 = nc;
 #else
-    for (; c0 + 24 <= m; c0 += 24) {
+    for (; c0 + 24 <= nc; c0 += 24) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
         pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
         pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
@@ -548,7 +548,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, cons
         PENDULUM_VL_V4(bi + c0 + 16) = a4;
         PENDULUM_VL_V4(bi + c0 + 20) = a5;
     }
-    for (; c0 + 4 <= m; c0 += 4) {
+    for (; c0 + 4 <= nc; c0 += 4) {
         pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
         for (t = 0; t < k; ++t) {
             a0 -= (lb[rows[t] * ls] * sc[rows[t]]) * PENDULUM_VL_CV4(B + rows[t] * m + c0);
@@ -556,7 +556,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, cons
         PENDULUM_VL_V4(bi + c0) = a0;
     }
 #endif
-    for (; c0 < m; ++c0) {
+    for (; c0 < nc; ++c0) {
         double a = s * bi[c0];
         for (t = 0; t < k; ++t) {
             a -= (lb[rows[t] * ls] * sc[rows[t]]) * B[rows[t] * m + c0];
@@ -669,12 +669,15 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
         }
     }
 #else
+    /* B's rows 8 apart (2 NV rounded up to 8: each row on its own 64-byte boundary in rhs_jacobian's aligned copy) */
+    enum { ld = 8 };
+    (void)m;
     for (i = n - 1; i >= 0; --i) {
-        pendulum_vl_row_minus(B + i * m, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
+        pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
                           pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
     }
     for (i = 0; i < n; ++i) {
-        pendulum_vl_row_minus(B + i * m, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
+        pendulum_vl_row_minus(B + i * ld, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
                           pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
     }
 #endif
@@ -709,8 +712,24 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
     for (i = 0; i < n; ++i) {
         J[i * 2 * n + n + i] = 1.0;
     }
+#ifdef PENDULUM_VL_V4
+    {
+        /* solved in an aligned array whose rows start on 64-byte boundaries: vector loads and stores that cross
+           cache lines (J as the caller aligned it, or rows 2 NV apart) cost the solve up to twice its time */
+        double W[PENDULUM_VL_NQ * 8] __attribute__((aligned(64)));
+        pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
+        for (i = 0; i < n; ++i) {
+            memcpy(W + i * 8, J + 2 * n * n + i * 2 * n, sizeof(double) * 2 * n);
+        }
+        pendulum_vl_ltdl_solve_block(M, W);
+        for (i = 0; i < n; ++i) {
+            memcpy(J + 2 * n * n + i * 2 * n, W + i * 8, sizeof(double) * 2 * n);
+        }
+    }
+#else
     pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
     pendulum_vl_ltdl_solve_block(M, J + 2 * n * n);
+#endif
     if (!pendulum_vl_all_finite(J + 2 * n * n, 2 * n * n)) {
         pendulum_vl_fill_nan(J, 4 * n * n);
         return RODGEN_ERR_NONFINITE_RESULT;
