@@ -158,3 +158,29 @@ def test_one_state_path_takes_lists_and_reports_failed_states(build_dir: Any) ->
     with pytest.raises(rodgen.DynamicsError, match="rhs_jacobian"):
         sys_.rhs_jacobian(bad, y[n:], u)
     assert np.isnan(sys_.rhs_jacobian(bad, y[n:], u, check=False)).all()
+
+
+@pytest.mark.parametrize("straight", [True, False])
+def test_rhs_jacobian_of_a_singular_mass_has_the_status(straight: bool, build_dir: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The factor's pivot check, as straight-line code over the tree's pairs (small trees) and as the loops over
+    its tables: zero masses make M zero, rhs_jacobian's status is RODGEN_ERR_NOT_POSITIVE_DEFINITE; with the masses
+    the same Jacobian from both forms, against central differences."""
+    from rodgen.codegen import spec as spec_module
+    from rodgen.codegen.lower import lower
+    from rodgen.contract import StatusCode
+    from rodgen.runtime.compiled import DynamicsError
+    if not straight:
+        monkeypatch.setattr(spec_module, "LTDL_STRAIGHT_MAX", 0)
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"))
+    options = CodegenOptions(jacobian=True)
+    spec = lower(eqs, options=options)
+    assert (spec.ltdl_steps() is not None) == straight and spec.qdd_from_factor()
+    robot = rodgen.build(eqs, build_dir=build_dir, codegen=options, defer_jacobian=False)
+    with pytest.raises(DynamicsError) as err:
+        robot.rhs_jacobian([0.1, 0.2], [0.3, -0.1], [0.0, 0.0], robot.parameter_vector(m1=0.0, m2=0.0))
+    assert err.value.status == StatusCode.ERR_NOT_POSITIVE_DEFINITE
+    y, u = np.array([0.1, 0.2, 0.3, -0.1]), np.array([0.5, -0.2])
+    J = robot.rhs_jacobian(y[:2], y[2:], u)
+    ref = central_differences(robot, y, u)
+    assert np.abs(J - ref).max() <= 1e-6 * max(1.0, np.abs(ref).max())

@@ -122,6 +122,11 @@ class ConstraintBlock:
     sole: Optional[tuple[float, float, float, float]] = None
 
 
+#: the most row updates (H[i][j] -= l H[k][j]) of the factorisation M = L^T D L printed as straight-line code
+#: (:meth:`ModelSpec.ltdl_steps`); above, the loops over the tree's tables
+LTDL_STRAIGHT_MAX = 1000
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything the templates need to write ``<prefix>.h`` and ``<prefix>.c``."""
@@ -306,6 +311,25 @@ class ModelSpec:
             return False
         cost = self.routine("bias").ops + self.nv * self.nu + 2 * len(self.velocity_tree()["anc"])
         return cost < 0.6 * self.forward_ops
+
+    def ltdl_steps(self) -> tuple[tuple[int, tuple[tuple[int, tuple[int, ...]], ...]], ...] | None:
+        """The factorisation M = L^T D L as straight-line code, where it takes at most :data:`LTDL_STRAIGHT_MAX`
+        row updates: for each velocity k from the leaves, its ancestors i from the parent down, each with the
+        columns j it updates (i's ancestors and i: H[i][j] -= (H[k][i] / D_k) H[k][j]). None beyond (the 24-link
+        chain's 2600 updates): the loops over the tree's tables. Measured, chain12's factor (364 updates) and the
+        two passes of q̈ from it take 3.4 + 2.2 thousand instructions in the loops."""
+        tree = self.velocity_tree()
+        start, anc = tree["anc_start"], tree["anc"]
+
+        def ancestors(i: int) -> tuple[int, ...]:
+            return tuple(anc[start[i]:start[i + 1]])
+        steps = []
+        count = 0
+        for k in range(self.nv - 1, -1, -1):
+            rows = tuple((i, tuple(sorted(ancestors(i) + (i,)))) for i in ancestors(k))
+            count += sum(len(cols) for _, cols in rows)
+            steps.append((k, rows))
+        return tuple(steps) if count <= LTDL_STRAIGHT_MAX else None
 
     def mass_from_derivative(self) -> bool:
         """Whether ``<prefix>_inverse_dynamics_derivatives`` also gives M = dg/da, which ``<prefix>_rhs_jacobian``

@@ -435,10 +435,6 @@ typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
 #define PENDULUM_VL_V8(x) (*(pendulum_vl_v8 *)(x))
 #define PENDULUM_VL_CV8(x) (*(const pendulum_vl_v8 *)(x))
 #endif
-#else
-/* the runs, for the factorisation without the vector kernels */
-static const int pendulum_vl_run_start[3] = { 0, 0, 1 };
-static const int pendulum_vl_runs[2] = { 0, 0 };
 #endif
 #ifdef PENDULUM_VL_V4
 /* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending (the vector
@@ -506,135 +502,31 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
     }
 }
 
-PENDULUM_VL_LOOPS static void pendulum_vl_row_minus_n(double *bi, double s, const double *lb, int ls, const double *sc, const double *B,
-                                   const int *rows, int k)
-{
-    enum { m = PENDULUM_VL_NQ, nc = 2 };   /* the row stride, the columns */
-    int c0 = 0, t;
-#if defined(PENDULUM_VL_V8)
-    /* 0 vectors of 8, 2 single columns in 1 block held in registers (AVX-512 has 32) */
-    {
-        double a0 = s * bi[0];
-        double a1 = s * bi[1];
-        for (t = 0; t < k; ++t) {
-            const double l = lb[rows[t] * ls] * sc[rows[t]];
-            const double *b = B + rows[t] * m + 0;
-            a0 -= l * b[0];
-            a1 -= l * b[1];
-        }
-        bi[0] = a0;
-        bi[1] = a1;
-    }
-    c0 = nc;
-#else
-    for (; c0 + 24 <= nc; c0 += 24) {
-        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0), a1 = s * PENDULUM_VL_V4(bi + c0 + 4), a2 = s * PENDULUM_VL_V4(bi + c0 + 8);
-        pendulum_vl_v4 a3 = s * PENDULUM_VL_V4(bi + c0 + 12), a4 = s * PENDULUM_VL_V4(bi + c0 + 16);
-        pendulum_vl_v4 a5 = s * PENDULUM_VL_V4(bi + c0 + 20);
-        for (t = 0; t < k; ++t) {
-            const double l = lb[rows[t] * ls] * sc[rows[t]];
-            const double *b = B + rows[t] * m + c0;
-            a0 -= l * PENDULUM_VL_CV4(b);
-            a1 -= l * PENDULUM_VL_CV4(b + 4);
-            a2 -= l * PENDULUM_VL_CV4(b + 8);
-            a3 -= l * PENDULUM_VL_CV4(b + 12);
-            a4 -= l * PENDULUM_VL_CV4(b + 16);
-            a5 -= l * PENDULUM_VL_CV4(b + 20);
-        }
-        PENDULUM_VL_V4(bi + c0) = a0;
-        PENDULUM_VL_V4(bi + c0 + 4) = a1;
-        PENDULUM_VL_V4(bi + c0 + 8) = a2;
-        PENDULUM_VL_V4(bi + c0 + 12) = a3;
-        PENDULUM_VL_V4(bi + c0 + 16) = a4;
-        PENDULUM_VL_V4(bi + c0 + 20) = a5;
-    }
-    for (; c0 + 4 <= nc; c0 += 4) {
-        pendulum_vl_v4 a0 = s * PENDULUM_VL_V4(bi + c0);
-        for (t = 0; t < k; ++t) {
-            a0 -= (lb[rows[t] * ls] * sc[rows[t]]) * PENDULUM_VL_CV4(B + rows[t] * m + c0);
-        }
-        PENDULUM_VL_V4(bi + c0) = a0;
-    }
-#endif
-    for (; c0 < nc; ++c0) {
-        double a = s * bi[c0];
-        for (t = 0; t < k; ++t) {
-            a -= (lb[rows[t] * ls] * sc[rows[t]]) * B[rows[t] * m + c0];
-        }
-        bi[c0] = a;
-    }
-}
-
 #endif
 
-/* M = L^T D L in place (Featherstone's LTDL, no fill-in along the tree): on return the lower triangle of H
- * holds the unit L below the diagonal (entries (i, j), j an ancestor of i) and D on the diagonal. A pivot
- * that is not above RODGEN_PIVOT_RTOL times its diagonal entry of M means M is not positive definite. With the
- * vector kernels, row by row from the leaves: row i of M takes off L_ki D_k L_k = (U_ki / D_k) U_k, U_k = D_k L_k, for
- * its descendants k, whose rows are final, in registers (row_minus_n over the NV columns; the entries right of the
- * diagonal are left as they come out), and the rows U_k are divided by their pivots at the end; otherwise
- * Featherstone's order, each row k taking itself off its ancestors' rows. */
-PENDULUM_VL_LOOPS static int pendulum_vl_ltdl(double *H, int n)
+/* M = L^T D L in place (Featherstone's LTDL, no fill-in along the tree) as straight-line code over the tree's
+ * pairs: on return the lower triangle of H holds the unit L below the diagonal (entries (i, j), j an ancestor of
+ * i) and D on the diagonal. From the leaves, row k takes itself off its ancestors' rows. A pivot that is not above
+ * RODGEN_PIVOT_RTOL times its diagonal entry of M means M is not positive definite. */
+static int pendulum_vl_ltdl(double *H, int n)
 {
-#ifdef PENDULUM_VL_V4
-    double rd[PENDULUM_VL_NQ] = {0.0};   /* 1 / D_k */
-    double d0;
-    int i, j;
-    for (i = n - 1; i >= 0; --i) {
-        double *hi = H + i * n;
-        d0 = fabs(hi[i]);
-        pendulum_vl_row_minus_n(hi, 1.0, H + i, n, rd, H, pendulum_vl_desc + pendulum_vl_desc_start[i],
-                            pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
-        if (!(hi[i] > RODGEN_PIVOT_RTOL * d0)) {
-            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-        }
-        rd[i] = 1.0 / hi[i];
-    }
-    for (i = 1; i < n; ++i) {
-        double *hi = H + i * n;
-        for (j = 0; j < i; ++j) {
-            hi[j] *= rd[i];
-        }
-    }
-    return RODGEN_OK;
-#else
     double d0[PENDULUM_VL_NQ];
-    double a, rk;
-    int k, r, r1, r2, i, j, lo;
-    for (k = 0; k < n; ++k) {
-        d0[k] = fabs(H[k * n + k]);
+    double a, r;
+    int i;
+    for (i = 0; i < n; ++i) {
+        d0[i] = fabs(H[i * n + i]);
     }
-    for (k = n - 1; k >= 0; --k) {
-        double *hk = H + k * n;
-        if (!(hk[k] > RODGEN_PIVOT_RTOL * d0[k])) {
-            return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
-        }
-        r2 = pendulum_vl_run_start[k + 1];
-        rk = 1.0 / hk[k];
-        /* the ancestors i of k from the parent down; those of i are the rest of k's list (rows i and k apart:
-         * the inner loops read row k and write row i, restrict lets them vectorise) */
-        for (r = pendulum_vl_run_start[k]; r < r2; ++r) {
-            lo = pendulum_vl_runs[2 * r + 1];
-            for (i = pendulum_vl_runs[2 * r]; i >= lo; --i) {
-                a = hk[i] * rk;
-                {
-                    double *restrict hi = H + i * n;
-                    const double *restrict kr = hk;
-                    for (j = lo; j <= i; ++j) {
-                        hi[j] -= a * kr[j];
-                    }
-                    for (r1 = r + 1; r1 < r2; ++r1) {
-                        for (j = pendulum_vl_runs[2 * r1 + 1]; j <= pendulum_vl_runs[2 * r1]; ++j) {
-                            hi[j] -= a * kr[j];
-                        }
-                    }
-                }
-                hk[i] = a;
-            }
-        }
+    if (!(H[3] > RODGEN_PIVOT_RTOL * d0[1])) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
+    }
+    r = 1.0 / H[3];
+    a = H[2] * r;
+    H[0] -= a * H[2];
+    H[2] = a;
+    if (!(H[0] > RODGEN_PIVOT_RTOL * d0[0])) {
+        return RODGEN_ERR_NOT_POSITIVE_DEFINITE;
     }
     return RODGEN_OK;
-#endif
 }
 
 PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B)
