@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +269,26 @@ def test_common_argument_subsets_match_sympys(monkeypatch: pytest.MonkeyPatch) -
         sympys(func, list(funcs), b)
         assert a.keys() == b.keys() and len(a) > 10
         assert [str(a[k]) for k in a] == [str(b[k]) for k in a]   # nested Unevaluated sums or products
+
+
+def test_the_hot_routines_carry_the_speed_attribute(tmp_path: Path) -> None:
+    """The forward dynamics' and the RHS Jacobian's straight-line routines (and their parts) get GCC's
+    -fexpensive-optimizations by attribute, the rest of the model not; the file still compiles without GCC's
+    extensions (the macro is empty there)."""
+    import subprocess
+
+    from rodgen.codegen import CodegenOptions
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "spatial" / "biped12.yaml"))
+    files = rodgen.generate(eqs, tmp_path, options=CodegenOptions(jacobian=True, max_statements=1000))
+    src, x, pre = files.source, files.spec.macro, files.spec.prefix
+    assert f"#define {x}_SPEED __attribute__((optimize(\"expensive-optimizations\")))" in src
+    for name in ("articulated", "inverse_dynamics_derivatives", "bias"):
+        assert f"{x}_SPEED static void {pre}_{name}(" in src or f"{x}_SPEED void {pre}_{name}(" in src, name
+        for part in files.spec.routine(name).parts:
+            assert f"{x}_SPEED static void {part.c_name}(" in src, part.c_name
+    assert files.spec.routine("articulated").parts      # the parts are covered
+    assert f"{x}_SPEED void {pre}_mass_matrix(" not in src and f"void {pre}_mass_matrix(" in src
+    assert not any(f"{x}_SPEED" in ln and "constrained_solve" in ln for ln in src.splitlines())
+    proc = subprocess.run(["gcc", "-std=c99", "-O0", "-c", "-x", "c", "-", "-o", str(tmp_path / "o.o"),
+                           f"-I{tmp_path}"], input=src, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
