@@ -353,8 +353,8 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
             seed_q = "            dx[k] = 1.0;"
         rnea = f"{prefix}_inverse_dynamics_derivatives(" in src
         glue = GLUE_HEAD + (GLUE_RNEA if rnea else GLUE_TANGENT)
-        # with the node loop the derivative gives M too (as Pinocchio's computeRNEADerivatives does): its last argument
-        mass = re.search(rf"{prefix}_inverse_dynamics_derivatives\([^)]*double \*dg, double \*M\)", src)
+        # where the derivative gives M too (as Pinocchio's computeRNEADerivatives does): its last argument
+        mass = files.spec.mass_from_derivative()
         (work / "glue.c").write_text(glue.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
                                                  mass_arg=", M" if mass else "", mass_arg2=", Mg" if mass else "",
                                                  seed_q=seed_q))

@@ -541,10 +541,12 @@ static int pendulum_vl_ltdl(double *H, int n)
 
 PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, double *B)
 {
-    enum { n = PENDULUM_VL_NQ, m = 2 * PENDULUM_VL_NQ };
+    enum { n = PENDULUM_VL_NQ };
     int i;
 #ifndef PENDULUM_VL_V4
-    /* without AVX the vectors of 4 are split and slower: one row minus a multiple of another per step */
+    /* without AVX the vectors of 4 are split and slower: one row minus a multiple of another per step; B's rows
+     * 2 NV apart, in place in J */
+    enum { m = 2 * PENDULUM_VL_NQ };
     int t, c;
     for (i = n - 1; i >= 0; --i) {
         const double *restrict bi = B + i * m;
@@ -573,7 +575,6 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
 #else
     /* B's rows 8 apart (2 NV rounded up to 8: each row on its own 64-byte boundary in rhs_jacobian's aligned copy) */
     enum { ld = 8 };
-    (void)m;
     for (i = n - 1; i >= 0; --i) {
         pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
                           pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
@@ -615,22 +616,24 @@ int pendulum_vl_rhs_jacobian(double t, const double *q, const double *qd, const 
         J[i * 2 * n + n + i] = 1.0;
     }
 #ifdef PENDULUM_VL_V4
-    {
-        /* solved in an aligned array whose rows start on 64-byte boundaries: vector loads and stores that cross
-           cache lines (J as the caller aligned it, or rows 2 NV apart) cost the solve up to twice its time */
-        double W[PENDULUM_VL_NQ * 8] __attribute__((aligned(64)));
-        pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
-        for (i = 0; i < n; ++i) {
-            memcpy(W + i * 8, J + 2 * n * n + i * 2 * n, sizeof(double) * 2 * n);
-        }
-        pendulum_vl_ltdl_solve_block(M, W);
-        for (i = 0; i < n; ++i) {
-            memcpy(J + 2 * n * n + i * 2 * n, W + i * 8, sizeof(double) * 2 * n);
-        }
+    /* dg and the solve in an aligned array whose rows start on 64-byte boundaries: vector loads and stores that
+       cross cache lines (J as the caller aligned it, or rows 2 NV apart) cost the solve up to twice its time */
+    double W[PENDULUM_VL_NQ * 8] __attribute__((aligned(64)));
+    double *const dg = W;
+#else
+    double *const dg = J + 2 * n * n;
+#endif
+    pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, dg);
+#ifdef PENDULUM_VL_V4
+    for (i = n - 1; i > 0; --i) {      /* the rows from 2 NV to 8 apart, the last first */
+        memmove(W + i * 8, W + i * 2 * n, sizeof(double) * 2 * n);
+    }
+    pendulum_vl_ltdl_solve_block(M, W);
+    for (i = 0; i < n; ++i) {
+        memcpy(J + 2 * n * n + i * 2 * n, W + i * 8, sizeof(double) * 2 * n);
     }
 #else
-    pendulum_vl_inverse_dynamics_derivatives(t, q, qd, qdd, u, p, J + 2 * n * n);
-    pendulum_vl_ltdl_solve_block(M, J + 2 * n * n);
+    pendulum_vl_ltdl_solve_block(M, dg);
 #endif
     if (!pendulum_vl_all_finite(J + 2 * n * n, 2 * n * n)) {
         pendulum_vl_fill_nan(J, 4 * n * n);
