@@ -203,11 +203,13 @@ GLUE_RNEA = """
 void bench_id_derivatives(const double *q, const double *v, const double *a, const double *p, double *dq,
                           double *dv)
 {{
-    double dg[2 * {nv} * {nv}], u[{nu1}], M[{nv} * {nv}];
+    double dg[2 * {nv} * {nv}], u[{nu1}], M[{nv} * {nv}], sc[{nsc}];
     int i, k;
     (void)M;
+    (void)sc;
     for (i = 0; i < {nu1}; ++i) u[i] = 0.0;
-    {prefix}_inverse_dynamics_derivatives(0.0, q, v, a, u, p, dg{mass_arg});
+{trig}
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, a, u, p, {sc_arg}dg{mass_arg});
     for (i = 0; i < {nv}; ++i)
         for (k = 0; k < {nv}; ++k) {{
             dq[i * {nv} + k] = dg[i * 2 * {nv} + k];
@@ -219,15 +221,17 @@ void bench_id_derivatives(const double *q, const double *v, const double *a, con
    the lower half of J only */
 int bench_jacobian_per_column(const double *q, const double *v, const double *u, const double *p, double *J)
 {{
-    double M[{nv} * {nv}], Mg[{nv} * {nv}], qdd[{nv}], dg[2 * {nv} * {nv}], x[{nv}];
+    double M[{nv} * {nv}], Mg[{nv} * {nv}], qdd[{nv}], dg[2 * {nv} * {nv}], x[{nv}], sc[{nsc}];
     const int n = {nv};
     int i, k, status = {prefix}_forward_dynamics(0.0, q, v, u, p, qdd);
     if (status != RODGEN_OK) return status;
     {prefix}_mass_matrix(q, p, M);
     status = rodgen_cholesky(M, n);
     (void)Mg;
+    (void)sc;
     if (status != RODGEN_OK) return status;
-    {prefix}_inverse_dynamics_derivatives(0.0, q, v, qdd, u, p, dg{mass_arg2});
+{trig}
+    {prefix}_inverse_dynamics_derivatives(0.0, q, v, qdd, u, p, {sc_arg}dg{mass_arg2});
     for (k = 0; k < 2 * n; ++k) {{
         for (i = 0; i < n; ++i) x[i] = -dg[i * 2 * n + k];
         rodgen_cholesky_solve(M, x, n);
@@ -355,9 +359,12 @@ def run_robot(name: str, model: rodgen.SpatialModel, pm: Any, obj: Path, libdir:
         glue = GLUE_HEAD + (GLUE_RNEA if rnea else GLUE_TANGENT)
         # where the derivative gives M too (as Pinocchio's computeRNEADerivatives does): its last argument
         mass = files.spec.mass_from_derivative()
-        (work / "glue.c").write_text(glue.format(prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1),
-                                                 mass_arg=", M" if mass else "", mass_arg2=", Mg" if mass else "",
-                                                 seed_q=seed_q))
+        # where the derivative reads the sines and cosines of jacobian_terms: computed here, as part of its time
+        trig = files.spec.shared_trig()
+        (work / "glue.c").write_text(glue.format(
+            prefix=prefix, npd=npd, nq=nq, nv=nv, nu1=max(nu, 1), mass_arg=", M" if mass else "",
+            mass_arg2=", Mg" if mass else "", seed_q=seed_q, nsc=max(len(trig), 1), sc_arg="sc, " if trig else "",
+            trig="\n".join(f"    sc[{k}] = {f}(q[{i}]);" for k, (f, i) in enumerate(trig))))
         runtime_c = [f for f in files.files if f.endswith(".c") and f != f"{prefix}.c"]
 
         def link(harness: Path, stem: str, flags: tuple[str, ...] = ()) -> Path:

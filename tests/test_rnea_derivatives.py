@@ -22,9 +22,9 @@ import rodgen
 from _robots import robot_file
 from conftest import EXAMPLES
 from rodgen.codegen import CodegenOptions
+from rodgen.codegen import spec as spec_module
 from rodgen.codegen.lower import lower
 from rodgen.codegen.slots import slots_of
-from rodgen.codegen.spec import ModelSpec
 from rodgen.model.core import PointMass, Spring
 
 pin = pytest.importorskip("pinocchio")
@@ -350,14 +350,14 @@ def test_per_node_form_of_planar_models_matches_the_tangent(name: str) -> None:
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * max(1.0, np.abs(ref).max()), name
 
 
-def _parametric_chain() -> rodgen.SpatialModel:
+def _parametric_chain(links: int = 5) -> rodgen.SpatialModel:
     """Kinds of node whose constants are parameters (the link length L, a mass m2), tilted axes, a prismatic joint
     with an offset, springs, dampers and inputs."""
     m = rodgen.SpatialModel("param_chain", gravity=(0.2, -0.5, -9.6))
     m.parameter("L", 0.3)
     m.parameter("m2", 0.8)
     parent = None
-    for i in range(5):
+    for i in range(links):
         kw: dict[str, Any] = {"joint": "prismatic", "offset": 0.05} if i == 2 else {}
         lk = m.link(f"l{i}", parent, axis=(0, 0.6, 0.8) if i % 2 else (1, 0, 0), xyz=("L", 0, 0.1) if parent else
                     (0, 0, 0), rpy=(0.1 * i, 0, 0.2), input=f"u{i}", damping=0.1 * (i + 1), **kw)
@@ -391,17 +391,22 @@ def test_per_node_form_with_parameters_matches_the_full_derivative() -> None:
 def _force_articulated_qdd(monkeypatch: pytest.MonkeyPatch) -> None:
     """rhs_jacobian's qdd by the forward dynamics, not from the factor: with the node loop, M then comes out of
     the derivative routine (ModelSpec.mass_from_derivative), as for the long chains that choose it themselves."""
-    monkeypatch.setattr(ModelSpec, "qdd_from_factor", lambda self: False)
+    monkeypatch.setattr(spec_module, "qdd_from_factor_pays", lambda *args: False)
 
 
+@pytest.mark.parametrize("links", [5, 11])
 @pytest.mark.parametrize("mass_from_derivative", [False, True])
-def test_per_node_loop_in_c_matches_central_differences(mass_from_derivative: bool, build_dir: Path,
+def test_per_node_loop_in_c_matches_central_differences(mass_from_derivative: bool, links: int, build_dir: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled loop over the joints with kinds that read the parameters, at parameters other than the
     defaults, with inputs, springs and dampers: against central differences of the compiled forward dynamics;
-    with M from the factor's mass_matrix, and with M from the derivative's pairs."""
-    eqs = rodgen.derive(_parametric_chain())
+    with M from the factor's mass_matrix, and with M from the derivative's pairs. 11 links: runs of ancestors
+    longer than a vector of 8 (the pairs' loop's whole vectors and its tail), and the factorisation as its loops
+    (the row kernels over the first 8 columns and over all 11)."""
+    eqs = rodgen.derive(_parametric_chain(links))
     options = CodegenOptions(jacobian=True, node_loop_min=0)
+    if links > 8:
+        monkeypatch.setattr(spec_module, "LTDL_STRAIGHT_MAX", 0)
     if mass_from_derivative:
         _force_articulated_qdd(monkeypatch)
     spec = lower(eqs, options=options)

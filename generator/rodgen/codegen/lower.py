@@ -22,6 +22,7 @@ from .. import contract
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
+from . import spec as spec_module
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
 from .slots import slots_of
@@ -70,8 +71,13 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
 
     r = dynamics_routines(eqs, prefix, g, options)
     r += forward_routines(eqs, prefix, g, options, fd, need_mass_force=fd is None)
+    forward_ops = (_find(r, "articulated").ops if fd is not None
+                   else _find(r, "mass_force").ops + cholesky_ops(nv))
+    trig: dict[sp.Expr, sp.Symbol] = {}
     if jacobian:
-        r += jacobian_routines(eqs, prefix, g, options)
+        factor = _qdd_from_factor(eqs, r, forward_ops)
+        trig = _shared_trig(eqs, options) if factor else {}
+        r += jacobian_routines(eqs, prefix, g, options, qdd_from_factor=factor, trig=trig)
     r += constraint_routines(eqs, prefix, g, options, blocks)
     if jacobian and blocks and (nv == n or eqs.inverse_dynamics_derivatives() is not None):
         r.append(constraint_partials_routine(eqs, prefix, g, options))
@@ -84,8 +90,6 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
         r.append(parameter_partials_routine(eqs, prefix, g, options))
     if lie:
         r += configuration_routines(eqs, prefix, g, options)
-    forward_ops = (_find(r, "articulated").ops if fd is not None
-                   else _find(r, "mass_force").ops + cholesky_ops(nv))
 
     nrows = sum(b.nrows for b in blocks)
     meta: tuple[tuple[str, str], ...] = (
@@ -116,6 +120,9 @@ def lower(eqs: Equations, *, options: CodegenOptions | None = None, version: str
             assert L is not None
             meta += (("NODE_LOOP", repr({"kind": L.kind, "parent": L.parent, "coordinate": L.coordinate,
                                          "velocity": L.velocity, "constants": L.constants})),)
+    if trig:
+        index = {c: i for i, c in enumerate(eqs.q)}
+        meta += (("SHARED_TRIG", repr(tuple((type(a).__name__, index[a.args[0]]) for a in trig))),)
     if options.regressor and eqs.regressor is not None:
         meta += (("THETA", repr(tuple(eqs.regressor.names))),)
     if eqs.forces:
@@ -355,7 +362,65 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     return out
 
 
-def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions) -> list[Routine]:
+def _qdd_from_factor(eqs: Equations, routines: Sequence[Routine], forward_ops: int) -> bool:
+    """Whether the RHS Jacobian of the derivative of the recursive Newton-Euler algorithm takes qdd from the
+    factor of M (:func:`~rodgen.codegen.spec.qdd_from_factor_pays`, from the operations of the routines so far)."""
+    names = {r.name: r for r in routines}
+    d = eqs.inverse_dynamics_derivatives()
+    if d is None or "bias" not in names or "input_map" not in names:
+        return False
+    pairs = sum(len(a) for a in spec_module.ancestors_of(tuple(d.parents)))
+    return spec_module.qdd_from_factor_pays(names["bias"].ops, len(eqs.qd), len(eqs.u), pairs, forward_ops)
+
+
+def _shared_trig(eqs: Equations, options: CodegenOptions) -> dict[sp.Expr, sp.Symbol]:
+    """The sines and cosines of the coordinates that the straight-line derivative of the recursive Newton-Euler
+    algorithm reads from ``jacobian_terms`` (meta ``SHARED_TRIG``), each with the symbol standing for it
+    (``rodgen_sc<k>``), in the coordinates' order, the sine first; none where the derivative is a loop."""
+    d = eqs.inverse_dynamics_derivatives()
+    if d is None or (d.pairs is not None and (
+            (d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min)
+            or d.pairs.count >= options.pair_loop_min)):
+        return {}
+    coordinates = list(eqs.q)
+    found: set[sp.Expr] = set()
+    coords = set(coordinates)
+    for ex in [e for _, e in d.assignments] + list(d.dq) + list(d.dv):
+        found |= {a for a in sp.sympify(ex).atoms(sp.sin, sp.cos) if a.args[0] in coords}
+    order = {s: i for i, s in enumerate(coordinates)}
+    atoms = sorted(found, key=lambda a: (order[a.args[0]], 0 if isinstance(a, sp.sin) else 1))
+    return {a: sp.Symbol(f"rodgen_sc{k}", real=True) for k, a in enumerate(atoms)}
+
+
+def jacobian_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
+                           trig: dict[sp.Expr, sp.Symbol]) -> Routine:
+    """``<prefix>_jacobian_terms``: M (lower triangle; the upper one too where the factor is not straight-line
+    code, whose loops read whole rows), f = B u - bias and the sines and cosines ``trig`` that the derivative
+    reads, in one routine: the trigonometric atoms and the subexpressions of M and the bias computed once."""
+    n = len(eqs.qd)
+    NQ = g.NV
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None
+    m_items, m_copies = _mass_items(eqs.M)
+    straight = spec_module.ltdl_updates(tuple(d.parents)) <= spec_module.LTDL_STRAIGHT_MAX
+    bu = [_row_times(eqs.B, i, eqs.u) for i in range(n)]
+    outputs: list[tuple[str, str, list[tuple[str, sp.Expr]]]] = [
+        ("M", "mass matrix, lower triangle", m_items),
+        ("f", "B u - bias", [(f"f[{i}]", bu[i] - eqs.bias[i]) for i in range(n)])]
+    groups = [g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")]
+    if trig:
+        outputs.append(("sc", "sines and cosines of the coordinates", [(f"sc[{k}]", a) for k, a in enumerate(trig)]))
+        groups.append(output("sc", str(len(trig)), "sines and cosines of the coordinates"))
+    return build_routine(
+        "jacobian_terms", f"{prefix}_jacobian_terms",
+        "M(q), f = B u - bias and the coordinates' sines and cosines (used by rhs_jacobian).", (),
+        groups, outputs, [] if straight else [("M", "upper triangle by symmetry", m_copies)], eqs.assignments,
+        options, static=True)
+
+
+def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions, *,
+                      qdd_from_factor: bool = False, trig: Optional[dict[sp.Expr, sp.Symbol]] = None
+                      ) -> list[Routine]:
     """``inverse_dynamics_partials`` and ``inverse_dynamics_tangent``, used by ``<prefix>_rhs_jacobian``.
 
     g(q, qd) = M(q) a + bias(q, qd) - B(q) u with a and u held fixed; at a = qdd,
@@ -364,13 +429,19 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     per point into ``pd``, the tangent routine gives dg for one direction ``dx`` = [dq, dqd] from
     them; the C of rhs_jacobian calls it once per unit direction and solves the 2n columns together with
     M's Cholesky factor. Both are as long as the inverse dynamics (O(nq) for a chain), not nq times it.
+
+    With ``qdd_from_factor`` (:func:`_qdd_from_factor`) the list starts with ``jacobian_terms``, and the
+    straight-line derivative reads the sines and cosines ``trig`` (:func:`_shared_trig`) from it (argument
+    ``sc``).
     """
     n = len(eqs.qd)
     NQ = g.NV
     inputs = [g.t, g.q, g.qd, g.qdd, g.u, g.p]
     d = eqs.inverse_dynamics_derivatives()
+    trig = trig or {}
+    head = [jacobian_terms_routine(eqs, prefix, g, options, trig)] if qdd_from_factor else []
     if d is not None and d.pairs is not None and d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min:
-        return node_loop_routines(eqs, prefix, g, options)
+        return head + node_loop_routines(eqs, prefix, g, options)
     if d is not None and d.pairs is not None and d.pairs.count >= options.pair_loop_min:
         # the O(n) per-velocity vectors as straight-line code into vec, the pairs' dot products as the loop of
         # <prefix>_inverse_dynamics_derivatives (templates/c/jacobian.c.jinja, from the meta PAIR_ANCESTORS)
@@ -380,7 +451,7 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
         entries = [(f"dg[{i * 2 * n + j}]", lp.dq[i, j] if j < n else lp.dv[i, j - n])
                    for i in range(n) for j in range(2 * n)]
         vec = [(f"vec[{j * width + r}]", x) for j in range(n) for r, x in enumerate(lp.vectors[j])]
-        return [build_routine(
+        return head + [build_routine(
             "inverse_dynamics_vectors", f"{prefix}_inverse_dynamics_vectors",
             "The per-velocity vectors of the derivative of the recursive Newton-Euler algorithm, and dg without "
             "the products of the pairs on one branch (used by inverse_dynamics_derivatives).",
@@ -391,14 +462,18 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
             [("dg", "d(M a + bias - B u)/d[q, qd] without the pairs' products", entries),
              ("vec", "per-velocity vectors", vec)], [], d.assignments, options, static=True)]
     if d is not None:
-        entries = [(f"dg[{i * 2 * n + j}]", d.dq[i, j] if j < n else d.dv[i, j - n])
+        # with trig, the coordinates' sines and cosines are read from jacobian_terms' sc
+        entries = [(f"dg[{i * 2 * n + j}]", (d.dq[i, j] if j < n else d.dv[i, j - n]).xreplace(trig))
                    for i in range(n) for j in range(2 * n)]
-        return [build_routine(
+        sc = [Group(Argument("sc", str(len(trig)), "sines and cosines of the coordinates (jacobian_terms)"),
+                    list(trig.values()))] if trig else []
+        return head + [build_routine(
             "inverse_dynamics_derivatives", f"{prefix}_inverse_dynamics_derivatives",
             "dg = d(M a + bias - B u)/d[q, qd] at fixed a and u, row-major nv x 2 nv (used by rhs_jacobian).",
             ("By differentiating the recursive Newton-Euler algorithm: entries off a branch of the tree are 0.",),
-            inputs + [output("dg", f"2*{NQ}*{NQ}", "d g/d q (tangent space) and d g/d qd, row by row")],
-            [("dg", "d(M a + bias - B u)/d[q, qd]", entries)], [], d.assignments, options, static=True)]
+            inputs + sc + [output("dg", f"2*{NQ}*{NQ}", "d g/d q (tangent space) and d g/d qd, row by row")],
+            [("dg", "d(M a + bias - B u)/d[q, qd]", entries)], [],
+            [(v, e.xreplace(trig)) for v, e in d.assignments] if trig else d.assignments, options, static=True)]
     tc = eqs.inverse_dynamics_tangent()
     npd = max(len(tc.partials), 1)      # C99 has no zero-size arrays
     pd = Group(Argument("pd", str(npd), "local partials of the inverse dynamics at the point"), tc.partials)

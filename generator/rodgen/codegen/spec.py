@@ -129,7 +129,35 @@ LTDL_STRAIGHT_MAX = 1000
 
 #: the routines printed with ``<MACRO>_SPEED`` (:meth:`ModelSpec.speed_routine`)
 SPEED_ROUTINES = frozenset({"articulated", "bias", "inverse_dynamics", "inverse_dynamics_derivatives",
-                            "inverse_dynamics_vectors", "inverse_dynamics_rest"})
+                            "inverse_dynamics_vectors", "inverse_dynamics_rest", "jacobian_terms"})
+
+
+def ancestors_of(parents: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Each velocity's ancestors in a tree given by its parents (-1: a root), from the parent down to the root."""
+    out: list[tuple[int, ...]] = []
+    for j in range(len(parents)):
+        a, mine = parents[j], []
+        while a >= 0:
+            mine.append(a)
+            a = parents[a]
+        out.append(tuple(mine))
+    return out
+
+
+def ltdl_updates(parents: tuple[int, ...]) -> int:
+    """The row updates H[i][j] -= l H[k][j] of the factorisation M = L^T D L along the tree of ``parents``: for
+    each velocity k, each ancestor i of k updates its own ancestors' columns and its diagonal."""
+    anc = ancestors_of(parents)
+    return sum(len(anc[i]) + 1 for k in range(len(parents)) for i in anc[k])
+
+
+def qdd_from_factor_pays(bias_ops: int, nv: int, nu: int, ancestor_pairs: int, forward_ops: int) -> bool:
+    """Whether the RHS Jacobian takes qdd = M^-1 (B u - bias) from the factor it needs anyway instead of a
+    forward-dynamics pass: where the bias, B u and the two passes over L, counted as operations, stay under 0.6 of
+    the forward dynamics' (``forward_ops``). Measured, an operation of the articulated-body algorithm's code takes
+    about 0.6 the time of one of the bias' (chain12: 0.57 against 1.12 us; a 36-link chain, over the line, 3.7
+    against 2.8 us). The lowering asks it (it then generates ``<prefix>_jacobian_terms``)."""
+    return bias_ops + nv * nu + 2 * ancestor_pairs < 0.6 * forward_ops
 
 
 @dataclass(frozen=True)
@@ -234,6 +262,7 @@ class ModelSpec:
             return ("constrained_response",)
         users = {"articulated": ("forward_dynamics",),
                  "mass_force": ("forward_dynamics",),
+                 "jacobian_terms": ("rhs_jacobian",),
                  "inverse_dynamics_partials": ("rhs_jacobian",),
                  "inverse_dynamics_tangent": ("rhs_jacobian",),
                  "inverse_dynamics_derivatives": ("rhs_jacobian",),
@@ -307,15 +336,19 @@ class ModelSpec:
 
     def qdd_from_factor(self) -> bool:
         """Whether ``<prefix>_rhs_jacobian`` takes qdd = M^-1 (B u - bias) from the factor it needs anyway
-        instead of a forward-dynamics pass: where the bias, B u and the two passes over L, counted as operations,
-        stay under 0.6 of the forward dynamics' (:attr:`forward_ops`). Measured, an operation of the
-        articulated-body algorithm's code takes about 0.6 the time of one of the bias' (chain12: 0.57 against
-        1.12 us; a 36-link chain, over the line, 3.7 against 2.8 us)."""
-        names = {r.name for r in self.routines}
-        if "bias" not in names or "input_map" not in names:
-            return False
-        cost = self.routine("bias").ops + self.nv * self.nu + 2 * len(self.velocity_tree()["anc"])
-        return cost < 0.6 * self.forward_ops
+        instead of a forward-dynamics pass: the lowering generated ``<prefix>_jacobian_terms`` (M, B u - bias and
+        the sines and cosines the derivative reads, in one routine) where :func:`qdd_from_factor_pays`."""
+        return any(r.name == "jacobian_terms" for r in self.routines)
+
+    def shared_trig(self) -> tuple[tuple[str, int], ...]:
+        """The sines and cosines that ``<prefix>_inverse_dynamics_derivatives`` reads from
+        ``<prefix>_jacobian_terms`` (its argument ``sc``) instead of computing them again (meta ``SHARED_TRIG``):
+        ``("sin", i)`` or ``("cos", i)`` of coordinate q[i] for sc[0], sc[1], ...; empty where it reads none."""
+        import ast
+        for k, v in self.meta:
+            if k == "SHARED_TRIG":
+                return tuple((str(f), int(i)) for f, i in ast.literal_eval(v))
+        return ()
 
     def ltdl_steps(self) -> tuple[tuple[int, tuple[tuple[int, tuple[int, ...]], ...]], ...] | None:
         """The factorisation M = L^T D L as straight-line code, where it takes at most :data:`LTDL_STRAIGHT_MAX`
@@ -328,13 +361,10 @@ class ModelSpec:
 
         def ancestors(i: int) -> tuple[int, ...]:
             return tuple(anc[start[i]:start[i + 1]])
-        steps = []
-        count = 0
-        for k in range(self.nv - 1, -1, -1):
-            rows = tuple((i, tuple(sorted(ancestors(i) + (i,)))) for i in ancestors(k))
-            count += sum(len(cols) for _, cols in rows)
-            steps.append((k, rows))
-        return tuple(steps) if count <= LTDL_STRAIGHT_MAX else None
+        if ltdl_updates(tuple(tree["parents"])) > LTDL_STRAIGHT_MAX:
+            return None
+        return tuple((k, tuple((i, tuple(sorted(ancestors(i) + (i,)))) for i in ancestors(k)))
+                     for k in range(self.nv - 1, -1, -1))
 
     def speed_routine(self, name: str) -> bool:
         """Whether routine ``name`` is printed with ``<MACRO>_SPEED`` (GCC's ``-fexpensive-optimizations`` for it
