@@ -267,6 +267,9 @@ def test_velocity_tree_of_a_floating_robot() -> None:
     assert tree["desc"][tree["desc_start"][5]:tree["desc_start"][6]] == tuple(range(6, 18))
     assert tree["desc"][tree["desc_start"][10]:tree["desc_start"][11]] == (11,)
     assert tree["desc_start"][17] == tree["desc_start"][18]
+    # the C tables' order, farthest first
+    assert tree["anc_far"][tree["anc_start"][10]:tree["anc_start"][11]] == (0, 1, 2, 3, 4, 5, 9)
+    assert tree["desc_far"][tree["desc_start"][5]:tree["desc_start"][6]] == tuple(range(17, 5, -1))
     # every entry of M off a branch of that tree is zero
     M = eqs.M
     for i in range(18):

@@ -294,7 +294,10 @@ class ModelSpec:
         anc_start[i + 1]]`` are velocity i's ancestors from its parent down to the root (``parents``: -1 for a
         root), and ``runs[2 * run_start[i]:2 * run_start[i + 1]]`` the same as runs of consecutive indices,
         (highest, lowest) each, from the parent down; ``desc[desc_start[i]:desc_start[i + 1]]`` its descendants
-        (every velocity with i among its ancestors), ascending."""
+        (every velocity with i among its ancestors), ascending. ``anc_far`` and ``desc_far``: the same rows
+        farthest first (from the root; the descendants descending), the order the C tables and kernels use: a
+        row's sum then takes the row finished just before it last, so that its other terms need not wait for it
+        (a 36-link chain's factor 1.15 -> 1.04 us)."""
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
         start: list[int] = [0]
         anc: list[int] = []
@@ -321,9 +324,11 @@ class ModelSpec:
         desc_start = [0]
         for row in desc:
             desc_start.append(desc_start[-1] + len(row))
+        anc_far = [x for i in range(len(parents)) for x in reversed(anc[start[i]:start[i + 1]])]
         return {"parents": parents, "anc_start": tuple(start), "anc": tuple(anc) or (0,),
                 "run_start": tuple(run_start), "runs": tuple(runs) or (0,),
-                "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,)}
+                "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,),
+                "anc_far": tuple(anc_far) or (0,), "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,)}
 
     def most_rows_taken(self) -> int:
         """The most rows one row of the factorisation or the block solve takes off: the largest number of

@@ -424,9 +424,9 @@ int pendulum_vl_rhs(double t, const double *y, const double *u, const double *p,
 /* PENDULUM_VL_LOOPS (model.c's head): these loops at -O3 under GCC; vectorised, the block solve of solo12's 36 columns
  * takes about 40 % fewer instructions. */
 /* The tree of the velocities: M[i][j] is zero unless one of i, j is an ancestor of the other. The ancestors of
- * velocity i from its parent to the root: anc[anc_start[i]] .. anc[anc_start[i + 1] - 1]; the same as runs of
- * consecutive indices, (highest, lowest) pairs: runs[2 r], runs[2 r + 1] for r from run_start[i] to
- * run_start[i + 1] - 1. */
+ * velocity i from the root to its parent (farthest first: in a row's sum the row finished just before it comes
+ * last): anc[anc_start[i]] .. anc[anc_start[i + 1] - 1]; from the parent down as runs of consecutive indices,
+ * (highest, lowest) pairs: runs[2 r], runs[2 r + 1] for r from run_start[i] to run_start[i + 1] - 1. */
 static const int pendulum_vl_anc_start[3] = { 0, 0, 1 };
 static const int pendulum_vl_anc[1] = { 0 };
 /* B <- -M^-1 B for the n x m block B (row-major, row stride m) with the factor of pendulum_vl_ltdl: L^T Y = B
@@ -447,8 +447,8 @@ typedef double pendulum_vl_v8 __attribute__((vector_size(64), aligned(8)));
 #endif
 #endif
 #ifdef PENDULUM_VL_V4
-/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], ascending (the vector
- * kernels read them) */
+/* the descendants of velocity i: desc[desc_start[i]] .. desc[desc_start[i + 1] - 1], descending (farthest first,
+ * as anc; the vector kernels read them) */
 static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
 static const int pendulum_vl_desc[1] = { 1 };
 #endif
