@@ -329,6 +329,16 @@ def forward_choice(eqs: Equations, options: CodegenOptions) -> tuple[str, str, O
     return ForwardAlgorithm.ABA.value, "", fd
 
 
+def _mass_force_io(eqs: Equations, g: _Groups) -> tuple[list[Group], list[tuple[str, str, list[tuple[str, sp.Expr]]]]]:
+    """The arguments and outputs of a routine giving M's lower triangle and f = B u - bias (``mass_force``,
+    ``jacobian_terms``)."""
+    n, NQ = len(eqs.qd), g.NV
+    m_items, _ = _mass_items(eqs.M)
+    f = [(f"f[{i}]", _row_times(eqs.B, i, eqs.u) - eqs.bias[i]) for i in range(n)]
+    return ([g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
+            [("M", "mass matrix, lower triangle", m_items), ("f", "B u - bias", f)])
+
+
 def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions,
                      fd: Optional[ForwardDynamics], *, need_mass_force: bool) -> list[Routine]:
     """The static helpers of ``<prefix>_forward_dynamics`` (its body is in the template):
@@ -338,16 +348,10 @@ def forward_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOp
     NQ = g.NV
     out: list[Routine] = []
     if need_mass_force:
-        m_items, _ = _mass_items(eqs.M)
-        bu = [_row_times(eqs.B, i, eqs.u) for i in range(n)]
-        bias = eqs.bias
+        groups, outputs = _mass_force_io(eqs, g)
         out.append(build_routine(
-            "mass_force", f"{prefix}_mass_force",
-            "M(q) and f = B u - bias (used by forward_dynamics).", (),
-            [g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")],
-            [("M", "mass matrix, lower triangle", m_items),
-             ("f", "B u - bias", [(f"f[{i}]", bu[i] - bias[i]) for i in range(n)])], [], eqs.assignments,
-            options, static=True))
+            "mass_force", f"{prefix}_mass_force", "M(q) and f = B u - bias (used by forward_dynamics).", (),
+            groups, outputs, [], eqs.assignments, options, static=True))
     if fd is not None:
         out.append(build_routine(
             "articulated", f"{prefix}_articulated",
@@ -373,15 +377,29 @@ def _qdd_from_factor(eqs: Equations, routines: Sequence[Routine], forward_ops: i
     return spec_module.qdd_from_factor_pays(names["bias"].ops, len(eqs.qd), len(eqs.u), pairs, forward_ops)
 
 
+def _derivative_form(eqs: Equations, options: CodegenOptions) -> str:
+    """How the RHS Jacobian's derivative is printed: ``"nodes"`` (the per-joint loop and the pairs' loop),
+    ``"pairs"`` (straight-line per-velocity vectors and the pairs' loop), ``"straight"`` (the derivative of the
+    recursive Newton-Euler algorithm as straight-line code) or ``"tangent"`` (no such derivative: the tangent of
+    the inverse dynamics, once per column)."""
+    d = eqs.inverse_dynamics_derivatives()
+    if d is None:
+        return "tangent"
+    if d.pairs is not None and d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min:
+        return "nodes"
+    if d.pairs is not None and d.pairs.count >= options.pair_loop_min:
+        return "pairs"
+    return "straight"
+
+
 def _shared_trig(eqs: Equations, options: CodegenOptions) -> dict[sp.Expr, sp.Symbol]:
     """The sines and cosines of the coordinates that the straight-line derivative of the recursive Newton-Euler
     algorithm reads from ``jacobian_terms`` (meta ``SHARED_TRIG``), each with the symbol standing for it
     (``rodgen_sc<k>``), in the coordinates' order, the sine first; none where the derivative is a loop."""
-    d = eqs.inverse_dynamics_derivatives()
-    if d is None or (d.pairs is not None and (
-            (d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min)
-            or d.pairs.count >= options.pair_loop_min)):
+    if _derivative_form(eqs, options) != "straight":
         return {}
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None
     coordinates = list(eqs.q)
     found: set[sp.Expr] = set()
     coords = set(coordinates)
@@ -397,25 +415,18 @@ def jacobian_terms_routine(eqs: Equations, prefix: str, g: _Groups, options: Cod
     """``<prefix>_jacobian_terms``: M (lower triangle; the upper one too where the factor is not straight-line
     code, whose loops read whole rows), f = B u - bias and the sines and cosines ``trig`` that the derivative
     reads, in one routine: the trigonometric atoms and the subexpressions of M and the bias computed once."""
-    n = len(eqs.qd)
-    NQ = g.NV
     d = eqs.inverse_dynamics_derivatives()
     assert d is not None
-    m_items, m_copies = _mass_items(eqs.M)
-    straight = spec_module.ltdl_updates(tuple(d.parents)) <= spec_module.LTDL_STRAIGHT_MAX
-    bu = [_row_times(eqs.B, i, eqs.u) for i in range(n)]
-    outputs: list[tuple[str, str, list[tuple[str, sp.Expr]]]] = [
-        ("M", "mass matrix, lower triangle", m_items),
-        ("f", "B u - bias", [(f"f[{i}]", bu[i] - eqs.bias[i]) for i in range(n)])]
-    groups = [g.t, g.q, g.qd, g.u, g.p, output("M", f"{NQ}*{NQ}", "mass matrix"), output("f", NQ, "B u - bias")]
+    groups, outputs = _mass_force_io(eqs, g)
     if trig:
         outputs.append(("sc", "sines and cosines of the coordinates", [(f"sc[{k}]", a) for k, a in enumerate(trig)]))
         groups.append(output("sc", str(len(trig)), "sines and cosines of the coordinates"))
+    copies = [] if spec_module.ltdl_straight(tuple(d.parents)) else [("M", "upper triangle by symmetry",
+                                                                      _mass_items(eqs.M)[1])]
     return build_routine(
         "jacobian_terms", f"{prefix}_jacobian_terms",
         "M(q), f = B u - bias and the coordinates' sines and cosines (used by rhs_jacobian).", (),
-        groups, outputs, [] if straight else [("M", "upper triangle by symmetry", m_copies)], eqs.assignments,
-        options, static=True)
+        groups, outputs, copies, eqs.assignments, options, static=True)
 
 
 def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenOptions, *,
@@ -440,9 +451,11 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
     d = eqs.inverse_dynamics_derivatives()
     trig = trig or {}
     head = [jacobian_terms_routine(eqs, prefix, g, options, trig)] if qdd_from_factor else []
-    if d is not None and d.pairs is not None and d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min:
+    form = _derivative_form(eqs, options)
+    if form == "nodes":
         return head + node_loop_routines(eqs, prefix, g, options)
-    if d is not None and d.pairs is not None and d.pairs.count >= options.pair_loop_min:
+    if form == "pairs":
+        assert d is not None and d.pairs is not None
         # the O(n) per-velocity vectors as straight-line code into vec, the pairs' dot products as the loop of
         # <prefix>_inverse_dynamics_derivatives (templates/c/jacobian.c.jinja, from the meta PAIR_ANCESTORS)
         lp = d.pairs
@@ -461,7 +474,8 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
                       output("vec", f"{width}*{NQ}", "per-velocity vectors")],
             [("dg", "d(M a + bias - B u)/d[q, qd] without the pairs' products", entries),
              ("vec", "per-velocity vectors", vec)], [], d.assignments, options, static=True)]
-    if d is not None:
+    if form == "straight":
+        assert d is not None
         # with trig, the coordinates' sines and cosines are read from jacobian_terms' sc
         entries = [(f"dg[{i * 2 * n + j}]", (d.dq[i, j] if j < n else d.dv[i, j - n]).xreplace(trig))
                    for i in range(n) for j in range(2 * n)]

@@ -144,11 +144,12 @@ def ancestors_of(parents: tuple[int, ...]) -> list[tuple[int, ...]]:
     return out
 
 
-def ltdl_updates(parents: tuple[int, ...]) -> int:
-    """The row updates H[i][j] -= l H[k][j] of the factorisation M = L^T D L along the tree of ``parents``: for
-    each velocity k, each ancestor i of k updates its own ancestors' columns and its diagonal."""
+def ltdl_straight(parents: tuple[int, ...]) -> bool:
+    """Whether the factorisation M = L^T D L along the tree of ``parents`` is printed as straight-line code: at
+    most :data:`LTDL_STRAIGHT_MAX` row updates H[i][j] -= l H[k][j] (for each velocity k, each ancestor i of k
+    updates its own ancestors' columns and its diagonal)."""
     anc = ancestors_of(parents)
-    return sum(len(anc[i]) + 1 for k in range(len(parents)) for i in anc[k])
+    return sum(len(anc[i]) + 1 for k in range(len(parents)) for i in anc[k]) <= LTDL_STRAIGHT_MAX
 
 
 def qdd_from_factor_pays(bias_ops: int, nv: int, nu: int, ancestor_pairs: int, forward_ops: int) -> bool:
@@ -299,18 +300,12 @@ class ModelSpec:
         row's sum then takes the row finished just before it last, so that its other terms need not wait for it
         (a 36-link chain's factor 1.15 -> 1.04 us)."""
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
+        rows = ancestors_of(parents)
         start: list[int] = [0]
-        anc: list[int] = []
         run_start: list[int] = [0]
         runs: list[int] = []
-        for j in range(len(parents)):
-            a = parents[j]
-            mine: list[int] = []
-            while a >= 0:
-                mine.append(a)
-                a = parents[a]
-            anc += mine
-            start.append(len(anc))
+        for mine in rows:
+            start.append(start[-1] + len(mine))
             for x in mine:
                 if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
                     runs[-1] = x
@@ -318,17 +313,17 @@ class ModelSpec:
                     runs += [x, x]
             run_start.append(len(runs) // 2)
         desc: list[list[int]] = [[] for _ in parents]
-        for j in range(len(parents)):
-            for a in anc[start[j]:start[j + 1]]:
+        for j, mine in enumerate(rows):
+            for a in mine:
                 desc[a].append(j)
         desc_start = [0]
         for row in desc:
             desc_start.append(desc_start[-1] + len(row))
-        anc_far = [x for i in range(len(parents)) for x in reversed(anc[start[i]:start[i + 1]])]
-        return {"parents": parents, "anc_start": tuple(start), "anc": tuple(anc) or (0,),
+        return {"parents": parents, "anc_start": tuple(start), "anc": tuple(x for r in rows for x in r) or (0,),
                 "run_start": tuple(run_start), "runs": tuple(runs) or (0,),
                 "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,),
-                "anc_far": tuple(anc_far) or (0,), "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,)}
+                "anc_far": tuple(x for r in rows for x in reversed(r)) or (0,),
+                "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,)}
 
     def most_rows_taken(self) -> int:
         """The most rows one row of the factorisation or the block solve takes off: the largest number of
@@ -361,15 +356,11 @@ class ModelSpec:
         columns j it updates (i's ancestors and i: H[i][j] -= (H[k][i] / D_k) H[k][j]). None beyond (the 24-link
         chain's 2600 updates): the loops over the tree's tables. Measured, chain12's factor (364 updates) and the
         two passes of q̈ from it take 3.4 + 2.2 thousand instructions in the loops."""
-        tree = self.velocity_tree()
-        start, anc = tree["anc_start"], tree["anc"]
-
-        def ancestors(i: int) -> tuple[int, ...]:
-            return tuple(anc[start[i]:start[i + 1]])
-        if ltdl_updates(tuple(tree["parents"])) > LTDL_STRAIGHT_MAX:
+        parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
+        if not ltdl_straight(parents):
             return None
-        return tuple((k, tuple((i, tuple(sorted(ancestors(i) + (i,)))) for i in ancestors(k)))
-                     for k in range(self.nv - 1, -1, -1))
+        anc = ancestors_of(parents)
+        return tuple((k, tuple((i, tuple(sorted(anc[i] + (i,)))) for i in anc[k])) for k in range(self.nv - 1, -1, -1))
 
     def speed_routine(self, name: str) -> bool:
         """Whether routine ``name`` is printed with ``<MACRO>_SPEED`` (GCC's ``-fexpensive-optimizations`` for it
