@@ -114,7 +114,7 @@ def _node_evaluator(eqs: Any) -> Any:
     def run(q: Any, v: Any, a: Any, u: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         out = np.array(rest(list(q), list(v), list(a), list(u), p, [t]), dtype=float)
         dq, dv = out[:n * n].reshape(n, n), out[n * n:].reshape(n, n)
-        st, vec, sums = np.zeros((N, 24)), np.zeros((n, 48)), np.zeros((N, 52))
+        st, vec, sums = np.zeros((N, 24)), np.zeros((n, 48)), np.zeros((N, len(L.C)))
         for i in range(N):
             par, j = L.parent[i], L.velocity[i]
             K = list(L.constants[i]) + [0.0] * (len(L.K) - len(L.constants[i]))
@@ -250,6 +250,43 @@ def test_tree_coordinates_and_the_rest_of_g_match_the_full_derivative() -> None:
         ref = np.array(full(list(q), list(v), list(a), list(u), p, [t]), dtype=float).reshape(n, 2 * n)
         scale = max(1.0, np.abs(ref).max())
         assert np.abs(np.hstack([dq, dv]) - ref).max() <= RTOL * scale
+
+
+def _skew(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def test_inertia_rate_blocks_are_the_full_b() -> None:
+    """B x = v ×* (Y x) - Y (v × x) + x ×* (Y v), built here as a 6x6 from spatial algebra's matrices, equals the
+    two blocks the derivative keeps, [[B_w, 0], [-2 [p]×, 0]] with p the momentum, for random bodies and
+    velocities; its columns of linear motion are zero (the pairs' loop leaves F_y = Bᵀ J's linear half out)."""
+    import sympy as sp
+
+    from rodgen.symbolic.spatial import _inertia, _inertia_rate, _rate_mv, _rate_tmv
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        m = float(rng.uniform(0.1, 3.0))
+        h = rng.normal(size=3)
+        A = rng.normal(size=(3, 3))
+        Ib = A @ A.T + np.eye(3)
+        v = rng.normal(size=6)
+        # spatial algebra, angular first: Y = [[Ib, [h]x], [-[h]x, m 1]]; v x = [[w]x, 0], [[nu]x, [w]x]];
+        # v x* = -(v x)^T
+        Y = np.block([[Ib, _skew(h)], [-_skew(h), m * np.eye(3)]])
+        vx = np.block([[_skew(v[:3]), np.zeros((3, 3))], [_skew(v[3:]), _skew(v[:3])]])
+        Yv = Y @ v
+        fx_Yv = np.block([[_skew(Yv[:3]), _skew(Yv[3:])], [_skew(Yv[3:]), np.zeros((3, 3))]])   # x ×* f = -[f]x̄ x
+        B = -vx.T @ Y - Y @ vx - fx_Yv
+        assert np.abs(B[:, 3:]).max() < 1e-12
+        S = [sp.Float(x) for x in (m, *h, *Ib.ravel(), *v)]
+        ms, hs, Is, vs = S[0], S[1:4], [S[4:7], S[7:10], S[10:13]], S[13:19]
+        Bw, pm = _inertia_rate(ms, hs, Is, vs, _inertia(ms, hs, Is, vs))
+        np.testing.assert_allclose(np.array(Bw, dtype=float), B[:3, :3], atol=1e-12)
+        np.testing.assert_allclose(-2 * _skew(np.array(pm, dtype=float)), B[3:, :3], atol=1e-12)
+        x = rng.normal(size=6)
+        xs = [sp.Float(y) for y in x]
+        np.testing.assert_allclose(np.array(_rate_mv(Bw, pm, xs), dtype=float), B @ x, atol=1e-12)
+        np.testing.assert_allclose(np.array(_rate_tmv(Bw, pm, xs), dtype=float), B.T @ x, atol=1e-12)
 
 
 def test_velocity_tree_of_a_floating_robot() -> None:

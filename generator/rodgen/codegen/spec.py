@@ -37,12 +37,16 @@ class Argument:
     doc: str
     output: bool = False
     scalar: bool = False
+    #: C99 ``restrict``: no other argument reaches this array (static routines whose callers are generated), so
+    #: the compiler may move its loads and stores past the others' (a loop's next step starts sooner)
+    restrict: bool = False
 
     @property
     def decl(self) -> str:
         if self.scalar:
             return f"double {self.c_name}"
-        return f"double *{self.c_name}" if self.output else f"const double *{self.c_name}"
+        star = "*restrict " if self.restrict else "*"
+        return f"double {star}{self.c_name}" if self.output else f"const double {star}{self.c_name}"
 
 
 @dataclass(frozen=True)
@@ -410,7 +414,7 @@ class ModelSpec:
         """The tables of the loop over the nodes (meta ``NODE_LOOP``, given with ``inverse_dynamics_rest``): per
         node its kind, parent node (-1: the ground), coordinate and velocity index, and its constants as
         compressed rows (``const[const_start[i]:const_start[i + 1]]``, C double literals); ``kinds``, the number
-        of kinds."""
+        of kinds; ``sums``, the numbers a node sums over its subtree."""
         import ast
 
         from .printer import c_double
@@ -424,7 +428,7 @@ class ModelSpec:
             start.append(len(const))
         return {"n": len(table["kind"]), "kind": table["kind"], "parent": table["parent"],
                 "coordinate": table["coordinate"], "velocity": table["velocity"], "const_start": tuple(start),
-                "const": tuple(const) or ("0.0",), "kinds": max(table["kind"]) + 1}
+                "const": tuple(const) or ("0.0",), "kinds": max(table["kind"]) + 1, "sums": table["sums"]}
 
     def names(self, key: str) -> tuple[str, ...]:
         """A list of names from ``meta`` (``"COORDINATES"``, ``"INPUTS"``, ``"PARAMETERS"``, ``"POINTS"``)."""

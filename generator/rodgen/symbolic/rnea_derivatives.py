@@ -16,7 +16,9 @@ sum:
   ``dV/dq = v_parent × J_c``, ``dA/dq = a_parent × J_c + v_parent × dV/dq``, ``dA/dv = v_i × J_c + dV/dq``;
   the bodies' inertia ``Y_i`` in the ground frame, their force ``f_i = Y_i a_i + v_i ×* Y_i v_i`` and
   ``B_i`` with ``B_i m = v_i ×* (Y_i m) - Y_i (v_i × m) + m ×* (Y_i v_i)`` (the derivative of the force
-  by the velocity, ``Ẏ`` included);
+  by the velocity, ``Ẏ`` included), held as its two blocks that are not zero: ``B = [[B_w, 0], [-2 [p]×, 0]]``
+  with ``p`` the bodies' momentum (:func:`~rodgen.symbolic.spatial._inertia_rate`: 12 numbers, not 36, summed
+  and multiplied; ``F_y``'s linear half is zero);
 * inward, with ``Y``, ``B`` and ``f`` summed over the subtree of node i, per column c of node i:
   ``F_a = Y J_c``, ``F_y = Bᵀ J_c``, ``F_q = B dV/dq + Y dA/dq``, ``F_v = B J_c + Y dA/dv``; for every column
   k of the subtree (i's own columns included) ``∂τ_c/∂q_k = J_c · F_q(k)`` and ``∂τ_c/∂v_k = J_c · F_v(k)``,
@@ -60,12 +62,14 @@ from .spatial import (
     _fcross,
     _inertia,
     _inertia_in_ground,
-    _inertia_rate_columns,
+    _inertia_rate,
     _Joints,
     _mcross,
     _mul,
     _mv,
     _prefix,
+    _rate_mv,
+    _rate_tmv,
     _sum,
     _world_frames,
     spatial_kinematics,
@@ -192,14 +196,6 @@ def _dot6(a: Six, b: Six) -> sp.Expr:
     return _sum([_mul(a[r], b[r]) for r in range(6)])
 
 
-def _matvec(B: list, x: Six) -> Six:
-    return [_sum([_mul(B[r][c], x[c]) for c in range(6)]) for r in range(6)]
-
-
-def _matTvec(B: list, x: Six) -> Six:
-    return [_sum([_mul(B[c][r], x[c]) for c in range(6)]) for r in range(6)]
-
-
 #: The most pairs of motion columns on one branch (Σ over columns of the columns in its subtree, n (n + 1) / 2 for
 #: a chain of n joints) for which :func:`inverse_dynamics_derivatives` derives; a larger tree keeps the tangent of
 #: the inverse dynamics, whose code grows like n instead of n · depth (a chain of 54 joints has 1485 pairs: about
@@ -261,7 +257,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     oa: list[Six] = []
     Ynode: list[tuple[sp.Expr, V3, list]] = []
     fnode: list[Six] = []
-    Bnode: list[list] = []
+    Bnode: list[tuple[list, list]] = []     # B's blocks (Bw, p): see spatial._inertia_rate
     zero6: Six = [_0] * 6
     for i, nd in enumerate(nodes):
         oR, op = world[i]
@@ -297,19 +293,20 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
         if m == 0 and all(x == 0 for x in h):
             Ynode.append((_0, [_0] * 3, [[_0] * 3 for _ in range(3)]))
             fnode.append(zero6)
-            Bnode.append([[_0] * 6 for _ in range(6)])
+            Bnode.append(([[_0] * 3 for _ in range(3)], [_0] * 3))
             continue
         hw, Iw, _ = _inertia_in_ground(e, oR, op, m, h, Ib, f"{i}_D")
         Ynode.append((m, hw, Iw))
         oh = emit(_inertia(m, hw, Iw, vi), f"{i}_Doh")
         fnode.append(emit([_sum((x, y)) for x, y in zip(_inertia(m, hw, Iw, ai), _fcross(vi, oh))], f"{i}_Df"))
-        cols = _inertia_rate_columns(m, hw, Iw, vi, oh)   # B m = v ×* (Y m) - Y (v × m) + m ×* (Y v)
-        Bnode.append([[e(sp.expand(cols[c_][r]), f"{i}_DB{r}_{c_}") for c_ in range(6)] for r in range(6)])
+        Bw, pm = _inertia_rate(m, hw, Iw, vi, oh)   # B x = v ×* (Y x) - Y (v × x) + x ×* (Y v)
+        Bnode.append(([[e(sp.expand(Bw[r][c_]), f"{i}_DB{r}_{c_}") for c_ in range(3)] for r in range(3)], pm))
 
     # --- inward: composite Y, B, f; the entries of every (ancestor, descendant) pair of columns -------------
     accY: list[list] = [[[Ynode[i][0]], [[x] for x in Ynode[i][1]], [[[x] for x in row] for row in Ynode[i][2]]]
                         for i in range(N)]
-    accB: list[list] = [[[[x] for x in row] for row in Bnode[i]] for i in range(N)]
+    accB: list[list] = [[[[x] for x in row] for row in Bnode[i][0]] for i in range(N)]
+    accP: list[list] = [[[x] for x in Bnode[i][1]] for i in range(N)]
     accF: list[list] = [[[x] for x in fnode[i]] for i in range(N)]
     below: list[list[int]] = [[] for _ in range(N)]     # columns of the strict subtree of each node
     Fa: list[Six] = [[]] * NC
@@ -327,15 +324,16 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             for c_ in range(r, 3):
                 Iu[r, c_] = e(_sum(accY[i][2][r][c_]), f"{i}_DCI{r}{c_}")
         Ib = [[Iu[min(r, c_), max(r, c_)] for c_ in range(3)] for r in range(3)]
-        B = [[e(_sum(accB[i][r][c_]), f"{i}_DCB{r}_{c_}") for c_ in range(6)] for r in range(6)]
+        Bw = [[e(_sum(accB[i][r][c_]), f"{i}_DCB{r}_{c_}") for c_ in range(3)] for r in range(3)]
+        pm = [e(_sum(accP[i][r]), f"{i}_DCp{r}") for r in range(3)]
         F = [e(_sum(accF[i][r]), f"{i}_DCf{r}") for r in range(6)]
         own = Jt.cols[i]
         for c in own:
             Fa[c] = emit(_inertia(m, h, Ib, Jc[c]), f"{c}_DFa")
-            Fy[c] = emit(_matTvec(B, Jc[c]), f"{c}_DFy")
-            Fq[c] = emit([_sum((x, y)) for x, y in zip(_matvec(B, dVdq[c]), _inertia(m, h, Ib, dAdq[c]))],
+            Fy[c] = emit(_rate_tmv(Bw, pm, Jc[c]), f"{c}_DFy")
+            Fq[c] = emit([_sum((x, y)) for x, y in zip(_rate_mv(Bw, pm, dVdq[c]), _inertia(m, h, Ib, dAdq[c]))],
                          f"{c}_DFq")
-            Fv[c] = emit([_sum((x, y)) for x, y in zip(_matvec(B, Jc[c]), _inertia(m, h, Ib, dAdv[c]))],
+            Fv[c] = emit([_sum((x, y)) for x, y in zip(_rate_mv(Bw, pm, Jc[c]), _inertia(m, h, Ib, dAdv[c]))],
                          f"{c}_DFv")
         for c in own:
             for kk in own + below[i]:
@@ -358,8 +356,10 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 accY[par][2][r][c_].append(Iu[r, c_])
         for r in range(6):
             accF[par][r].append(F[r])
-            for c_ in range(6):
-                accB[par][r][c_].append(B[r][c_])
+        for r in range(3):
+            accP[par][r].append(pm[r])
+            for c_ in range(3):
+                accB[par][r][c_].append(Bw[r][c_])
 
     # --- the model's velocities: T' D T; then the rest of g ---------------------------------------------------
     # where every column is one velocity (coefficient 1), the pairs' products also apart, for a loop in the code

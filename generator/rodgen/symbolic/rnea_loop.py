@@ -11,7 +11,8 @@ node instead, over placeholders, so that the code stage can print a loop over th
   vectors J, dA/dq, dV/dq, dA/dv (``V``, the first 24 of the 48 per velocity of
   :class:`~rodgen.symbolic.rnea_derivatives.PairProducts`) and its bodies' inertia Y, the derivative B of
   their force by the velocity and their force f in the ground frame (``C``: m, h, the six entries of the
-  inertia's upper triangle, B row by row, f: 52 numbers), which the loop sums over the subtree;
+  inertia's upper triangle, B's angular block B_w row by row and the momentum p that gives its other block
+  not zero, ``-2 [p]×``, f: 28 numbers), which the loop sums over the subtree;
 * the backward step (:attr:`NodeKind.backward`): from the subtree's sums ``C`` and the column's ``V``, its
   F_q (after the joint's turn ``J ×* f``), F_v, F_a, F_y (``F``, the other 24 of the 48) and the entries of
   ∂g/∂q and ∂g/∂qd on the diagonal, ``D = (J·F_q, J·F_v)``.
@@ -43,11 +44,13 @@ from .spatial import (
     _fcross,
     _inertia,
     _inertia_in_ground,
-    _inertia_rate_columns,
+    _inertia_rate,
     _mcross,
     _mm,
     _mul,
     _mv,
+    _rate_mv,
+    _rate_tmv,
     _scale,
     _sum,
     rot_axis,
@@ -55,8 +58,8 @@ from .spatial import (
 
 #: Numbers per node: its state (rotation 9, origin 3, velocity 6, acceleration 6), its column's vectors as
 #: the ancestor of a pair (J, dA/dq, dV/dq, dA/dv) and as the descendant (F_q, F_v, F_a, F_y), its sums over
-#: the subtree (m, h 3, inertia 6, B 36, f 6).
-STATE, VECTORS, SUMS = 24, 24, 52
+#: the subtree (m, h 3, inertia 6, B_w 9, p 3, f 6).
+STATE, VECTORS, SUMS = 24, 24, 28
 
 
 @dataclass(frozen=True)
@@ -221,13 +224,13 @@ def _forward(e: _Emitter, cs: list[sp.Expr], has_parent: bool, revolute: bool, P
     state = [oR[r][c_] for r in range(3) for c_ in range(3)] + list(op) + v + a
     vectors = J + dAdq + dVdq + dAdv
     if m == 0 and all(y == 0 for y in h):
-        return state + vectors + [_0] * 52
+        return state + vectors + [_0] * SUMS
     hw, Iw, Iu = _inertia_in_ground(e, oR, op, m, h, Ib, "")
     oh = emit(_inertia(m, hw, Iw, v), "oh")
     f = [_sum((p_, q_)) for p_, q_ in zip(_inertia(m, hw, Iw, a), _fcross(v, oh))]
-    cols = _inertia_rate_columns(m, hw, Iw, v, oh)
-    B = [sp.expand(cols[c_][r]) for r in range(6) for c_ in range(6)]
-    sums = [m] + hw + [Iu[0, 0], Iu[0, 1], Iu[0, 2], Iu[1, 1], Iu[1, 2], Iu[2, 2]] + B + f
+    Bw, pm = _inertia_rate(m, hw, Iw, v, oh)
+    B = [sp.expand(Bw[r][c_]) for r in range(3) for c_ in range(3)]
+    sums = [m] + hw + [Iu[0, 0], Iu[0, 1], Iu[0, 2], Iu[1, 1], Iu[1, 2], Iu[2, 2]] + B + pm + f
     return state + vectors + [sp.sympify(y) for y in sums]
 
 
@@ -236,20 +239,18 @@ def _backward(e: _Emitter, C: tuple, V: list, has_parent: bool) -> list[sp.Expr]
     subtree's sums (see :class:`NodeKind`)."""
     m, h = C[0], list(C[1:4])
     Ib = [[C[4], C[5], C[6]], [C[5], C[7], C[8]], [C[6], C[8], C[9]]]
-    B = [list(C[10 + 6 * r:16 + 6 * r]) for r in range(6)]
-    F = list(C[46:52])
+    Bw = [list(C[10 + 3 * r:13 + 3 * r]) for r in range(3)]
+    pm = list(C[19:22])
+    F = list(C[22:28])
     J, dAdq, dVdq, dAdv = V[0:6], V[6:12], V[12:18], V[18:24]
 
     def emit(v: list, tag: str) -> list:
         return [e(sp.sympify(a), f"{tag}{r}") for r, a in enumerate(v)]
 
-    def matvec(x: list) -> list:
-        return [_sum([_mul(B[r][c], x[c]) for c in range(6)]) for r in range(6)]
-
     Fa = emit(_inertia(m, h, Ib, J), "Fa")
-    Fy = emit([_sum([_mul(B[c][r], J[c]) for c in range(6)]) for r in range(6)], "Fy")
-    Fq = emit([_sum((p_, q_)) for p_, q_ in zip(matvec(dVdq), _inertia(m, h, Ib, dAdq))], "Fq")
-    Fv = emit([_sum((p_, q_)) for p_, q_ in zip(matvec(J), _inertia(m, h, Ib, dAdv))], "Fv")
+    Fy = emit(_rate_tmv(Bw, pm, J), "Fy")
+    Fq = emit([_sum((p_, q_)) for p_, q_ in zip(_rate_mv(Bw, pm, dVdq), _inertia(m, h, Ib, dAdq))], "Fq")
+    Fv = emit([_sum((p_, q_)) for p_, q_ in zip(_rate_mv(Bw, pm, J), _inertia(m, h, Ib, dAdv))], "Fv")
     D = [_sum([_mul(J[r], Fq[r]) for r in range(6)]), _sum([_mul(J[r], Fv[r]) for r in range(6)])]
     if has_parent:
         Fq = [_sum((p_, q_)) for p_, q_ in zip(Fq, _fcross(J, F))]

@@ -145,16 +145,28 @@ def _inertia_in_ground(e: Any, oR: M3, op: V3, m: sp.Expr, h: V3, Ib: M3, tag: s
     return hw, [[Iu[min(r, c), max(r, c)] for c in range(3)] for r in range(3)], Iu
 
 
-def _inertia_rate_columns(m: sp.Expr, h: V3, Ib: M3, v: list, oh: list) -> list[list]:
-    """The columns of B with B x = v ×* (Y x) - Y (v × x) + x ×* (Y v) for the inertia Y = (m, h, Ib) moving at v,
-    oh = Y v: six 6-lists."""
+def _inertia_rate(m: sp.Expr, h: V3, Ib: M3, v: list, oh: list) -> tuple[M3, V3]:
+    """B with B x = v ×* (Y x) - Y (v × x) + x ×* (Y v), for the inertia Y = (m, h, Ib) moving at v (oh = Y v), by
+    its two blocks that are not zero: B = [[Bw, 0], [-2 [p]×, 0]] with p = oh's linear part (the momentum). Its
+    columns of linear motion vanish (the terms m v × x and the three of h cancel by Jacobi's identity), and so
+    do they in a sum of such B over a subtree: (Bw, p), a 3x3 and a 3-list (the other 24 entries never computed)."""
     cols = []
-    for c in range(6):
+    for c in range(3):
         unit = [_1 if r == c else _0 for r in range(6)]
-        col = _fcross(v, _inertia(m, h, Ib, unit))
-        col = [_sum((x, -y)) for x, y in zip(col, _inertia(m, h, Ib, _mcross(v, unit)))]
-        cols.append([_sum((x, y)) for x, y in zip(col, _fcross(unit, oh))])
-    return cols
+        col = _fcross(v, _inertia(m, h, Ib, unit))[:3]
+        col = [_sum((x, -y)) for x, y in zip(col, _inertia(m, h, Ib, _mcross(v, unit))[:3])]
+        cols.append([_sum((x, y)) for x, y in zip(col, _fcross(unit, oh)[:3])])
+    return [[cols[c][r] for c in range(3)] for r in range(3)], list(oh[3:])
+
+
+def _rate_mv(Bw: M3, p: V3, x: list) -> list:
+    """B x for B = [[Bw, 0], [-2 [p]×, 0]] (:func:`_inertia_rate`): (Bw x_w, -2 p × x_w)."""
+    return _mv(Bw, x[:3]) + _scale(sp.Integer(-2), _cross(p, x[:3]))
+
+
+def _rate_tmv(Bw: M3, p: V3, x: list) -> list:
+    """Bᵀ x for B = [[Bw, 0], [-2 [p]×, 0]] (:func:`_inertia_rate`): (Bwᵀ x_w + 2 p × x_v, 0)."""
+    return _add(_mtv(Bw, x[:3]), _scale(sp.Integer(2), _cross(p, x[3:]))) + [_0, _0, _0]
 
 
 def _mv(R: M3, v: V3) -> V3:
