@@ -302,7 +302,9 @@ class ModelSpec:
         (every velocity with i among its ancestors), ascending. ``anc_far`` and ``desc_far``: the same rows
         farthest first (from the root; the descendants descending), the order the C tables and kernels use: a
         row's sum then takes the row finished just before it last, so that its other terms need not wait for it
-        (a 36-link chain's factor 1.15 -> 1.04 us)."""
+        (a 36-link chain's factor 1.15 -> 1.04 us). ``pair_up[i]``: i's parent is i - 1 and i its only child
+        (the block solve's pass from the leaves takes rows i and i - 1 together); ``pair_down[i]``: i is the
+        parent of i + 1 (the pass from the roots takes rows i and i + 1 together)."""
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
         rows = ancestors_of(parents)
         start: list[int] = [0]
@@ -323,11 +325,19 @@ class ModelSpec:
         desc_start = [0]
         for row in desc:
             desc_start.append(desc_start[-1] + len(row))
+        children = [0] * len(parents)
+        for x in parents:
+            if x >= 0:
+                children[x] += 1
+        n = len(parents)
+        pair_up = tuple(int(i >= 1 and parents[i] == i - 1 and children[i - 1] == 1) for i in range(n))
+        pair_down = tuple(int(i + 1 < n and parents[i + 1] == i) for i in range(n))
         return {"parents": parents, "anc_start": tuple(start), "anc": tuple(x for r in rows for x in r) or (0,),
                 "run_start": tuple(run_start), "runs": tuple(runs) or (0,),
                 "desc_start": tuple(desc_start), "desc": tuple(x for row in desc for x in row) or (0,),
                 "anc_far": tuple(x for r in rows for x in reversed(r)) or (0,),
-                "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,)}
+                "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,),
+                "pair_up": pair_up or (0,), "pair_down": pair_down or (0,)}
 
     def most_rows_taken(self) -> int:
         """The most rows one row of the factorisation or the block solve takes off: the largest number of

@@ -474,6 +474,12 @@ PENDULUM_VL_LOOPS static int pendulum_vl_copy_finite(double *restrict J, const d
 static const int pendulum_vl_desc_start[3] = { 0, 1, 1 };
 static const int pendulum_vl_desc[1] = { 1 };
 #endif
+#if defined(PENDULUM_VL_V8)
+/* the block solve's pairs of rows (rows_minus2): from the leaves, row i with i - 1 (i its parent's only child); from
+ * the roots, row i with i + 1 (i its parent) */
+static const unsigned char pendulum_vl_solve_pair_up[PENDULUM_VL_NQ] = { 0, 1 };
+static const unsigned char pendulum_vl_solve_pair_down[PENDULUM_VL_NQ] = { 1, 0 };
+#endif
 
 #ifdef PENDULUM_VL_V4
 /* bi <- s bi - sum_t l_t B[rows[t]] with l_t = lb[rows[t] * ls], over the m columns of one row (row stride m):
@@ -534,6 +540,34 @@ PENDULUM_VL_LOOPS static void pendulum_vl_row_minus(double *bi, double s, const 
     }
 }
 
+#if defined(PENDULUM_VL_V8)
+/* Two rows of the block solve at once, a row and the one it needs last: bi <- si bi - sum_t li[rows[t] ls] B[rows[t]],
+ * then bj <- sj bj - sum_t lj[rows[t] ls] B[rows[t]] - lji bi (bi's final value). Each row B[rows[t]] is loaded once
+ * for both (the single-row kernel loads one vector per multiply-add, which bounds it); the same sums in the same
+ * order as two calls of row_minus. */
+PENDULUM_VL_LOOPS static void pendulum_vl_rows_minus2(double *bi, double *bj, double si, double sj, const double *li,
+                                   const double *lj, int ls, double lji, const double *B, const int *rows, int k)
+{
+    enum { m = 8 };
+    int t;
+    {
+        pendulum_vl_v4 a0 = si * PENDULUM_VL_V4(bi + 0);
+        pendulum_vl_v4 e0 = sj * PENDULUM_VL_V4(bj + 0);
+        for (t = 0; t < k; ++t) {
+            const double l = li[rows[t] * ls], l2 = lj[rows[t] * ls];
+            const double *b = B + rows[t] * m + 0;
+            {
+                const pendulum_vl_v4 x = PENDULUM_VL_CV4(b + 0);
+                a0 -= l * x;
+                e0 -= l2 * x;
+            }
+        }
+        PENDULUM_VL_V4(bi + 0) = a0;
+        e0 -= lji * a0;
+        PENDULUM_VL_V4(bj + 0) = e0;
+    }
+}
+#endif
 #endif
 
 /* M = L^T D L in place (Featherstone's LTDL, no fill-in along the tree) as straight-line code over the tree's
@@ -597,6 +631,32 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
 #else
     /* B's rows 8 apart (2 NV rounded up to 8: each row on its own 64-byte boundary in rhs_jacobian's aligned copy) */
     enum { ld = 8 };
+#if defined(PENDULUM_VL_V8)
+    /* with AVX-512, two rows at once where the second needs the first last (rows_minus2): from the leaves, row i
+       with its parent i - 1 when i is that parent's only child (then the parent's descendants are i and i's);
+       from the roots, row i with i + 1 when i is its parent (i + 1's ancestors are i's and i) */
+    for (i = n - 1; i >= 0; --i) {
+        if (pendulum_vl_solve_pair_up[i]) {
+            pendulum_vl_rows_minus2(B + i * ld, B + (i - 1) * ld, 1.0, 1.0, H + i, H + i - 1, n, H[i * n + i - 1], B,
+                               pendulum_vl_desc + pendulum_vl_desc_start[i], pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
+            --i;
+        } else {
+            pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
+                              pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        if (pendulum_vl_solve_pair_down[i]) {
+            pendulum_vl_rows_minus2(B + i * ld, B + (i + 1) * ld, -1.0 / H[i * n + i], -1.0 / H[(i + 1) * n + i + 1],
+                               H + i * n, H + (i + 1) * n, 1, H[(i + 1) * n + i], B, pendulum_vl_anc + pendulum_vl_anc_start[i],
+                               pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
+            ++i;
+        } else {
+            pendulum_vl_row_minus(B + i * ld, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
+                              pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
+        }
+    }
+#else
     for (i = n - 1; i >= 0; --i) {
         pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
                           pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
@@ -605,6 +665,7 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
         pendulum_vl_row_minus(B + i * ld, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
                           pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
     }
+#endif
 #endif
 }
 
