@@ -292,3 +292,22 @@ def test_the_hot_routines_carry_the_speed_attribute(tmp_path: Path) -> None:
     proc = subprocess.run(["gcc", "-std=c99", "-O0", "-c", "-x", "c", "-", "-o", str(tmp_path / "o.o"),
                            f"-I{tmp_path}"], input=src, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_vector_blocks_cover_each_column_once() -> None:
+    """The AVX-512 row kernels' register blocks (``ModelSpec.vector_blocks``): every column of a row in exactly one
+    lane, lanes of 8 and 4 whole inside the row, at most 12 vectors of 8 a block (32 registers), the vector of 4
+    and the single columns in the last block only."""
+    from rodgen.codegen.spec import ModelSpec
+    for columns in range(1, 200):
+        blocks = ModelSpec.vector_blocks(columns)
+        seen: list[int] = []
+        for b, blk in enumerate(blocks):
+            lanes = blk["lanes"]
+            assert isinstance(lanes, list)
+            assert sum(1 for w, _ in lanes if w == 8) <= 12
+            if b < len(blocks) - 1:
+                assert all(w == 8 for w, _ in lanes)
+            for w, col in lanes:
+                seen += range(col, col + w)
+        assert sorted(seen) == list(range(columns)), columns

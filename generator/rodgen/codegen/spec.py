@@ -339,6 +339,31 @@ class ModelSpec:
                 "desc_far": tuple(x for row in desc for x in reversed(row)) or (0,),
                 "pair_up": pair_up or (0,), "pair_down": pair_down or (0,)}
 
+    @staticmethod
+    def vector_blocks(columns: int) -> list[dict[str, object]]:
+        """How the AVX-512 row kernels hold a row of ``columns`` entries in registers: blocks of at most 12 vectors
+        of 8 (AVX-512 has 32 registers), the last block also taking a vector of 4 and the single columns left;
+        each block ``{"start": first column, "lanes": [(width 8, 4 or 1, column), ...]}``, and ``"text"``, the
+        plan in words for the kernel's comment (on the first block)."""
+        nvec = columns // 8
+        nb = (nvec + 11) // 12
+        rem = columns - 8 * nvec >= 4
+        ns = columns - 8 * nvec - (4 if rem else 0)
+        blocks: list[dict[str, object]] = []
+        for b in range(max(nb, 1)):
+            size = (nvec // nb + (1 if b < nvec % nb else 0)) if nb else 0
+            start = 8 * ((nvec // nb) * b + min(b, nvec % nb)) if nb else 0
+            lanes = [(8, start + 8 * v) for v in range(size)]
+            if b == max(nb, 1) - 1:
+                lanes += [(4, 8 * nvec)] if rem else []
+                lanes += [(1, 8 * nvec + (4 if rem else 0) + c) for c in range(ns)]
+            blocks.append({"start": start, "lanes": lanes})
+        text = (f"{nvec} vector{'s' if nvec != 1 else ''} of 8{', one of 4' if rem else ''}"
+                + (f", {ns} single column{'s' if ns != 1 else ''}" if ns else "")
+                + f" in {max(nb, 1)} block{'s' if nb > 1 else ''}")
+        blocks[0]["text"] = text
+        return blocks
+
     def most_rows_taken(self) -> int:
         """The most rows one row of the factorisation or the block solve takes off: the largest number of
         descendants or ancestors of a velocity (:meth:`velocity_tree`). The row kernels keep two sums over
