@@ -2663,12 +2663,19 @@ static int hy_jump_once(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
         }
     }
     if (touched) {
-        double loss = 0.0;
+        double loss = 0.0, speed = 0.0;
+        for (i = 0; i < nc; ++i) {   /* the touching blocks' largest speed along their rows before the impact */
+            int k;
+            for (k = 0; w->g1[i] != 0.0 && k < m->constraints[i].nrows; ++k) {
+                speed = fmax(speed,
+                    fabs(dot(w->J + (m->constraints[i].row + k) * RODGEN_NV(m), s->y + nq, RODGEN_NV(m))));
+            }
+        }
         status = hy_impact(s, o, w, &loss);
         if (status != RODGEN_OK) {
             return status;
         }
-        if (sliding) {
+        if (sliding && speed > RODGEN_SLIDE_REST) {   /* an impact at rest: see the slip test below */
             status = hy_coulomb_impact(s, o, w, &loss);
             if (status != RODGEN_OK) {
                 return status;
@@ -2709,7 +2716,11 @@ static int hy_jump_once(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
                 hy_log(s, out, contact ? RODGEN_EVENT_TOUCHDOWN : RODGEN_EVENT_LIMIT, i, it, in, loss);
                 if (w->after[i]) {
                     if (contact) {
-                        if ((!sliding || is_flat(m, i)) && isfinite(s->mu[i]) && fabs(it) > s->mu[i] * in) {
+                        /* an impact at rest (every touching block at most RODGEN_SLIDE_REST: a RELEASED one
+                         * touching again in the instant of a jump, hy_jump) has impulses of rounding, whose
+                         * ratio tells no slip: hy_settle checks the forces after it */
+                        if ((!sliding || is_flat(m, i)) && isfinite(s->mu[i]) && speed > RODGEN_SLIDE_REST
+                            && fabs(it) > s->mu[i] * in) {
                             s->slipping[i] = 1;
                             hy_log(s, out, RODGEN_EVENT_SLIP, i, it, in, 0.0);
                             if (slip_block < 0) {
