@@ -17,6 +17,12 @@ I_b w / L, the kinetic energy 1/2 I_b w^2 lost, the bar at rest after it); the f
 (Newton-Euler about the pivot a); after the instant the bar turns about a as a pendulum
 I_a phi'' = (F s_F - m g s_c) cos(phi) - c phi', integrated by SciPy; kinetic energy from the state (not from
 rodgen) never increases across the instant.
+
+The same holds where hy_settle releases outside a jump (the start of a run, a new held sample, and
+rodgen_hybrid_forget, which all settle at the top of rodgen_hybrid_simulate): the bar at rest flat on both ends,
+below the ground within the start tolerance, both ends pull (the lift as a parameter at the start, or as a held
+input that rises after the first step); a and b are released and a, left sinking, is held again at once. The
+references are the same by hand (the force on a at rest on its own, the pendulum about a by SciPy).
 """
 from __future__ import annotations
 
@@ -36,17 +42,22 @@ DT, T_END = 1e-3, 0.1
 I_A, I_B = I + M * S_C**2, I + M * (L - S_C)**2   # inertia about a and about b
 
 
-def _model() -> rodgen.Model:
-    m = rodgen.Model("lever_jump_again", base="floating")
+def _model(held: bool = False) -> rodgen.Model:
+    """The bar; held: the lift is the input (lift_x, lift_y) instead of the parameter F."""
+    m = rodgen.Model("lever_held_lift" if held else "lever_jump_again", base="floating")
     for name, value in (("m", M), ("I", I), ("F", F), ("c", C), ("g", G), ("mu", MU)):
-        m.parameter(name, value)
+        if not (held and name == "F"):
+            m.parameter(name, value)
     m.gravity = (0, "-g")
     bar = m.link("bar", coordinate="phi", joint=rodgen.Joint(damping="c"))
     bar.rigid("bar_s", L, rod=rodgen.Rod("m", inertia="I", fraction=S_C / L))
     bar.marker("a", "bar_s", fraction=0)
     bar.marker("b", "bar_s", fraction=1)
     bar.marker("lift", "bar_s", fraction=S_F / L)
-    m.point_force("lift", "lift", (0, "F"))
+    if held:
+        m.point_force("lift", "lift", inputs=True)
+    else:
+        m.point_force("lift", "lift", (0, "F"))
     m.contact("a", friction="mu")
     m.contact("b", friction="mu")
     return m
@@ -55,6 +66,11 @@ def _model() -> rodgen.Model:
 @pytest.fixture(scope="module")
 def lever(build_dir) -> Any:
     return rodgen.build(_model(), build_dir=build_dir)
+
+
+@pytest.fixture(scope="module")
+def held_lever(build_dir) -> Any:
+    return rodgen.build(_model(held=True), build_dir=build_dir)
 
 
 def _y0() -> np.ndarray:
@@ -140,3 +156,89 @@ def test_a_released_contact_left_sinking_is_held_again_in_the_same_instant(lever
     # the kinetic energy (from the state) does not increase across the instant's jumps
     T = _kinetic(res.q[at], res.qd[at])
     assert np.all(np.diff(T) <= 1e-12)
+
+
+# the bar at rest, flat, a and b below the ground by less than the start tolerance (1e-8): q = [x_a, y_a, phi]
+FLAT_Y, FLAT_PHI = -5e-9, 1e-9
+T_FLAT = 0.05
+
+
+def _pivots_on_a_from(res: Any, lever: Any, tr: float, rest: float = 1e-12) -> None:
+    """From the instant tr on: a held (after being released with b and touching again at once), never below
+    where the bar started, carrying the force of the pivot at rest; b free and rising; the bar turning about a
+    as the pendulum of the reference, from rest (rest: the speeds at tr, the touch's impulse, to that)."""
+    c = lever.constraint_position(res.q)
+    gap_a, gap_b = c[:, 1], c[:, 3]
+    assert [(e["kind"], e["block"]) for e in res.events] == [
+        ("liftoff", "a"), ("liftoff", "b"), ("touchdown", "a")]
+    assert all(e["t"] == tr for e in res.events)
+    assert np.abs(res.events[2]["impulse"]).max() < rest and res.events[2]["energy_loss"] < rest**2
+    after = np.flatnonzero(res.t == tr)[-1]
+    post = res.t >= tr
+    post[:after] = False
+    assert np.all(res.active["a"][post] == 1) and np.all(res.active["b"][post] == 0)
+    # a never sinks (without the touch it falls about 1 mm by T_FLAT), held where it touched
+    assert gap_a.min() > FLAT_Y - 1e-12 and gap_a[-1] < 0
+    assert np.abs(c[post, 0] - c[after, 0]).max() < 1e-9
+    assert gap_b[-1] > 1e-3
+    # at rest after the instant, a carrying the pivot's force m s_c phi'' - (F - m g), I_a phi'' = F s_F - m g s_c
+    assert np.abs(res.qd[after]).max() < rest
+    phidd = (F * S_F - M * G * S_C) / I_A
+    assert res.lam[after, 1] == pytest.approx(M * S_C * phidd - (F - M * G), rel=1e-5)
+    assert np.all(res.lam[post, 1] > 0) and np.all(res.lam[post, 2:] == 0)
+
+    def pendulum(_t: float, x: np.ndarray) -> list[float]:
+        return [x[1], ((F * S_F - M * G * S_C) * np.cos(x[0]) - C * x[1]) / I_A]
+
+    ref = solve_ivp(pendulum, (tr, res.t[-1]), [res.q[after, 2], 0.0], t_eval=res.t[post], rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(res.q[post, 2], ref.y[0], atol=1e-8)
+    np.testing.assert_allclose(res.qd[post, 2], ref.y[1], atol=1e-7)
+
+
+def test_a_contact_released_at_the_start_and_left_sinking_is_held_at_once(lever) -> None:
+    """The start's check (hy_settle at the top of rodgen_hybrid_simulate) releases a and b; a, below the ground
+    within the start tolerance and sinking, touches at once."""
+    res = lever.simulate(np.r_[0, FLAT_Y, FLAT_PHI, 0, 0, 0], T_FLAT, DT, contacts=["a", "b"])
+    assert res.status == Status.SUCCESS, res.message
+    assert res.t[0] == res.t[1] == 0.0
+    _pivots_on_a_from(res, lever, 0.0)
+
+
+def test_a_contact_released_by_a_new_held_sample_and_left_sinking_is_held_at_once(held_lever) -> None:
+    """hold=True: the lift is 0 over the first step (both ends press: m g carried by both), then F; the new
+    sample's check releases a and b at t = DT; a, below the ground and sinking, touches at once."""
+    def lift(t: float, q: np.ndarray, qd: np.ndarray) -> list[float]:
+        return [0.0, 0.0 if t < 0.5 * DT else F]
+
+    res = held_lever.simulate(np.r_[0, FLAT_Y, FLAT_PHI, 0, 0, 0], T_FLAT, DT, contacts=["a", "b"], u=lift,
+                              hold=True)
+    assert res.status == Status.SUCCESS, res.message
+    first = res.t < DT
+    assert np.all(res.active["a"][first] == 1) and np.all(res.active["b"][first] == 1)
+    assert np.all(res.lam[first][:, [1, 3]] > 0)
+    # the bar at rest on both ends: la + lb = m g, la s_c = lb (L - s_c)
+    assert res.lam[0, 1] + res.lam[0, 3] == pytest.approx(M * G, rel=1e-6)
+    assert res.lam[0, 1] * S_C == pytest.approx(res.lam[0, 3] * (L - S_C), rel=1e-6)
+    assert np.all(res.u[res.t >= DT, 1] == F)
+    # over the first step the constraints' stabilisation moves the bar up by rounding (gap -5e-9 -> 0)
+    _pivots_on_a_from(res, held_lever, res.t[np.flatnonzero(res.t >= DT)[0]], rest=1e-8)
+
+
+@pytest.mark.parametrize("start", ["jump", "flat"])
+def test_the_touch_again_in_chunks_of_three_rows_gives_the_same_run(lever, start: str) -> None:
+    """A jump again (two rows more) with no room for its rows left in the caller's buffer ends the call full
+    and is made at the start of the next (3 rows a call: the least rodgen_hybrid_simulate takes): the same
+    rows and events as in one buffer."""
+    y0, contacts = (_y0(), ["b"]) if start == "jump" else (np.r_[0, FLAT_Y, FLAT_PHI, 0, 0, 0], ["a", "b"])
+    one = lever.simulate(y0, T_END, DT, contacts=contacts)
+    small = lever.simulate(y0, T_END, DT, contacts=contacts, chunk_rows=3)
+    assert one.status == small.status == Status.SUCCESS
+    assert [e["kind"] for e in one.events].count("touchdown") >= 1 + (start == "jump")
+    np.testing.assert_array_equal(small.t, one.t)
+    np.testing.assert_array_equal(small.q, one.q)
+    np.testing.assert_array_equal(small.qd, one.qd)
+    np.testing.assert_array_equal(small.lam, one.lam)
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(small.active[name], one.active[name])
+    assert [(e["t"], e["kind"], e["block"]) for e in small.events] == [
+        (e["t"], e["kind"], e["block"]) for e in one.events]

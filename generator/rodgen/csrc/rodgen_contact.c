@@ -2794,36 +2794,56 @@ static int hy_jump_once(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
     return RODGEN_OK;
 }
 
+/* Whether a RELEASED block is already at or below its bound moving into it at (s->t, s->y), after blocks were
+ * released there (by a jump, or by hy_settle at the start of a run, after a new held sample or after
+ * rodgen_hybrid_forget): its event function (touch_margin) is negative already, never turns negative, so it
+ * would sink with no event. *sinking: the first such block, or -1. With one, at the limit of jumps at one
+ * instant: RODGEN_ERR_TOO_MANY_EVENTS, s->block that block. (hy_events: w->g1, w->c, w->lam overwritten.) */
+static int hy_sinking(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, int *sinking)
+{
+    const rodgen_model *m = s->model;
+    int i, status;
+    *sinking = -1;
+    if (!any_margins(s)) {
+        return RODGEN_OK;
+    }
+    status = hy_events(s, o, w, s->t, s->y, w->g1);
+    if (status != RODGEN_OK) {
+        return status;
+    }
+    for (i = 0; i < m->nconstraints && *sinking < 0; ++i) {
+        if (!s->active[i] && s->armed[i] == RELEASED && w->g1[2 * i] < 0.0) {
+            *sinking = i;
+        }
+    }
+    if (*sinking >= 0 && s->quiet_jumps >= 2 * m->nconstraints + 4) {
+        s->block = *sinking;
+        return RODGEN_ERR_TOO_MANY_EVENTS;
+    }
+    return RODGEN_OK;
+}
+
 /* The jump at (s->t, s->y): hy_jump_once, then again while a RELEASED block is already at or below its bound
- * moving into it (touch_margin < 0: an event function negative after a jump never turns negative, so it
- * would never fire; an impact that leaves a block sinking or a pulling release can do that), up to the
- * limit of jumps at one instant (RODGEN_ERR_TOO_MANY_EVENTS, s->block the block that would not settle). */
+ * moving into it (hy_sinking: an impact that leaves a block sinking or a pulling release can do that), up to
+ * the limit of jumps at one instant (RODGEN_ERR_TOO_MANY_EVENTS, s->block the block that would not settle).
+ * A jump again that would find no room for its two rows ends the call with RODGEN_SIM_FULL, the phase left
+ * to check (s->settled 0): the next call's hy_settle and hy_sinking take it up. */
 static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, houtput *out,
     int touch_zero)
 {
-    const rodgen_model *m = s->model;
-    int i, again;
+    int again;
     do {
         int status = hy_jump_once(s, o, w, out, touch_zero);
         if (status != RODGEN_OK) {
             return status;
         }
-        again = -1;
-        if (!any_margins(s)) {
-            break;
-        }
-        status = hy_events(s, o, w, s->t, s->y, w->g1);
+        status = hy_sinking(s, o, w, &again);
         if (status != RODGEN_OK) {
             return status;
         }
-        for (i = 0; i < m->nconstraints && again < 0; ++i) {
-            if (!s->active[i] && s->armed[i] == RELEASED && w->g1[2 * i] < 0.0) {
-                again = i;
-            }
-        }
-        if (again >= 0 && s->quiet_jumps >= 2 * m->nconstraints + 4) {
-            s->block = again;
-            return RODGEN_ERR_TOO_MANY_EVENTS;
+        if (again >= 0 && out->t_out != 0 && out->capacity - out->n < 2) {
+            s->settled = 0;
+            return RODGEN_SIM_FULL;
         }
     } while (again >= 0);
     return RODGEN_OK;
@@ -3198,13 +3218,28 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
             }
         }
         if (!s->settled) {
-            int slip_block = -1, tip_block = -1;
+            int slip_block = -1, tip_block = -1, sinking;
             status = hy_settle(s, o, &w, &out, &slip_block, &tip_block);
             if (status != RODGEN_OK) {
                 break;
             }
             s->settled = 1;
             status = stop_status(s, o, slip_block, tip_block);
+            if (status != RODGEN_OK) {
+                break;
+            }
+            /* a block it released (at the start, after a new held sample or rodgen_hybrid_forget) already
+             * below its bound moving into it touches at once, as after a jump (hy_jump) */
+            status = hy_sinking(s, o, &w, &sinking);
+            if (status == RODGEN_OK && sinking >= 0) {
+                s->have_g = 0;
+                if (out.capacity - out.n < 2) {   /* no room for its rows: the next call checks again */
+                    s->settled = 0;
+                    status = RODGEN_SIM_FULL;
+                } else {
+                    status = hy_jump(s, o, &w, &out, 0);
+                }
+            }
             if (status != RODGEN_OK) {
                 break;
             }

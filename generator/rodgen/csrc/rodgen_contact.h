@@ -298,7 +298,8 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
  * the caller holds the state it integrates. */
 
 /* Drop the memo of the last evaluation (after the inputs or parameters changed under the run); the next
- * rodgen_hybrid_simulate checks the phase first (a block that pulls is released, a slip handled) as at the start. */
+ * rodgen_hybrid_simulate checks the phase first (a block that pulls is released, a slip handled; a released block
+ * left below its bound moving into it touches at once) as at the start. */
 void rodgen_hybrid_forget(rodgen_hybrid_state *s);
 
 /* dy [nq + nv] = [dq/dt, qdd] and lambda [nrows] (may be NULL) at (t, y) in the current phase. */

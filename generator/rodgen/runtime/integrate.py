@@ -457,7 +457,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             raise ValueError(f"the hybrid simulation of {sys.name!r} rejected its options")
         status, why = _failure(code, law.error, u if controller is None else controller)
         if run.block >= 0 and code in (StatusCode.ERR_FRICTION_CONE, StatusCode.ERR_EVENT_NOT_LOCATED,
-                                       StatusCode.ERR_INITIAL_STATE, StatusCode.ERR_TIPPED):
+                                       StatusCode.ERR_INITIAL_STATE, StatusCode.ERR_TIPPED,
+                                       StatusCode.ERR_TOO_MANY_EVENTS):
             why += f" (block {block_name(run.block)!r})"
         message = f"stopped at t = {run.t:.9g}: {why}"
         break
