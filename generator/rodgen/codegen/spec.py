@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,21 @@ def ancestors_of(parents: tuple[int, ...]) -> list[tuple[int, ...]]:
             a = parents[a]
         out.append(tuple(mine))
     return out
+
+
+def runs_of(rows: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """Rows of descending indices as runs of consecutive ones for the C loops: (run_start, runs), row r's runs
+    ``runs[2 * run_start[r]:2 * run_start[r + 1]]`` as (highest, lowest) pairs."""
+    run_start: list[int] = [0]
+    runs: list[int] = []
+    for row in rows:
+        for x in row:
+            if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
+                runs[-1] = x
+            else:
+                runs += [x, x]
+        run_start.append(len(runs) // 2)
+    return run_start, runs
 
 
 def ltdl_straight(parents: tuple[int, ...]) -> bool:
@@ -308,16 +323,9 @@ class ModelSpec:
         parents = tuple(int(x) for x in self.names("VELOCITY_PARENTS"))
         rows = ancestors_of(parents)
         start: list[int] = [0]
-        run_start: list[int] = [0]
-        runs: list[int] = []
         for mine in rows:
             start.append(start[-1] + len(mine))
-            for x in mine:
-                if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
-                    runs[-1] = x
-                else:
-                    runs += [x, x]
-            run_start.append(len(runs) // 2)
+        run_start, runs = runs_of(rows)
         desc: list[list[int]] = [[] for _ in parents]
         for j, mine in enumerate(rows):
             for a in mine:
@@ -431,17 +439,10 @@ class ModelSpec:
             if k == "PAIR_ANCESTORS":
                 rows = ast.literal_eval(v)
         start, anc = [0], []
-        run_start: list[int] = [0]
-        runs: list[int] = []
         for row in rows:
             anc += [int(a) for a in row]
             start.append(len(anc))
-            for x in row:
-                if runs and len(runs) // 2 > run_start[-1] and runs[-1] == x + 1:
-                    runs[-1] = x
-                else:
-                    runs += [x, x]
-            run_start.append(len(runs) // 2)
+        run_start, runs = runs_of(rows)
         return {"start": tuple(start), "anc": tuple(anc) or (0,), "run_start": tuple(run_start),
                 "runs": tuple(runs) or (0,)}
 
