@@ -307,6 +307,10 @@ def test_velocity_tree_of_a_floating_robot() -> None:
     # the C tables' order, farthest first
     assert tree["anc_far"][tree["anc_start"][10]:tree["anc_start"][11]] == (0, 1, 2, 3, 4, 5, 9)
     assert tree["desc_far"][tree["desc_start"][5]:tree["desc_start"][6]] == tuple(range(17, 5, -1))
+    # the block solve's pairs of rows: from the leaves i with i - 1 where i is its parent's only child (the base's
+    # last velocity, 5, has four: no pair 6-5); from the roots i with i + 1 where i is i + 1's parent
+    assert tree["pair_up"] == (0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1)
+    assert tree["pair_down"] == (1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0)
     # every entry of M off a branch of that tree is zero
     M = eqs.M
     for i in range(18):

@@ -22,6 +22,7 @@ from .. import contract
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
+from ..symbolic.rnea_derivatives import FY_LINEAR
 from . import spec as spec_module
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
@@ -463,7 +464,7 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
         width = len(lp.vectors[0])
         assert width == 48, width     # the layout templates/c/jacobian.c.jinja reads
         # the pairs' loop leaves out F_y's linear half (B's columns of linear motion are zero)
-        assert all(v[r] == 0 for v in lp.vectors for r in range(45, 48))
+        assert all(v[r] == 0 for v in lp.vectors for r in FY_LINEAR)
         entries = [(f"dg[{i * 2 * n + j}]", lp.dq[i, j] if j < n else lp.dv[i, j - n])
                    for i in range(n) for j in range(2 * n)]
         vec = [(f"vec[{j * width + r}]", x) for j in range(n) for r, x in enumerate(lp.vectors[j])]
@@ -530,16 +531,14 @@ def node_loop_routines(eqs: Equations, prefix: str, g: _Groups, options: Codegen
         (), [g.t, g.q, g.qd, g.qdd, g.u, g.p, output("dg", f"2*{NQ}*{NQ}", "their part of d g/d[q, qd]")],
         [("dg", "d(K + D - F - B u)/d[q, qd]", entries)], [], d.assignments, options, static=True)]
 
-    # the forward step's arrays restrict: the loop hands each its own (a root's P, the only one that could meet
-    # its S, is never read), so the step's stores need not wait for its loads and the next node starts sooner (a
-    # 36-link chain's forward loop 3.6 -> 2.9 us; the backward step's, measured, lose ~0.2 us by it)
-    def arg(name: str, length: int, doc: str, symbols: Sequence[sp.Basic], restrict: bool = True) -> Group:
-        return Group(Argument(name, str(length), doc, restrict=restrict), symbols)
+    def arg(name: str, length: int, doc: str, symbols: Sequence[sp.Basic]) -> Group:
+        return Group(Argument(name, str(length), doc), symbols)
 
-    def out_arg(name: str, length: int, doc: str) -> Group:
-        return output(name, str(length), doc, restrict=True)
-
-    params = Group(replace(g.p.arg, restrict=True), g.p.symbols)
+    def restricted(groups: list[Group]) -> list[Group]:
+        """The forward step's arrays restrict: the loop hands each its own (a root's P, the only one that could
+        meet its S, is never read), so the step's stores need not wait for its loads and the next node starts
+        sooner (a 36-link chain's forward loop 3.6 -> 2.9 us; the backward step's, measured, lose ~0.2 us by it)."""
+        return [gr if gr.arg.scalar else Group(replace(gr.arg, restrict=True), gr.symbols) for gr in groups]
 
     def scalar(name: str, doc: str, symbol: sp.Basic) -> Group:
         return Group(Argument(name, "", doc, scalar=True), [symbol])
@@ -549,23 +548,24 @@ def node_loop_routines(eqs: Equations, prefix: str, g: _Groups, options: Codegen
         out.append(build_routine(
             f"node_forward{k}", f"{prefix}_node_forward{k}",
             f"The forward step of a node of kind {k} (used by inverse_dynamics_derivatives).", (),
-            [arg("P", STATE, "the parent's state: rotation, origin, velocity, acceleration", L.P),
-             arg("K", len(L.K), "the node's constants", L.K),
-             scalar("x", "the node's coordinate", L.x), scalar("xd", "its rate", L.xd),
-             scalar("xdd", "its acceleration", L.xdd), params,
-             out_arg("S", STATE, "the node's state"), out_arg("V", VECTORS, "J, dA/dq, dV/dq, dA/dv"),
-             out_arg("C", SUMS, "the bodies' m, h, inertia, B_w, p, f")],
+            restricted([arg("P", STATE, "the parent's state: rotation, origin, velocity, acceleration", L.P),
+                        arg("K", len(L.K), "the node's constants", L.K),
+                        scalar("x", "the node's coordinate", L.x), scalar("xd", "its rate", L.xd),
+                        scalar("xdd", "its acceleration", L.xdd), g.p,
+                        output("S", str(STATE), "the node's state"),
+                        output("V", str(VECTORS), "J, dA/dq, dV/dq, dA/dv"),
+                        output("C", str(SUMS), "the bodies' m, h, inertia, B_w, p, f")]),
             [("S", "state", [(f"S[{r}]", x) for r, x in enumerate(fo[:STATE])]),
              ("V", "the column's vectors", [(f"V[{r}]", x) for r, x in enumerate(fo[STATE:STATE + VECTORS])]),
              ("C", "the bodies' sums", [(f"C[{r}]", x) for r, x in enumerate(fo[STATE + VECTORS:])])],
             [], fa, one, static=True))
         ba, bo = kind.backward
-        assert all(x == 0 for x in bo[21:24])     # F_y's linear half, which the pairs' loop leaves out
+        assert all(bo[r - VECTORS] == 0 for r in FY_LINEAR)     # which the pairs' loop leaves out
         out.append(build_routine(
             f"node_backward{k}", f"{prefix}_node_backward{k}",
             f"The backward step of a node of kind {k} (used by inverse_dynamics_derivatives).", (),
-            [arg("C", SUMS, "the subtree's m, h, inertia, B_w, p, f", L.C, False),
-             arg("V", VECTORS, "J, dA/dq, dV/dq, dA/dv", L.V, False), g.p,
+            [arg("C", SUMS, "the subtree's m, h, inertia, B_w, p, f", L.C),
+             arg("V", VECTORS, "J, dA/dq, dV/dq, dA/dv", L.V), g.p,
              output("F", str(VECTORS), "F_q, F_v, F_a, F_y"), output("D", "2", "the diagonal entries")],
             [("F", "F_q, F_v, F_a, F_y", [(f"F[{r}]", x) for r, x in enumerate(bo[:VECTORS])]),
              ("D", "J.F_q, J.F_v", [(f"D[{r}]", x) for r, x in enumerate(bo[VECTORS:])])],

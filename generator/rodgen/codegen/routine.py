@@ -43,9 +43,9 @@ class Group:
     symbols: Sequence[sp.Basic]
 
 
-def output(name: str, length: str, doc: str, restrict: bool = False) -> Group:
+def output(name: str, length: str, doc: str) -> Group:
     """An output argument (it holds no symbols)."""
-    return Group(Argument(name, length, doc, output=True, restrict=restrict), [])
+    return Group(Argument(name, length, doc, output=True), [])
 
 
 def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: Sequence[Group],

@@ -139,6 +139,9 @@ class TreeMotion:
 
 #: The numbers :class:`PairProducts` gives per velocity: six each of J, dA/dq, dV/dq, dA/dv, F_q, F_v, F_a, F_y.
 PAIR_VECTORS = ("J", "dAdq", "dVdq", "dAdv", "Fq", "Fv", "Fa", "Fy")
+#: Where F_y's linear half stands in a velocity's 48 numbers: always zero (B's columns of linear motion are, see
+#: :func:`~rodgen.symbolic.spatial._inertia_rate`), so the pairs' loop of the code leaves it out.
+FY_LINEAR = tuple(range(6 * PAIR_VECTORS.index("Fy") + 3, 6 * PAIR_VECTORS.index("Fy") + 6))
 
 
 @dataclass(frozen=True)
@@ -435,5 +438,5 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
     return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion=motion,
                                       nodes=per_node)
 
-__all__ = ["InverseDynamicsDerivatives", "PairProducts", "TreeMotion", "PAIR_VECTORS", "inverse_dynamics_derivatives",
-           "applies", "velocity_tree", "MAX_PAIRS"]
+__all__ = ["InverseDynamicsDerivatives", "PairProducts", "TreeMotion", "PAIR_VECTORS", "FY_LINEAR",
+           "inverse_dynamics_derivatives", "applies", "velocity_tree", "MAX_PAIRS"]

@@ -631,41 +631,34 @@ PENDULUM_VL_LOOPS static void pendulum_vl_ltdl_solve_block(const double *H, doub
 #else
     /* B's rows 8 apart (2 NV rounded up to 8: each row on its own 64-byte boundary in rhs_jacobian's aligned copy) */
     enum { ld = 8 };
-#if defined(PENDULUM_VL_V8)
     /* with AVX-512, two rows at once where the second needs the first last (rows_minus2): from the leaves, row i
        with its parent i - 1 when i is that parent's only child (then the parent's descendants are i and i's);
        from the roots, row i with i + 1 when i is its parent (i + 1's ancestors are i's and i) */
     for (i = n - 1; i >= 0; --i) {
+#if defined(PENDULUM_VL_V8)
         if (pendulum_vl_solve_pair_up[i]) {
             pendulum_vl_rows_minus2(B + i * ld, B + (i - 1) * ld, 1.0, 1.0, H + i, H + i - 1, n, H[i * n + i - 1], B,
                                pendulum_vl_desc + pendulum_vl_desc_start[i], pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
             --i;
-        } else {
-            pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
-                              pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
+            continue;
         }
+#endif
+        pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
+                          pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
     }
     for (i = 0; i < n; ++i) {
+#if defined(PENDULUM_VL_V8)
         if (pendulum_vl_solve_pair_down[i]) {
             pendulum_vl_rows_minus2(B + i * ld, B + (i + 1) * ld, -1.0 / H[i * n + i], -1.0 / H[(i + 1) * n + i + 1],
                                H + i * n, H + (i + 1) * n, 1, H[(i + 1) * n + i], B, pendulum_vl_anc + pendulum_vl_anc_start[i],
                                pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
             ++i;
-        } else {
-            pendulum_vl_row_minus(B + i * ld, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
-                              pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
+            continue;
         }
-    }
-#else
-    for (i = n - 1; i >= 0; --i) {
-        pendulum_vl_row_minus(B + i * ld, 1.0, H + i, n, B, pendulum_vl_desc + pendulum_vl_desc_start[i],
-                          pendulum_vl_desc_start[i + 1] - pendulum_vl_desc_start[i]);
-    }
-    for (i = 0; i < n; ++i) {
+#endif
         pendulum_vl_row_minus(B + i * ld, -1.0 / H[i * n + i], H + i * n, 1, B, pendulum_vl_anc + pendulum_vl_anc_start[i],
                           pendulum_vl_anc_start[i + 1] - pendulum_vl_anc_start[i]);
     }
-#endif
 #endif
 }
 
