@@ -22,7 +22,6 @@ from .. import contract
 from ..errors import CodegenError, ModelError
 from ..model.core import check_name
 from ..symbolic.equations import Equations, ForwardDynamics
-from ..symbolic.rnea_derivatives import FY_LINEAR
 from . import spec as spec_module
 from .options import CodegenOptions, ForwardAlgorithm, prefix_of
 from .routine import Group, build_routine, output
@@ -463,8 +462,7 @@ def jacobian_routines(eqs: Equations, prefix: str, g: _Groups, options: CodegenO
         lp = d.pairs
         width = len(lp.vectors[0])
         assert width == 48, width     # the layout templates/c/jacobian.c.jinja reads
-        # the pairs' loop leaves out F_y's linear half (B's columns of linear motion are zero)
-        assert all(v[r] == 0 for v in lp.vectors for r in FY_LINEAR)
+        # the pairs' loop leaves out F_y's linear half, zero by the symbolic stage (rnea_derivatives.FY_LINEAR)
         entries = [(f"dg[{i * 2 * n + j}]", lp.dq[i, j] if j < n else lp.dv[i, j - n])
                    for i in range(n) for j in range(2 * n)]
         vec = [(f"vec[{j * width + r}]", x) for j in range(n) for r, x in enumerate(lp.vectors[j])]
@@ -560,7 +558,6 @@ def node_loop_routines(eqs: Equations, prefix: str, g: _Groups, options: Codegen
              ("C", "the bodies' sums", [(f"C[{r}]", x) for r, x in enumerate(fo[STATE + VECTORS:])])],
             [], fa, one, static=True))
         ba, bo = kind.backward
-        assert all(bo[r - VECTORS] == 0 for r in FY_LINEAR)     # which the pairs' loop leaves out
         out.append(build_routine(
             f"node_backward{k}", f"{prefix}_node_backward{k}",
             f"The backward step of a node of kind {k} (used by inverse_dynamics_derivatives).", (),

@@ -421,6 +421,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
                 par = nodes[par].parent
             for c in Jt.cols[i]:
                 ancestors[vel[c]] = tuple(above)
+        assert all(v[r] == 0 for v in vectors for r in FY_LINEAR)   # the code's pairs' loop leaves it out
         pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
     motion = None if frames is None else TreeMotion(nodes, frames, world, Jt.cols, Jt.node_of, Jt.Tmap, Jc, dVdq,
                                                     dAdq, dAdv, ov, oa)
@@ -435,6 +436,8 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             per_node = node_loop(nodes, [nd.revolute for nd in nodes], coordinate,
                                  [vel[Jt.cols[i][0]] for i in range(N)], qs, list(gravity), _prefix(k) + "n_",
                                  rq, rv)
+        # each kind's backward step gives F_q, F_v, F_a, F_y: the last 24 of a velocity's 48 numbers
+        assert per_node is None or all(kind.backward[1][r - 24] == 0 for kind in per_node.kinds for r in FY_LINEAR)
     return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion=motion,
                                       nodes=per_node)
 
