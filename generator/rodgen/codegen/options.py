@@ -50,6 +50,13 @@ PAIR_LOOP_MIN = 300
 #: derivative routine are a loop over the joints.
 NODE_LOOP_MIN = 20
 
+#: Default of :attr:`CodegenOptions.trig_batch_min`: the distinct arguments of sin and cos from which a routine
+#: computes them in one vectorised call. Measured alone (native, AVX-512): 4 arguments (padded to 8) in 35 ns
+#: against 51 ns for the C library's, 12 in 39 against 114, 36 in 60 against 287; but in a small routine the C
+#: library's calls overlap with the arithmetic where the batch comes first: UR5's mass matrix (5 arguments) took
+#: 1.08-1.16x the time with it (benchmarks/bench_trig_batch.py), the routines of 12 arguments and more 0.87-1.03x.
+TRIG_BATCH_MIN = 8
+
 
 #: The routines of a model's table that :attr:`CodegenOptions.routines` may leave out (``contract.ELECTIVE_ROUTINES``).
 ELECTIVE_ROUTINES = contract.ELECTIVE_ROUTINES
@@ -114,6 +121,12 @@ class CodegenOptions:
     parameter_derivatives : generate ``<prefix>_parameter_partials(t, q, qd, qdd, u, p, dg)``, the
         derivative of ``M qdd + bias - B u`` by the parameters (:mod:`rodgen.symbolic.parameter_derivative`),
         which ``state_transition(..., parameters=True)`` needs for ∂y(T)/∂p; off by default.
+    trig_batch_min : the fewest distinct arguments of sines and cosines (each an expression of the routine's
+        inputs: ``q[7]``, ``q[1] - q[2]``, a parameter) from which a routine computes all of them in one call at
+        its top, ``<prefix>_sincos`` (a loop the compiler vectorises, in the model's source), instead of the C
+        library's ``sin`` and ``cos`` one by one (:data:`TRIG_BATCH_MIN` by default; 0: never). Its values are
+        within one unit in the last place of the correctly rounded ones for arguments up to 1e5 in magnitude
+        (larger ones, infinities and NaN go to the C library). Not for ``real="float"``.
     routines : the routines of the model's table (``rodgen.contract.ROUTINES``) the caller will use, or ``None``
         (the default) for all of them. Of :data:`ELECTIVE_ROUTINES` (bias, gravity, inverse_dynamics, energy,
         points, element_forces, constrained_response) only those named are derived and generated; the others
@@ -133,6 +146,7 @@ class CodegenOptions:
     parameter_derivatives: bool = False
     pair_loop_min: int = PAIR_LOOP_MIN
     node_loop_min: int = NODE_LOOP_MIN
+    trig_batch_min: int = TRIG_BATCH_MIN
     routines: Optional[Iterable[str]] = None
 
     def __post_init__(self) -> None:
@@ -169,6 +183,9 @@ class CodegenOptions:
         if not isinstance(self.node_loop_min, int) or isinstance(self.node_loop_min, bool) \
                 or self.node_loop_min < 0:
             raise CodegenError(f"node_loop_min must be a non-negative integer, got {self.node_loop_min!r}")
+        if not isinstance(self.trig_batch_min, int) or isinstance(self.trig_batch_min, bool) \
+                or self.trig_batch_min < 0:
+            raise CodegenError(f"trig_batch_min must be a non-negative integer, got {self.trig_batch_min!r}")
         if self.real not in REAL_TYPES:
             raise CodegenError(f"real must be one of {', '.join(REAL_TYPES)}, got {self.real!r}")
         if self.real == "float" and self.parameter_derivatives:

@@ -22,7 +22,7 @@ import sympy as sp
 
 from .options import CodegenOptions
 from .printer import SlotPrinter, count_ops
-from .spec import Argument, Part, Routine, Section, Statement
+from .spec import TRIG_LANES, Argument, Part, Routine, Section, Statement, TrigBatch
 from .straight import straight_line
 
 #: A statement before printing: ("temp", symbol, expression) | ("out", slot text, expression)
@@ -48,6 +48,65 @@ def output(name: str, length: str, doc: str) -> Group:
     return Group(Argument(name, length, doc, output=True), [])
 
 
+@dataclass(frozen=True)
+class _Trig:
+    """A routine's batch of sines and cosines before printing: their arguments (expressions of the routine's
+    inputs only), the symbols standing for sin and cos of each, and how many calls of the C library they
+    replace (the operation count keeps counting them)."""
+
+    args: tuple[sp.Expr, ...]
+    sines: tuple[sp.Symbol, ...]
+    cosines: tuple[sp.Symbol, ...]
+    calls: int
+
+
+@dataclass(frozen=True)
+class _PlacedTrig:
+    """A batch with the arrays its sines and cosines go to (see :class:`~rodgen.codegen.spec.TrigBatch`)."""
+
+    trig: _Trig
+    length: int
+    sines: str
+    cosines: str
+    local: bool
+
+
+def _trig_of(b: "_Trig | _PlacedTrig") -> _Trig:
+    return b.trig if isinstance(b, _PlacedTrig) else b
+
+
+class _TrigBatcher:
+    """The rewrite (:func:`~rodgen.codegen.straight.straight_line`'s ``rewrite``) that puts a symbol in place of
+    every sine and cosine whose argument is an expression of the routine's inputs alone (``sin(q7)``,
+    ``cos(q1 - q2)``), when there are at least ``minimum`` such arguments: the routine then computes them all
+    in one call at its top (:class:`~rodgen.codegen.spec.TrigBatch`). ``batch`` holds what it found."""
+
+    def __init__(self, inputs: set[sp.Basic], minimum: int) -> None:
+        self.inputs = inputs
+        self.minimum = minimum
+        self.batch: Optional[_Trig] = None
+
+    def __call__(self, kept: list[tuple[sp.Symbol, sp.Expr]], outputs: list[sp.Expr]
+                 ) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+        if self.minimum <= 0:
+            return kept, outputs
+        atoms: set[sp.Expr] = set()
+        for ex in [e for _, e in kept] + list(outputs):
+            for a in ex.atoms(sp.sin, sp.cos):
+                fs = a.args[0].free_symbols
+                if fs and fs <= self.inputs:
+                    atoms.add(a)
+        args = sorted({a.args[0] for a in atoms}, key=sp.default_sort_key)
+        if len(args) < self.minimum:
+            return kept, outputs
+        index = {x: k for k, x in enumerate(args)}
+        sines = tuple(sp.Symbol(f"rodgen_sin{k}", real=True) for k in range(len(args)))
+        cosines = tuple(sp.Symbol(f"rodgen_cos{k}", real=True) for k in range(len(args)))
+        subs = {a: (sines if isinstance(a, sp.sin) else cosines)[index[a.args[0]]] for a in atoms}
+        self.batch = _Trig(tuple(args), sines, cosines, len(atoms))
+        return [(s, e.xreplace(subs)) for s, e in kept], [o.xreplace(subs) for o in outputs]
+
+
 def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], groups: Sequence[Group],
                   outputs: Sequence[tuple[str, str, list[tuple[str, sp.Expr]]]],
                   copies: Sequence[tuple[str, str, list[tuple[str, ...]]]],
@@ -63,8 +122,6 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
     optional : output arguments the caller may pass as NULL: their stores run under ``if (<name> != 0)``.
     """
     flat = [(slot, ex) for _, _, items in outputs for slot, ex in items]
-    temps, reduced = straight_line(assignments, [ex for _, ex in flat], cse=options.cse)
-
     inputs = [g for g in groups if not g.arg.output]
     slot_of: dict[sp.Basic, str] = {}
     for g in inputs:
@@ -72,7 +129,11 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
             slot_of[s] = g.arg.c_name if g.arg.scalar else f"{g.arg.c_name}[{i}]"
     group_names = ", ".join(g.arg.c_name for g in inputs) or "none"
 
-    stmts: list[Stmt] = [("temp", s, e) for s, e in temps]
+    batcher = _TrigBatcher(set(slot_of), options.trig_batch_min if options.real == "double" else 0)
+    temps, reduced = straight_line(assignments, [ex for _, ex in flat], cse=options.cse, rewrite=batcher)
+    trig = batcher.batch
+
+    stmts: list[Stmt] = ([("trig", None, trig)] if trig is not None else []) + [("temp", s, e) for s, e in temps]
     done = 0
     for arg, _, items in outputs:
         block = list(zip([slot for slot, _ in items], reduced[done:done + len(items)]))
@@ -100,6 +161,22 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
             work += 1
         else:
             names[s] = f"t{k}"
+    # the batch's sines and cosines: local arrays, or places of the work array when later parts read them
+    trig_shared = False
+    if trig is not None:
+        length = -(-len(trig.args) // TRIG_LANES) * TRIG_LANES
+        both = set(trig.sines + trig.cosines)
+        trig_shared = any(part_of_stmt[k] != 0 and free[k] & both for k in range(len(stmts)))
+        if trig_shared:
+            where = (f"w + {work}", f"w + {work + length}")
+            for k, (sn, cs) in enumerate(zip(trig.sines, trig.cosines)):
+                names[sn], names[cs] = f"w[{work + k}]", f"w[{work + length + k}]"
+            work += 2 * length
+        else:
+            where = ("rodgen_sin", "rodgen_cos")
+            for k, (sn, cs) in enumerate(zip(trig.sines, trig.cosines)):
+                names[sn], names[cs] = f"rodgen_sin[{k}]", f"rodgen_cos[{k}]"
+        stmts[0] = ("trig", None, _PlacedTrig(trig, length, where[0], where[1], not trig_shared))
     lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names,
                                                                      real=options.real))
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
@@ -127,7 +204,8 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
         reads = {_array(stmts[k][2] if stmts[k][0] == "copy" else stmts[k][2][1])  # type: ignore[index]
                  for k in idx if stmts[k][0] in ("copy", "mirror")}
         defined = {stmts[k][1] for k in idx if stmts[k][0] == "temp"}
-        uses_w = any(names.get(s, "").startswith("w[") for s in fs | defined)  # type: ignore[arg-type]
+        uses_w = (j == 0 and trig_shared) or any(names.get(s, "").startswith("w[")  # type: ignore[arg-type]
+                                                 for s in fs | defined)
         unused = unused_in(fs) + tuple(nm for nm in out_names if nm not in writes | reads)
         if not uses_w:
             unused += ("w",)
@@ -171,6 +249,8 @@ def _crossing(stmts: Sequence[Stmt], part_of_stmt: list[int]) -> tuple[list[int]
     free: list[set[sp.Basic]] = []
     for k, (kind, a, b) in enumerate(stmts):
         fs: set[sp.Basic] = b.free_symbols if isinstance(b, sp.Basic) else set()
+        if isinstance(b, (_Trig, _PlacedTrig)):   # the batch's arguments: the routine's inputs
+            fs = set().union(*(x.free_symbols for x in _trig_of(b).args))
         free.append(fs)
         if nparts > 1:
             for s in fs:
@@ -208,6 +288,11 @@ def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Ba
         elif kind == "copy":
             st = Statement(str(a), str(b))
             key = "copy:" + _array(a)
+        elif isinstance(b, _PlacedTrig):
+            ops += b.trig.calls + sum(count_ops(x) for x in b.trig.args)
+            st = Statement("", "", trig=TrigBatch(tuple(printer.doprint(x) for x in b.trig.args), b.length,
+                                                  b.sines, b.cosines, b.local))
+            key = "trig"
         else:
             loop_rhs: tuple[str, str] = b  # type: ignore[assignment]
             value = printer.number(0.0) if kind == "fill" else loop_rhs[1]   # a literal of the routine's type
@@ -245,6 +330,10 @@ def _section(key: Optional[str], statements: list[Statement], comments: dict[str
     if key == "temp":
         n = len(statements)
         comment = f"{n} intermediate value{'s' if n != 1 else ''}"
+    elif key == "trig":
+        batch = statements[0].trig
+        assert batch is not None
+        comment = f"the sines and cosines of {len(batch.args)} arguments, in one call"
     else:
         comment = comments.get(str(key), "")
     return Section(comment, tuple(statements), comments.get(f"guard:{key}", ""))

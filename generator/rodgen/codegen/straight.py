@@ -12,18 +12,25 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import sympy as sp
 from sympy.simplify.cse_main import Unevaluated
 
+#: A rewrite of the kept assignments and the outputs before common subexpressions (see :func:`straight_line`).
+Rewrite = Callable[[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]],
+                   tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]]
+
 
 def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Sequence[sp.Expr], *,
-                  cse: bool = True) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
+                  cse: bool = True, rewrite: Optional[Rewrite] = None
+                  ) -> tuple[list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
     """Temporaries (in evaluation order) and reduced outputs for a list of output expressions.
 
     ``assignments`` are given intermediates ``(symbol, expression)`` that the
     outputs may use; only those needed are kept, in their order, unexpanded.
+    ``rewrite`` takes the kept assignments and the outputs before the common subexpressions are sought
+    and returns them changed (the batched sines and cosines of :mod:`rodgen.codegen.routine`).
     """
     outputs = [sp.sympify(o) for o in outputs]
     # The same walk as rodgen.symbolic.derivative.needed_assignments, kept here on purpose: the code stage takes
@@ -37,6 +44,8 @@ def straight_line(assignments: Sequence[tuple[sp.Symbol, sp.Expr]], outputs: Seq
             if sym in need:
                 need.update(s for s in sp.sympify(ex).free_symbols if s in index)
         kept = [(s, sp.sympify(e)) for s, e in assignments if s in need]
+    if rewrite is not None:
+        kept, outputs = rewrite(kept, outputs)
     if not cse:
         return kept, outputs
 
