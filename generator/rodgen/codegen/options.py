@@ -54,7 +54,7 @@ NODE_LOOP_MIN = 20
 #: computes them in one vectorised call. Measured alone (native, AVX-512): 4 arguments (padded to 8) in 35 ns
 #: against 51 ns for the C library's, 12 in 39 against 114, 36 in 60 against 287; but in a small routine the C
 #: library's calls overlap with the arithmetic where the batch comes first: UR5's mass matrix (5 arguments) took
-#: 1.08-1.16x the time with it (benchmarks/bench_trig_batch.py), the routines of 12 arguments and more 0.87-1.03x.
+#: 1.08-1.16x the time with it (benchmarks/bench_trig_batch.py), the routines of 12 arguments and more 0.75-1.03x.
 TRIG_BATCH_MIN = 8
 
 

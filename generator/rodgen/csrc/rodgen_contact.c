@@ -1300,6 +1300,10 @@ static int is_flat(const rodgen_model *m, int i);
 /* The largest number of unilateral blocks at an impact whose active sets are enumerated. */
 #define IMPACT_ENUMERATE 12
 
+/* The impact's complementarity tolerance: a normal velocity after an impact counts as zero (neither a contact
+ * sinking nor one parting) within this fraction of the largest normal speed of its blocks before it. */
+#define RODGEN_IMPACT_REST 1e-9
+
 /* The impact with the pulling contacts released one at a time, the most pulling first, from the set in
  * w->act: its row count k, or minus a status. */
 static int release_pulling(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
@@ -1330,8 +1334,8 @@ static int release_pulling(const rodgen_model *m, const double *p, const double 
  * (Moreau, Glocker) asks of each: normal impulse >= 0 and normal velocity after = 0 (held), or normal
  * impulse 0 and normal velocity after >= 0 (released). Solved with every block held, the one pulling most
  * is released, until none pulls (with no block pulling at first, the impact of every block held). If a
- * released block then moves into the ground (normal velocity below -1e-9 of the largest normal velocity
- * before), the active sets of the unilateral blocks (up to IMPACT_ENUMERATE of them) are tried, the most
+ * released block then moves into the ground (normal velocity below -RODGEN_IMPACT_REST of the largest normal
+ * velocity before), the active sets of the unilateral blocks (up to IMPACT_ENUMERATE of them) are tried, the most
  * held first, and the first complementary one is the impact; should none be (a held contact's tangential
  * rows can make a stop need a pull), the set of the releases is kept. */
 static int impact_core(const rodgen_model *m, const double *p, const double *q, const double *qd_minus,
@@ -1359,7 +1363,7 @@ static int impact_core(const rodgen_model *m, const double *p, const double *q, 
             nu += 1;
         }
     }
-    tol *= 1e-9;
+    tol *= RODGEN_IMPACT_REST;
     if (any_sinking(m, w, qd_plus, tol) && nu <= IMPACT_ENUMERATE) {
         int held, mask, found = 0;
         for (held = nu; held >= 0 && !found; --held) {
@@ -1552,6 +1556,13 @@ typedef struct {
     int *active_out;
     rodgen_event *events_out;
 } houtput;
+
+/* Whether a jump finds room for the two rows it stores (the state before it and after it); no output rows
+ * (an FMU's event update): always. */
+static int jump_room(const houtput *out)
+{
+    return out->t_out == 0 || out->capacity - out->n >= 2;
+}
 
 #define HY_NSTATES 9   /* y0, k1..k4, y1, yx, yt, dy */
 /* The memo: its key t, y [ny], active [nc], target [nr]; its values dy [ny], lambda [nr], u [nu]; then whether
@@ -2503,7 +2514,7 @@ static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options
             }
             if (w->after[i] && tnorm(w->imp, r, ntan(m, i)) > s->mu[i] * w->imp[r + ntan(m, i)]) {
                 start_slide(s, i, w->imp);
-            } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -1e-9 * vn_scale) {
+            } else if (!w->after[i] && dot(w->J + normal_row(m, i) * nv, w->qdp, nv) < -RODGEN_IMPACT_REST * vn_scale) {
                 double mv[2] = {0.0, 0.0};   /* minus the tangential velocity: the friction's way */
                 int k;
                 for (k = 0; k < ntan(m, i); ++k) {
@@ -2531,15 +2542,15 @@ static int hy_coulomb_impact(rodgen_hybrid_state *s, const rodgen_hybrid_options
     return RODGEN_OK;
 }
 
-/* The blocks an impact released (w->act2 and not w->after; w->qdp the velocities after it, w->J: J(y), the
- * touching blocks' targets set) that part from their bound only at the integration's resolution: their normal
- * velocity after it at most 1e-9 of the largest before it (the complementarity's tolerance), or turned back
- * into the ground within half a step by their gap acceleration in the phase after it (half_step_velocity < 0:
- * a biped's stance sole unloaded by the other foot's landing parts at up to 2.7 mm/s while its leg's joint law
- * pulls it back at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after) and the impact
- * is solved again with them held (w->qdp, w->imp, *loss: their velocity 0 after it, a small pull), and
- * hy_settle decides by their normal force whether they stay, rest or go. The others part: they lift off (the
- * compass gait's trailing foot, 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
+/* The blocks an impact released (w->act2 and not w->after; w->qdp the velocities after it, w->J: J(y), the touching
+ * blocks' targets set) that part from their bound only at the integration's resolution: their normal velocity after
+ * it at most RODGEN_IMPACT_REST of the largest before it (the complementarity's tolerance), or turned back into the
+ * ground within half a step by their gap acceleration in the phase after it (half_step_velocity < 0: a biped's
+ * stance sole unloaded by the other foot's landing parts at up to 2.7 mm/s while its leg's joint law pulls it back
+ * at about 100 m/s^2: -48 mm/s half a step of 1 ms on). They are held (w->after) and the impact is solved again
+ * with them held (w->qdp, w->imp, *loss: their velocity 0 after it, a small pull), and hy_settle decides by their
+ * normal force whether they stay, rest or go. The others part: they lift off (the compass gait's trailing foot,
+ * 0.39 m/s up against -5.1 m/s^2: +0.388 m/s half a step of 2 ms on). */
 static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscratch *w, double *loss)
 {
     const rodgen_model *m = s->model;
@@ -2568,7 +2579,7 @@ static int hold_at_rest(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, 
     m->constraint_bias(w->yt, w->qdp, s->p, w->bias);
     for (i = 0; status == RODGEN_OK && i < nc; ++i) {
         if (w->act2[i] && !w->after[i] && is_unilateral(m, i)
-            && (dot(w->J + normal_row(m, i) * nv, w->qdp, nv) <= 1e-9 * vscale
+            && (dot(w->J + normal_row(m, i) * nv, w->qdp, nv) <= RODGEN_IMPACT_REST * vscale
                 || half_step_velocity(s, o, w, w->yt, w->dy + nq, i) < 0.0)) {
             w->after[i] = w->act2[i];
             s->active[i] = w->after[i];
@@ -2841,7 +2852,7 @@ static int hy_jump(rodgen_hybrid_state *s, const rodgen_hybrid_options *o, hscra
         if (status != RODGEN_OK) {
             return status;
         }
-        if (again >= 0 && out->t_out != 0 && out->capacity - out->n < 2) {
+        if (again >= 0 && !jump_room(out)) {
             s->settled = 0;
             return RODGEN_SIM_FULL;
         }
@@ -3233,7 +3244,7 @@ int rodgen_hybrid_simulate(const rodgen_hybrid_options *o, rodgen_hybrid_state *
             status = hy_sinking(s, o, &w, &sinking);
             if (status == RODGEN_OK && sinking >= 0) {
                 s->have_g = 0;
-                if (out.capacity - out.n < 2) {   /* no room for its rows: the next call checks again */
+                if (!jump_room(&out)) {   /* no room for its rows: the next call checks again */
                     s->settled = 0;
                     status = RODGEN_SIM_FULL;
                 } else {
