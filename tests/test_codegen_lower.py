@@ -271,6 +271,15 @@ def test_common_argument_subsets_match_sympys(monkeypatch: pytest.MonkeyPatch) -
         assert [str(a[k]) for k in a] == [str(b[k]) for k in a]   # nested Unevaluated sums or products
 
 
+def test_short_constrained_solves_are_not_compiled_for_size(tmp_path: Path) -> None:
+    """exo5_walk's solves (1 300 to 1 700 operations) fit a level-1 instruction cache: no -Os for them."""
+    files = rodgen.generate(rodgen.load(EXAMPLES / "exo5_walk.yaml"), tmp_path)
+    x = files.spec.macro
+    assert all(r.ops < 2000 for r in files.spec.routines if r.name.startswith("constrained_solve"))
+    assert f"#define {x}_COMPACT __attribute__" in files.source
+    assert not any(ln.startswith(f"{x}_COMPACT ") for ln in files.source.splitlines())
+
+
 def test_the_hot_routines_carry_the_speed_attribute(tmp_path: Path) -> None:
     """The forward dynamics' and the RHS Jacobian's straight-line routines (and their parts) get GCC's
     -fexpensive-optimizations by attribute, the rest of the model not; the file still compiles without GCC's
@@ -289,6 +298,16 @@ def test_the_hot_routines_carry_the_speed_attribute(tmp_path: Path) -> None:
     assert files.spec.routine("articulated").parts      # the parts are covered
     assert f"{x}_SPEED void {pre}_mass_matrix(" not in src and f"void {pre}_mass_matrix(" in src
     assert not any(f"{x}_SPEED" in ln and "constrained_solve" in ln for ln in src.splitlines())
+    # the long constrained solves (8 500 and 12 900 operations) are compiled for size, with their parts
+    assert f"#define {x}_COMPACT __attribute__((optimize(\"Os\")))" in src
+    for name in ("constrained_solve", "constrained_solve_mode0", "constrained_solve_mode1"):
+        assert files.spec.routine(name).parts and files.spec.routine(name).ops > 8000
+        assert f"{x}_COMPACT static void {pre}_{name}(" in src or f"{x}_COMPACT void {pre}_{name}(" in src, name
+        for part in files.spec.routine(name).parts:
+            assert f"{x}_COMPACT static void {part.c_name}(" in src, part.c_name
+    compact = [ln for ln in src.splitlines() if ln.startswith(f"{x}_COMPACT ")]
+    assert len(compact) == sum(1 + len(files.spec.routine(nm).parts) for nm in
+                               ("constrained_solve", "constrained_solve_mode0", "constrained_solve_mode1"))
     proc = subprocess.run(["gcc", "-std=c99", "-O0", "-c", "-x", "c", "-", "-o", str(tmp_path / "o.o"),
                            f"-I{tmp_path}"], input=src, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -158,6 +158,12 @@ SPEED_ROUTINES = frozenset({"articulated", "bias", "inverse_dynamics", "inverse_
                             "inverse_dynamics_vectors", "inverse_dynamics_rest", "jacobian_terms"})
 
 
+#: the routines printed with ``<MACRO>_COMPACT`` (:meth:`ModelSpec.compact_routine`), by the start of their name,
+#: from :data:`COMPACT_MIN_OPS` operations (about 32 kB of machine code at -O1, a level-1 instruction cache)
+COMPACT_ROUTINES = ("constrained_solve",)
+COMPACT_MIN_OPS = 4000
+
+
 def ancestors_of(parents: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Each velocity's ancestors in a tree given by its parents (-1: a root), from the parent down to the root."""
     out: list[tuple[int, ...]] = []
@@ -446,6 +452,27 @@ class ModelSpec:
         the 3D biped's whole model the flag costs 16 % more compile time, in its constrained solves, where the
         10 s walk runs no faster at -O2, which includes it, so they stay without it)."""
         return name in SPEED_ROUTINES or name.startswith(("node_forward", "node_backward"))
+
+    def compact_routine(self, name: str) -> bool:
+        """Whether routine ``name`` is printed with ``<MACRO>_COMPACT`` (GCC's -Os for it at any level): the
+        constrained solves of at least :data:`COMPACT_MIN_OPS` operations, straight-line code (the 3D biped's
+        8 500 and 12 900 operations: 66 and 105 kB of machine code at -O1) that a simulation calls with other
+        such code between calls, so that every call streams its instructions from the L2 cache again
+        (benchmarks/README.md, "Why time lags instructions"). Shorter code is faster there: the 3D biped's 10 s
+        walk took 0.89x the time with its solves at -Os, and they compiled in 0.73x the time. Small routines run
+        slower at -Os (solo12's mass matrix 1.09x, the biped's 1.24x, measured hot): exo5_walk's solves (1 300
+        to 1 700 operations) stay as they are."""
+        if not name.startswith(COMPACT_ROUTINES):
+            return False
+        r = self.routine(name)
+        return r.ops >= COMPACT_MIN_OPS
+
+    def routine_attribute(self, name: str) -> str:
+        """The attribute macro routine ``name`` is printed with (:meth:`speed_routine`, :meth:`compact_routine`),
+        with its trailing space, or ``""``."""
+        if self.speed_routine(name):
+            return f"{self.macro}_SPEED "
+        return f"{self.macro}_COMPACT " if self.compact_routine(name) else ""
 
     def mass_from_derivative(self) -> bool:
         """Whether ``<prefix>_inverse_dynamics_derivatives`` also gives M = dg/da, which ``<prefix>_rhs_jacobian``
