@@ -60,21 +60,6 @@ class _Trig:
     calls: int
 
 
-@dataclass(frozen=True)
-class _PlacedTrig:
-    """A batch with the arrays its sines and cosines go to (see :class:`~rodgen.codegen.spec.TrigBatch`)."""
-
-    trig: _Trig
-    length: int
-    sines: str
-    cosines: str
-    local: bool
-
-
-def _trig_of(b: "_Trig | _PlacedTrig") -> _Trig:
-    return b.trig if isinstance(b, _PlacedTrig) else b
-
-
 class _TrigBatcher:
     """The rewrite (:func:`~rodgen.codegen.straight.straight_line`'s ``rewrite``) that puts a symbol in place of
     every sine and cosine whose argument is an expression of the routine's inputs alone (``sin(q7)``,
@@ -167,18 +152,19 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
         length = -(-len(trig.args) // TRIG_LANES) * TRIG_LANES
         both = set(trig.sines + trig.cosines)
         trig_shared = any(part_of_stmt[k] != 0 and free[k] & both for k in range(len(stmts)))
-        if trig_shared:
-            where = (f"w + {work}", f"w + {work + length}")
-            for k, (sn, cs) in enumerate(zip(trig.sines, trig.cosines)):
-                names[sn], names[cs] = f"w[{work + k}]", f"w[{work + length + k}]"
-            work += 2 * length
-        else:
-            where = ("rodgen_sin", "rodgen_cos")
-            for k, (sn, cs) in enumerate(zip(trig.sines, trig.cosines)):
-                names[sn], names[cs] = f"rodgen_sin[{k}]", f"rodgen_cos[{k}]"
-        stmts[0] = ("trig", None, _PlacedTrig(trig, length, where[0], where[1], not trig_shared))
-    lines, ops = _print(stmts, part_of_stmt, names, SlotPrinter(names, routine=name, groups=group_names,
-                                                                     real=options.real))
+        (sa, so), (ca, co) = ((("w", work), ("w", work + length)) if trig_shared
+                              else (("rodgen_sin", 0), ("rodgen_cos", 0)))
+        for k, (sn, cs) in enumerate(zip(trig.sines, trig.cosines)):
+            names[sn], names[cs] = f"{sa}[{so + k}]", f"{ca}[{co + k}]"
+        where = (f"w + {so}", f"w + {co}") if trig_shared else (sa, ca)
+        work += 2 * length if trig_shared else 0
+    printer = SlotPrinter(names, routine=name, groups=group_names, real=options.real)
+    if trig is not None:
+        stmts[0] = ("trig", None, TrigBatch(tuple(printer.doprint(x) for x in trig.args), length, where[0],
+                                            where[1], not trig_shared))
+    lines, ops = _print(stmts, part_of_stmt, names, printer)
+    if trig is not None:   # the calls of the C library it replaces, and its arguments' operations
+        ops += trig.calls + sum(count_ops(x) for x in trig.args)
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
     comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
     comments.update({"guard:out:" + arg: f"{arg} != 0" for arg in optional})
@@ -249,8 +235,8 @@ def _crossing(stmts: Sequence[Stmt], part_of_stmt: list[int]) -> tuple[list[int]
     free: list[set[sp.Basic]] = []
     for k, (kind, a, b) in enumerate(stmts):
         fs: set[sp.Basic] = b.free_symbols if isinstance(b, sp.Basic) else set()
-        if isinstance(b, (_Trig, _PlacedTrig)):   # the batch's arguments: the routine's inputs
-            fs = set().union(*(x.free_symbols for x in _trig_of(b).args))
+        if isinstance(b, _Trig):   # the batch's arguments: the routine's inputs
+            fs = set().union(*(x.free_symbols for x in b.args))
         free.append(fs)
         if nparts > 1:
             for s in fs:
@@ -288,10 +274,8 @@ def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Ba
         elif kind == "copy":
             st = Statement(str(a), str(b))
             key = "copy:" + _array(a)
-        elif isinstance(b, _PlacedTrig):
-            ops += b.trig.calls + sum(count_ops(x) for x in b.trig.args)
-            st = Statement("", "", trig=TrigBatch(tuple(printer.doprint(x) for x in b.trig.args), b.length,
-                                                  b.sines, b.cosines, b.local))
+        elif isinstance(b, TrigBatch):
+            st = Statement("", "", trig=b)
             key = "trig"
         else:
             loop_rhs: tuple[str, str] = b  # type: ignore[assignment]
