@@ -10,9 +10,8 @@ stays above the ground. The objective is the effort: the integral of the four jo
 four length forces squared (N m and N alike), the joint torques within 150 N m, the joints' rates within
 10 rad/s, and a penalty on the inputs' rates (``MultiPhase(input_rate=0.01)``: without it the optimal inputs
 alternate between nodes and midpoints, which the mesh does not resolve). With ``--refine N`` the solution is
-refined on N nodes, started from the coarse one. 15 nodes take about a minute on an idle machine (3 to 6 under
-load); ``--refine 29`` about 15 minutes more, and its intervals replay 20 times closer to the next node
-(docs/optimize.md).
+refined on N nodes, started from the coarse one. 15 nodes take about 8 s with the build from the cache;
+``--refine 29`` about 9 s more, and its intervals replay 20 times closer to the next node (docs/optimize.md).
 
 The script prints which actuators carry the work (the integral of |power| of each: torque times relative
 angular rate, length force times length rate), replays each interval with the compiled integrator from its

@@ -590,6 +590,13 @@ class _Callback:
             def eval(self, arg: Any) -> Any:
                 return [casadi.DM(fn(np.array(arg[0]).ravel()))]
 
+            # the Jacobian's pattern: without it CasADi takes it dense and IPOPT factors a dense KKT matrix
+            def has_jac_sparsity(self, oind: int, iind: int) -> bool:
+                return True
+
+            def get_jac_sparsity(self, oind: int, iind: int, symmetric: bool) -> Any:
+                return sp
+
             def has_jacobian(self) -> bool:
                 return True
 
