@@ -11,7 +11,9 @@ objectives must agree to 1e-6 relative. Each solve time is a median of ``--repea
 Kelly's five-link biped (examples/five_link_biped.py: one step of 0.7 s and 0.5 m, least torque squared,
 25 Hermite-Simpson nodes, the heel strike as boundary constraints): the model's build, the problem's compile
 and the solve from Kelly's guess, cold (a fresh build folder) and warm (the same folder again: both from the
-cache); the anchor of its optimum is tests/test_optimize_biped.py (the same NLP in CasADi).
+cache); the anchor of its optimum is tests/test_optimize_biped.py (the same NLP in CasADi). The same gait on
+the floating model (examples/five_link_biped_free.yaml), one phase of ``optimize.MultiPhase`` with the heel
+strike by the model's own impact map, likewise; its optimum must equal the pinned model's to 1e-7.
 
 Writes ``results/optimize.json``.
 
@@ -104,8 +106,9 @@ def casadi_solve(model: object, hessian: str, repeat: int) -> dict:
             "solve_seconds": statistics.median(times), "build_seconds": build}
 
 
-def biped(repeat: int) -> dict:
-    """Kelly's five-link biped: build + compile + solve, cold and warm (the median of ``repeat`` warm runs)."""
+def biped(repeat: int, free: bool = False) -> dict:
+    """Kelly's five-link biped: build + compile + solve, cold and warm (the median of ``repeat`` warm runs);
+    ``free``: the floating model, the heel strike by its own impact map (``optimize.MultiPhase``)."""
     sys.path.insert(0, str(ROOT / "examples"))
     import five_link_biped as flb
     out: dict = {"nodes": 25, "method": "hermite-simpson"}
@@ -113,17 +116,21 @@ def biped(repeat: int) -> dict:
         runs = []
         for _ in range(1 + repeat):
             t0 = time.perf_counter()
-            model = flb.build(tmp)
-            nlp = optimize.compile_problem(flb.problem(model, 25), build_dir=tmp)
-            res = nlp.solve(flb.guess(nlp), options={"tol": 1e-8})
+            if free:
+                nlp = flb.multiphase(flb.build_free(tmp), 25).compile(build_dir=tmp)
+                res = nlp.solve(flb.free_guess(nlp), options={"tol": 1e-8})
+            else:
+                nlp = optimize.compile_problem(flb.problem(flb.build(tmp), 25), build_dir=tmp)
+                res = nlp.solve(flb.guess(nlp), options={"tol": 1e-8})
             runs.append((time.perf_counter() - t0, res))
             assert res.success, res.message
         warm = statistics.median(t for t, _ in runs[1:])
         res = runs[-1][1]
         out.update({"cold_seconds_with_build": runs[0][0], "warm_seconds_with_build": warm,
                     "solve_seconds": res.solve_seconds, "objective": res.objective, "iterations": res.iterations})
-        print(f"five-link biped: {runs[0][0]:.2f} s cold, {warm:.2f} s warm with the build; solve "
-              f"{res.solve_seconds * 1e3:.0f} ms, {res.iterations} iterations, J = {res.objective:.10g}")
+        print(f"five-link biped{' (floating, MultiPhase)' if free else ''}: {runs[0][0]:.2f} s cold, {warm:.2f} s "
+              f"warm with the build; solve {res.solve_seconds * 1e3:.0f} ms, {res.iterations} iterations, "
+              f"J = {res.objective:.10g}")
     return out
 
 
@@ -171,6 +178,9 @@ def main() -> None:
                   f" (relative difference {rel:.1e})")
             assert rel < 1e-6, "rodgen and CasADi disagree on the optimum"
     out["five_link_biped"] = biped(args.repeat)
+    out["five_link_biped_free"] = free = biped(args.repeat, free=True)
+    free["objective_rel_diff_pinned"] = abs(free["objective"] / out["five_link_biped"]["objective"] - 1)
+    assert free["objective_rel_diff_pinned"] < 1e-7, "the generated impact map and Kelly's disagree"
     write_json("optimize", out)
 
 

@@ -16,9 +16,14 @@ with Kelly's bounds (|q| <= pi/2, |qd| <= 10 rad/s, |u| <= 100 N m, no ankle tor
 impact are written here from Kelly's kinematics (each angular momentum a sum of cos(q_a - q_b) q_b' terms),
 independently of rodgen's derivation.
 
-    python examples/five_link_biped.py [OUT_DIR] [--nodes 25] [--method hermite-simpson]
+With ``--free`` the same gait is found on examples/five_link_biped_free.yaml (the hip free, two point feet
+as contacts) by multi-phase collocation: foot_a held, foot_b's heel strike by the model's own impact map,
+the legs relabelled; only the foot's velocities, the knees, the bounds and the start's place are stated
+(:func:`multiphase`). It reaches the same optimum.
 
-Writes OUT_DIR/five_link_biped.png (the torques, and the step as stick figures).
+    python examples/five_link_biped.py [OUT_DIR] [--nodes 25] [--method hermite-simpson] [--free]
+
+Writes OUT_DIR/five_link_biped.png (the torques, and the step as stick figures; not with ``--free``).
 """
 from __future__ import annotations
 
@@ -160,6 +165,63 @@ def solve(model: Any, nodes: int = 25, method: str = "hermite-simpson", build_di
     return nlp.solve(guess(nlp), options=dict(options or {"tol": 1e-8}))
 
 
+#: The floating model's torques (examples/five_link_biped_free.yaml): at the hips and the knees of legs a, b
+FREE_INPUTS = ("tau_femur_a", "tau_tibia_a", "tau_femur_b", "tau_tibia_b")
+#: The heel strike's leg swap in the floating model's names: leg a (Kelly's q1, q2) <-> leg b (q5, q4)
+RELABEL = {"q1": "q5", "q5": "q1", "q2": "q4", "q4": "q2"}
+
+
+def build_free(build_dir: Any = None) -> Any:
+    return rodgen.build(load(os.path.join(HERE, "five_link_biped_free.yaml")), build_dir=build_dir)
+
+
+def multiphase(free: Any, nodes: int = 25, method: str = "hermite-simpson") -> optimize.MultiPhase:
+    """Kelly's problem on the floating model: one phase with foot_a held, foot_b's heel strike by the model's
+    own impact map (``Periodic(touchdown=["foot_b"])``: foot_a leaves the ground), the legs relabelled and the
+    hip 0.5 m ahead. What Kelly writes by hand follows from it: the swap, the five momentum balances, the
+    landing on the ground and the step length. Left to state: the foot's velocities at the ends, the knees,
+    Kelly's bounds, and foot_a at the origin at the start (the gait's place along the ground)."""
+    l_f, l_t = "l_femur", "l_tibia"
+
+    def vy(end: str) -> str:                                    # foot_b's vertical velocity
+        return f"y_dot_{end} + {l_f}*sin(q4_{end})*q4_dot_{end} + {l_t}*sin(q5_{end})*q5_dot_{end}"
+
+    bounds: dict[str, tuple[float, float]] = {f"q{i}": (-math.pi / 2, math.pi / 2) for i in range(1, 6)}
+    bounds.update({f"q{i}_dot": (-10.0, 10.0) for i in range(1, 6)})
+    bounds.update({u: (-100.0, 100.0) for u in FREE_INPUTS})
+    bounds.update({"x": (-1.0, 1.0), "y": (0.0, 1.0)})         # the hip: its place follows from the held foot
+    stance = optimize.Problem(
+        free, nodes=nodes, duration=STEP_TIME, method=method, contacts=["foot_a"],
+        objective=" + ".join(f"{u}**2" for u in FREE_INPUTS), bounds=bounds,
+        path=[("q1 - q2", -math.inf, 0.0), ("q5 - q4", -math.inf, 0.0)],
+        boundary=[(f"x_start + {l_f}*sin(q2_start) + {l_t}*sin(q1_start)", 0.0, 0.0),
+                  (vy("start"), 0.0, math.inf), (vy("end"), -math.inf, 0.0)])
+    return optimize.MultiPhase([stance], periodic=optimize.Periodic(touchdown=["foot_b"], relabel=RELABEL,
+                                                                    shift={"x": STEP_LENGTH}))
+
+
+def free_guess(nlp: Any) -> np.ndarray:
+    """:func:`guess` for the floating model: the hip placed by the stance leg from the foot at the origin."""
+    points = nlp.phases[0].points
+    q0 = np.array(Q0)
+    s = np.linspace(0.0, 1.0, points)[:, None]
+    Q, W = q0 + (q0[::-1] - q0) * s, np.tile((q0[::-1] - q0) / STEP_TIME, (points, 1))
+    p = dict(nlp.problem.phases[0].model.parameters)
+    lt, lf = p["l_tibia"], p["l_femur"]
+    x, y = -lt * np.sin(Q[:, 0]) - lf * np.sin(Q[:, 1]), lt * np.cos(Q[:, 0]) + lf * np.cos(Q[:, 1])
+    xd = -lt * np.cos(Q[:, 0]) * W[:, 0] - lf * np.cos(Q[:, 1]) * W[:, 1]
+    yd = -lt * np.sin(Q[:, 0]) * W[:, 0] - lf * np.sin(Q[:, 1]) * W[:, 1]
+    order = [2, 1, 0, 3, 4]                                     # the floating model's q3, q2, q1, q4, q5
+    Z = np.column_stack([x, y, Q[:, order], xd, yd, W[:, order], np.zeros((points, len(FREE_INPUTS)))])
+    return Z.ravel()
+
+
+def solve_free(free: Any, nodes: int = 25, method: str = "hermite-simpson", build_dir: Any = None,
+               options: Any = None) -> Any:
+    nlp = multiphase(free, nodes, method).compile(build_dir=build_dir)
+    return nlp.solve(free_guess(nlp), options=dict(options or {"tol": 1e-8}))
+
+
 def figure(result: Any, path: str) -> None:
     """The torques over the step, and the robot drawn at a dozen instants (Kelly's points)."""
     from rodgen.runtime.plot import new_figure
@@ -199,8 +261,16 @@ def main() -> None:
     ap.add_argument("out_dir", nargs="?", default=os.path.join(HERE, "out"))
     ap.add_argument("--nodes", type=int, default=25)
     ap.add_argument("--method", default="hermite-simpson", choices=list(optimize.METHODS))
+    ap.add_argument("--free", action="store_true",
+                    help="the floating model, its heel strike the model's own impact map (optimize.MultiPhase)")
     args = ap.parse_args()
     start = time.perf_counter()
+    if args.free:
+        rf = solve_free(build_free(), args.nodes, args.method)
+        print(f"{rf.message}: integral of torque squared {rf.objective:.6g} N^2 m^2 s in {rf.iterations} "
+              f"iterations, {time.perf_counter() - start:.2f} s with the build (solve {rf.solve_seconds:.3f} s); "
+              f"foot_b's impulse {rf.impulses[0]['foot_b'].round(3)} N s")
+        return
     model = build()
     r = solve(model, args.nodes, args.method)
     print(f"{r.message}: integral of torque squared {r.objective:.6g} N^2 m^2 s in {r.iterations} iterations, "

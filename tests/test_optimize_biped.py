@@ -138,6 +138,34 @@ def test_gait_matches_the_same_nlp_in_casadi(biped: Any, gait: Any) -> None:
     np.testing.assert_allclose(np.hstack([r.q, r.qd, r.u]).ravel(), x, atol=1e-5)
 
 
+@pytest.fixture(scope="module")
+def free(build_dir: Path) -> Any:
+    return flb.build_free(build_dir)
+
+
+def test_gait_through_the_models_own_impact_map_is_kellys(free: Any, gait: Any, build_dir: Path) -> None:
+    """The same gait stated on the floating model (examples/five_link_biped_free.yaml: the hip free, two
+    point feet) as multi-phase collocation, foot_a held and foot_b's heel strike by rodgen's impact map
+    (``Periodic``: the legs relabelled, the hip a step ahead), reaches the optimum of Kelly's hand-written
+    step constraints on the pinned model (the same 25 trapezoidal nodes, the same guess): the generated map
+    gives Kelly's five momentum balances, the held foot his pinned ankle. The heel strike's impulse pushes
+    and lies in a cone of mu = 0.6; the old stance foot leaves the ground upwards."""
+    nlp, ref = gait
+    mp = flb.multiphase(free, nodes=25, method="trapezoidal").compile(build_dir=build_dir)
+    r = mp.solve(flb.free_guess(mp), options={"tol": 1e-10})
+    assert r.success, r.message
+    assert abs(r.objective - ref.objective) < 1e-7 * ref.objective, (r.objective, ref.objective)
+    ph, order = r.phases[0], [2, 1, 0, 3, 4]                   # the floating model's q3, q2, q1, q4, q5
+    np.testing.assert_allclose(ph.q[:, 2:], ref.q[:, order], atol=1e-6)
+    np.testing.assert_allclose(ph.qd[:, 2:], ref.qd[:, order], atol=1e-5)
+    # the pinned model's torques act on the child against the parent up the stance leg, the floating one's
+    # down from the torso: the stance leg's two change sign
+    np.testing.assert_allclose(ph.u, ref.u[:, [1, 0, 2, 3]] * [-1, -1, 1, 1], atol=1e-4)
+    ft, fn = r.impulses[0]["foot_b"]
+    assert fn > 0 and abs(ft) < 0.6 * fn
+    assert free.constraint_jacobian(ph.q[0])[1] @ ph.qd[0] > 0   # foot_a's vertical velocity after the strike
+
+
 def test_gait_step_conditions_and_knees(biped: Any, gait: Any) -> None:
     """At the optimum: the legs swap through the heel strike, the swing foot lands 0.5 m ahead on the ground
     moving down and leaves moving up, the knees do not hyperextend, the post-impact rates conserve Kelly's
