@@ -106,9 +106,9 @@ def models() -> dict[str, Any]:
     return chosen
 
 
-def build(model: Any, folder: Path, batch_min: int, flags: list[str]) -> tuple[Path, Any]:
-    """The model's C generated with ``trig_batch_min=batch_min`` and compiled with the harness: (program, spec)."""
-    files = rodgen.generate(model, folder, options=CodegenOptions(jacobian=True, trig_batch_min=batch_min))
+def build(model: Any, folder: Path, options: CodegenOptions, flags: list[str]) -> tuple[Path, Any]:
+    """The model's C generated with ``options`` and compiled with the harness: (program, spec)."""
+    files = rodgen.generate(model, folder, options=options)
     spec = files.spec
     values = [float(v) for v in ast.literal_eval(dict(spec.meta)["PARAMETER_VALUES"])] or [0.0]
     params = "{" + ", ".join(repr(v) for v in values) + "}"
@@ -149,8 +149,9 @@ def main() -> None:
         model = make[name]()
         for level, flags in levels.items():
             with tempfile.TemporaryDirectory(prefix="rodgen_trig_") as tmp:
-                exe_b, spec = build(model, Path(tmp) / "batch", args.batch_min, flags)
-                exe_l, _ = build(model, Path(tmp) / "libm", 0, flags)
+                exe_b, spec = build(model, Path(tmp) / "batch",
+                                    CodegenOptions(jacobian=True, trig_batch_min=args.batch_min), flags)
+                exe_l, _ = build(model, Path(tmp) / "libm", CodegenOptions(jacobian=True, trig_batch_min=0), flags)
                 nb, best_b = run(exe_b, 1)
                 nl, best_l = run(exe_l, 1)
                 scale = max(max(abs(x) for x in nl), 1.0)

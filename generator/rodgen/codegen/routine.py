@@ -22,7 +22,7 @@ import sympy as sp
 
 from .options import CodegenOptions
 from .printer import SlotPrinter, count_ops
-from .spec import TRIG_LANES, Argument, Part, Routine, Section, Statement, TrigBatch
+from .spec import TRIG_LANES, Argument, Part, Routine, Section, Statement, TrigBatch, compact
 from .straight import straight_line
 
 #: A statement before printing: ("temp", symbol, expression) | ("out", slot text, expression)
@@ -134,13 +134,18 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
                 stmts.append(("mirror", item[0], (item[2], item[1])))
             else:
                 stmts.append(("copy", item[0], item[1]))
+    ops = sum(count_ops(b) for kind, _, b in stmts if kind in ("temp", "out"))  # type: ignore[misc]
+    if trig is not None:   # the calls of the C library it replaces, and its arguments' operations
+        ops += trig.calls + sum(count_ops(x) for x in trig.args)
+    if options.schedule == "depth-first" or (options.schedule == "auto" and compact(name, ops)):
+        stmts = depth_first(stmts)
     stmts, part_of_stmt, crossing, free = _split_with_optional(stmts, options.max_statements, set(optional))
     nparts = max(part_of_stmt, default=0) + 1
 
     # names of temporaries: t<k> locals, or w[j] when shared between parts
     names: dict[sp.Basic, str] = dict(slot_of)
     work = 0
-    for k, (s, _) in enumerate(temps):
+    for k, s in enumerate(st[1] for st in stmts if st[0] == "temp"):   # numbered in the printed order
         if s in crossing:
             names[s] = f"w[{work}]"
             work += 1
@@ -162,9 +167,7 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
     if trig is not None:
         stmts[0] = ("trig", None, TrigBatch(tuple(printer.doprint(x) for x in trig.args), length, where[0],
                                             where[1], not trig_shared))
-    lines, ops = _print(stmts, part_of_stmt, names, printer)
-    if trig is not None:   # the calls of the C library it replaces, and its arguments' operations
-        ops += trig.calls + sum(count_ops(x) for x in trig.args)
+    lines = _print(stmts, part_of_stmt, names, printer)
     comments = {"out:" + arg: comment for arg, comment, _ in outputs}
     comments.update({"copy:" + arg: comment for arg, comment, _ in copies})
     comments.update({"guard:out:" + arg: f"{arg} != 0" for arg in optional})
@@ -199,6 +202,35 @@ def build_routine(name: str, c_name: str, summary: str, doc: Sequence[str], grou
     # at least one slot: C99 has no zero-size arrays
     return Routine(name, c_name, summary, tuple(doc), args, static, (), (), tuple(parts), max(work, 1), len(temps),
                    ops)
+
+
+def depth_first(stmts: Sequence[Stmt]) -> list[Stmt]:
+    """The statements reordered depth first: the other statements (the batch of sines, the stores, fills and
+    copies) in their order, each preceded by the temporaries it needs that are not computed yet, in depth-first
+    post-order (a temporary's own temporaries first, in their given order). Like the given order it computes
+    every temporary before its uses; a temporary is computed for the store that first needs it, not in a
+    recursion's pass over every body (:attr:`CodegenOptions.schedule`)."""
+    index = {st[1]: k for k, st in enumerate(stmts) if st[0] == "temp"}
+    needs = [sorted(index[x] for x in st[2].free_symbols if x in index) if isinstance(st[2], sp.Basic) else []
+             for st in stmts]
+    done = [False] * len(stmts)
+    out: list[Stmt] = []
+    for top, st in enumerate(stmts):
+        if st[0] == "temp":
+            continue
+        stack = [(top, 0)]          # (statement, its next needed temporary): an explicit stack, no recursion limit
+        while stack:
+            k, i = stack.pop()
+            d = needs[k]
+            while i < len(d) and done[d[i]]:
+                i += 1
+            if i < len(d):
+                stack += [(k, i + 1), (d[i], 0)]
+            elif not done[k]:
+                done[k] = True
+                out.append(stmts[k])
+    out += [st for k, st in enumerate(stmts) if not done[k]]   # temporaries no statement reads (none, normally)
+    return out
 
 
 def _split_with_optional(stmts: list[Stmt], size: int, optional: set[str]
@@ -258,17 +290,14 @@ def split_statements(stmts: Sequence[Stmt], size: int) -> tuple[list[int], set[s
 
 
 def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Basic, str],
-           printer: SlotPrinter) -> tuple[list[tuple[int, str, Statement]], int]:
-    """(part, section key, printed statement) per statement, and the operation count."""
-    ops = 0
+           printer: SlotPrinter) -> list[tuple[int, str, Statement]]:
+    """(part, section key, printed statement) per statement."""
     lines: list[tuple[int, str, Statement]] = []
     for k, (kind, a, b) in enumerate(stmts):
         if kind == "temp":
-            ops += count_ops(b)  # type: ignore[arg-type]
             st = Statement(names[a], printer.doprint(b), declare=not names[a].startswith("w["))  # type: ignore
             key = "temp"
         elif kind == "out":
-            ops += count_ops(b)  # type: ignore[arg-type]
             st = Statement(str(a), printer.doprint(b))
             key = "out:" + _array(a)
         elif kind == "copy":
@@ -283,7 +312,7 @@ def _print(stmts: Sequence[Stmt], part_of_stmt: Sequence[int], names: dict[sp.Ba
             st = Statement(str(a), value, loop=loop_rhs[0])
             key = ("out:" if kind == "fill" else "copy:") + _array(a)
         lines.append((part_of_stmt[k], key, st))
-    return lines, ops
+    return lines
 
 
 def _array(slot: object) -> str:
@@ -297,16 +326,25 @@ def _sections(lines: Sequence[tuple[int, str, Statement]], part: int,
     out: list[Section] = []
     current: list[Statement] = []
     key: Optional[str] = None
+    seen: set[str] = set()
+
+    def close() -> None:
+        sec = _section(key, current, comments)
+        if key != "temp" and key in seen:     # an output continued after more intermediate values
+            sec = Section("", sec.statements, sec.guard)
+        seen.add(str(key))
+        out.append(sec)
+
     for p, k, st in lines:
         if p != part:
             continue
         if k != key and current:
-            out.append(_section(key, current, comments))
+            close()
             current = []
         key = k
         current.append(st)
     if current:
-        out.append(_section(key, current, comments))
+        close()
     return tuple(out)
 
 

@@ -164,6 +164,12 @@ COMPACT_ROUTINES = ("constrained_solve",)
 COMPACT_MIN_OPS = 4000
 
 
+def compact(name: str, ops: int) -> bool:
+    """Whether a routine of this name and operation count is compiled for size (:meth:`ModelSpec.compact_routine`)
+    and, by default, printed depth first (``CodegenOptions.schedule``)."""
+    return name.startswith(COMPACT_ROUTINES) and ops >= COMPACT_MIN_OPS
+
+
 def ancestors_of(parents: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Each velocity's ancestors in a tree given by its parents (-1: a root), from the parent down to the root."""
     out: list[tuple[int, ...]] = []
@@ -462,10 +468,7 @@ class ModelSpec:
         walk took 0.89x the time with its solves at -Os, and they compiled in 0.73x the time. Small routines run
         slower at -Os (solo12's mass matrix 1.09x, the biped's 1.24x, measured hot): exo5_walk's solves (1 300
         to 1 700 operations) stay as they are."""
-        if not name.startswith(COMPACT_ROUTINES):
-            return False
-        r = self.routine(name)
-        return r.ops >= COMPACT_MIN_OPS
+        return name.startswith(COMPACT_ROUTINES) and compact(name, self.routine(name).ops)
 
     def routine_attribute(self, name: str) -> str:
         """The attribute macro routine ``name`` is printed with (:meth:`speed_routine`, :meth:`compact_routine`),
