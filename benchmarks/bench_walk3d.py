@@ -16,7 +16,10 @@ libmujoco, with RK4 and MuJoCo's default Euler (which does not walk with these c
 callback maps MuJoCo's (qpos, qvel) to rodgen's (q, v): the quaternion's order (w x y z to x y z w) and the
 free joint's linear velocity (world frame to the pelvis frame). Runs are interleaved; the controller's own
 time per call is measured alone. The "same mechanism" check: the pelvis position of the two runs over the
-first 0.5 s (double support); "upright": whether each run's pelvis stays above UPRIGHT to the end.
+first 0.5 s (double support); "upright": whether each run's pelvis stays above UPRIGHT to the end. Every
+timed run is a fresh process on fresh copies of the libraries (rodgen's model, MuJoCo's libmujoco): a
+library's speed moves with where its pages land (up to 40 % between loads of one file), so the medians are
+over placements as well as runs.
 ``--instructions`` counts instructions with callgrind.
 
 Writes benchmarks/results/walk3d.json.
@@ -40,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 
-from common import WALK_VARIANTS, c_array, callgrind, machine, median_run, missing, write_json  # noqa: E402
+from common import WALK_VARIANTS, c_array, callgrind, machine, missing, write_json  # noqa: E402
 
 SPATIAL = HERE.parent / "examples" / "spatial"
 DT = 1e-3
@@ -51,16 +54,30 @@ UPRIGHT = 0.75
 
 RODGEN_ONCE = """
 import sys
+import time
 import numpy as np
 import rodgen
 from rodgen.toolchain import load_module
 robot = load_module(sys.argv[1])
 ctrl = rodgen.CController(sys.argv[2], "biped12_walk_controller", params=np.load(sys.argv[3]))
-res = robot.simulate(np.load(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
+y0 = np.load(sys.argv[4])
+t0 = time.perf_counter()
+res = robot.simulate(y0, float(sys.argv[5]), float(sys.argv[6]), controller=ctrl,
                      contacts=["sole_l", "sole_r"], on_slip="continue", max_events=2000,
                      hold=sys.argv[7] == "hold")
+print(time.perf_counter() - t0)
 print(res.message)
 """
+
+
+def fresh_copy(files: list[Path], root: Path) -> Path:
+    """``files`` copied into a new folder under ``root``: a library's speed moves with where its pages land in
+    memory (up to 40 % seen between loads of the same file), so each timed run loads fresh copies, rodgen's model
+    and MuJoCo's libmujoco alike, and the median over runs is kept."""
+    folder = Path(tempfile.mkdtemp(dir=root))
+    for f in files:
+        shutil.copy2(f, folder / f.name)
+    return folder
 
 
 #: the instruction set of the callgrind runs (valgrind stops at AVX-512; the timed runs use rodgen's default)
@@ -159,9 +176,13 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     out["mujoco_contact"] = (f"{gait_mod.mj_contact(DT)}, default solver options; box soles 22 x 10 x 1 cm on a "
                              "plane, friction 0.8 (rodgen: 6-row flat-foot contacts, rigid, mu of biped12.yaml)")
 
+    libs = sorted(mjdir.glob("libmujoco.so*"))
+
     def harness(mode: str, n: int, reps: int, trace: int = 0) -> tuple[list[float], dict[str, str], str]:
+        # a fresh copy of libmujoco each run (its run path is a RUNPATH, which LD_LIBRARY_PATH overrides)
+        env = {**os.environ, "LD_LIBRARY_PATH": str(fresh_copy(libs, work))}
         proc = subprocess.run([str(work / "mujoco_walk3d"), "biped12.xml", mode, str(n), str(reps), str(trace)],
-                              cwd=work, capture_output=True, text=True, check=True)
+                              cwd=work, capture_output=True, text=True, check=True, env=env)
         lines = proc.stdout.splitlines()
         info = lines[reps].split()
         return [float(x) for x in lines[:reps]], {info[i]: info[i + 1] for i in range(0, len(info), 2)}, proc.stderr
@@ -186,12 +207,25 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     out["agreement_ok"] = bool(dev.max() <= AGREE_TOL)
     out["whole_run_pelvis_max_abs_m"] = [float(x) for x in np.abs(mj_p[:, 1:] - rg_p).max(axis=0)]
 
+    (work / "rodgen_once.py").write_text(RODGEN_ONCE)
+    np.save(work / "params.npy", ctrl.params)
+    np.save(work / "y0.npy", y0)
+    model_files = [f for f in Path(robot.path).parent.iterdir() if f.suffix in (".so", ".json", ".h")]
+
+    def rodgen_run(hold: bool) -> float:
+        """One timed run in a fresh process on a fresh copy of the model's library, as MuJoCo's harness runs."""
+        folder = fresh_copy(model_files, work)
+        proc = subprocess.run([sys.executable, "rodgen_once.py", str(folder / Path(robot.path).name),
+                               str(ctrl.library), "params.npy", "y0.npy", repr(t_end), repr(DT),
+                               "hold" if hold else "stage"], cwd=work, capture_output=True, text=True, check=True)
+        return float(proc.stdout.split()[0])
+
     times: dict[str, list[float]] = {key: [] for key, _, _ in WALK_VARIANTS}
     info: dict[str, dict[str, str]] = {}
     for _ in range(repeat):
         for key, hold, mode in WALK_VARIANTS:
             if mode is None:
-                times[key].append(median_run(lambda: run(hold), 1))
+                times[key].append(rodgen_run(hold))
             else:
                 t, info[key], _ = harness(mode, steps, 1)
                 times[key] += t
@@ -223,9 +257,6 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     out["upright"] = {key: out[f"{key}_lowest_pelvis_m"] > UPRIGHT for key, _, _ in WALK_VARIANTS}
     if instructions and shutil.which("valgrind"):
         # valgrind stops at AVX-512: count both sides built for CALLGRIND_ARCH (model, runtime, controller)
-        (work / "rodgen_once.py").write_text(RODGEN_ONCE)
-        np.save(work / "params.npy", ctrl.params)
-        np.save(work / "y0.npy", y0)
         saved = os.environ.get(ARCH_ENV)
         os.environ[ARCH_ENV] = CALLGRIND_ARCH
         try:
