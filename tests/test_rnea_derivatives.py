@@ -541,3 +541,14 @@ def test_pair_loop_min_must_be_a_count(bad: Any) -> None:
         CodegenOptions(pair_loop_min=bad)
     with pytest.raises(CodegenError, match="node_loop_min must be a non-negative integer"):
         CodegenOptions(node_loop_min=bad)
+
+
+def test_the_node_loop_is_derived_only_where_the_code_uses_it(tmp_path: Path) -> None:
+    """The per-node form costs about as much SymPy as the rest of the derivative: a model below
+    ``node_loop_min`` nodes builds its RHS Jacobian without deriving it; asked for, it is there, with the nodes
+    ``node_count`` announced."""
+    eqs = rodgen.derive(rodgen.load(EXAMPLES / "double_pendulum.yaml"))
+    rodgen.generate(eqs, tmp_path, options=CodegenOptions(jacobian=True))
+    d = eqs.inverse_dynamics_derivatives()
+    assert d is not None and d.node_count == 2 and "nodes" not in vars(d)
+    assert d.nodes is not None and len(d.nodes.kind) == d.node_count

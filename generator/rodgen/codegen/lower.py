@@ -386,7 +386,7 @@ def _derivative_form(eqs: Equations, options: CodegenOptions) -> str:
     d = eqs.inverse_dynamics_derivatives()
     if d is None:
         return "tangent"
-    if d.pairs is not None and d.nodes is not None and len(d.nodes.kind) >= options.node_loop_min:
+    if d.pairs is not None and d.node_count >= options.node_loop_min and d.nodes is not None:
         return "nodes"
     if d.pairs is not None and d.pairs.count >= options.pair_loop_min:
         return "pairs"

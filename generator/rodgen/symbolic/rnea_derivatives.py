@@ -44,8 +44,9 @@ derivative).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Optional
 
 import sympy as sp
 
@@ -98,6 +99,9 @@ class InverseDynamicsDerivatives:
         (:class:`TreeMotion`), for the derivatives of frames' motion; None for planar trees without frames.
     nodes : the per-node terms as one step per kind of node (:class:`~rodgen.symbolic.rnea_loop.NodeLoop`), for
         a loop over the nodes; None where a node is not a single-axis joint with its velocity one to one.
+        Derived on first use (about as long as the rest for a small tree, and used from
+        ``CodegenOptions.node_loop_min`` nodes only): ``node_count`` says beforehand how many nodes it has.
+    node_count : the nodes of :attr:`nodes` where it may exist, else 0.
     """
 
     assignments: list[tuple[sp.Symbol, sp.Expr]]
@@ -106,7 +110,12 @@ class InverseDynamicsDerivatives:
     parents: tuple[int, ...]
     pairs: Optional["PairProducts"] = None
     motion: Optional["TreeMotion"] = None
-    nodes: Optional[NodeLoop] = None
+    node_count: int = 0
+    node_builder: Optional[Callable[[], Optional[NodeLoop]]] = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def nodes(self) -> Optional[NodeLoop]:
+        return self.node_builder() if self.node_builder is not None else None
 
 
 @dataclass(frozen=True)
@@ -425,7 +434,7 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
         pairs = PairProducts(tuple(vectors), tuple(ancestors), lq, lv)
     motion = None if frames is None else TreeMotion(nodes, frames, world, Jt.cols, Jt.node_of, Jt.Tmap, Jc, dVdq,
                                                     dAdq, dAdv, ov, oa)
-    per_node = None
+    builder = None
     if loop and not any(Jt.lie) and len(nodes) == NC:
         qs = list(eqs.q)
         coordinate = []
@@ -433,13 +442,16 @@ def inverse_dynamics_derivatives(eqs: Equations) -> Optional[InverseDynamicsDeri
             found = [j for j, qj in enumerate(qs) if qj in sp.sympify(nd.coord).free_symbols]
             coordinate.append(found[0] if len(found) == 1 else -1)
         if -1 not in coordinate:
-            per_node = node_loop(nodes, [nd.revolute for nd in nodes], coordinate,
-                                 [vel[Jt.cols[i][0]] for i in range(N)], qs, list(gravity), _prefix(k) + "n_",
-                                 rq, rv)
-        # each kind's backward step gives F_q, F_v, F_a, F_y: the last 24 of a velocity's 48 numbers
-        assert per_node is None or all(kind.backward[1][r - 24] == 0 for kind in per_node.kinds for r in FY_LINEAR)
+            def builder() -> Optional[NodeLoop]:
+                per_node = node_loop(nodes, [nd.revolute for nd in nodes], coordinate,
+                                     [vel[Jt.cols[i][0]] for i in range(N)], qs, list(gravity), _prefix(k) + "n_",
+                                     rq, rv)
+                # each kind's backward step gives F_q, F_v, F_a, F_y: the last 24 of a velocity's 48 numbers
+                assert per_node is None or all(kind.backward[1][r - 24] == 0 for kind in per_node.kinds
+                                               for r in FY_LINEAR)
+                return per_node
     return InverseDynamicsDerivatives(assignments, dq, dv, velocity_tree(nodes, Jt, nv), pairs, motion=motion,
-                                      nodes=per_node)
+                                      node_count=N if builder is not None else 0, node_builder=builder)
 
 __all__ = ["InverseDynamicsDerivatives", "PairProducts", "TreeMotion", "PAIR_VECTORS", "FY_LINEAR",
            "inverse_dynamics_derivatives", "applies", "velocity_tree", "MAX_PAIRS"]
