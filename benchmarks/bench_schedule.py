@@ -44,26 +44,21 @@ from rodgen.codegen import CodegenOptions  # noqa: E402
 from rodgen.toolchain import BuildOptions  # noqa: E402
 from rodgen.toolchain.compiler import model_cflags  # noqa: E402
 
-from common import write_json  # noqa: E402
+from common import fresh_copy, library_files, write_json  # noqa: E402
 
 EXAMPLES = HERE.parent / "examples"
 ORDERS = ("depth-first", "as-derived")        # the routines' comparison
 WALK_ORDERS = ("auto", "as-derived")          # the walks
 T_END, DT = 10.0, 1e-3
 
-#: One run of a walk in a fresh process on a fresh copy of the library: argv = kind, library folder, controller
-#: library, parameters (.npy), initial state (.npy), output (.npy of q). Prints the best of three times.
+#: One run of a walk in a fresh process: argv = kind, library (a fresh copy), controller library, parameters
+#: (.npy), initial state (.npy), output (.npy of q). Prints the best of three times.
 WALK_ONCE = r"""
-import os, shutil, sys, tempfile, time
+import sys, time
 import numpy as np, rodgen
 from rodgen.toolchain import load_module
-kind, folder, ctrl_lib, params, y0, out = sys.argv[1:7]
-d = tempfile.mkdtemp(prefix="rodgen_sched_")
-for f in os.listdir(folder):
-    if f.endswith((".so", ".json", ".h")):
-        shutil.copy(os.path.join(folder, f), d)
-lib = next(f for f in os.listdir(d) if f.endswith(".so"))
-robot = load_module(os.path.join(d, lib))
+kind, lib, ctrl_lib, params, y0, out = sys.argv[1:7]
+robot = load_module(lib)
 if kind == "biped12":
     ctrl = rodgen.CController(ctrl_lib, "biped12_walk_controller", params=np.load(params))
     kw = dict(contacts=["sole_l", "sole_r"], on_slip="continue", max_events=2000)
@@ -76,7 +71,6 @@ for _ in range(3):
     res = robot.simulate(np.load(y0), 10.0, 1e-3, controller=ctrl, **kw)
     best = min(best, time.perf_counter() - t0)
 np.save(out, res.q)
-shutil.rmtree(d)
 print(best)
 """
 
@@ -110,7 +104,7 @@ def routines(names: list[str], rounds: int) -> list[dict[str, Any]]:
 
 
 def _walk_builds(kind: str, order: str, root: Path) -> tuple[Path, Path, Path, Path]:
-    """(library folder, controller library, parameters, initial state) of a walk built with ``order``."""
+    """(model library, controller library, parameters, initial state) of a walk built with ``order``."""
     opts = CodegenOptions(schedule=order)
     bd = root / order
     if kind == "biped12":
@@ -129,7 +123,7 @@ def _walk_builds(kind: str, order: str, root: Path) -> tuple[Path, Path, Path, P
         y0 = law.initial_state()
     np.save(bd / f"{kind}_params.npy", ctrl.params)
     np.save(bd / f"{kind}_y0.npy", y0)
-    return Path(robot.path).parent, Path(ctrl.library), bd / f"{kind}_params.npy", bd / f"{kind}_y0.npy"
+    return Path(robot.path), Path(ctrl.library), bd / f"{kind}_params.npy", bd / f"{kind}_y0.npy"
 
 
 def walks(rounds: int) -> list[dict[str, Any]]:
@@ -142,8 +136,9 @@ def walks(rounds: int) -> list[dict[str, Any]]:
             times: dict[str, list[float]] = {o: [] for o in WALK_ORDERS}
             for _ in range(rounds):
                 for o in WALK_ORDERS:
-                    folder, ctrl, params, y0 = built[o]
-                    r = subprocess.run([sys.executable, str(root / "once.py"), kind, str(folder), str(ctrl),
+                    lib, ctrl, params, y0 = built[o]
+                    copy = fresh_copy(library_files(lib.parent), root) / lib.name
+                    r = subprocess.run([sys.executable, str(root / "once.py"), kind, str(copy), str(ctrl),
                                         str(params), str(y0), str(root / f"{kind}_{o}_q.npy")],
                                        capture_output=True, text=True, check=True)
                     times[o].append(float(r.stdout.split()[-1]))

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 import rodgen  # noqa: E402
 
-from common import WALK_VARIANTS, c_array, callgrind, machine, missing, write_json  # noqa: E402
+from common import WALK_VARIANTS, c_array, callgrind, fresh_copy, library_files, machine, missing, write_json  # noqa: E402
 
 SPATIAL = HERE.parent / "examples" / "spatial"
 DT = 1e-3
@@ -69,15 +69,6 @@ print(time.perf_counter() - t0)
 print(res.message)
 """
 
-
-def fresh_copy(files: list[Path], root: Path) -> Path:
-    """``files`` copied into a new folder under ``root``: a library's speed moves with where its pages land in
-    memory (up to 40 % seen between loads of the same file), so each timed run loads fresh copies, rodgen's model
-    and MuJoCo's libmujoco alike, and the median over runs is kept."""
-    folder = Path(tempfile.mkdtemp(dir=root))
-    for f in files:
-        shutil.copy2(f, folder / f.name)
-    return folder
 
 
 #: the instruction set of the callgrind runs (valgrind stops at AVX-512; the timed runs use rodgen's default)
@@ -210,7 +201,7 @@ def walk3d(build_dir: str, repeat: int, t_end: Optional[float] = None,
     (work / "rodgen_once.py").write_text(RODGEN_ONCE)
     np.save(work / "params.npy", ctrl.params)
     np.save(work / "y0.npy", y0)
-    model_files = [f for f in Path(robot.path).parent.iterdir() if f.suffix in (".so", ".json", ".h")]
+    model_files = library_files(Path(robot.path).parent)
 
     def rodgen_run(hold: bool) -> float:
         """One timed run in a fresh process on a fresh copy of the model's library, as MuJoCo's harness runs."""

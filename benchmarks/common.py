@@ -113,6 +113,21 @@ def machine() -> dict[str, Any]:
             "compiler": cc[0] if cc else CC, "harness_cflags": C_FLAGS, "versions": versions}
 
 
+def fresh_copy(files: list[Path], root: Path) -> Path:
+    """``files`` copied into a new folder under ``root``: a library's speed moves with where its pages land in
+    memory (up to 40 % seen between loads of the same file), so a timed run that loads fresh copies samples the
+    placements, and the median over runs is kept (bench_walk3d.py, bench_schedule.py)."""
+    folder = Path(tempfile.mkdtemp(dir=root))
+    for f in files:
+        shutil.copy2(f, folder / f.name)
+    return folder
+
+
+def library_files(folder: Path) -> list[Path]:
+    """A built model's files a load needs (its library, header and table) in its build folder."""
+    return [f for f in Path(folder).iterdir() if f.suffix in (".so", ".json", ".h")]
+
+
 def write_json(name: str, payload: dict[str, Any]) -> Path:
     """Write ``results/<name>.json`` (``name`` may also be a path of its own, e.g. ``/tmp/run1``)."""
     path = RESULTS / f"{name}.json"

@@ -134,25 +134,48 @@ def _balanced(terms: list[str]) -> str:
     return f"({_balanced(terms[:half])}) + ({_balanced(terms[half:])})"
 
 
-def problem(model: Any, nodes: int = 25, method: str = "hermite-simpson") -> optimize.Problem:
-    """Kelly's problem (MAIN.m) on the compiled model."""
+#: Kelly's knees: they do not hyperextend (pathConstraint.m)
+KNEES = [("q1 - q2", -math.inf, 0.0), ("q5 - q4", -math.inf, 0.0)]
+
+
+def kelly_bounds(inputs: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """Kelly's bounds (MAIN.m): |q| <= pi/2, |qd| <= 10 rad/s, |u| <= 100 N m for the torques ``inputs``."""
     bounds: dict[str, tuple[float, float]] = {f"q{i}": (-math.pi / 2, math.pi / 2) for i in range(1, 6)}
     bounds.update({f"q{i}_dot": (-10.0, 10.0) for i in range(1, 6)})
-    bounds.update({u: (-100.0, 100.0) for u in INPUTS})
+    bounds.update({u: (-100.0, 100.0) for u in inputs})
+    return bounds
+
+
+def problem(model: Any, nodes: int = 25, method: str = "hermite-simpson") -> optimize.Problem:
+    """Kelly's problem (MAIN.m) on the compiled model."""
     return optimize.Problem(model, nodes=nodes, duration=STEP_TIME, method=method,
-                            objective=" + ".join(f"{u}**2" for u in INPUTS), bounds=bounds,
-                            path=[("q1 - q2", -math.inf, 0.0), ("q5 - q4", -math.inf, 0.0)],
-                            boundary=step_constraints(model))
+                            objective=" + ".join(f"{u}**2" for u in INPUTS), bounds=kelly_bounds(INPUTS),
+                            path=KNEES, boundary=step_constraints(model))
+
+
+def kelly_path(points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kelly's guess of the angles q1..q5 at ``points`` points: linear from Q0 to its mirror image, and their
+    constant rates: (Q, W), each (points, 5)."""
+    q0 = np.array(Q0)
+    s = np.linspace(0.0, 1.0, points)[:, None]
+    return q0 + (q0[::-1] - q0) * s, np.tile((q0[::-1] - q0) / STEP_TIME, (points, 1))
 
 
 def guess(nlp: Any) -> np.ndarray:
     """Kelly's guess: the angles linear from Q0 to its mirror image, constant rates, no torque."""
-    q0 = np.array(Q0)
-    qf = q0[::-1]
-    s = np.linspace(0.0, 1.0, nlp.points)[:, None]
-    Z = np.hstack([q0 + (qf - q0) * s, np.tile((qf - q0) / STEP_TIME, (nlp.points, 1)),
-                   np.zeros((nlp.points, len(INPUTS)))])
-    return Z.ravel()
+    Q, W = kelly_path(nlp.points)
+    return np.hstack([Q, W, np.zeros((nlp.points, len(INPUTS)))]).ravel()
+
+
+def kelly_point(p: dict[str, float], name: str, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The position and velocity of Kelly's point ``name`` (:func:`kelly_points`) from the stance foot, at the
+    angles ``q`` and rates ``qd`` (their last axis q1..q5): ((..., 2), (..., 2))."""
+    pos, vel = np.zeros(q.shape[:-1] + (2,)), np.zeros(q.shape[:-1] + (2,))
+    for k, c in kelly_points(p)[name].items():
+        s, co = np.sin(q[..., k]), np.cos(q[..., k])
+        pos += SIGN[k] * c * np.stack([-s, co], axis=-1)
+        vel += SIGN[k] * c * np.stack([-co, -s], axis=-1) * qd[..., k:k + 1]
+    return pos, vel
 
 
 def build(build_dir: Any = None) -> Any:
@@ -186,14 +209,11 @@ def multiphase(free: Any, nodes: int = 25, method: str = "hermite-simpson") -> o
     def vy(end: str) -> str:                                    # foot_b's vertical velocity
         return f"y_dot_{end} + {l_f}*sin(q4_{end})*q4_dot_{end} + {l_t}*sin(q5_{end})*q5_dot_{end}"
 
-    bounds: dict[str, tuple[float, float]] = {f"q{i}": (-math.pi / 2, math.pi / 2) for i in range(1, 6)}
-    bounds.update({f"q{i}_dot": (-10.0, 10.0) for i in range(1, 6)})
-    bounds.update({u: (-100.0, 100.0) for u in FREE_INPUTS})
+    bounds = kelly_bounds(FREE_INPUTS)
     bounds.update({"x": (-1.0, 1.0), "y": (0.0, 1.0)})         # the hip: its place follows from the held foot
     stance = optimize.Problem(
         free, nodes=nodes, duration=STEP_TIME, method=method, contacts=["foot_a"],
-        objective=" + ".join(f"{u}**2" for u in FREE_INPUTS), bounds=bounds,
-        path=[("q1 - q2", -math.inf, 0.0), ("q5 - q4", -math.inf, 0.0)],
+        objective=" + ".join(f"{u}**2" for u in FREE_INPUTS), bounds=bounds, path=KNEES,
         boundary=[(f"x_start + {l_f}*sin(q2_start) + {l_t}*sin(q1_start)", 0.0, 0.0),
                   (vy("start"), 0.0, math.inf), (vy("end"), -math.inf, 0.0)])
     return optimize.MultiPhase([stance], periodic=optimize.Periodic(touchdown=["foot_b"], relabel=RELABEL,
@@ -203,17 +223,10 @@ def multiphase(free: Any, nodes: int = 25, method: str = "hermite-simpson") -> o
 def free_guess(nlp: Any) -> np.ndarray:
     """:func:`guess` for the floating model: the hip placed by the stance leg from the foot at the origin."""
     points = nlp.phases[0].points
-    q0 = np.array(Q0)
-    s = np.linspace(0.0, 1.0, points)[:, None]
-    Q, W = q0 + (q0[::-1] - q0) * s, np.tile((q0[::-1] - q0) / STEP_TIME, (points, 1))
-    p = dict(nlp.problem.phases[0].model.parameters)
-    lt, lf = p["l_tibia"], p["l_femur"]
-    x, y = -lt * np.sin(Q[:, 0]) - lf * np.sin(Q[:, 1]), lt * np.cos(Q[:, 0]) + lf * np.cos(Q[:, 1])
-    xd = -lt * np.cos(Q[:, 0]) * W[:, 0] - lf * np.cos(Q[:, 1]) * W[:, 1]
-    yd = -lt * np.sin(Q[:, 0]) * W[:, 0] - lf * np.sin(Q[:, 1]) * W[:, 1]
+    Q, W = kelly_path(points)
+    hip, hip_rate = kelly_point(dict(nlp.problem.phases[0].model.parameters), "P2", Q, W)
     order = [2, 1, 0, 3, 4]                                     # the floating model's q3, q2, q1, q4, q5
-    Z = np.column_stack([x, y, Q[:, order], xd, yd, W[:, order], np.zeros((points, len(FREE_INPUTS)))])
-    return Z.ravel()
+    return np.hstack([hip, Q[:, order], hip_rate, W[:, order], np.zeros((points, len(FREE_INPUTS)))]).ravel()
 
 
 def solve_free(free: Any, nodes: int = 25, method: str = "hermite-simpson", build_dir: Any = None,
@@ -226,7 +239,6 @@ def figure(result: Any, path: str) -> None:
     """The torques over the step, and the robot drawn at a dozen instants (Kelly's points)."""
     from rodgen.runtime.plot import new_figure
     p = dict(result.nlp.problem.model.parameters)
-    pts = kelly_points(p)
     fig = new_figure(10, 4)
     ax1 = fig.add_subplot(1, 2, 1)
     for k, name in enumerate(INPUTS):
@@ -237,9 +249,8 @@ def figure(result: Any, path: str) -> None:
     ax2 = fig.add_subplot(1, 2, 2)
 
     def at(q: np.ndarray, point: str) -> tuple[float, float]:
-        c = pts[point]
-        return (sum(-SIGN[k] * v * math.sin(q[k]) for k, v in c.items()),
-                sum(SIGN[k] * v * math.cos(q[k]) for k, v in c.items()))
+        x, y = kelly_point(p, point, q, np.zeros_like(q))[0]
+        return float(x), float(y)
 
     n = len(result.t)
     for j in range(0, n, max(1, n // 12)):

@@ -139,7 +139,7 @@ class CodegenOptions:
         from the level-2 cache on every call), as derived elsewhere. Depth first, GCC emits shorter code for the
         3D biped's solves (the library's text 0.92x, 0.95x the instructions and 0.90x the loads over its walk, about
         0.89x the time); small routines that stay in the level-1 cache run slower that way (solo12's forward
-        dynamics 1.6x, UR5's RHS Jacobian 1.55x: benchmarks/bench_schedule.py). The numbers are the same but for
+        dynamics 1.65x, UR5's RHS Jacobian 1.57x: benchmarks/bench_schedule.py). The numbers are the same but for
         the rounding of the products the compiler fuses into multiply-adds.
     routines : the routines of the model's table (``rodgen.contract.ROUTINES``) the caller will use, or ``None``
         (the default) for all of them. Of :data:`ELECTIVE_ROUTINES` (bias, gravity, inverse_dynamics, energy,

@@ -468,7 +468,7 @@ class ModelSpec:
         walk took 0.89x the time with its solves at -Os, and they compiled in 0.73x the time. Small routines run
         slower at -Os (solo12's mass matrix 1.09x, the biped's 1.24x, measured hot): exo5_walk's solves (1 300
         to 1 700 operations) stay as they are."""
-        return name.startswith(COMPACT_ROUTINES) and compact(name, self.routine(name).ops)
+        return compact(name, self.routine(name).ops)
 
     def routine_attribute(self, name: str) -> str:
         """The attribute macro routine ``name`` is printed with (:meth:`speed_routine`, :meth:`compact_routine`),
