@@ -5,7 +5,8 @@ from hanging to upright in 2 s with the least integral of tau_upper^2 + tau_lowe
 rodgen: the model's build and the problem's compile in a fresh build folder (cold), then again (warm: both
 from the cache), and IPOPT's solve with the limited-memory and the exact Hessian. The anchor is the same
 transcription written in CasADi (SX expressions of the textbook M, h, G of the double pendulum, checked
-against the compiled model's rhs), solved by the same IPOPT (CasADi's wheel) with the same options; the
+against the compiled model's rhs), solved by the same IPOPT (CasADi's wheel) with the same options (rodgen's
+``limited_memory_aug_solver=extended`` included); the
 objectives must agree to 1e-6 relative. Each solve time is a median of ``--repeat`` solves.
 
 Kelly's five-link biped (examples/five_link_biped.py: one step of 0.7 s and 0.5 m, least torque squared,
@@ -41,6 +42,8 @@ from common import write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 NODES, T, TAU = 51, 2.0, 20.0
 OPTIONS = {"tol": 1e-8}
+#: the option rodgen's collocation gives IPOPT with the limited-memory Hessian (docs/optimize.md), given CasADi too
+LOW_RANK = {"limited-memory": {"limited_memory_aug_solver": "extended"}}
 
 
 def problem(model: object, hessian: str) -> optimize.Problem:
@@ -85,7 +88,8 @@ def casadi_solve(model: object, hessian: str, repeat: int) -> dict:
     x = ca.vec(ca.vertcat(Y, U))
     build = time.perf_counter()
     solver = ca.nlpsol("s", "ipopt", {"x": x, "f": J, "g": ca.vertcat(*defects)},
-                       {"ipopt": {**OPTIONS, "print_level": 0, "sb": "yes", "hessian_approximation": hessian},
+                       {"ipopt": {**OPTIONS, "print_level": 0, "sb": "yes", "hessian_approximation": hessian,
+                                  **LOW_RANK.get(hessian, {})},
                         "print_time": False})
     build = time.perf_counter() - build
     lo, hi = np.full((6, NODES), -np.inf), np.full((6, NODES), np.inf)

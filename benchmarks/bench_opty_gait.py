@@ -21,7 +21,9 @@ from the same start, tol 1e-8; median of --repeat solves, interleaved): opty and
 Hessian, and rodgen with hessian='differences' and 'forward-differences'. Beside wall times, CPU times (user +
 system of the process and its finished children, the compilers; load disturbs them less). The optima are
 compared by their objectives, and solvers are restarted from each other's optima. Starts: stride_guess, and the
-optima on 20 and 30 nodes (limited-memory) interpolated onto the 40.
+optima on 20, 25, 30 and 35 nodes (limited-memory) interpolated onto the 40; the summary gives, per rodgen
+solver, the starts from which it reaches opty's optimum (objectives within 1e-6) and the median of the total
+ratios there (one start is one sample of two paths through a non-convex NLP).
 
 Needs opty, cyipopt (Debian: coinor-libipopt-dev, liblapack-dev, libblas-dev, pkg-config) and gait2d's
 source (github.com/csu-hmc/gait2d; --gait2d PATH, its pygait2d package needs symmeplot and pydy).
@@ -53,6 +55,10 @@ from common import write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 NODES = 40
 OPTIONS = {"tol": 1e-8, "max_iter": 3000}
+#: the coarse meshes whose limited-memory optima, interpolated onto NODES, are the common starts
+COARSE = (20, 25, 30, 35)
+#: two solves reach the same optimum when their objectives are this close (relative)
+SAME = 1e-6
 #: rodgen's solves with a Hessian by differences (beside the limited-memory one, like opty's): key -> hessian=
 DIFFERENCES = {"rodgen_differences": "differences", "rodgen_forward": "forward-differences"}
 
@@ -304,7 +310,7 @@ def main() -> None:
     # more common starts: the optimum on 20 or 30 nodes (limited-memory) interpolated onto the 40 (mesh
     # refinements); each solver from each, and opty from rodgen's optima with the Hessians by differences
     out["from_coarse_optima"] = {}
-    for coarse_nodes in (20, 30):
+    for coarse_nodes in COARSE:
         coarse_nlp = optimize.compile_problem(walk.problem(cm, speed=args.speed, nodes=coarse_nodes))
         coarse = coarse_nlp.solve(walk.stride_guess(coarse_nlp, speed=args.speed), OPTIONS)
         x1 = np.clip(nlp.guess(coarse), xl, xu)
@@ -351,6 +357,14 @@ def main() -> None:
             refine[f"ratio_total_seconds_{k}"] = refine["opty"]["total_seconds"] / refine[k]["total_seconds"]
             refine[f"ratio_solve_seconds_{k}"] = refine["opty"]["solve_seconds"] / refine[k]["solve_seconds"]
         out["from_coarse_optima"][str(coarse_nodes)] = refine
+    # the starts from which a solve of rodgen's reaches opty's optimum (objectives within SAME relative): the
+    # ratios there, and their median (one start is one sample of two solvers' paths through a non-convex NLP)
+    out["same_optimum"] = {}
+    for k in ("rodgen", *DIFFERENCES):
+        starts = [n for n, r in out["from_coarse_optima"].items() if r[k]["rel_diff_opty"] <= SAME]
+        ratios = [out["from_coarse_optima"][n][f"ratio_total_seconds_{k}"] for n in starts]
+        out["same_optimum"][k] = {"starts": starts, "ratios_total_seconds": ratios,
+                                  "median_ratio_total_seconds": statistics.median(ratios) if ratios else None}
     for k in ("rodgen", "opty"):
         o = out[k]
         o["total_seconds"] = o["derivation_seconds"] + o["compilation_seconds"] + o["solve_seconds"]
@@ -388,6 +402,11 @@ def main() -> None:
         print(f"  CPU, limited-memory: rodgen {refine['rodgen']['total_cpu_seconds']:.2f} s (solve "
               f"{refine['rodgen']['solve_cpu_seconds']:.2f} s), opty {refine['opty']['total_cpu_seconds']:.2f} s "
               f"(solve {refine['opty']['solve_cpu_seconds']:.2f} s): {refine['ratio_total_cpu_seconds_rodgen']:.1f}x")
+    for k, same in out["same_optimum"].items():
+        med = same["median_ratio_total_seconds"]
+        print(f"{k}: opty's optimum reached from {len(same['starts'])} of {len(COARSE)} coarse optima ("
+              + ", ".join(f"{n}: {r:.1f}x" for n, r in zip(same["starts"], same["ratios_total_seconds"]))
+              + (f"; median {med:.1f}x)" if med is not None else ")"))
     print(f"preparation CPU (derivation + compilation, compilers included): rodgen "
           f"{out['rodgen']['preparation_cpu_seconds']:.2f} s, opty {out['opty']['preparation_cpu_seconds']:.2f} s: "
           f"{out['ratio_preparation_cpu_seconds']:.1f}x")

@@ -3,6 +3,7 @@ optima, a swing-up resimulated with the compiled integrator, and errors for bad 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -200,6 +201,30 @@ def test_pendulum_swing_up_ends_upright_and_resimulates(pendulum: object, build_
     r2 = pr.solve(guess=r, build_dir=build_dir)
     assert r2.success and r2.iterations < r.iterations
     assert r2.objective == pytest.approx(r.objective, rel=1e-6)
+
+
+def test_limited_memory_low_rank_part_is_factored_with_the_system(double_pendulum: object, build_dir: Path,
+                                                                  capfd: pytest.CaptureFixture) -> None:
+    """With the limited-memory Hessian the collocation tells IPOPT to put the approximation's low-rank part into
+    the factored system (limited_memory_aug_solver=extended) unless the options say otherwise; both ways are the
+    same Newton steps: the same optimum in the same iterations on the double pendulum's swing-up."""
+    pr = Problem(double_pendulum, nodes=31, duration=2.0, method="trapezoidal",
+                 objective="tau_upper**2 + tau_lower**2", bounds={"tau_upper": (-20, 20), "tau_lower": (-20, 20)},
+                 initial={"th_upper": -math.pi / 2, "th_lower": 0, "th_upper_dot": 0, "th_lower_dot": 0},
+                 final={"th_upper": math.pi / 2, "th_lower": 0, "th_upper_dot": 0, "th_lower_dot": 0})
+    nlp = optimize.compile_problem(pr, build_dir=build_dir)
+    shown = {"print_level": 5, "print_user_options": "yes", "tol": 1e-9}
+    capfd.readouterr()
+    default = nlp.solve(None, shown)
+    out = capfd.readouterr().out
+    assert re.search(r"limited_memory_aug_solver = extended", out), out[:2000]
+    other = nlp.solve(None, {**shown, "limited_memory_aug_solver": "sherman-morrison"})
+    out = capfd.readouterr().out
+    assert re.search(r"limited_memory_aug_solver = sherman-morrison", out), out[:2000]
+    assert default.success and other.success
+    assert default.objective == pytest.approx(other.objective, rel=1e-8)
+    assert default.iterations == other.iterations
+    np.testing.assert_allclose(default.x, other.x, rtol=0, atol=1e-6)
 
 
 def test_guess_from_a_simulation(pendulum: object, build_dir: Path) -> None:

@@ -104,7 +104,9 @@ def test_pendulum_length_for_a_given_period(build_dir: Path) -> None:
                     initial={"phi": -math.pi / 2 + amp, "phi_dot": 0.0},
                     final={"phi": -math.pi / 2 - amp, "phi_dot": 0.0},
                     free_parameters={"L": (0.3, 1.5)}).solve(options={"tol": 1e-12}, build_dir=build_dir)
-    assert again.success and again.parameters["L"] == pytest.approx(res.parameters["L"], rel=1e-9)
+    # (the defects fix L only to about 1e-9 here: IPOPT's two ways of solving with the limited-memory Hessian end
+    # 1.7e-9 apart, both feasible to 1e-15)
+    assert again.success and again.parameters["L"] == pytest.approx(res.parameters["L"], rel=1e-8)
     # the solution's parameter drives its resimulation: the arm swings to the other side at the end
     sim = res.simulate()
     assert sim.q[-1, 0] == pytest.approx(-math.pi / 2 - amp, abs=1e-4)

@@ -1404,6 +1404,11 @@ int rodopt_solve(rodopt_ctx *c, double *x, double *xl, double *xu, double *gl, d
     ok = ok && AddIpoptStrOption(nlp, "hessian_approximation", c->exact ? "exact" : "limited-memory");
     ok = ok && AddIpoptStrOption(nlp, "sb", "yes");
     ok = ok && AddIpoptIntOption(nlp, "print_level", 0);
+    if (!c->exact) {
+        /* the limited-memory Hessian's low-rank part as extra rows of the factored system instead of
+         * Sherman-Morrison solves (docs/optimize.md, "IPOPT's options"); the options below may set it back */
+        ok = ok && AddIpoptStrOption(nlp, "limited_memory_aug_solver", "extended");
+    }
     for (i = 0; i < nopt && ok; ++i) {
         if (kinds[i] == 1) {
             ok = AddIpoptNumOption(nlp, keys[i], strtod(values[i], NULL));
