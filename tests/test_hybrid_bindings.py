@@ -282,3 +282,32 @@ def test_inputs_of_a_hybrid_run_reach_the_c_through_the_runtime_laws(fourbar) ->
         raise RuntimeError("no torque here")
     failed = sys.simulate(y0, t_end, dt, contacts=[], u=bad)
     assert failed.status != Status.SUCCESS and "no torque here" in failed.message
+
+
+def _phases_by_row(t, active, names):
+    """The phases row by row, the definition: a new one wherever the names of the active blocks change."""
+    phases: list = []
+    for i in range(len(t)):
+        cur = [names[j] for j in range(len(names)) if active[i, j]]
+        if not phases or phases[-1][1] != cur:
+            phases.append((float(t[i]), cur))
+    return phases
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_phases_are_the_changes_of_the_active_set(seed):
+    """A hybrid result's phases (found by comparing whole rows of the active codes) against the row-by-row
+    definition: random codes 0-3 held for random stretches, so that a block going from sticking (1) to sliding
+    (2, 3) is in the same phase and a block released and held again starts new ones."""
+    from rodgen.runtime.integrate import _phases
+    rng = np.random.default_rng(seed)
+    rows, names = 400, ["sole_l", "sole_r", "knee_limit"]
+    runs = rng.integers(1, 30, size=rows)
+    codes = np.repeat(rng.integers(0, 4, size=(rows, len(names))), runs, axis=0)[:rows].astype(np.intc)
+    t = np.cumsum(rng.uniform(1e-4, 1e-3, size=len(codes)))
+    got = _phases(t, codes, names)
+    assert got == _phases_by_row(t, codes, names)
+    assert len(got) > 10 and _phases(t[:0], codes[:0], names) == []
+    # sticking to sliding is no new phase
+    same = np.array([[1, 0, 0], [2, 0, 0], [3, 0, 0], [0, 0, 0], [1, 1, 0]], dtype=np.intc)
+    assert _phases(np.arange(5.0), same, names) == [(0.0, ["sole_l"]), (3.0, []), (4.0, ["sole_l", "sole_r"])]

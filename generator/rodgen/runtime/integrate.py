@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -276,6 +276,23 @@ def _energy(sys: "CompiledModel", q: np.ndarray, qd: np.ndarray, pv: np.ndarray)
     return T, V
 
 
+def _joined(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+    """The chunks of a run's output in one array: the only chunk itself (most runs fit one), no copy."""
+    if not parts:
+        return empty
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _phases(t: np.ndarray, active: np.ndarray, names: Sequence[str]) -> list[tuple[float, list[str]]]:
+    """The phases of a hybrid run: (start time, the names of the blocks active) at its first stored row and
+    wherever the set of active blocks changes (a block's code going from sticking to sliding is no new phase)."""
+    if not len(t):
+        return []
+    held = active != 0
+    starts = np.concatenate(([0], np.flatnonzero(np.any(held[1:] != held[:-1], axis=1)) + 1))
+    return [(float(t[i]), [names[j] for j in np.flatnonzero(held[i]).tolist()]) for i in starts.tolist()]
+
+
 def _parameters(sys: "CompiledModel", p: Any) -> np.ndarray:
     p2, rows = sys._params(p)
     if rows > 1:
@@ -462,11 +479,9 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
             why += f" (block {block_name(run.block)!r})"
         message = f"stopped at t = {run.t:.9g}: {why}"
         break
-    t = np.concatenate(ts) if ts else np.empty(0)
-    Y = np.concatenate(ys) if ys else np.empty((0, ny))
-    L = np.concatenate(ls) if ls else np.empty((0, nr))
-    A = np.concatenate(acts) if acts else np.empty((0, nc), dtype=np.intc)
-    U = np.concatenate(us) if us else np.empty((0, nu))
+    t, Y, L, A, U = (_joined(parts, empty) for parts, empty in (
+        (ts, np.empty(0)), (ys, np.empty((0, ny))), (ls, np.empty((0, nr))),
+        (acts, np.empty((0, nc), dtype=np.intc)), (us, np.empty((0, nu)))))
     q, qd = Y[:, :nq], Y[:, nq:]
     T, V = _energy(sys, q, qd, pv)
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
@@ -474,11 +489,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
     if getattr(sys, "force_names", None) and len(t) and _has(sys, "element_forces"):
         res.element_forces = sys.contact_forces(q, qd, U if nu else None, pv, t=t)
-    phases: list[tuple[float, list[str]]] = []
-    for i in range(len(t)):
-        cur = [names[j] for j in range(nc) if A[i, j]]
-        if not phases or phases[-1][1] != cur:
-            phases.append((float(t[i]), cur))
+    phases = _phases(t, A, names)
     res.lam = L
     res.active = {nm: A[:, j].copy() for j, nm in enumerate(names)}
     if any(b.kind == "friction" for b in sys.constraints):
