@@ -38,6 +38,7 @@ from .compiler import (
     find_compiler,
     library_suffix,
     model_cflags,
+    model_encoding_part,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -53,6 +54,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
         "sources": files.digest(),
         "rodgen": __version__,
         **compile_key_parts(compiler, model_cflags(options), options.arch),
+        **model_encoding_part(compiler, model_cflags(options)),
         "library": library_suffix(),
         "platform": sys.platform,
     }

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..errors import BuildError
+from .encoding import evex_available, rewrite_file
 
 
 class Optimization(str, enum.Enum):
@@ -269,6 +270,14 @@ def compile_key_parts(compiler: tuple[str, ...], flags: Sequence[str], arch: Opt
             "target": target_identity(compiler, arch)}
 
 
+def model_encoding_part(compiler: tuple[str, ...], flags: Sequence[str]) -> dict[str, str]:
+    """The build key's part for the encoding of a model's units (:mod:`rodgen.toolchain.encoding`): none where
+    they are compiled as the compiler emits them."""
+    from .encoding import key_part
+    part = key_part(compiler, flags)
+    return {"encoding": part} if part else {}
+
+
 def python_include() -> list[str]:
     paths = sysconfig.get_paths()
     out = []
@@ -363,6 +372,21 @@ def default_jobs() -> int:
     return max(1, min(4, cpus))
 
 
+def _run_all(cmds: Sequence[list[str]], folder: Path, log: _Log, what: str) -> None:
+    """Run the commands at once and wait for them all (BuildError for the first that fails)."""
+    running: list[tuple[subprocess.Popen, list[str]]] = []
+    try:
+        for cmd in cmds:
+            running.append((_start(cmd, folder), cmd))
+        for proc, cmd in running:
+            _finish(proc, cmd, folder, log, what)
+    finally:
+        for proc, _ in running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
 def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: str,
                   options: Optional[BuildOptions] = None, macro: str = "",
                   groups: Sequence[tuple[str, int]] = (), jobs: Optional[int] = None) -> Path:
@@ -389,22 +413,20 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
     else:
         first, rest = sources[0], list(sources[1:])
         stem = Path(first).stem
+        # on an AVX-512 target GCC's units go through the assembler with shorter encodings (encoding.py)
+        evex = evex_available(tuple(cc), tuple(cflags))
         cmds = []
         for k, names in enumerate(units):
             defines = [f"-D{macro}_UNIT"] + [f"-D{macro}_UNIT_{g.upper()}" for g in names]
-            cmds.append(cc + ["-c", "-std=c99"] + cflags + defines + [first, "-o", f"{stem}.{k}.o"])
+            cmds.append(cc + ["-S" if evex else "-c", "-std=c99"] + cflags + defines
+                        + [first, "-o", f"{stem}.{k}.{'s' if evex else 'o'}"])
         cmds += [cc + ["-c", "-std=c99"] + cflags + [src, "-o", f"{Path(src).stem}.o"] for src in rest]
-        running: list[tuple[subprocess.Popen, list[str]]] = []
-        try:
-            for cmd in cmds:
-                running.append((_start(cmd, folder), cmd))
-            for proc, cmd in running:
-                _finish(proc, cmd, folder, log, "compiling the model's C")
-        finally:
-            for proc, _ in running:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.communicate()
+        _run_all(cmds, folder, log, "compiling the model's C")
+        if evex:
+            marked = sum(rewrite_file(folder / f"{stem}.{k}.s") for k in range(len(units)))
+            log.add(f"# {marked} instructions EVEX-encoded for their one-byte displacements\n")
+            _run_all([cc + ["-c"] + cflags + [f"{stem}.{k}.s", "-o", f"{stem}.{k}.o"] for k in range(len(units))],
+                     folder, log, "assembling the model's units")
         objects = [f"{stem}.{k}.o" for k in range(len(units))] + [f"{Path(src).stem}.o" for src in rest]
         cmd = cc + ["-shared"] + cflags + objects + ["-o", library, "-lm"]
         _finish(_start(cmd, folder), cmd, folder, log, "linking the model's library")

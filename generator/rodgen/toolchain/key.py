@@ -127,7 +127,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
     BuildOptions ``options``, computed without deriving anything."""
     from .. import __version__
     from . import cache
-    from .compiler import compile_key_parts, find_compiler, library_suffix, model_cflags
+    from .compiler import compile_key_parts, find_compiler, library_suffix, model_cflags, model_encoding_part
     compiler = find_compiler(options.compiler)
     parts = {
         "model": canonical(model),
@@ -136,6 +136,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
         "rodgen": __version__,
         "generator": generator_digest(),
         **compile_key_parts(compiler, model_cflags(options), options.arch),
+        **model_encoding_part(compiler, model_cflags(options)),
         "library": library_suffix(),
         "platform": sys.platform,
     }
