@@ -311,3 +311,34 @@ def test_phases_are_the_changes_of_the_active_set(seed):
     # sticking to sliding is no new phase
     same = np.array([[1, 0, 0], [2, 0, 0], [3, 0, 0], [0, 0, 0], [1, 1, 0]], dtype=np.intc)
     assert _phases(np.arange(5.0), same, names) == [(0.0, ["sole_l"]), (3.0, []), (4.0, ["sole_l", "sole_r"])]
+
+
+def test_energies_computed_on_first_use_are_the_models(compass) -> None:
+    """A simulation's energies are left to their first use (one evaluation for both); then they are the
+    model's energy routine at the stored states, and a pickled or replaced result carries them computed."""
+    import dataclasses
+    import pickle
+
+    from rodgen.runtime.result import Deferred
+    sys, _ = compass
+    x = np.array([-0.27, 0.27, 1.09, 0.38])
+    res = _walk(sys, x, 1.0, 1e-2)
+    plain = sys.simulate(_model_state(x), 0.3, 1e-2)
+    for r in (res, plain):
+        assert isinstance(r.__dict__["_kinetic"], Deferred) and r.__dict__["_kinetic"] is r.__dict__["_potential"]
+    T, V = sys.energy(np.ascontiguousarray(res.q), np.ascontiguousarray(res.qd))
+    calls = []
+    deferred = res.__dict__["_kinetic"]
+    compute = deferred.compute
+    deferred.compute = lambda: calls.append(1) or compute()
+    np.testing.assert_array_equal(res.potential, V)
+    np.testing.assert_array_equal(res.kinetic, T)
+    assert calls == [1] and res.kinetic.shape == (len(res.t),)
+    # a result pickled before its energies were read carries them computed (the model does not travel)
+    back = pickle.loads(pickle.dumps(plain))
+    T2, V2 = sys.energy(np.ascontiguousarray(plain.q), np.ascontiguousarray(plain.qd))
+    np.testing.assert_array_equal(back.kinetic, T2)
+    np.testing.assert_array_equal(back.total_energy, T2 + V2)
+    again = dataclasses.replace(res, message="copied")
+    np.testing.assert_array_equal(again.kinetic, T)
+    assert again.message == "copied" and isinstance(again.__dict__["_kinetic"], np.ndarray)

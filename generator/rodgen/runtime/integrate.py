@@ -25,7 +25,7 @@ from .callables import input_function, names_text
 from .ccontroller import CController
 from .control import PD, ComputedTorque, InputTable, Reference, _gains
 from .progress import Progress
-from .result import SimulationResult, Status
+from .result import Deferred, SimulationResult, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from .compiled import CompiledModel
@@ -200,13 +200,12 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
                 why += f" = {max_steps}"
             message = f"stopped at t = {sim.t:.9g}: {why}"
             break
-    t = np.concatenate(ts) if ts else np.empty(0)
-    Y = np.concatenate(ys) if ys else np.empty((0, ny))
-    U = np.concatenate(us) if us else np.empty((0, nu))
+    t, Y, U = (_joined(parts, empty) for parts, empty in ((ts, np.empty(0)), (ys, np.empty((0, ny))),
+                                                          (us, np.empty((0, nu)))))
     q, qd = Y[:, :nq], Y[:, nq:]
-    T, V = _energy(sys, q, qd, pv)
+    energy: Any = Deferred(lambda: _energy(sys, q, qd, pv))   # the result computes it on first use
     accepted, rejected, evaluations = sim.counts
-    res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
+    res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=energy, potential=energy, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
     if getattr(sys, "force_names", None) and len(t) and _has(sys, "element_forces"):
@@ -483,8 +482,8 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
         (ts, np.empty(0)), (ys, np.empty((0, ny))), (ls, np.empty((0, nr))),
         (acts, np.empty((0, nc), dtype=np.intc)), (us, np.empty((0, nu)))))
     q, qd = Y[:, :nq], Y[:, nq:]
-    T, V = _energy(sys, q, qd, pv)
-    res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=T, potential=V, coordinates=list(sys.coordinates),
+    energy: Any = Deferred(lambda: _energy(sys, q, qd, pv))   # the result computes it on first use
+    res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=energy, potential=energy, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)
     if getattr(sys, "force_names", None) and len(t) and _has(sys, "element_forces"):

@@ -10,7 +10,7 @@ import csv
 import enum
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -30,6 +30,17 @@ class Status(str, enum.Enum):
     FAILED = "failed"                  # any other failure (see ``message``)
 
 
+class Deferred:
+    """A result's energies computed on their first use: ``compute()`` gives (kinetic, potential), each (N,).
+    A simulation hands one to :class:`SimulationResult` for both (the energy routine over every stored row is
+    about 3 % of the 3D biped's 10 s walk, and many runs never read it)."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[], tuple[np.ndarray, np.ndarray]]) -> None:
+        self.compute = compute
+
+
 @dataclass
 class SimulationResult:
     """Time series of a motion.
@@ -41,7 +52,8 @@ class SimulationResult:
         ``velocities`` where a model with free joints has nv != nq).
     u : (N, nu) inputs (joint torques, longitudinal forces) in the order of
         ``inputs``; zeros for an unforced run.
-    kinetic, potential : (N,) kinetic and potential energy (NaN where unknown).
+    kinetic, potential : (N,) kinetic and potential energy (NaN where unknown); a simulation's are computed
+        on first use (:class:`Deferred`).
     status : a :class:`Status`; ``message`` says when and why a run stopped.
     coordinates, inputs : names of the columns of q and u.
     model : the model's name.
@@ -88,8 +100,10 @@ class SimulationResult:
         self.q = np.asarray(self.q, dtype=float).reshape(n, -1)
         self.qd = np.asarray(self.qd, dtype=float).reshape(n, -1)
         self.u = np.asarray(self.u, dtype=float).reshape(n, -1) if np.size(self.u) else np.zeros((n, 0))
-        self.kinetic = np.broadcast_to(np.asarray(self.kinetic, dtype=float), (n,)).copy()
-        self.potential = np.broadcast_to(np.asarray(self.potential, dtype=float), (n,)).copy()
+        for name in ENERGIES:
+            value = self.__dict__[f"_{name}"]
+            if not isinstance(value, Deferred):
+                self.__dict__[f"_{name}"] = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
         self.status = Status(self.status)
         nv = len(self.coordinates) if self.velocities is None else len(self.velocities)
         if self.q.shape[1] != len(self.coordinates) or self.qd.shape != (n, nv):
@@ -99,6 +113,22 @@ class SimulationResult:
         if self.u.shape[1] != len(self.inputs):
             raise ValueError(f"u has shape {self.u.shape}; expected ({n}, {len(self.inputs)}) for the inputs "
                              f"{', '.join(self.inputs) or '(none)'}")
+
+    def _resolve_energies(self) -> None:
+        """Compute the energies still :class:`Deferred` (each function once) and keep them."""
+        done: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for k, name in enumerate(ENERGIES):
+            value = self.__dict__[f"_{name}"]
+            if isinstance(value, Deferred):
+                if id(value) not in done:
+                    done[id(value)] = value.compute()
+                got = done[id(value)][k]
+                self.__dict__[f"_{name}"] = np.broadcast_to(np.asarray(got, dtype=float), (len(self.t),)).copy()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a study's workers, copies) with its energies computed: the function does not travel."""
+        self._resolve_energies()
+        return self.__dict__.copy()
 
     @property
     def ok(self) -> bool:
@@ -159,4 +189,26 @@ class SimulationResult:
                    coordinates=list(coordinates), inputs=list(inputs))
 
 
-__all__ = ["SimulationResult", "Status"]
+#: the fields a simulation may hand over :class:`Deferred`, in the order its function gives them
+ENERGIES = ("kinetic", "potential")
+
+
+def _energy_field(name: str) -> property:
+    key = f"_{name}"
+
+    def get(self: SimulationResult) -> np.ndarray:
+        if isinstance(self.__dict__[key], Deferred):
+            self._resolve_energies()
+        value: np.ndarray = self.__dict__[key]
+        return value
+
+    def put(self: SimulationResult, value: Any) -> None:
+        self.__dict__[key] = value
+
+    return property(get, put, doc=f"(N,) {name} energy (computed on first use where the run deferred it).")
+
+
+for _name in ENERGIES:
+    setattr(SimulationResult, _name, _energy_field(_name))
+
+__all__ = ["SimulationResult", "Status", "Deferred"]
