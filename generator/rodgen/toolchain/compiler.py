@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..errors import BuildError
-from .encoding import evex_available, rewrite_file
+from .encoding import ENCODING_RULES, evex_available, rewrite_file
 
 
 class Optimization(str, enum.Enum):
@@ -271,11 +271,10 @@ def compile_key_parts(compiler: tuple[str, ...], flags: Sequence[str], arch: Opt
 
 
 def model_encoding_part(compiler: tuple[str, ...], flags: Sequence[str]) -> dict[str, str]:
-    """The build key's part for the encoding of a model's units (:mod:`rodgen.toolchain.encoding`): none where
-    they are compiled as the compiler emits them."""
-    from .encoding import key_part
-    part = key_part(compiler, flags)
-    return {"encoding": part} if part else {}
+    """The build key's part for the encoding of a model's units (:mod:`rodgen.toolchain.encoding`), for GCC:
+    the rules' version. Whether they apply follows from the compiler, the flags and the target, which the key
+    holds already, so nothing is run to compute the key."""
+    return {"encoding": ENCODING_RULES} if is_gcc(compiler) else {}
 
 
 def python_include() -> list[str]:
