@@ -203,7 +203,7 @@ def simulate(sys: "CompiledModel", y0: Any, t_end: float, dt: Optional[float] = 
     t, Y, U = (_joined(parts, empty) for parts, empty in ((ts, np.empty(0)), (ys, np.empty((0, ny))),
                                                           (us, np.empty((0, nu)))))
     q, qd = Y[:, :nq], Y[:, nq:]
-    energy: Any = Deferred(lambda: _energy(sys, q, qd, pv))   # the result computes it on first use
+    energy = _energy(sys, q, qd, pv)
     accepted, rejected, evaluations = sim.counts
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=energy, potential=energy, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
@@ -265,14 +265,18 @@ def _has(sys: "CompiledModel", routine: str) -> bool:
     return routine in getattr(sys, "routines", (routine,))
 
 
-def _energy(sys: "CompiledModel", q: np.ndarray, qd: np.ndarray, pv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(T, V) along a result; NaN where the model was built without its energy routine."""
-    if not len(q):
-        return np.empty(0), np.empty(0)
-    if not _has(sys, "energy"):
-        return np.full(len(q), np.nan), np.full(len(q), np.nan)
-    T, V = sys.energy(q, qd, pv)
-    return T, V
+def _energy(sys: "CompiledModel", q: np.ndarray, qd: np.ndarray, pv: np.ndarray) -> Any:
+    """(T, V) along a result as a :class:`~rodgen.runtime.result.Deferred` that the result computes when it first
+    reads them (typed Any: a SimulationResult takes it for its kinetic and potential fields); NaN where the model
+    was built without its energy routine."""
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        if not len(q):
+            return np.empty(0), np.empty(0)
+        if not _has(sys, "energy"):
+            return np.full(len(q), np.nan), np.full(len(q), np.nan)
+        T, V = sys.energy(q, qd, pv)
+        return T, V
+    return Deferred(compute)
 
 
 def _joined(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -482,7 +486,7 @@ def simulate_hybrid(sys: "CompiledModel", y0: Any, t_end: float, dt: float, *, c
         (ts, np.empty(0)), (ys, np.empty((0, ny))), (ls, np.empty((0, nr))),
         (acts, np.empty((0, nc), dtype=np.intc)), (us, np.empty((0, nu)))))
     q, qd = Y[:, :nq], Y[:, nq:]
-    energy: Any = Deferred(lambda: _energy(sys, q, qd, pv))   # the result computes it on first use
+    energy = _energy(sys, q, qd, pv)
     res = SimulationResult(t=t, q=q, qd=qd, u=U, kinetic=energy, potential=energy, coordinates=list(sys.coordinates),
                            inputs=list(sys.inputs), status=status, message=message, model=sys.name,
                            velocities=list(sys.velocities) if getattr(sys, "lie_joints", None) else None)

@@ -41,6 +41,15 @@ class Deferred:
         self.compute = compute
 
 
+#: the fields a simulation may hand over :class:`Deferred`, in the order its function gives them
+ENERGIES = ("kinetic", "potential")
+
+
+def _per_row(value: Any, n: int) -> np.ndarray:
+    """An energy field as its own (n,) float array (a scalar is every row's)."""
+    return np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+
+
 @dataclass
 class SimulationResult:
     """Time series of a motion.
@@ -103,7 +112,7 @@ class SimulationResult:
         for name in ENERGIES:
             value = self.__dict__[f"_{name}"]
             if not isinstance(value, Deferred):
-                self.__dict__[f"_{name}"] = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()
+                self.__dict__[f"_{name}"] = _per_row(value, n)
         self.status = Status(self.status)
         nv = len(self.coordinates) if self.velocities is None else len(self.velocities)
         if self.q.shape[1] != len(self.coordinates) or self.qd.shape != (n, nv):
@@ -122,8 +131,7 @@ class SimulationResult:
             if isinstance(value, Deferred):
                 if id(value) not in done:
                     done[id(value)] = value.compute()
-                got = done[id(value)][k]
-                self.__dict__[f"_{name}"] = np.broadcast_to(np.asarray(got, dtype=float), (len(self.t),)).copy()
+                self.__dict__[f"_{name}"] = _per_row(done[id(value)][k], len(self.t))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (a study's workers, copies) with its energies computed: the function does not travel."""
@@ -187,10 +195,6 @@ class SimulationResult:
         return cls(t=body[:, col["t"]], q=take(coordinates), qd=take([f"{c}_dot" for c in coordinates]),
                    u=take(inputs), kinetic=body[:, col["kinetic"]], potential=body[:, col["potential"]],
                    coordinates=list(coordinates), inputs=list(inputs))
-
-
-#: the fields a simulation may hand over :class:`Deferred`, in the order its function gives them
-ENERGIES = ("kinetic", "potential")
 
 
 def _energy_field(name: str) -> property:

@@ -33,12 +33,11 @@ from .compiler import (
     BuildOptions,
     Optimization,
     compile_count,
-    compile_key_parts,
     compile_model,
     find_compiler,
     library_suffix,
     model_cflags,
-    model_encoding_part,
+    model_key_parts,
 )
 from .runtime import cache_dir, load_runtime, runtime_path
 
@@ -53,8 +52,7 @@ def build_key(files: GeneratedFiles, options: BuildOptions) -> str:
     parts = {
         "sources": files.digest(),
         "rodgen": __version__,
-        **compile_key_parts(compiler, model_cflags(options), options.arch),
-        **model_encoding_part(compiler, model_cflags(options)),
+        **model_key_parts(compiler, options),
         "library": library_suffix(),
         "platform": sys.platform,
     }

@@ -270,11 +270,13 @@ def compile_key_parts(compiler: tuple[str, ...], flags: Sequence[str], arch: Opt
             "target": target_identity(compiler, arch)}
 
 
-def model_encoding_part(compiler: tuple[str, ...], flags: Sequence[str]) -> dict[str, str]:
-    """The build key's part for the encoding of a model's units (:mod:`rodgen.toolchain.encoding`), for GCC:
-    the rules' version. Whether they apply follows from the compiler, the flags and the target, which the key
-    holds already, so nothing is run to compute the key."""
-    return {"encoding": ENCODING_RULES} if is_gcc(compiler) else {}
+def model_key_parts(compiler: tuple[str, ...], options: "BuildOptions") -> dict[str, str]:
+    """The compile parts of a model's build key: :func:`compile_key_parts` of :func:`model_cflags`, and for GCC
+    the version of the rules its units are assembled by (:data:`~rodgen.toolchain.encoding.ENCODING_RULES`):
+    whether they apply follows from the compiler, the flags and the target, which the key holds already, so
+    nothing is run to compute the key."""
+    parts = compile_key_parts(compiler, model_cflags(options), options.arch)
+    return {**parts, "encoding": ENCODING_RULES} if is_gcc(compiler) else parts
 
 
 def python_include() -> list[str]:
@@ -414,11 +416,11 @@ def compile_model(folder: Union[str, Path], *, sources: Sequence[str], library: 
         stem = Path(first).stem
         # on an AVX-512 target GCC's units go through the assembler with shorter encodings (encoding.py)
         evex = evex_available(tuple(cc), tuple(cflags))
+        step, suffix = ("-S", "s") if evex else ("-c", "o")
         cmds = []
         for k, names in enumerate(units):
             defines = [f"-D{macro}_UNIT"] + [f"-D{macro}_UNIT_{g.upper()}" for g in names]
-            cmds.append(cc + ["-S" if evex else "-c", "-std=c99"] + cflags + defines
-                        + [first, "-o", f"{stem}.{k}.{'s' if evex else 'o'}"])
+            cmds.append(cc + [step, "-std=c99"] + cflags + defines + [first, "-o", f"{stem}.{k}.{suffix}"])
         cmds += [cc + ["-c", "-std=c99"] + cflags + [src, "-o", f"{Path(src).stem}.o"] for src in rest]
         _run_all(cmds, folder, log, "compiling the model's C")
         if evex:

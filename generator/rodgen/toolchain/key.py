@@ -127,7 +127,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
     BuildOptions ``options``, computed without deriving anything."""
     from .. import __version__
     from . import cache
-    from .compiler import compile_key_parts, find_compiler, library_suffix, model_cflags, model_encoding_part
+    from .compiler import find_compiler, library_suffix, model_key_parts
     compiler = find_compiler(options.compiler)
     parts = {
         "model": canonical(model),
@@ -135,8 +135,7 @@ def model_key(model: ValidModel, method: str, codegen: Any, options: Any) -> str
         "codegen": canonical(codegen),
         "rodgen": __version__,
         "generator": generator_digest(),
-        **compile_key_parts(compiler, model_cflags(options), options.arch),
-        **model_encoding_part(compiler, model_cflags(options)),
+        **model_key_parts(compiler, options),
         "library": library_suffix(),
         "platform": sys.platform,
     }
